@@ -1,0 +1,139 @@
+// Schedules: algorithms as data (../shared/DESIGN.md, "Algorithms are data").
+//
+// An algorithm is a pure function (parameters, rank) -> RankSchedule: for one rank, a list of
+// lanes, each an ordered list of steps over regions of the user's send and receive buffers.
+// Executors (host now, device later) run schedules over transport connections; the reference
+// interpreter (interpreter.h) runs every rank's schedule over symbolic values, with no
+// transport, and proves that each rank ends with exactly the right contributions and that the
+// steps cannot deadlock.
+//
+// Execution model, shared by every executor and the interpreter:
+//  - Lanes of one rank run concurrently. A message sent on lane L by rank A goes to lane L of
+//    the receiving rank B, through the FIFO (A -> B, L). Messages on one FIFO arrive in order.
+//  - Each lane runs its steps in order, `iterations` times over slices: in iteration i a step
+//    covering `count` elements handles elements [i*S, min((i+1)*S, count)) of its regions,
+//    where S = sliceElems; a step whose slice is empty does nothing (no message), and the
+//    peer's matching step is empty too because matched steps have equal counts.
+//  - S is at most one FIFO slot, so each step moves at most one slot per iteration; this is
+//    what lets rings pipeline without deadlock when a block is larger than the FIFO.
+//  - iterations = ceil(maxStepCount / S), the same on every rank (maxStepCount is a property
+//    of the whole schedule, not of one rank).
+#ifndef WEFT_COLLECTIVES_SCHEDULE_H_
+#define WEFT_COLLECTIVES_SCHEDULE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft {
+namespace coll {
+
+enum class CollKind : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kSendRecv,  // user point-to-point operations (built from the calls, not by an algorithm)
+};
+
+enum class Algo : uint8_t {
+  kRing,      // all-reduce, all-gather, reduce-scatter; broadcast/reduce as a chain from/to root
+  kTree,      // all-reduce: double binary tree; broadcast/reduce: binary tree
+  kPairwise,  // all-to-all: n-1 rounds of (send to r+k, receive from r-k)
+};
+
+const char* collName(CollKind kind);  // "allreduce", ...
+const char* algoName(Algo algo);      // "ring", "tree", "pairwise"
+
+enum class Buf : uint8_t { kSend, kRecv };
+
+enum class StepKind : uint8_t {
+  kSend,                // send src
+  kRecv,                // dst = incoming
+  kRecvReduceSend,      // send (src op incoming)
+  kRecvReduceCopy,      // dst = src op incoming
+  kRecvReduceCopySend,  // dst = src op incoming; send dst
+  kRecvCopySend,        // dst = incoming; send it on
+  kCopy,                // dst = src (local; skipped when they are the same memory)
+};
+
+bool stepReceives(StepKind kind);
+bool stepSends(StepKind kind);
+bool stepReads(StepKind kind);   // uses src
+bool stepWrites(StepKind kind);  // writes dst
+const char* stepName(StepKind kind);
+
+struct Step {
+  StepKind kind = StepKind::kCopy;
+  int32_t recvPeer = -1;  // rank it receives from, when stepReceives(kind)
+  int32_t sendPeer = -1;  // rank it sends to, when stepSends(kind)
+  Buf srcBuf = Buf::kSend;
+  int64_t srcOffset = 0;  // elements
+  Buf dstBuf = Buf::kRecv;
+  int64_t dstOffset = 0;  // elements
+  int64_t count = 0;      // elements in the region(s) and in the message(s)
+  // This step's result is the complete reduction of every rank's contribution: the op's
+  // post-processing (avg: divide by nranks) is applied here, before it is stored or sent.
+  bool final = false;
+};
+
+struct Lane {
+  std::vector<Step> steps;
+};
+
+struct RankSchedule {
+  int rank = 0;
+  std::vector<Lane> lanes;
+  int64_t maxStepCount = 0;  // the largest step count over all ranks' steps
+};
+
+struct ScheduleParams {
+  CollKind kind = CollKind::kAllReduce;
+  Algo algo = Algo::kRing;
+  int nRanks = 1;
+  int root = 0;       // broadcast, reduce
+  int nChannels = 1;  // parallel rings/trees, each over its own part of the data
+  // Per-call element count, as the API defines it: all-gather's sendcount, reduce-scatter's
+  // recvcount, all-to-all's count per peer.
+  int64_t count = 0;
+  // Ring order (a permutation of 0..nRanks-1, e.g. node-contiguous); empty: 0, 1, ..., n-1.
+  std::vector<int> ringOrder;
+};
+
+// Element counts of the send and receive buffers for these parameters on any rank (the
+// receive buffer of reduce is used on the root only; the send buffer of broadcast on the root
+// only).
+int64_t sendBufferCount(const ScheduleParams& p);
+int64_t recvBufferCount(const ScheduleParams& p);
+
+// The schedule of one rank. Empty lanes are allowed. p must be valid (validateParams).
+RankSchedule buildSchedule(const ScheduleParams& p, int rank);
+
+// "" when the parameters are valid for buildSchedule, else what is wrong.
+std::string validateParams(const ScheduleParams& p);
+
+// The slice of a step in an iteration: first element (relative to the step's regions) and
+// count; count is 0 when the step does nothing in this iteration.
+struct Slice {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+inline Slice sliceOf(const Step& step, int64_t iteration, int64_t sliceElems) {
+  int64_t first = iteration * sliceElems;
+  if (first >= step.count) return Slice{first, 0};
+  int64_t n = step.count - first;
+  return Slice{first, n < sliceElems ? n : sliceElems};
+}
+inline int64_t iterationsFor(int64_t maxStepCount, int64_t sliceElems) {
+  return maxStepCount <= 0 ? 0 : (maxStepCount + sliceElems - 1) / sliceElems;
+}
+
+// Human-readable dump (weft-topo --schedule, test failures).
+std::string formatSchedule(const RankSchedule& s);
+
+}  // namespace coll
+}  // namespace weft
+
+#endif  // WEFT_COLLECTIVES_SCHEDULE_H_

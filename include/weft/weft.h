@@ -1,0 +1,191 @@
+/*
+ * weft.h: the public C API of Weft, a collective communications library for distributed
+ * training on NVIDIA GPUs, AMD GPUs and plain host memory.
+ *
+ * The shapes follow NCCL's API (same argument order, same numeric values for results,
+ * datatypes and reduction operations), so code written for NCCL or RCCL ports by renaming.
+ *
+ * Conventions:
+ *  - Every function returns weftResult_t. On failure, weftGetLastError(comm) returns a sentence
+ *    saying what failed, on which rank, and what to do about it.
+ *  - Counts are element counts (size_t). Buffers are host pointers when the stream argument
+ *    is NULL: the call is then blocking and returns when this rank's part is complete.
+ *    Device streams arrive with the GPU backends.
+ *  - A failed call enqueues nothing and leaves the buffers untouched.
+ *  - Every wait has a deadline (WEFT_TIMEOUT_S or weftConfig_t.timeoutS); on expiry the
+ *    communicator enters an error state that names the collective, its sequence number and
+ *    the peers not heard from.
+ */
+#ifndef WEFT_WEFT_H_
+#define WEFT_WEFT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_MAJOR 0
+#define WEFT_MINOR 1
+#define WEFT_PATCH 0
+/* weftGetVersion reports MAJOR*10000 + MINOR*100 + PATCH. */
+#define WEFT_VERSION_CODE (WEFT_MAJOR * 10000 + WEFT_MINOR * 100 + WEFT_PATCH)
+
+/* Results: the same values as ncclResult_t. */
+typedef enum {
+  weftSuccess = 0,
+  weftUnhandledDeviceError = 1, /* a CUDA/HIP call failed */
+  weftSystemError = 2,          /* the OS refused: sockets, shared memory, processes */
+  weftInternalError = 3,        /* a bug in Weft: please report it with the message */
+  weftInvalidArgument = 4,      /* an argument is wrong; nothing was done */
+  weftInvalidUsage = 5,         /* the call is not allowed now (e.g. the communicator failed) */
+  weftRemoteError = 6,          /* another rank failed or went away */
+  weftInProgress = 7,           /* non-blocking operation still running */
+  weftTimeout = 8,              /* a wait passed its deadline */
+  weftNumResults = 9
+} weftResult_t;
+
+/* Datatypes: the same values as ncclDataType_t. */
+typedef enum {
+  weftInt8 = 0,
+  weftChar = 0,
+  weftUint8 = 1,
+  weftInt32 = 2,
+  weftInt = 2,
+  weftUint32 = 3,
+  weftInt64 = 4,
+  weftUint64 = 5,
+  weftFloat16 = 6,
+  weftHalf = 6,
+  weftFloat32 = 7,
+  weftFloat = 7,
+  weftFloat64 = 8,
+  weftDouble = 8,
+  weftBfloat16 = 9,
+  weftFloat8e4m3 = 10,
+  weftFloat8e5m2 = 11,
+  weftNumTypes = 12
+} weftDataType_t;
+
+/* Reduction operations: the same values as ncclRedOp_t. Half-precision and fp8 types are
+ * reduced in float and rounded once per step; avg is a sum divided by the rank count
+ * (integer division for integer types). */
+typedef enum { weftSum = 0, weftProd = 1, weftMax = 2, weftMin = 3, weftAvg = 4, weftNumOps = 5 } weftRedOp_t;
+
+/* An opaque 128-byte identifier made by one rank (weftGetUniqueId) and handed to the others
+ * by any means (MPI_Bcast, a file, a key-value store). It carries the root's address and a
+ * random secret that joining ranks must present. */
+#define WEFT_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[WEFT_UNIQUE_ID_BYTES];
+} weftUniqueId;
+
+typedef struct weftComm* weftComm_t;
+
+/* A device stream (cudaStream_t / hipStream_t), or NULL for host memory. */
+typedef void* weftStream_t;
+
+/* Communicator options. Start from WEFT_CONFIG_INITIALIZER and set what you need; fields left
+ * at their initial value take the parameter's value (WEFT_* environment variables). */
+typedef struct {
+  size_t size;          /* sizeof(weftConfig_t): lets later versions append fields */
+  unsigned int magic;   /* WEFT_CONFIG_MAGIC */
+  unsigned int version; /* WEFT_VERSION_CODE of the header the caller was built with */
+  int blocking;         /* 1: init blocks (default); 0: init returns weftInProgress and
+                           weftCommGetAsyncError reports when it is done */
+  int timeoutS;         /* seconds any wait may take; <= 0: WEFT_TIMEOUT_S */
+  int minChannels;      /* <= 0: the parameter's value */
+  int maxChannels;      /* <= 0: the parameter's value */
+  const char* commName; /* shown in log lines and errors; may be NULL */
+} weftConfig_t;
+
+#define WEFT_CONFIG_MAGIC 0x57454654u /* "WEFT" */
+#define WEFT_CONFIG_INITIALIZER \
+  { sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE, 1, 0, 0, 0, NULL }
+
+#define WEFT_SPLIT_NOCOLOR (-1)
+
+/* ---- Version and errors ------------------------------------------------------------- */
+weftResult_t weftGetVersion(int* version);
+/* A short, static description of a result code. */
+const char* weftGetErrorString(weftResult_t result);
+/* The last error's full message for this communicator (or for the calling thread when comm is
+ * NULL, e.g. after a failed init). Never NULL; "" when there was no error. */
+const char* weftGetLastError(weftComm_t comm);
+
+/* ---- Communicators ------------------------------------------------------------------- */
+/* Makes a new id and starts its root listener in this process. Call on one rank only. */
+weftResult_t weftGetUniqueId(weftUniqueId* uniqueId);
+/* Joins communicator `id` as rank `rank` of `nranks`. Collective over the nranks callers. */
+weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank);
+weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
+                                    weftConfig_t* config);
+/* Creates ndev ranks in this process (devlist may be NULL for host ranks 0..ndev-1). Drive
+ * them from ndev threads, or from one thread inside weftGroupStart/weftGroupEnd. */
+weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
+/* Joins a communicator described by the environment, as launchers (torchrun-like scripts,
+ * weft-perf -np N) set it: WEFT_RANK, WEFT_NRANKS, WEFT_ROOT_ADDR (host:port; rank 0 listens
+ * there) and WEFT_ROOT_SECRET (32 hex digits, shared by all ranks). Falls back to
+ * OMPI_COMM_WORLD_RANK/SIZE and PMI_RANK/PMI_SIZE for the rank and size. */
+weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config);
+/* Splits comm by color (WEFT_SPLIT_NOCOLOR: no new communicator, *newcomm = NULL), ordering
+ * ranks by key then by old rank. Collective over comm. */
+weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm, weftConfig_t* config);
+/* Waits for pending work, then frees the communicator. */
+weftResult_t weftCommFinalize(weftComm_t comm);
+weftResult_t weftCommDestroy(weftComm_t comm);
+/* Stops everything the communicator is doing, from any thread, within about a second: calls
+ * in flight return weftRemoteError or weftInvalidUsage; then frees it. */
+weftResult_t weftCommAbort(weftComm_t comm);
+/* weftSuccess, weftInProgress (non-blocking init still running), or the error that put the
+ * communicator in its error state. */
+weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
+weftResult_t weftCommCount(const weftComm_t comm, int* count);
+weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
+/* The device index of the communicator (-1 for host ranks). */
+weftResult_t weftCommDevice(const weftComm_t comm, int* device);
+
+/* ---- Collectives ----------------------------------------------------------------------
+ * Every collective is called by every rank of comm in the same order. In-place is allowed
+ * where NCCL allows it (sendbuff == recvbuff; for all-gather sendbuff == recvbuff +
+ * rank*count, for reduce-scatter recvbuff == sendbuff + rank*count). */
+weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                           weftRedOp_t op, weftComm_t comm, weftStream_t stream);
+/* recvbuff holds nranks*count elements: rank r's sendbuff lands at recvbuff + r*count. */
+weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, weftDataType_t datatype,
+                           weftComm_t comm, weftStream_t stream);
+/* sendbuff holds nranks*recvcount elements; rank r receives the reduction of block r. */
+weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, weftDataType_t datatype,
+                               weftRedOp_t op, weftComm_t comm, weftStream_t stream);
+/* The root's sendbuff lands in every rank's recvbuff (sendbuff is read on the root only). */
+weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                           weftComm_t comm, weftStream_t stream);
+/* The reduction lands in the root's recvbuff (recvbuff is ignored elsewhere). */
+weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                        weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream);
+/* count elements go to each rank: block p of sendbuff goes to rank p, block p of recvbuff
+ * comes from rank p. */
+weftResult_t weftAllToAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                          weftComm_t comm, weftStream_t stream);
+/* Point to point. Sends and receives between one pair are matched in order; put the calls of
+ * an exchange inside weftGroupStart/weftGroupEnd so that they run concurrently. */
+weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                      weftStream_t stream);
+weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                      weftStream_t stream);
+/* Returns when every rank has entered the barrier. */
+weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream);
+
+/* ---- Groups ----------------------------------------------------------------------------
+ * Calls between weftGroupStart and weftGroupEnd are recorded and run together at
+ * weftGroupEnd: the collectives in the order they were called, then all sends and receives
+ * concurrently. Groups nest; the outermost weftGroupEnd runs them. */
+weftResult_t weftGroupStart(void);
+weftResult_t weftGroupEnd(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* WEFT_WEFT_H_ */

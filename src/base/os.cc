@@ -1,0 +1,142 @@
+#include "base/os.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+namespace weft {
+
+uint64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+Deadline Deadline::afterSeconds(double seconds) {
+  Deadline d;
+  if (seconds <= 0) seconds = 0;
+  double ns = seconds * 1e9;
+  d.atNs_ = ns > 4e18 ? UINT64_MAX : nowNs() + static_cast<uint64_t>(ns);
+  return d;
+}
+
+Deadline Deadline::never() {
+  Deadline d;
+  d.atNs_ = UINT64_MAX;
+  return d;
+}
+
+bool Deadline::expired() const { return atNs_ != UINT64_MAX && nowNs() >= atNs_; }
+
+double Deadline::remainingSeconds() const {
+  if (atNs_ == UINT64_MAX) return 1e18;
+  uint64_t now = nowNs();
+  return now >= atNs_ ? 0.0 : static_cast<double>(atNs_ - now) / 1e9;
+}
+
+int Deadline::remainingMs() const {
+  double ms = remainingSeconds() * 1e3;
+  if (ms > INT_MAX) return INT_MAX;
+  return static_cast<int>(ms + 0.999);
+}
+
+void Backoff::pause() {
+  // ~100 spins (sub-microsecond reaction), then yields, then short sleeps growing to 200 us.
+  ++rounds_;
+  if (rounds_ < 100) {
+    cpuRelax();
+  } else if (rounds_ < 1100) {
+    sched_yield();
+  } else {
+    uint32_t extra = rounds_ - 1100;
+    long us = 20 + static_cast<long>(extra < 180 ? extra : 180);
+    timespec ts{0, us * 1000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+std::string hostName() {
+  static const std::string name = [] {
+    char buf[256] = {0};
+    if (gethostname(buf, sizeof(buf) - 1) != 0) return std::string("unknown-host");
+    return std::string(buf);
+  }();
+  return name;
+}
+
+uint64_t hashBytes(const void* data, size_t bytes, uint64_t seed) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h = seed;
+  for (size_t i = 0; i < bytes; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+uint64_t hostHash() {
+  static const uint64_t hash = [] {
+    std::string id = hostName();
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::string bootId;
+    if (boot >> bootId) id += ":" + bootId;
+    // Ranks in different network namespaces on one machine share a boot id but not a
+    // hostname when their launcher sets one; the hostname keeps them apart in that case.
+    return hashBytes(id.data(), id.size());
+  }();
+  return hash;
+}
+
+uint64_t processHash() {
+  static const uint64_t hash = [] {
+    std::string id = std::to_string(hostHash()) + ":" + std::to_string(getpid());
+    std::ifstream stat("/proc/self/stat");
+    std::string field;
+    // Field 22 of /proc/self/stat is the start time: it tells a recycled pid apart.
+    for (int i = 0; i < 22 && (stat >> field); ++i) {
+    }
+    id += ":" + field;
+    return hashBytes(id.data(), id.size());
+  }();
+  return hash;
+}
+
+bool processAlive(int pid) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) == 0) return true;
+  return errno == EPERM;  // exists but belongs to someone else
+}
+
+std::string formatBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
+  char buf[32];
+  if (u == 0) std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof(buf), v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+bool randomBytes(void* buf, size_t bytes) {
+  auto* p = static_cast<unsigned char*>(buf);
+  while (bytes > 0) {
+    ssize_t n = getrandom(p, bytes, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace weft

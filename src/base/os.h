@@ -1,0 +1,69 @@
+// Small OS helpers: monotonic time, deadlines, polite polling, host identity, processes.
+#ifndef WEFT_BASE_OS_H_
+#define WEFT_BASE_OS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace weft {
+
+// Monotonic clock in nanoseconds.
+uint64_t nowNs();
+
+// A point in time after which a wait must give up.
+class Deadline {
+ public:
+  static Deadline afterSeconds(double seconds);
+  static Deadline never();
+  bool expired() const;
+  // Seconds left (0 when expired; a large number for never()).
+  double remainingSeconds() const;
+  // Milliseconds left, clamped to [0, INT32_MAX], for poll(2).
+  int remainingMs() const;
+  uint64_t atNs() const { return atNs_; }
+
+ private:
+  uint64_t atNs_ = 0;
+};
+
+// Polling that spins briefly, then yields, then sleeps, so that many ranks on few cores still
+// make progress. Call pause() after each unsuccessful poll and reset() after progress.
+class Backoff {
+ public:
+  void pause();
+  void reset() { rounds_ = 0; }
+  uint32_t rounds() const { return rounds_; }
+
+ private:
+  uint32_t rounds_ = 0;
+};
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+std::string hostName();
+// Identifies this host (name and boot id): equal on two ranks means "same host".
+uint64_t hostHash();
+// Identifies this process (host, pid and start time): equal means "same process".
+uint64_t processHash();
+// True when a process with this pid exists on this host.
+bool processAlive(int pid);
+
+// 64-bit FNV-1a.
+uint64_t hashBytes(const void* data, size_t bytes, uint64_t seed = 0xcbf29ce484222325ull);
+
+// "1.5 MiB", "64 KiB", "12 B".
+std::string formatBytes(uint64_t bytes);
+
+// Fills buf with random bytes from the kernel; false if it cannot.
+bool randomBytes(void* buf, size_t bytes);
+
+}  // namespace weft
+
+#endif  // WEFT_BASE_OS_H_

@@ -1,0 +1,30 @@
+// The parameter table: every WEFT_* environment variable Weft reads, declared once.
+// WEFT_PARAM(type, Name, "ENV_SUFFIX", default, "one-line help")
+// Read one with weft::params::Name(); `weft-topo --params` prints this table.
+// (No include guard: params.h and params.cc include this file with different definitions.)
+
+// Time-outs and errors
+WEFT_PARAM(int64_t, TimeoutS, "TIMEOUT_S", 1800, "seconds any wait may take before the communicator fails with weftTimeout")
+
+// Logging
+WEFT_PARAM(std::string, Debug, "DEBUG", "WARN", "log level: NONE, WARN, INFO or TRACE")
+WEFT_PARAM(std::string, DebugSubsys, "DEBUG_SUBSYS", "ALL", "subsystems to log, comma-separated (INIT,COLL,P2P,SHM,NET,BOOT,TUNING,ENV,ALL); ^NAME excludes")
+WEFT_PARAM(std::string, DebugFile, "DEBUG_FILE", "", "write log lines to this file instead of stderr; %h = host, %p = pid")
+
+// Bootstrap and launch
+WEFT_PARAM(std::string, SocketIfname, "SOCKET_IFNAME", "", "interfaces for bootstrap sockets: prefixes, comma-separated; ^ excludes, = matches exactly (default: first up non-loopback, else lo)")
+WEFT_PARAM(int64_t, Rank, "RANK", -1, "this process's rank, for weftCommInitFromEnv")
+WEFT_PARAM(int64_t, NRanks, "NRANKS", -1, "number of ranks, for weftCommInitFromEnv")
+WEFT_PARAM(std::string, RootAddr, "ROOT_ADDR", "", "host:port where rank 0 listens, for weftCommInitFromEnv")
+WEFT_PARAM(std::string, RootSecret, "ROOT_SECRET", "", "32 hex digits all ranks share, for weftCommInitFromEnv")
+
+// Algorithms and channels
+WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring or Tree (default: chosen by size)")
+WEFT_PARAM(int64_t, TreeMaxBytes, "TREE_MAX_BYTES", 65536, "largest all-reduce (bytes) for which the size rule picks the tree")
+WEFT_PARAM(int64_t, MinNChannels, "MIN_NCHANNELS", 1, "fewest channels (parallel rings/trees) a collective uses")
+WEFT_PARAM(int64_t, MaxNChannels, "MAX_NCHANNELS", 2, "most channels (parallel rings/trees) a collective uses")
+
+// Transports
+WEFT_PARAM(bool, ShmDisable, "SHM_DISABLE", false, "1: never use the shared-memory transport")
+WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
+WEFT_PARAM(int64_t, NSlots, "NSLOTS", 8, "slots in each connection's FIFO")

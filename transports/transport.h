@@ -1,0 +1,104 @@
+// The transport interface: how two ranks move bytes. A Connection is one direction of one edge
+// (sender rank -> receiver rank, on one lane): a FIFO of nSlots slots of slotBytes bytes with
+// head/tail counters the two sides poll. The receiver reads the slot in place; the sender
+// writes it in place (../shared/DESIGN.md, "Transports").
+//
+// Everything here is non-blocking: executors poll connections of several lanes in turn, so a
+// rank never blocks in one connection while another could progress. Waiting, deadlines and
+// back-off belong to the caller.
+//
+// Implementations (shm/, later p2p/ and net/) register a factory with registerTransport();
+// src/core picks, for each pair of ranks, the first registered transport that canConnect().
+#ifndef WEFT_TRANSPORTS_TRANSPORT_H_
+#define WEFT_TRANSPORTS_TRANSPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/os.h"
+#include "base/status.h"
+
+namespace weft {
+
+// What each rank tells the others at init (exchanged by the bootstrap's all-gather). Plain old
+// data: it travels as bytes.
+struct PeerInfo {
+  int32_t rank = -1;
+  int32_t pid = 0;
+  uint64_t hostHash = 0;     // equal: same host
+  uint64_t processHash = 0;  // equal: same process
+  int32_t device = -1;       // GPU index, -1 for host memory ranks
+  int32_t reserved = 0;
+  char hostName[64] = {0};
+};
+
+// Sends and receives small blobs between two ranks out of band (through the bootstrap), for
+// transports that must exchange addresses or handles while connecting.
+class PeerExchange {
+ public:
+  virtual ~PeerExchange() = default;
+  virtual Status send(int peer, int tag, const void* data, size_t bytes) = 0;
+  virtual Status recv(int peer, int tag, void* data, size_t bytes) = 0;
+};
+
+struct ConnectRequest {
+  std::string commTag;  // unique per communicator on this host (names of shared segments, ...)
+  PeerInfo self;
+  PeerInfo peer;
+  int lane = 0;              // which FIFO between this pair (lanes are independent)
+  size_t nSlots = 8;
+  size_t slotBytes = 1 << 17;
+  Deadline deadline;
+  PeerExchange* exchange = nullptr;  // may be null for transports that need no exchange
+};
+
+// One direction of one edge. A connection made by connectSend() uses the sender methods, one
+// made by connectRecv() the receiver methods; the other pair returns nullptr / does nothing.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual size_t slotBytes() const = 0;
+
+  // Sender: the next free slot to fill, or nullptr when the FIFO is full.
+  virtual void* trySendSlot() = 0;
+  // Sender: publishes the slot returned by trySendSlot() holding `bytes` bytes.
+  virtual void postSend(size_t bytes) = 0;
+
+  // Receiver: the oldest filled slot and its byte count, or nullptr when none is ready.
+  virtual const void* tryRecv(size_t* bytes) = 0;
+  // Receiver: gives the slot returned by tryRecv() back to the sender.
+  virtual void releaseRecv() = 0;
+
+  // Ok while the peer is alive and has not failed; otherwise an error naming the peer
+  // (weftRemoteError). Cheap enough to call every few milliseconds while waiting.
+  virtual Status checkPeer() const = 0;
+  // Tells the peer that this side failed, so that its waits end at once instead of at the
+  // deadline. Safe to call from any thread.
+  virtual void signalAbort() = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  // The receiving side of an edge creates its FIFO; returns at once.
+  virtual Status connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) = 0;
+  // The sending side attaches to the FIFO its peer creates, waiting until req.deadline for it.
+  virtual Status connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) = 0;
+};
+
+// Registration: implementations call this from a static initialiser in their module (src/core
+// links them whole). Order of preference is registration priority, highest first.
+using TransportFactory = std::function<std::unique_ptr<Transport>()>;
+void registerTransport(const char* name, int priority, TransportFactory factory);
+// Fresh instances of every registered transport, highest priority first.
+std::vector<std::unique_ptr<Transport>> makeTransports();
+
+}  // namespace weft
+
+#endif  // WEFT_TRANSPORTS_TRANSPORT_H_
