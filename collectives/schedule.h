@@ -18,6 +18,16 @@
 //    what lets rings pipeline without deadlock when a block is larger than the FIFO.
 //  - iterations = ceil(maxStepCount / S), the same on every rank (maxStepCount is a property
 //    of the whole schedule, not of one rank).
+//  - A step's message goes on lane step.sendLane when that is set (>= 0), else on the step's own
+//    lane. Only the root of a tree all-reduce uses it: its last reduce step (on the reduce-up
+//    lane) sends the finished slice straight into the broadcast-down lane, because nothing
+//    else orders two lanes of one rank. Every FIFO (A -> B, L) is fed by exactly one lane of A.
+//  - Every FIFO needs at least 2 slots: in a ring every rank sends, then each step receives
+//    and sends at once, which with one slot per FIFO leaves every FIFO full and every rank
+//    waiting (the interpreter proves 2 slots enough for every algorithm here).
+//  - Buf::kScratch is a per-call buffer of scratchBufferCount(p) elements the executor
+//    provides (contents undefined at the start); only the tree reduce uses it, on ranks that
+//    merge two children (they may not write their receive buffer, which may be invalid).
 #ifndef WEFT_COLLECTIVES_SCHEDULE_H_
 #define WEFT_COLLECTIVES_SCHEDULE_H_
 
@@ -47,7 +57,12 @@ enum class Algo : uint8_t {
 const char* collName(CollKind kind);  // "allreduce", ...
 const char* algoName(Algo algo);      // "ring", "tree", "pairwise"
 
-enum class Buf : uint8_t { kSend, kRecv };
+// Limits validateParams enforces.
+constexpr int kMaxScheduleChannels = 32;
+constexpr int kMaxScheduleRanks = 1 << 20;
+
+enum class Buf : uint8_t { kSend, kRecv, kScratch };
+const char* bufName(Buf buf);  // "send", "recv", "scratch"
 
 enum class StepKind : uint8_t {
   kSend,                // send src
@@ -77,6 +92,8 @@ struct Step {
   // This step's result is the complete reduction of every rank's contribution: the op's
   // post-processing (avg: divide by nranks) is applied here, before it is stored or sent.
   bool final = false;
+  // The lane its message goes on (that lane of sendPeer receives it); -1: this step's lane.
+  int32_t sendLane = -1;
 };
 
 struct Lane {
@@ -107,6 +124,13 @@ struct ScheduleParams {
 // only).
 int64_t sendBufferCount(const ScheduleParams& p);
 int64_t recvBufferCount(const ScheduleParams& p);
+// Elements of Buf::kScratch the executor must provide on every rank (0: none).
+int64_t scratchBufferCount(const ScheduleParams& p);
+
+// Lanes per channel: lane = channel * lanesPerChannel(p) + k. Every rank's schedule has
+// nChannels * lanesPerChannel(p) lanes. Ring, chain, binary tree and pairwise algorithms use
+// one lane per channel; the tree all-reduce four: (tree 0 up, tree 0 down, tree 1 up, tree 1 down).
+int lanesPerChannel(const ScheduleParams& p);
 
 // The schedule of one rank. Empty lanes are allowed. p must be valid (validateParams).
 RankSchedule buildSchedule(const ScheduleParams& p, int rank);
@@ -132,6 +156,8 @@ inline int64_t iterationsFor(int64_t maxStepCount, int64_t sliceElems) {
 
 // Human-readable dump (weft-topo --schedule, test failures).
 std::string formatSchedule(const RankSchedule& s);
+// One step on one line: "recvReduceSend from 2 to 4, src send[10, +5)".
+std::string formatStep(const Step& step);
 
 }  // namespace coll
 }  // namespace weft

@@ -110,8 +110,18 @@ uint64_t processHash() {
 
 bool processAlive(int pid) {
   if (pid <= 0) return false;
-  if (kill(pid, 0) == 0) return true;
-  return errno == EPERM;  // exists but belongs to someone else
+  if (kill(pid, 0) != 0) return errno == EPERM;  // EPERM: exists but belongs to someone else
+  // A killed process that its parent has not reaped yet is a zombie: it still answers kill()
+  // but will never run again.
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  std::ifstream stat(path);
+  std::string line;
+  if (!std::getline(stat, line)) return true;  // no /proc: trust kill()
+  size_t paren = line.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= line.size()) return true;
+  char state = line[paren + 2];
+  return state != 'Z' && state != 'X';
 }
 
 std::string formatBytes(uint64_t bytes) {

@@ -1,0 +1,267 @@
+#include "collectives/host_executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "base/log.h"
+
+namespace weft {
+namespace coll {
+namespace {
+
+// How often a waiting executor checks the deadline, the abort flag and the peers.
+constexpr uint64_t kHealthCheckIntervalNs = 2'000'000;
+// Steps one track may run before the executor turns to the next one (fairness).
+constexpr int kStepsPerTurn = 16;
+
+struct TrackState {
+  const Track* track = nullptr;
+  size_t run = 0;
+  int64_t iteration = 0;
+  size_t step = 0;
+  bool done = false;
+  // What the track waits for, for the time-out message.
+  bool waitingRecv = false;
+  bool waitingSend = false;
+};
+
+const LaneRun& currentRun(const TrackState& t) { return t.track->runs[t.run]; }
+const Step& currentStep(const TrackState& t) { return currentRun(t).lane->steps[t.step]; }
+
+// Moves the cursor to the next step with a non-empty slice (or marks the track done).
+void skipEmpty(TrackState& t) {
+  while (!t.done) {
+    if (t.run >= t.track->runs.size()) {
+      t.done = true;
+      return;
+    }
+    const LaneRun& run = currentRun(t);
+    if (t.iteration >= run.iterations || run.lane->steps.empty()) {
+      ++t.run, t.iteration = 0, t.step = 0;
+      continue;
+    }
+    if (t.step >= run.lane->steps.size()) {
+      ++t.iteration, t.step = 0;
+      continue;
+    }
+    if (sliceOf(currentStep(t), t.iteration, run.sliceElems).count > 0) return;
+    ++t.step;
+  }
+}
+
+char* regionPointer(const LaneRun& run, Buf buf, int64_t offset, int64_t first) {
+  char* base = buf == Buf::kSend ? const_cast<char*>(run.sendbuff) : run.recvbuff;
+  return base + static_cast<size_t>(offset + first) * run.elemSize;
+}
+
+enum class StepResult { kDone, kBlocked };
+
+class Executor {
+ public:
+  Executor(const ExecPlan& plan, ConnectionProvider* provider) : plan_(plan), provider_(provider) {}
+
+  Status run() {
+    std::vector<TrackState> tracks(plan_.tracks.size());
+    for (size_t i = 0; i < tracks.size(); ++i) {
+      tracks[i].track = &plan_.tracks[i];
+      skipEmpty(tracks[i]);
+    }
+    Backoff backoff;
+    uint64_t nextCheck = 0;
+    uint64_t stallSince = nowNs();
+    for (;;) {
+      bool progressed = false;
+      bool allDone = true;
+      for (auto& t : tracks) {
+        for (int n = 0; n < kStepsPerTurn && !t.done; ++n) {
+          StepResult r;
+          WEFT_TRY(tryStep(t, &r));
+          if (r == StepResult::kBlocked) break;
+          progressed = true;
+          ++t.step;
+          skipEmpty(t);
+        }
+        allDone = allDone && t.done;
+      }
+      if (allDone) return Status::ok();
+      if (progressed) {
+        if (backoff.rounds() > 0) stallSince = 0;  // read the clock again at the next stall
+        backoff.reset();
+        continue;
+      }
+      backoff.pause();
+      uint64_t now = nowNs();
+      if (stallSince == 0) stallSince = now;
+      if (now >= nextCheck) {
+        nextCheck = now + kHealthCheckIntervalNs;
+        bool expired = static_cast<double>(now - stallSince) / 1e9 > plan_.timeoutS;
+        WEFT_TRY(checkWhileWaiting(tracks, expired, static_cast<double>(now - stallSince) / 1e9));
+      }
+    }
+  }
+
+ private:
+  Status tryStep(TrackState& t, StepResult* result) {
+    const LaneRun& run = currentRun(t);
+    const Step& step = currentStep(t);
+    Slice slice = sliceOf(step, t.iteration, run.sliceElems);
+    size_t bytes = static_cast<size_t>(slice.count) * run.elemSize;
+    *result = StepResult::kBlocked;
+
+    Connection* in = nullptr;
+    Connection* out = nullptr;
+    const void* inData = nullptr;
+    size_t inBytes = 0;
+    void* outSlot = nullptr;
+    t.waitingRecv = t.waitingSend = false;
+    if (stepReceives(step.kind)) {
+      in = provider_->get({step.recvPeer, false, run.fifoLane});
+      inData = in->tryRecv(&inBytes);
+      if (inData == nullptr) {
+        t.waitingRecv = true;
+        return Status::ok();
+      }
+      if (inBytes != bytes) {
+        return WEFT_ERROR(weftInvalidUsage,
+                          "%s: received %zu bytes from rank %d where the schedule expects %zu (lane %d, step %zu "
+                          "%s, iteration %lld); every rank must call the same collectives in the same order with "
+                          "the same count and datatype",
+                          plan_.what.c_str(), inBytes, step.recvPeer, bytes, run.fifoLane, t.step,
+                          stepName(step.kind), static_cast<long long>(t.iteration));
+      }
+    }
+    if (stepSends(step.kind)) {
+      out = provider_->get({step.sendPeer, true, run.fifoLane});
+      outSlot = out->trySendSlot();
+      if (outSlot == nullptr) {
+        t.waitingSend = true;
+        return Status::ok();
+      }
+    }
+
+    const char* src = stepReads(step.kind) ? regionPointer(run, step.srcBuf, step.srcOffset, slice.first) : nullptr;
+    char* dst = stepWrites(step.kind) ? regionPointer(run, step.dstBuf, step.dstOffset, slice.first) : nullptr;
+    uint32_t divisor = step.final ? run.avgDivisor : 0;
+    size_t n = static_cast<size_t>(slice.count);
+    switch (step.kind) {
+      case StepKind::kSend:
+        std::memcpy(outSlot, src, bytes);
+        break;
+      case StepKind::kRecv:
+        std::memcpy(dst, inData, bytes);
+        break;
+      case StepKind::kRecvReduceSend:
+        run.reduce(outSlot, src, inData, n, divisor);
+        break;
+      case StepKind::kRecvReduceCopy:
+        run.reduce(dst, src, inData, n, divisor);
+        break;
+      case StepKind::kRecvReduceCopySend:
+        run.reduce(dst, src, inData, n, divisor);
+        std::memcpy(outSlot, dst, bytes);
+        break;
+      case StepKind::kRecvCopySend:
+        std::memcpy(dst, inData, bytes);
+        std::memcpy(outSlot, inData, bytes);
+        break;
+      case StepKind::kCopy:
+        if (dst != src) std::memmove(dst, src, bytes);
+        break;
+    }
+    if (out) out->postSend(bytes);
+    if (in) in->releaseRecv();
+    *result = StepResult::kDone;
+    return Status::ok();
+  }
+
+  // Called every few milliseconds while nothing moves.
+  Status checkWhileWaiting(const std::vector<TrackState>& tracks, bool expired, double stalledS) {
+    // The communicator-wide check first: it names the rank that died, not just the neighbour
+    // that reported it.
+    WEFT_TRY(provider_->healthCheck());
+    std::set<int> silentPeers;
+    for (const auto& t : tracks) {
+      if (t.done) continue;
+      const Step& step = currentStep(t);
+      const LaneRun& run = currentRun(t);
+      if (t.waitingRecv) {
+        WEFT_TRY(provider_->get({step.recvPeer, false, run.fifoLane})->checkPeer());
+        silentPeers.insert(step.recvPeer);
+      }
+      if (t.waitingSend) {
+        WEFT_TRY(provider_->get({step.sendPeer, true, run.fifoLane})->checkPeer());
+        silentPeers.insert(step.sendPeer);
+      }
+    }
+    if (!expired) return Status::ok();
+    std::string peers;
+    for (int p : silentPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(p);
+    std::string where;
+    for (const auto& t : tracks) {
+      if (t.done || (!t.waitingRecv && !t.waitingSend)) continue;
+      const Step& step = currentStep(t);
+      char line[256];
+      std::snprintf(line, sizeof(line), "%s lane %d step %zu (%s) of iteration %lld waits %s rank %d",
+                    where.empty() ? "" : ";", currentRun(t).fifoLane, t.step, stepName(step.kind),
+                    static_cast<long long>(t.iteration), t.waitingRecv ? "for data from" : "for a free slot at",
+                    t.waitingRecv ? step.recvPeer : step.sendPeer);
+      where += line;
+    }
+    return WEFT_ERROR(weftTimeout,
+                      "%s timed out after %.0f s without progress: peers not heard from: %s (%s). Check that those "
+                      "ranks are alive and called the same collective; raise WEFT_TIMEOUT_S if they are just slow",
+                      plan_.what.c_str(), stalledS, peers.c_str(), where.c_str());
+  }
+
+  const ExecPlan& plan_;
+  ConnectionProvider* provider_;
+};
+
+}  // namespace
+
+std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan) {
+  std::set<ConnectionKey> keys;
+  for (const auto& track : plan.tracks) {
+    for (const auto& run : track.runs) {
+      if (run.iterations == 0) continue;
+      for (const auto& step : run.lane->steps) {
+        if (step.count == 0) continue;
+        if (stepReceives(step.kind)) keys.insert({step.recvPeer, false, run.fifoLane});
+        if (stepSends(step.kind)) keys.insert({step.sendPeer, true, run.fifoLane});
+      }
+    }
+  }
+  return std::vector<ConnectionKey>(keys.begin(), keys.end());
+}
+
+Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider) {
+  Status connected = provider->connect(connectionsOf(plan), Deadline::afterSeconds(plan.timeoutS));
+  if (!connected.isOk()) return std::move(connected).withPrefix(plan.what + ": ");
+  Executor executor(plan, provider);
+  return executor.run();
+}
+
+ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void* recvbuff, size_t elemSize,
+                        ReduceFn reduce, uint32_t avgDivisor, size_t slotBytes) {
+  ExecPlan plan;
+  int64_t sliceElems = std::max<int64_t>(1, static_cast<int64_t>(slotBytes / elemSize));
+  int64_t iterations = iterationsFor(schedule.maxStepCount, sliceElems);
+  for (size_t l = 0; l < schedule.lanes.size(); ++l) {
+    LaneRun run;
+    run.lane = &schedule.lanes[l];
+    run.fifoLane = static_cast<int>(l);
+    run.sendbuff = static_cast<const char*>(sendbuff);
+    run.recvbuff = static_cast<char*>(recvbuff);
+    run.elemSize = elemSize;
+    run.reduce = reduce;
+    run.avgDivisor = avgDivisor;
+    run.sliceElems = sliceElems;
+    run.iterations = iterations;
+    plan.tracks.push_back(Track{{run}});
+  }
+  return plan;
+}
+
+}  // namespace coll
+}  // namespace weft

@@ -1,0 +1,95 @@
+// The host executor: runs schedules over transport connections on the calling thread, for
+// buffers in host memory. Called by src/core for every collective and point-to-point group
+// whose stream is NULL.
+//
+// A plan is a set of tracks that progress concurrently; a track is a sequence of lane runs that
+// execute one after another (a collective has one track per lane and one run per track; a
+// group of sends to one peer is one track with a run per send, so they stay in call order on
+// their FIFO). The executor never blocks inside one connection: it polls every track in turn,
+// backs off when none can move, and checks the deadline, the abort flag and the peers' health
+// while it waits.
+#ifndef WEFT_COLLECTIVES_HOST_EXECUTOR_H_
+#define WEFT_COLLECTIVES_HOST_EXECUTOR_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/os.h"
+#include "base/status.h"
+#include "collectives/reduce.h"
+#include "collectives/schedule.h"
+#include "transports/transport.h"
+
+namespace weft {
+namespace coll {
+
+// Which FIFO a message uses: the edge's other rank, the direction, and the FIFO lane.
+struct ConnectionKey {
+  int peer = -1;
+  bool send = false;
+  int lane = 0;
+  bool operator<(const ConnectionKey& o) const {
+    if (peer != o.peer) return peer < o.peer;
+    if (send != o.send) return send < o.send;
+    return lane < o.lane;
+  }
+  bool operator==(const ConnectionKey& o) const { return peer == o.peer && send == o.send && lane == o.lane; }
+};
+
+// Supplies connections (src/core owns and caches them).
+class ConnectionProvider {
+ public:
+  virtual ~ConnectionProvider() = default;
+  // Makes sure every listed connection exists: all receiving ends first (they never wait),
+  // then the sending ends (they wait for the peer's receiving end, made in its own first phase).
+  virtual Status connect(const std::vector<ConnectionKey>& keys, const Deadline& deadline) = 0;
+  // A connection made by connect(); never null for a key that was connected.
+  virtual Connection* get(const ConnectionKey& key) = 0;
+  // Called every few milliseconds while the executor waits: fails when the communicator was
+  // aborted or a peer died (named in the message).
+  virtual Status healthCheck() = 0;
+};
+
+struct LaneRun {
+  const Lane* lane = nullptr;
+  int fifoLane = 0;  // FIFO lane its messages use
+  const char* sendbuff = nullptr;
+  char* recvbuff = nullptr;
+  size_t elemSize = 1;
+  ReduceFn reduce = nullptr;  // for steps that reduce
+  uint32_t avgDivisor = 0;    // passed to reduce on final steps (nranks for avg, else 0)
+  int64_t sliceElems = 1;     // elements per slice (at most one slot)
+  int64_t iterations = 0;     // iterationsFor(schedule.maxStepCount, sliceElems)
+};
+
+struct Track {
+  std::vector<LaneRun> runs;
+};
+
+struct ExecPlan {
+  std::vector<Track> tracks;
+  std::string what;  // "allreduce #12 (ring, 1 MiB float)" for messages
+  // How long the executor may wait with nothing moving (connecting included) before it fails
+  // with weftTimeout. A large collective that keeps moving never times out.
+  double timeoutS = 1800;
+};
+
+// The connections a plan uses, without duplicates.
+std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan);
+
+// Runs the plan to completion, or returns the first error (timeout, peer failure, abort,
+// protocol mismatch) with a message that names the operation, the step and the peer.
+Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider);
+
+// A plan for one rank's schedule of a collective: one track per lane.
+ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void* recvbuff, size_t elemSize,
+                        ReduceFn reduce, uint32_t avgDivisor, size_t slotBytes);
+
+}  // namespace coll
+}  // namespace weft
+
+#endif  // WEFT_COLLECTIVES_HOST_EXECUTOR_H_

@@ -1,0 +1,151 @@
+// Element-wise reduction: the op functors and chunk loops that every executor runs, and the
+// run-time dispatch (type, op) -> function that the host executor calls.
+//
+// The functors and loops are WEFT_HOST_DEVICE templates: the device kernels
+// (collectives/device/) instantiate them with a thread index and stride, the host with 0 and 1,
+// so the unit tests exercise the arithmetic the GPUs run.
+//
+// Numerics, for every executor:
+//  - Half, BFloat16 and FP8 are computed in float and rounded once to the storage type per
+//    call (datatypes.h: nearest-even; E4M3 saturates to +-448, the others overflow to inf).
+//  - Integer sum and prod wrap modulo 2^bits (computed in unsigned arithmetic: no UB).
+//  - Max and min propagate NaN: if either operand is NaN the result is NaN (the NaN operand
+//    itself). This is what a user checking for divergence wants, and it makes the result
+//    independent of the order in which ranks are combined. For equal operands (+0 and -0
+//    included) the second operand is returned.
+//  - Avg is a sum with one division at the end: intermediate steps add, and the step that adds
+//    the last contribution computes (a + b) / divisor, divisor = number of ranks; in float for
+//    float and the reduced-precision types, in double for double, integer division (toward
+//    zero, of the wrapped sum) for integers.
+#ifndef WEFT_COLLECTIVES_REDUCE_H_
+#define WEFT_COLLECTIVES_REDUCE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "collectives/datatypes.h"
+#include "device/platform.h"
+#include "weft/weft.h"
+
+namespace weft {
+namespace coll {
+
+// The storage types that are computed in float.
+template <typename T>
+struct IsReducedFloat : std::false_type {};
+template <>
+struct IsReducedFloat<Half> : std::true_type {};
+template <>
+struct IsReducedFloat<BFloat16> : std::true_type {};
+template <>
+struct IsReducedFloat<Fp8E4M3> : std::true_type {};
+template <>
+struct IsReducedFloat<Fp8E5M2> : std::true_type {};
+
+namespace detail {
+// Integer arithmetic is done in an unsigned type at least as wide as unsigned int, so that
+// neither signed overflow nor promotion of small types to (signed) int can be UB.
+template <typename T>
+using WrapType = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+}  // namespace detail
+
+template <typename T>
+struct OpSum {
+  WEFT_HOST_DEVICE static T apply(T a, T b) {
+    if constexpr (IsReducedFloat<T>::value) {
+      return T(static_cast<float>(a) + static_cast<float>(b));
+    } else if constexpr (std::is_integral<T>::value) {
+      using U = detail::WrapType<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    } else {
+      return a + b;
+    }
+  }
+};
+
+template <typename T>
+struct OpProd {
+  WEFT_HOST_DEVICE static T apply(T a, T b) {
+    if constexpr (IsReducedFloat<T>::value) {
+      return T(static_cast<float>(a) * static_cast<float>(b));
+    } else if constexpr (std::is_integral<T>::value) {
+      using U = detail::WrapType<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    } else {
+      return a * b;
+    }
+  }
+};
+
+// Max and min return one of the operands unchanged (no rounding needed); a NaN operand wins.
+template <typename T>
+struct OpMax {
+  WEFT_HOST_DEVICE static T apply(T a, T b) {
+    if constexpr (IsReducedFloat<T>::value) {
+      const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+      return (fa > fb || fa != fa) ? a : b;  // b NaN: fa > fb is false, so b
+    } else if constexpr (std::is_floating_point<T>::value) {
+      return (a > b || a != a) ? a : b;
+    } else {
+      return a > b ? a : b;
+    }
+  }
+};
+
+template <typename T>
+struct OpMin {
+  WEFT_HOST_DEVICE static T apply(T a, T b) {
+    if constexpr (IsReducedFloat<T>::value) {
+      const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+      return (fa < fb || fa != fa) ? a : b;
+    } else if constexpr (std::is_floating_point<T>::value) {
+      return (a < b || a != a) ? a : b;
+    } else {
+      return a < b ? a : b;
+    }
+  }
+};
+
+// The final step of avg for one element: (a + b) / divisor, rounded once.
+template <typename T>
+WEFT_HOST_DEVICE inline T sumDivide(T a, T b, uint32_t divisor) {
+  if constexpr (IsReducedFloat<T>::value) {
+    return T((static_cast<float>(a) + static_cast<float>(b)) / static_cast<float>(divisor));
+  } else if constexpr (std::is_same<T, double>::value) {
+    return (a + b) / static_cast<double>(divisor);
+  } else if constexpr (std::is_floating_point<T>::value) {
+    return (a + b) / static_cast<float>(divisor);
+  } else if constexpr (std::is_signed<T>::value) {
+    return static_cast<T>(static_cast<int64_t>(OpSum<T>::apply(a, b)) / static_cast<int64_t>(divisor));
+  } else {
+    return static_cast<T>(static_cast<uint64_t>(OpSum<T>::apply(a, b)) / divisor);
+  }
+}
+
+// dst[i] = Op(a[i], b[i]) for i = first, first + stride, ... < n. dst may be a or b (each
+// element is read before it is written) but must not overlap them otherwise.
+template <typename T, typename Op>
+WEFT_HOST_DEVICE inline void reduceInto(T* dst, const T* a, const T* b, size_t n, size_t first, size_t stride) {
+  for (size_t i = first; i < n; i += stride) dst[i] = Op::apply(a[i], b[i]);
+}
+
+// The final step of avg: dst[i] = (a[i] + b[i]) / divisor, same iteration and aliasing rules.
+template <typename T>
+WEFT_HOST_DEVICE inline void sumDivideInto(T* dst, const T* a, const T* b, size_t n, uint32_t divisor, size_t first,
+                                           size_t stride) {
+  for (size_t i = first; i < n; i += stride) dst[i] = sumDivide(a[i], b[i], divisor);
+}
+
+// Host dispatch. dst[i] = a[i] op b[i] for i < n, on host memory; dst may be a or b exactly.
+// For weftAvg: divisor > 1 makes this the final step (sum, then divide by divisor once);
+// divisor <= 1 just sums (an intermediate step). Other ops ignore divisor.
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n, uint32_t divisor);
+
+// The host function for (type, op); nullptr if either is invalid.
+ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op);
+
+}  // namespace coll
+}  // namespace weft
+
+#endif  // WEFT_COLLECTIVES_REDUCE_H_

@@ -1,0 +1,257 @@
+// weft-perf's launchers (see launch.h). MPI is used for the unique id alone; everything else
+// (rank lists, times, wrong counts) goes through Weft.
+#include "perf/launch.h"
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "perf/bench.h"
+#include "weft/weft.h"
+
+#ifdef WEFT_PERF_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace weft::perf {
+namespace {
+
+// A child that has not finished this long after another rank failed is stopped.
+constexpr int kGraceSeconds = 10;
+
+struct ProcessResult {
+  int exitCode = 0;
+  bool callFailed = false;
+};
+
+// One rank: join the communicator, run, free it (abort it when a call failed, so that no
+// thread of it waits on a peer that is gone).
+void runRank(const Options& o, const char* program, const weftUniqueId& id, int nranks, int rank, int group,
+             ProcessResult* out) {
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutS = o.timeoutS;
+  config.commName = "weft-perf";
+  weftComm_t comm = nullptr;
+  const weftResult_t r = weftCommInitRankConfig(&comm, nranks, id, rank, &config);
+  if (r != weftSuccess) {
+    std::fprintf(stderr, "weft-perf: rank %d of %d: weftCommInitRank failed: %s: %s\n", rank, nranks,
+                 weftGetErrorString(r), weftGetLastError(nullptr));
+    out->exitCode = 1;
+    out->callFailed = true;
+    return;
+  }
+  out->exitCode = runBenchmark(o, program, comm, group, &out->callFailed);
+  if (out->callFailed) {
+    weftCommAbort(comm);
+    return;
+  }
+  const weftResult_t d = weftCommDestroy(comm);
+  if (d != weftSuccess) {
+    std::fprintf(stderr, "weft-perf: rank %d: weftCommDestroy failed: %s\n", rank, weftGetErrorString(d));
+    if (out->exitCode == 0) out->exitCode = 1;
+  }
+}
+
+// This process's ranks procRank*nThreads .. +nThreads-1, one thread each (inline for one).
+ProcessResult runProcess(const Options& o, const char* program, const weftUniqueId& id, int nprocs, int procRank) {
+  const int nranks = nprocs * o.nThreads;
+  std::vector<ProcessResult> results(static_cast<size_t>(o.nThreads));
+  if (o.nThreads == 1) {
+    runRank(o, program, id, nranks, procRank, 0, &results[0]);
+  } else {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < o.nThreads; ++t)
+      threads.emplace_back(runRank, std::cref(o), program, std::cref(id), nranks, procRank * o.nThreads + t, t,
+                           &results[static_cast<size_t>(t)]);
+    for (std::thread& t : threads) t.join();
+  }
+  ProcessResult all;
+  for (const ProcessResult& r : results) {
+    if (r.exitCode > all.exitCode) all.exitCode = r.exitCode;
+    all.callFailed = all.callFailed || r.callFailed;
+  }
+  return all;
+}
+
+int runSingle(const Options& o, const char* program) {
+  weftUniqueId id;
+  const weftResult_t r = weftGetUniqueId(&id);
+  if (r != weftSuccess) {
+    std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r), weftGetLastError(nullptr));
+    return 1;
+  }
+  return runProcess(o, program, id, 1, 0).exitCode;
+}
+
+std::string describeStatus(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "stopped with wait status " + std::to_string(status);
+}
+
+int runForked(const Options& o, const char* program) {
+  weftUniqueId id;
+  const weftResult_t r = weftGetUniqueId(&id);
+  if (r != weftSuccess) {
+    std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r), weftGetLastError(nullptr));
+    return 1;
+  }
+  const int n = o.nranks;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids(static_cast<size_t>(n), -1);
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const ProcessResult res = runProcess(o, program, id, n, i);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(res.exitCode);  // not exit(): the parent's atexit handlers and its library state are not ours
+    }
+    if (pid < 0) {
+      std::fprintf(stderr, "weft-perf: cannot fork rank %d: %s\n", i, std::strerror(errno));
+      for (int j = 0; j < i; ++j) kill(pids[static_cast<size_t>(j)], SIGTERM);
+      for (int j = 0; j < i; ++j) waitpid(pids[static_cast<size_t>(j)], nullptr, 0);
+      return 1;
+    }
+    pids[static_cast<size_t>(i)] = pid;
+  }
+
+  // Wait for every rank; once one fails, give the rest kGraceSeconds to notice, then stop them.
+  int remaining = n;
+  int exitCode = 0;
+  bool sawFailure = false;
+  int termSent = 0;  // 0 none, 1 SIGTERM, 2 SIGKILL
+  std::vector<bool> stoppedByUs(static_cast<size_t>(n), false);
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  while (remaining > 0) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      int rank = -1;
+      for (int i = 0; i < n; ++i)
+        if (pids[static_cast<size_t>(i)] == pid) rank = i;
+      if (rank < 0) continue;
+      --remaining;
+      const bool good = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (good) continue;
+      if (stoppedByUs[static_cast<size_t>(rank)] && WIFSIGNALED(status)) {
+        std::fprintf(stderr, "weft-perf: rank %d (pid %d) was stopped by weft-perf after another rank failed\n", rank,
+                     static_cast<int>(pid));
+      } else {
+        std::fprintf(stderr, "weft-perf: rank %d (pid %d) %s\n", rank, static_cast<int>(pid),
+                     describeStatus(status).c_str());
+      }
+      const int code = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
+      if (exitCode == 0 || (exitCode == 2 && code == 1)) exitCode = code;
+      if (!sawFailure) {
+        sawFailure = true;
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kGraceSeconds);
+      }
+      continue;
+    }
+    if (pid < 0 && errno != EINTR) break;
+    if (sawFailure && std::chrono::steady_clock::now() > deadline && termSent < 2) {
+      const int sig = termSent == 0 ? SIGTERM : SIGKILL;
+      for (int i = 0; i < n; ++i) {
+        if (pids[static_cast<size_t>(i)] > 0 && kill(pids[static_cast<size_t>(i)], 0) == 0) {
+          stoppedByUs[static_cast<size_t>(i)] = true;
+          kill(pids[static_cast<size_t>(i)], sig);
+        }
+      }
+      ++termSent;
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return exitCode;
+}
+
+#ifdef WEFT_PERF_WITH_MPI
+int runMpi(const Options& o, const char* program) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  weftUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  int status = 0;
+  if (rank == 0) {
+    const weftResult_t r = weftGetUniqueId(&id);
+    if (r != weftSuccess) {
+      std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r),
+                   weftGetLastError(nullptr));
+      status = 1;
+    }
+  }
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (status != 0) {
+    MPI_Finalize();
+    return 1;
+  }
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  const ProcessResult res = runProcess(o, program, id, size, rank);
+  if (res.callFailed) {
+    // Peers may be blocked in a call that will never complete: end the whole job now.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, res.exitCode ? res.exitCode : 1);
+  }
+  MPI_Finalize();
+  return res.exitCode;
+}
+#endif
+
+}  // namespace
+
+bool mpiEnvironment() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE"); }
+
+bool chooseLaunch(const Options& o, bool mpiEnv, LaunchMode* mode, const char** error) {
+  if (mpiEnv && o.nranks > 0) {
+    *error = "-np/--nranks forks ranks itself and cannot be combined with mpirun; use one or the other";
+    return false;
+  }
+  *mode = mpiEnv ? LaunchMode::kMpi : o.nranks > 0 ? LaunchMode::kFork : LaunchMode::kSingle;
+  return true;
+}
+
+int launch(const Options& o, const char* program) {
+  LaunchMode mode;
+  const char* error = nullptr;
+  if (!chooseLaunch(o, mpiEnvironment(), &mode, &error)) {
+    std::fprintf(stderr, "weft-perf: %s\n", error);
+    return 2;
+  }
+  switch (mode) {
+    case LaunchMode::kMpi:
+#ifdef WEFT_PERF_WITH_MPI
+      return runMpi(o, program);
+#else
+      std::fprintf(stderr,
+                   "weft-perf: started by an MPI launcher, but this build has no MPI support (MPI was not found "
+                   "when it was configured); install an MPI (e.g. Open MPI) and rebuild, or run without mpirun: "
+                   "weft-perf -np N ...\n");
+      return 2;
+#endif
+    case LaunchMode::kFork:
+      return runForked(o, program);
+    case LaunchMode::kSingle:
+      return runSingle(o, program);
+  }
+  return 1;
+}
+
+}  // namespace weft::perf

@@ -1,0 +1,22 @@
+// weft-perf: the perf tester, a drop-in for nccl-tests on host memory. Run as weft-perf
+// [collective] [flags], or through its all_reduce_perf, all_gather_perf, ... links.
+#include <cstdio>
+
+#include "perf/launch.h"
+#include "perf/options.h"
+
+int main(int argc, char** argv) {
+  using namespace weft::perf;
+  Options o;
+  collectiveFromProgramName(argv[0], &o.coll);
+  const ParseResult parsed = parseOptions(argc, argv, &o);
+  if (!parsed.ok) {
+    std::fprintf(stderr, "weft-perf: %s\n\n%s", parsed.error.c_str(), usageText(argv[0]).c_str());
+    return 2;
+  }
+  if (o.help) {
+    std::fputs(usageText(argv[0]).c_str(), stdout);
+    return 0;
+  }
+  return launch(o, collectiveProgram(o.coll));
+}

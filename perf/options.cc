@@ -1,0 +1,303 @@
+// The option parser: a table of the nccl-tests flags, each with its short letter, long name
+// and how its value is read. Accepts "-b 8", "-b8", "--minbytes 8" and "--minbytes=8".
+#include "perf/options.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "perf/datatypes.h"
+
+namespace weft::perf {
+namespace {
+
+enum class Flag {
+  kThreads, kGpus, kMinBytes, kMaxBytes, kStepBytes, kStepFactor, kIters, kWarmup, kAgg, kCycles, kCheck,
+  kOp, kType, kRoot, kBlocking, kStreamNull, kTimeout, kGraph, kCpuTime, kAverage, kJson, kColl, kNranks, kHelp,
+};
+
+struct FlagSpec {
+  Flag flag;
+  const char* shortName;  // without the dash
+  const char* longName;   // without the dashes
+  const char* alias;      // a second long name, or nullptr
+  bool takesValue;
+};
+
+const FlagSpec kFlags[] = {
+    {Flag::kThreads, "t", "nthreads", nullptr, true},
+    {Flag::kGpus, "g", "ngpus", nullptr, true},
+    {Flag::kMinBytes, "b", "minbytes", nullptr, true},
+    {Flag::kMaxBytes, "e", "maxbytes", nullptr, true},
+    {Flag::kStepBytes, "i", "stepbytes", nullptr, true},
+    {Flag::kStepFactor, "f", "stepfactor", nullptr, true},
+    {Flag::kIters, "n", "iters", nullptr, true},
+    {Flag::kWarmup, "w", "warmup_iters", nullptr, true},
+    {Flag::kAgg, "m", "agg_iters", nullptr, true},
+    {Flag::kCycles, "N", "run_cycles", nullptr, true},
+    {Flag::kCheck, "c", "check", nullptr, true},
+    {Flag::kOp, "o", "op", nullptr, true},
+    {Flag::kType, "d", "datatype", nullptr, true},
+    {Flag::kRoot, "r", "root", nullptr, true},
+    {Flag::kBlocking, "z", "blocking", nullptr, true},
+    {Flag::kStreamNull, "y", "stream_null", nullptr, true},
+    {Flag::kTimeout, "T", "timeout", nullptr, true},
+    {Flag::kGraph, "G", "cudagraph", nullptr, true},
+    {Flag::kCpuTime, "C", "report_cputime", nullptr, true},
+    {Flag::kAverage, "a", "average", nullptr, true},
+    {Flag::kJson, "J", "json", "output_file", true},
+    {Flag::kColl, "x", "coll", "collective", true},
+    {Flag::kNranks, "np", "nranks", "np", true},
+    {Flag::kHelp, "h", "help", nullptr, false},
+};
+
+const FlagSpec* findShort(const std::string& name) {
+  for (const FlagSpec& f : kFlags)
+    if (name == f.shortName) return &f;
+  return nullptr;
+}
+
+const FlagSpec* findLong(const std::string& name) {
+  for (const FlagSpec& f : kFlags)
+    if (name == f.longName || (f.alias && name == f.alias)) return &f;
+  return nullptr;
+}
+
+bool parseInt(const std::string& text, long long lo, long long hi, long long* out) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+std::string flagLabel(const FlagSpec& f) { return std::string("-") + f.shortName + "/--" + f.longName; }
+
+// Applies one flag's value; returns an error sentence or "".
+std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
+  long long v = 0;
+  auto intIn = [&](long long lo, long long hi, int* dst) -> std::string {
+    if (!parseInt(value, lo, hi, &v))
+      return flagLabel(f) + " wants an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+             ", not '" + value + "'";
+    *dst = static_cast<int>(v);
+    return "";
+  };
+  auto sizeIn = [&](size_t* dst) -> std::string {
+    if (!parseSize(value, dst))
+      return flagLabel(f) + " wants a byte count such as 8, 64K, 1M or 2G (powers of 1024), not '" + value + "'";
+    return "";
+  };
+  const long long kIntMax = 1LL << 30;
+  switch (f.flag) {
+    case Flag::kThreads: return intIn(1, 1024, &o->nThreads);
+    case Flag::kGpus: return intIn(1, 1024, &o->nGpus);
+    case Flag::kMinBytes: return sizeIn(&o->minBytes);
+    case Flag::kMaxBytes: return sizeIn(&o->maxBytes);
+    case Flag::kStepBytes: return sizeIn(&o->stepBytes);
+    case Flag::kStepFactor: {
+      if (!parseInt(value, 1, kIntMax, &v)) return flagLabel(f) + " wants an integer factor >= 1, not '" + value + "'";
+      o->stepFactor = static_cast<size_t>(v);
+      return "";
+    }
+    case Flag::kIters: return intIn(1, kIntMax, &o->iters);
+    case Flag::kWarmup: return intIn(0, kIntMax, &o->warmupIters);
+    case Flag::kAgg: return intIn(1, kIntMax, &o->aggIters);
+    case Flag::kCycles: return intIn(0, kIntMax, &o->runCycles);
+    case Flag::kCheck: return intIn(0, kIntMax, &o->check);
+    case Flag::kRoot: return intIn(-1, kIntMax, &o->root);
+    case Flag::kBlocking: return intIn(0, 1, &o->blocking);
+    case Flag::kStreamNull: return intIn(0, 1, &o->streamNull);
+    case Flag::kTimeout: return intIn(0, kIntMax, &o->timeoutS);
+    case Flag::kGraph: return intIn(0, kIntMax, &o->cudaGraph);
+    case Flag::kCpuTime: return intIn(0, 1, &o->reportCpuTime);
+    case Flag::kAverage: return intIn(0, 3, &o->average);
+    case Flag::kNranks: return intIn(1, 4096, &o->nranks);
+    case Flag::kJson:
+      if (value.empty()) return flagLabel(f) + " wants a file name";
+      o->jsonFile = value;
+      return "";
+    case Flag::kOp: {
+      if (value == "all") {
+        o->ops.clear();
+        for (int i = 0; i < weftNumOps; ++i) o->ops.push_back(static_cast<weftRedOp_t>(i));
+        return "";
+      }
+      weftRedOp_t op;
+      if (!opFromName(value.c_str(), &op))
+        return flagLabel(f) + " wants sum, prod, min, max, avg or all, not '" + value + "'";
+      o->ops = {op};
+      return "";
+    }
+    case Flag::kType: {
+      if (value == "all") {
+        o->types.clear();
+        for (int i = 0; i < weftNumTypes; ++i) o->types.push_back(static_cast<weftDataType_t>(i));
+        return "";
+      }
+      weftDataType_t t;
+      if (!typeFromName(value.c_str(), &t))
+        return flagLabel(f) + " wants one of " + allTypeNames() + " or all, not '" + value + "'";
+      o->types = {t};
+      return "";
+    }
+    case Flag::kColl:
+      if (!collectiveFromName(value.c_str(), &o->coll))
+        return flagLabel(f) +
+               " wants allreduce, allgather, reducescatter, broadcast, reduce, alltoall or sendrecv, not '" + value +
+               "'";
+      return "";
+    case Flag::kHelp:
+      o->help = true;
+      return "";
+  }
+  return "internal: unhandled flag";
+}
+
+// Checks that need every flag: sizes in order, a step that moves, notes for GPU-only flags.
+std::string finish(Options* o) {
+  if (o->minBytes > o->maxBytes)
+    return "-b/--minbytes (" + std::to_string(o->minBytes) + ") is larger than -e/--maxbytes (" +
+           std::to_string(o->maxBytes) + ")";
+  if (o->stepFactor <= 1 && o->stepBytes == 0 && o->minBytes < o->maxBytes)
+    return "-i/--stepbytes 0 with no -f/--stepfactor > 1 never reaches -e/--maxbytes; give -i > 0 or -f > 1";
+  if (o->nGpus > 1)
+    o->notes.push_back("-g " + std::to_string(o->nGpus) +
+                       ": GPUs per thread apply once the GPU backend lands; host memory runs 1 rank per thread");
+  if (o->cudaGraph > 0)
+    o->notes.push_back("-G " + std::to_string(o->cudaGraph) +
+                       ": CUDA graph replays apply once the GPU backend lands; host memory runs without graphs");
+  return "";
+}
+
+}  // namespace
+
+bool parseSize(const std::string& text, size_t* bytes) {
+  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0) return false;
+  unsigned shift = 0;
+  if (*end != '\0') {
+    switch (*end) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      default: return false;
+    }
+    ++end;
+    if (*end == 'b' || *end == 'B') ++end;  // "64KB" reads like "64K"
+    if (*end != '\0') return false;
+  }
+  if (shift && v > (~0ULL >> shift)) return false;
+  *bytes = static_cast<size_t>(v << shift);
+  return true;
+}
+
+bool collectiveFromProgramName(const char* argv0, Collective* coll) {
+  if (!argv0) return false;
+  const char* base = std::strrchr(argv0, '/');
+  base = base ? base + 1 : argv0;
+  const std::string name(base);
+  for (int i = 0; i < kNumCollectives; ++i) {
+    const Collective c = static_cast<Collective>(i);
+    if (name == collectiveProgram(c)) {
+      *coll = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+ParseResult parseOptions(int argc, const char* const* argv, Options* opts) {
+  ParseResult r;
+  bool haveColl = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const FlagSpec* spec = nullptr;
+    std::string value;
+    bool haveValue = false;
+    if (arg == "-np") {
+      spec = findShort("np");
+    } else if (arg.size() > 2 && arg[0] == '-' && arg[1] == '-') {
+      std::string name = arg.substr(2);
+      const size_t eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        haveValue = true;
+        name.resize(eq);
+      }
+      spec = findLong(name);
+      if (!spec) return {false, "unknown option '" + arg + "'"};
+      if (haveValue && !spec->takesValue) return {false, "option --" + name + " takes no value"};
+    } else if (arg.size() >= 2 && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9')) {
+      spec = findShort(arg.substr(1, 1));
+      if (!spec) return {false, "unknown option '" + arg + "'"};
+      if (arg.size() > 2) {
+        if (!spec->takesValue) return {false, "unknown option '" + arg + "'"};
+        value = arg.substr(2);
+        haveValue = true;
+      }
+    } else {
+      // A positional argument names the collective (once).
+      if (haveColl) return {false, "unexpected argument '" + arg + "' (the collective is already " +
+                                       collectiveName(opts->coll) + ")"};
+      if (!collectiveFromName(arg.c_str(), &opts->coll)) return {false, "unknown collective or argument '" + arg + "'"};
+      haveColl = true;
+      continue;
+    }
+    if (spec->takesValue && !haveValue) {
+      if (i + 1 >= argc) return {false, "option '" + arg + "' needs a value"};
+      value = argv[++i];
+    }
+    const std::string err = apply(*spec, value, opts);
+    if (!err.empty()) return {false, err};
+    if (spec->flag == Flag::kColl) haveColl = true;
+  }
+  if (opts->help) return r;
+  const std::string err = finish(opts);
+  if (!err.empty()) return {false, err};
+  return r;
+}
+
+std::string usageText(const char* prog) {
+  std::string p = prog ? prog : "weft-perf";
+  return "usage: " + p +
+         " [collective] [options]\n"
+         "  Measures a Weft collective on host memory; output and flags follow nccl-tests.\n"
+         "  collective: allreduce (default) allgather reducescatter broadcast reduce alltoall sendrecv\n"
+         "              (also chosen by -x/--coll, or by running as all_reduce_perf, all_gather_perf, ...)\n"
+         "  -b,--minbytes <n>       smallest size (32M); K/M/G suffixes are powers of 1024\n"
+         "  -e,--maxbytes <n>       largest size, inclusive (32M)\n"
+         "  -i,--stepbytes <n>      additive step (1M)\n"
+         "  -f,--stepfactor <n>     multiplicative step (used instead of -i when > 1)\n"
+         "  -n,--iters <n>          timed iterations per size (20)\n"
+         "  -w,--warmup_iters <n>   warm-up iterations (5)\n"
+         "  -m,--agg_iters <n>      calls aggregated in one group per iteration (1)\n"
+         "  -N,--run_cycles <n>     repeat the whole run n times, 0 forever (1)\n"
+         "  -c,--check <n>          correctness-check iterations, 0 to skip (1)\n"
+         "  -o,--op <op>            sum|prod|min|max|avg|all (sum)\n"
+         "  -d,--datatype <type>    " + allTypeNames() + "|all (float)\n"
+         "  -r,--root <rank>        root of broadcast/reduce, -1 for every rank in turn (0)\n"
+         "  -a,--average <0-3>      combine ranks' times: 0 rank 0, 1 avg, 2 min, 3 max (1)\n"
+         "  -T,--timeout <s>        seconds any wait may take (0: WEFT_TIMEOUT_S)\n"
+         "  -J,--json <file>        also write the results as JSON\n"
+         "  -t,--nthreads <n>       ranks (threads) per process (1)\n"
+         "  -g,--ngpus <n>          GPUs per thread (1; GPU backend only)\n"
+         "  -z,--blocking <0/1>     blocking calls (0; host memory calls always block)\n"
+         "  -y,--stream_null <0/1>  use the NULL stream (0; host memory always does)\n"
+         "  -G,--cudagraph <n>      CUDA graph replays (0; GPU backend only)\n"
+         "  -C,--report_cputime <0/1> label times as CPU time (0)\n"
+         "  -x,--coll <name>        the collective to run\n"
+         "  -np,--nranks <n>        standalone: fork n ranks (without mpirun)\n"
+         "  -h,--help               this text\n"
+         "  Launch: under mpirun (one rank per process), with -np N (forks N ranks), or alone (1 rank).\n"
+         "  Exit status: 0 ok, 1 wrong results / failure / bus bandwidth under 0.9 x WEFT_PERF_MIN_BW\n"
+         "  (or NCCL_TESTS_MIN_BW), 2 bad command line.\n";
+}
+
+}  // namespace weft::perf

@@ -1,0 +1,568 @@
+// The C API (include/weft/weft.h): argument checks, error state and messages, groups, and the
+// hand-off to core::Communicator. No exception leaves this file.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/log.h"
+#include "base/params.h"
+#include "collectives/datatypes.h"
+#include "core/bootstrap.h"
+#include "core/comm.h"
+#include "weft/weft.h"
+
+using weft::Status;
+using weft::core::CollCall;
+using weft::core::Communicator;
+using weft::core::P2pCall;
+
+// The C handle: the communicator plus what the API layer tracks about it.
+struct weftComm {
+  std::unique_ptr<Communicator> impl;
+  int rank = -1;
+  int nRanks = 0;
+  // Non-blocking init: the thread doing it, and its result (weftInProgress until done).
+  std::thread initThread;
+  std::atomic<int> state{weftSuccess};
+  std::mutex mutex;  // guards lastError and errorMessage
+  std::string lastError;
+  std::string errorMessage;  // the failure that put the communicator in its error state
+  std::atomic<int> inFlight{0};
+};
+
+namespace {
+
+thread_local std::string tlsLastError;
+
+// Records a failure for weftGetLastError and logs it.
+weftResult_t report(weftComm* comm, const Status& status) {
+  std::string text = status.message();
+  if (!status.trace().empty()) {
+    WEFT_LOG(kTrace, kInit, "error trace: %s", status.trace().c_str());
+  }
+  WEFT_LOG(kWarn, kInit, "%s", text.c_str());
+  if (comm) {
+    std::lock_guard<std::mutex> lock(comm->mutex);
+    comm->lastError = text;
+  }
+  tlsLastError = text;
+  return status.code();
+}
+
+// A collective failure puts the communicator in its error state: later calls refuse to run.
+weftResult_t reportFailure(weftComm* comm, const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(comm->mutex);
+    if (comm->errorMessage.empty()) comm->errorMessage = status.message();
+  }
+  int expected = weftSuccess;
+  comm->state.compare_exchange_strong(expected, status.code());
+  return report(comm, status);
+}
+
+Status invalid(const char* fmt, const char* a = "", long long b = 0, long long c = 0) {
+  char text[512];
+  std::snprintf(text, sizeof(text), fmt, a, b, c);
+  return Status::error(weftInvalidArgument, text);
+}
+
+// Common checks for any call on a communicator.
+Status checkComm(weftComm* comm, const char* fn) {
+  if (comm == nullptr) return invalid("%s: comm is NULL; create one with weftCommInitRank first", fn);
+  int state = comm->state.load();
+  if (state == weftInProgress) {
+    return Status::error(weftInvalidUsage, std::string(fn) +
+                                               ": the communicator is still initialising (non-blocking init); poll "
+                                               "weftCommGetAsyncError until it returns weftSuccess");
+  }
+  if (state != weftSuccess || comm->impl == nullptr || comm->impl->aborted()) {
+    std::lock_guard<std::mutex> lock(comm->mutex);
+    return Status::error(weftInvalidUsage,
+                         "rank " + std::to_string(comm->rank) + ": " + fn +
+                             " refused: the communicator is in an error state (" +
+                             (comm->errorMessage.empty() ? std::string("aborted") : comm->errorMessage) +
+                             "); destroy it and create a new one");
+  }
+  return Status::ok();
+}
+
+Status checkStream(weftComm* comm, weftStream_t stream, const char* fn) {
+  if (stream == nullptr) return Status::ok();
+  return Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn +
+                                                ": a device stream was given but this build of Weft has no GPU "
+                                                "backend; pass stream = NULL for host memory");
+}
+
+Status checkTypeOp(weftComm* comm, weftDataType_t type, const weftRedOp_t* op, const char* fn) {
+  std::string where = "rank " + std::to_string(comm->rank) + ": " + fn + ": ";
+  if (!weft::coll::isValidDataType(static_cast<int>(type))) {
+    return Status::error(weftInvalidArgument, where + "datatype " + std::to_string(static_cast<int>(type)) +
+                                                  " is not a weftDataType_t (0..11)");
+  }
+  if (op && !weft::coll::isValidRedOp(static_cast<int>(*op))) {
+    return Status::error(weftInvalidArgument,
+                         where + "op " + std::to_string(static_cast<int>(*op)) + " is not a weftRedOp_t (0..4)");
+  }
+  return Status::ok();
+}
+
+Status checkBuffer(weftComm* comm, const void* buf, size_t count, const char* what, const char* fn) {
+  if (buf == nullptr && count > 0) {
+    return Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn + ": " + what +
+                                                  " is NULL but count is " + std::to_string(count));
+  }
+  return Status::ok();
+}
+
+Status checkCount(weftComm* comm, size_t count, size_t elemSize, size_t multiple, const char* fn) {
+  // Byte counts of the larger buffer must fit in int64 (schedules index elements with int64).
+  const size_t limit = static_cast<size_t>(INT64_MAX) / 2;
+  if (count > limit / elemSize / std::max<size_t>(multiple, 1)) {
+    return Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn + ": count " +
+                                                  std::to_string(count) + " is too large");
+  }
+  return Status::ok();
+}
+
+// ---- Groups ----------------------------------------------------------------------------
+
+struct PendingOp {
+  weftComm* comm = nullptr;
+  bool isP2p = false;
+  CollCall coll;
+  P2pCall p2p;
+};
+
+struct GroupState {
+  int depth = 0;
+  std::vector<PendingOp> ops;
+  Status firstError;
+};
+
+thread_local GroupState tlsGroup;
+
+// Runs one communicator's share of a group: collectives in call order, then every send and
+// receive concurrently.
+Status runOps(weftComm* comm, const std::vector<PendingOp>& ops) {
+  Communicator* impl = comm->impl.get();
+  std::vector<P2pCall> p2p;
+  for (const auto& op : ops) {
+    if (op.isP2p) {
+      p2p.push_back(op.p2p);
+    } else {
+      WEFT_TRY(impl->runCollective(op.coll));
+    }
+  }
+  if (!p2p.empty()) WEFT_TRY(impl->runP2p(p2p));
+  return Status::ok();
+}
+
+// Runs ops now (outside a group) or records them (inside one).
+weftResult_t submit(PendingOp op) {
+  if (tlsGroup.depth > 0) {
+    tlsGroup.ops.push_back(op);
+    return weftSuccess;
+  }
+  weftComm* comm = op.comm;
+  comm->inFlight.fetch_add(1);
+  Status s = runOps(comm, {op});
+  comm->inFlight.fetch_sub(1);
+  return s.isOk() ? weftSuccess : reportFailure(comm, s);
+}
+
+weftResult_t submitCollective(weftComm* comm, const CollCall& call) {
+  PendingOp op;
+  op.comm = comm;
+  op.coll = call;
+  return submit(op);
+}
+
+Status validateCollective(weftComm* comm, const CollCall& c, weftStream_t stream, const char* fn) {
+  WEFT_TRY(checkComm(comm, fn));
+  WEFT_TRY(checkStream(comm, stream, fn));
+  bool reduces = c.kind == weft::coll::CollKind::kAllReduce || c.kind == weft::coll::CollKind::kReduceScatter ||
+                 c.kind == weft::coll::CollKind::kReduce;
+  WEFT_TRY(checkTypeOp(comm, c.type, reduces ? &c.op : nullptr, fn));
+  size_t n = static_cast<size_t>(comm->nRanks);
+  bool rooted = c.kind == weft::coll::CollKind::kBroadcast || c.kind == weft::coll::CollKind::kReduce;
+  if (rooted && (c.root < 0 || c.root >= comm->nRanks)) {
+    return Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn + ": root " +
+                                                  std::to_string(c.root) + " is not a rank of this communicator (0.." +
+                                                  std::to_string(comm->nRanks - 1) + ")");
+  }
+  size_t multiple = (c.kind == weft::coll::CollKind::kAllGather || c.kind == weft::coll::CollKind::kReduceScatter ||
+                     c.kind == weft::coll::CollKind::kAllToAll)
+                        ? n
+                        : 1;
+  WEFT_TRY(checkCount(comm, c.count, weft::coll::dataTypeSize(c.type), multiple, fn));
+  bool isRoot = c.root == comm->rank;
+  bool needsSend = !(c.kind == weft::coll::CollKind::kBroadcast && !isRoot);
+  bool needsRecv = !(c.kind == weft::coll::CollKind::kReduce && !isRoot);
+  if (needsSend) WEFT_TRY(checkBuffer(comm, c.sendbuff, c.count, "sendbuff", fn));
+  if (needsRecv) WEFT_TRY(checkBuffer(comm, c.recvbuff, c.count, "recvbuff", fn));
+  return Status::ok();
+}
+
+weftResult_t collective(weftComm* comm, const CollCall& call, weftStream_t stream, const char* fn) {
+  Status s = validateCollective(comm, call, stream, fn);
+  if (!s.isOk()) return report(comm, s);
+  return submitCollective(comm, call);
+}
+
+Status initComm(weftComm* handle, const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config) {
+  Status s = Communicator::create(id, nranks, rank, config, &handle->impl);
+  return s;
+}
+
+Status checkInitArgs(weftComm_t* comm, int nranks, int rank, const weftConfig_t* config) {
+  if (comm == nullptr) return invalid("weftCommInitRank: comm (the output pointer) is NULL");
+  if (nranks < 1) return invalid("weftCommInitRank: nranks is %s%lld; it must be at least 1", "", nranks);
+  if (rank < 0 || rank >= nranks) {
+    return invalid("weftCommInitRank: rank %s%lld is outside 0..%lld", "", rank, nranks - 1);
+  }
+  if (config) {
+    if (config->magic != WEFT_CONFIG_MAGIC || config->size < offsetof(weftConfig_t, commName)) {
+      return invalid("weftCommInitRankConfig: config was not set up with WEFT_CONFIG_INITIALIZER");
+    }
+  }
+  return Status::ok();
+}
+
+weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int rank, weftConfig_t* config) {
+  Status s = checkInitArgs(out, nranks, rank, config);
+  if (!s.isOk()) return report(nullptr, s);
+  auto* comm = new weftComm();
+  comm->rank = rank;
+  comm->nRanks = nranks;
+  if (config && !config->blocking) {
+    comm->state.store(weftInProgress);
+    comm->initThread = std::thread([comm, id, nranks, rank, cfg = *config] {
+      Status st = initComm(comm, id, nranks, rank, &cfg);
+      if (st.isOk()) {
+        comm->state.store(weftSuccess);
+      } else {
+        {
+          std::lock_guard<std::mutex> lock(comm->mutex);
+          comm->errorMessage = st.message();
+          comm->lastError = st.message();
+        }
+        WEFT_LOG(kWarn, kInit, "%s", st.message().c_str());
+        comm->state.store(st.code());
+      }
+    });
+    *out = comm;
+    return weftInProgress;
+  }
+  s = initComm(comm, id, nranks, rank, config);
+  if (!s.isOk()) {
+    delete comm;
+    *out = nullptr;
+    return report(nullptr, s);
+  }
+  *out = comm;
+  return weftSuccess;
+}
+
+void freeComm(weftComm* comm) {
+  if (comm->initThread.joinable()) comm->initThread.join();
+  delete comm;
+}
+
+}  // namespace
+
+extern "C" {
+
+weftResult_t weftGetVersion(int* version) {
+  if (version == nullptr) return report(nullptr, invalid("weftGetVersion: version is NULL"));
+  *version = WEFT_VERSION_CODE;
+  return weftSuccess;
+}
+
+const char* weftGetErrorString(weftResult_t result) {
+  switch (result) {
+    case weftSuccess: return "no error";
+    case weftUnhandledDeviceError: return "unhandled device (CUDA/HIP) error";
+    case weftSystemError: return "system error (sockets, shared memory, processes)";
+    case weftInternalError: return "internal error (a bug in Weft; please report it)";
+    case weftInvalidArgument: return "invalid argument";
+    case weftInvalidUsage: return "invalid usage";
+    case weftRemoteError: return "remote error (another rank failed or went away)";
+    case weftInProgress: return "operation in progress";
+    case weftTimeout: return "timeout";
+    default: return "unknown result code";
+  }
+}
+
+const char* weftGetLastError(weftComm_t comm) {
+  if (comm == nullptr) return tlsLastError.c_str();
+  // The string lives in the communicator; copy it to thread-local storage so that a concurrent
+  // error on another thread cannot change it under the caller.
+  {
+    std::lock_guard<std::mutex> lock(comm->mutex);
+    tlsLastError = comm->lastError;
+  }
+  return tlsLastError.c_str();
+}
+
+weftResult_t weftGetUniqueId(weftUniqueId* uniqueId) {
+  if (uniqueId == nullptr) return report(nullptr, invalid("weftGetUniqueId: uniqueId is NULL"));
+  Status s = weft::core::createUniqueId(uniqueId);
+  return s.isOk() ? weftSuccess : report(nullptr, s);
+}
+
+weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank) {
+  return initRank(comm, nranks, commId, rank, nullptr);
+}
+
+weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
+                                    weftConfig_t* config) {
+  return initRank(comm, nranks, commId, rank, config);
+}
+
+weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
+  if (comms == nullptr) return report(nullptr, invalid("weftCommInitAll: comms is NULL"));
+  if (ndev < 1) return report(nullptr, invalid("weftCommInitAll: ndev is %s%lld; it must be at least 1", "", ndev));
+  (void)devlist;  // device indices matter once GPU backends exist
+  weftUniqueId id;
+  weftResult_t r = weftGetUniqueId(&id);
+  if (r != weftSuccess) return r;
+  std::vector<weftResult_t> results(static_cast<size_t>(ndev), weftSuccess);
+  std::vector<std::string> errors(static_cast<size_t>(ndev));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ndev; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = weftCommInitRank(&comms[i], ndev, id, i);
+      if (results[i] != weftSuccess) errors[i] = tlsLastError;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < ndev; ++i) {
+    if (results[i] != weftSuccess) {
+      for (int j = 0; j < ndev; ++j) {
+        if (comms[j]) weftCommDestroy(comms[j]);
+        comms[j] = nullptr;
+      }
+      tlsLastError = errors[i];
+      return results[i];
+    }
+  }
+  return weftSuccess;
+}
+
+weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config) {
+  weftUniqueId id;
+  int rank = -1, nranks = -1;
+  Status s = weft::core::uniqueIdFromEnv(&id, &rank, &nranks);
+  if (!s.isOk()) return report(nullptr, s);
+  return initRank(comm, nranks, id, rank, config);
+}
+
+weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm, weftConfig_t* config) {
+  Status s = checkComm(comm, "weftCommSplit");
+  if (s.isOk() && newcomm == nullptr) s = invalid("weftCommSplit: newcomm is NULL");
+  if (s.isOk() && color < 0 && color != WEFT_SPLIT_NOCOLOR) {
+    s = invalid("weftCommSplit: color %s%lld is negative; use WEFT_SPLIT_NOCOLOR to opt out", "", color);
+  }
+  if (!s.isOk()) return report(comm, s);
+  *newcomm = nullptr;
+  comm->inFlight.fetch_add(1);
+  std::unique_ptr<Communicator> impl;
+  s = comm->impl->split(color, key, config, &impl);
+  comm->inFlight.fetch_sub(1);
+  if (!s.isOk()) return reportFailure(comm, s);
+  if (impl) {
+    auto* out = new weftComm();
+    out->rank = impl->rank();
+    out->nRanks = impl->nRanks();
+    out->impl = std::move(impl);
+    *newcomm = out;
+  }
+  return weftSuccess;
+}
+
+weftResult_t weftCommFinalize(weftComm_t comm) {
+  if (comm == nullptr) return report(nullptr, invalid("weftCommFinalize: comm is NULL"));
+  // Host-memory calls complete before they return: nothing is pending.
+  if (comm->initThread.joinable()) comm->initThread.join();
+  return weftSuccess;
+}
+
+weftResult_t weftCommDestroy(weftComm_t comm) {
+  if (comm == nullptr) return report(nullptr, invalid("weftCommDestroy: comm is NULL"));
+  freeComm(comm);
+  return weftSuccess;
+}
+
+weftResult_t weftCommAbort(weftComm_t comm) {
+  if (comm == nullptr) return report(nullptr, invalid("weftCommAbort: comm is NULL"));
+  if (comm->initThread.joinable()) {
+    // A non-blocking init may still be running; it ends at its deadline or when it connects.
+    comm->initThread.join();
+  }
+  if (comm->impl) comm->impl->abort();
+  // Calls in flight on other threads see the abort within milliseconds; wait for them to leave.
+  while (comm->inFlight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  freeComm(comm);
+  return weftSuccess;
+}
+
+weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
+  if (comm == nullptr || asyncError == nullptr) {
+    return report(comm, invalid("weftCommGetAsyncError: comm or asyncError is NULL"));
+  }
+  *asyncError = static_cast<weftResult_t>(comm->state.load());
+  return weftSuccess;
+}
+
+weftResult_t weftCommCount(const weftComm_t comm, int* count) {
+  if (comm == nullptr || count == nullptr) return report(comm, invalid("weftCommCount: comm or count is NULL"));
+  *count = comm->nRanks;
+  return weftSuccess;
+}
+
+weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
+  if (comm == nullptr || rank == nullptr) return report(comm, invalid("weftCommUserRank: comm or rank is NULL"));
+  *rank = comm->rank;
+  return weftSuccess;
+}
+
+weftResult_t weftCommDevice(const weftComm_t comm, int* device) {
+  if (comm == nullptr || device == nullptr) return report(comm, invalid("weftCommDevice: comm or device is NULL"));
+  *device = -1;
+  return weftSuccess;
+}
+
+weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                           weftRedOp_t op, weftComm_t comm, weftStream_t stream) {
+  CollCall c{weft::coll::CollKind::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0};
+  return collective(comm, c, stream, "weftAllReduce");
+}
+
+weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, weftDataType_t datatype,
+                           weftComm_t comm, weftStream_t stream) {
+  CollCall c{weft::coll::CollKind::kAllGather, sendbuff, recvbuff, sendcount, datatype, weftSum, 0};
+  return collective(comm, c, stream, "weftAllGather");
+}
+
+weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, weftDataType_t datatype,
+                               weftRedOp_t op, weftComm_t comm, weftStream_t stream) {
+  CollCall c{weft::coll::CollKind::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0};
+  return collective(comm, c, stream, "weftReduceScatter");
+}
+
+weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                           weftComm_t comm, weftStream_t stream) {
+  CollCall c{weft::coll::CollKind::kBroadcast, sendbuff, recvbuff, count, datatype, weftSum, root};
+  return collective(comm, c, stream, "weftBroadcast");
+}
+
+weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                        weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream) {
+  CollCall c{weft::coll::CollKind::kReduce, sendbuff, recvbuff, count, datatype, op, root};
+  return collective(comm, c, stream, "weftReduce");
+}
+
+weftResult_t weftAllToAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                          weftComm_t comm, weftStream_t stream) {
+  CollCall c{weft::coll::CollKind::kAllToAll, sendbuff, recvbuff, count, datatype, weftSum, 0};
+  return collective(comm, c, stream, "weftAllToAll");
+}
+
+static weftResult_t pointToPoint(bool send, const void* sendbuff, void* recvbuff, size_t count,
+                                 weftDataType_t datatype, int peer, weftComm_t comm, weftStream_t stream,
+                                 const char* fn) {
+  Status s = checkComm(comm, fn);
+  if (s.isOk()) s = checkStream(comm, stream, fn);
+  if (s.isOk()) s = checkTypeOp(comm, datatype, nullptr, fn);
+  if (s.isOk() && (peer < 0 || peer >= comm->nRanks)) {
+    s = Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn + ": peer " +
+                                               std::to_string(peer) + " is not a rank of this communicator (0.." +
+                                               std::to_string(comm->nRanks - 1) + ")");
+  }
+  if (s.isOk()) s = checkCount(comm, count, weft::coll::dataTypeSize(datatype), 1, fn);
+  if (s.isOk()) s = checkBuffer(comm, send ? sendbuff : recvbuff, count, send ? "sendbuff" : "recvbuff", fn);
+  if (!s.isOk()) return report(comm, s);
+  PendingOp op;
+  op.comm = comm;
+  op.isP2p = true;
+  op.p2p.send = send;
+  op.p2p.sendbuff = sendbuff;
+  op.p2p.recvbuff = recvbuff;
+  op.p2p.bytes = count * weft::coll::dataTypeSize(datatype);
+  op.p2p.peer = peer;
+  return submit(op);
+}
+
+weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                      weftStream_t stream) {
+  return pointToPoint(true, sendbuff, nullptr, count, datatype, peer, comm, stream, "weftSend");
+}
+
+weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                      weftStream_t stream) {
+  return pointToPoint(false, nullptr, recvbuff, count, datatype, peer, comm, stream, "weftRecv");
+}
+
+weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream) {
+  Status s = checkComm(comm, "weftBarrier");
+  if (s.isOk()) s = checkStream(comm, stream, "weftBarrier");
+  if (!s.isOk()) return report(comm, s);
+  static const uint8_t kZero = 0;
+  static thread_local uint8_t sink = 0;
+  CollCall c{weft::coll::CollKind::kAllReduce, &kZero, &sink, 1, weftUint8, weftSum, 0};
+  return submitCollective(comm, c);
+}
+
+weftResult_t weftGroupStart(void) {
+  ++tlsGroup.depth;
+  return weftSuccess;
+}
+
+weftResult_t weftGroupEnd(void) {
+  if (tlsGroup.depth <= 0) {
+    return report(nullptr, Status::error(weftInvalidUsage, "weftGroupEnd without a matching weftGroupStart"));
+  }
+  if (--tlsGroup.depth > 0) return weftSuccess;
+  std::vector<PendingOp> ops;
+  ops.swap(tlsGroup.ops);
+  // Split by communicator, keeping call order within each.
+  std::vector<weftComm*> comms;
+  for (const auto& op : ops) {
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  }
+  std::vector<Status> results(comms.size());
+  auto runOne = [&](size_t i) {
+    std::vector<PendingOp> mine;
+    for (const auto& op : ops) {
+      if (op.comm == comms[i]) mine.push_back(op);
+    }
+    comms[i]->inFlight.fetch_add(1);
+    results[i] = runOps(comms[i], mine);
+    comms[i]->inFlight.fetch_sub(1);
+  };
+  if (comms.size() == 1) {
+    runOne(0);
+  } else {
+    // Several communicators (e.g. from weftCommInitAll) driven by one thread: their ranks must
+    // run concurrently, so each gets a thread.
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < comms.size(); ++i) threads.emplace_back(runOne, i);
+    for (auto& t : threads) t.join();
+  }
+  weftResult_t first = weftSuccess;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    if (!results[i].isOk()) {
+      weftResult_t r = reportFailure(comms[i], results[i]);
+      if (first == weftSuccess) first = r;
+    }
+  }
+  return first;
+}
+
+}  // extern "C"

@@ -1,0 +1,155 @@
+// The bootstrap: how the ranks of a new communicator find each other, and the slow
+// out-of-band channel they use while setting up (PeerInfo all-gather, transport handshakes,
+// split ids).
+//
+// One process makes a unique id (createUniqueId): it starts a root listener in a thread of its
+// own that serves exactly one communicator's init. Every rank connects to the root, presents
+// the id's secret with its PeerInfo and its own listen address; once all nRanks have arrived the
+// root hands every rank the whole table and exits. From then on the ranks talk directly: each
+// keeps a connection to rank 0 (the hub of allGather and barrier) and opens point-to-point
+// connections lazily for send/recv. Every connection between ranks presents the secret.
+//
+// Callers: src/core/comm.cc (init, split), src/core/api.cc (weftGetUniqueId,
+// weftCommInitFromEnv), transports through PeerExchange.
+#ifndef WEFT_CORE_BOOTSTRAP_H_
+#define WEFT_CORE_BOOTSTRAP_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/os.h"
+#include "base/socket.h"
+#include "base/status.h"
+#include "transports/transport.h"
+#include "weft/weft.h"
+
+namespace weft {
+namespace core {
+
+constexpr size_t kSecretBytes = 16;
+
+// What a weftUniqueId carries.
+struct UniqueIdInfo {
+  SocketAddress root;                  // where the root listens
+  uint8_t secret[kSecretBytes] = {0};  // every rank presents it
+  uint64_t nonce = 0;                  // tells communicators apart (commTagFromId)
+};
+
+Status encodeUniqueId(const UniqueIdInfo& info, weftUniqueId* out);
+// weftInvalidArgument when the bytes are not a Weft unique id.
+Status decodeUniqueId(const weftUniqueId& id, UniqueIdInfo* out);
+
+// A new id whose root listens on the interface WEFT_SOCKET_IFNAME selects (port chosen by the
+// kernel); the root thread starts in this process.
+Status createUniqueId(weftUniqueId* out);
+// The same, with the root listening on `bind` (e.g. SocketAddress::loopbackV4() for ranks
+// that all live on this host).
+Status createUniqueIdAt(const SocketAddress& bind, weftUniqueId* out);
+
+// Starts the root of `id` in this process, listening on the id's port (on the id's address when
+// it is a loopback address, else on every address of its family). For launchers that fix the
+// root's address in advance.
+Status startRoot(const weftUniqueId& id);
+
+// The id of a launcher-described communicator: root at `rootAddr` ("host:port"), secret of 32
+// hex digits. Every rank computes the same id; nothing is started.
+Status uniqueIdFromAddress(const std::string& rootAddr, const std::string& secretHex, weftUniqueId* out);
+
+// For weftCommInitFromEnv: reads WEFT_RANK / WEFT_NRANKS (else OMPI_COMM_WORLD_RANK/SIZE, else
+// PMI_RANK/PMI_SIZE), WEFT_ROOT_ADDR and WEFT_ROOT_SECRET, and makes the id; on rank 0 also
+// starts the root listener in this process. Clear weftInvalidArgument errors when a variable is
+// missing or malformed.
+Status uniqueIdFromEnv(weftUniqueId* id, int* rank, int* nRanks);
+
+// A short hex string, unique per communicator (from the id's nonce): names shared segments.
+std::string commTagFromId(const weftUniqueId& id);
+
+// Root threads of this process that have not finished yet (tests).
+size_t runningRootCount();
+
+// One rank's end of the bootstrap of one communicator.
+class Bootstrap : public PeerExchange {
+ public:
+  // Joins communicator `id` as `rank` of `nRanks`: meets the others through the root and
+  // connects to rank 0. weftTimeout (naming the ranks that never joined) when not all ranks
+  // arrive before the deadline.
+  static Status create(const weftUniqueId& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
+                       std::unique_ptr<Bootstrap>* out);
+  ~Bootstrap() override;
+
+  int rank() const { return rank_; }
+  int nRanks() const { return nRanks_; }
+  // Every rank's PeerInfo, indexed by rank.
+  const std::vector<PeerInfo>& peers() const { return peers_; }
+  // "rank 2 (host:1234)".
+  std::string describe(int peer) const;
+
+  // all[r * bytesPerRank ...] receives rank r's `mine`. Collective.
+  Status allGather(const void* mine, void* all, size_t bytesPerRank, Deadline deadline);
+  Status allGather(const void* mine, void* all, size_t bytesPerRank);
+  // Returns when every rank has entered it. Collective.
+  Status barrier(Deadline deadline);
+  Status barrier();
+
+  // Point to point: a message of `bytes` bytes with a tag (any int). Messages between a pair
+  // arrive in order per tag; messages with other tags wait in a queue. The receiver must ask
+  // for exactly the size that was sent. Without a deadline: WEFT_TIMEOUT_S.
+  Status send(int peer, int tag, const void* data, size_t bytes) override;
+  Status recv(int peer, int tag, void* data, size_t bytes) override;
+  Status send(int peer, int tag, const void* data, size_t bytes, Deadline deadline);
+  Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline);
+
+  // From any thread: every call in progress or to come returns weftRemoteError ("aborted")
+  // within about 0.1 s.
+  void abort();
+  bool aborted() const { return abort_.load(); }
+
+  Bootstrap(const Bootstrap&) = delete;
+  Bootstrap& operator=(const Bootstrap&) = delete;
+
+ private:
+  struct Message;
+  struct PeerConn;
+  struct Pending;
+  Bootstrap(const UniqueIdInfo& id, int rank, int nRanks);
+
+  Status sendFrame(int peer, uint32_t kind, int tag, const void* data, size_t bytes, Deadline deadline,
+                   const char* what);
+  Status recvFrame(int peer, uint32_t kind, int tag, void* data, size_t bytes, Deadline deadline,
+                   const char* what);
+  Status gather(const void* mine, void* all, size_t bytesPerRank, Deadline deadline, bool isBarrier);
+  // Takes in whatever arrives (new connections, frames) for up to kAbortPollMs.
+  void pumpOnce(Deadline deadline);
+  void acceptPending();
+  void readFrom(int peer);
+  Status timeoutError(int peer, Deadline deadline, uint64_t startNs, const char* what) const;
+
+  UniqueIdInfo id_;
+  int rank_;
+  int nRanks_;
+  std::vector<PeerInfo> peers_;
+  std::vector<SocketAddress> addrs_;  // each rank's listen address
+  Socket listener_;
+  std::atomic<bool> abort_{false};
+
+  // Per peer: the connection we opened (sending) and the one it opened (receiving).
+  std::vector<std::unique_ptr<PeerConn>> conns_;
+  std::vector<std::unique_ptr<Pending>> pending_;  // accepted, not yet authenticated
+
+  // queueMutex_ guards every peer's message queue and receive error, and pumping_: one thread
+  // at a time reads the sockets (the listener, pending_, every PeerConn::in); the others wait.
+  std::mutex queueMutex_;
+  bool pumping_ = false;
+  std::condition_variable queueCv_;
+};
+
+}  // namespace core
+}  // namespace weft
+
+#endif  // WEFT_CORE_BOOTSTRAP_H_

@@ -1,0 +1,593 @@
+// The bootstrap root: the unique id, the thread that introduces the ranks of one communicator
+// to each other, and the launcher (environment) path to an id.
+//
+// The root is a single thread polling every connection it has: a stranger that sends garbage,
+// a wrong secret or nothing at all is dropped (with a WARN naming its address) without holding
+// up the ranks that behave. Root threads are owned by a process-wide registry that joins them at
+// exit; each serves one communicator's init and then ends.
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "base/log.h"
+#include "base/params.h"
+#include "core/bootstrap.h"
+#include "core/bootstrap_wire.h"
+
+namespace weft {
+namespace core {
+
+// ---- wire helpers -------------------------------------------------------------------------
+
+namespace wire {
+
+Addr toWire(const SocketAddress& a) {
+  Addr w;
+  w.port = a.port();
+  if (a.family() == AF_INET) {
+    w.family = 4;
+    std::memcpy(w.bytes, &reinterpret_cast<const sockaddr_in*>(a.sockaddrPtr())->sin_addr, 4);
+  } else if (a.family() == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a.sockaddrPtr());
+    w.family = 6;
+    w.scope = in6->sin6_scope_id;
+    std::memcpy(w.bytes, &in6->sin6_addr, 16);
+  }
+  return w;
+}
+
+SocketAddress fromWire(const Addr& w) {
+  sockaddr_storage ss{};
+  if (w.family == 4) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(w.port);
+    std::memcpy(&in->sin_addr, w.bytes, 4);
+    return SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&ss), sizeof(sockaddr_in));
+  }
+  if (w.family == 6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(w.port);
+    in6->sin6_scope_id = w.scope;
+    std::memcpy(&in6->sin6_addr, w.bytes, 16);
+    return SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&ss), sizeof(sockaddr_in6));
+  }
+  return SocketAddress();
+}
+
+bool sameSecret(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < kSecretBytes; ++i) diff |= static_cast<uint8_t>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace wire
+
+// ---- the unique id ------------------------------------------------------------------------
+
+Status encodeUniqueId(const UniqueIdInfo& info, weftUniqueId* out) {
+  if (!info.root.valid()) return WEFT_ERROR(weftInternalError, "unique id without a root address");
+  wire::IdBlob blob{};
+  blob.magic = wire::kIdMagic;
+  blob.version = wire::kProtocolVersion;
+  blob.root = wire::toWire(info.root);
+  std::memcpy(blob.secret, info.secret, kSecretBytes);
+  blob.nonce = info.nonce;
+  std::memset(out->internal, 0, sizeof(out->internal));
+  std::memcpy(out->internal, &blob, sizeof(blob));
+  return Status::ok();
+}
+
+Status decodeUniqueId(const weftUniqueId& id, UniqueIdInfo* out) {
+  wire::IdBlob blob;
+  std::memcpy(&blob, id.internal, sizeof(blob));
+  if (blob.magic != wire::kIdMagic) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "the unique id is not one Weft made (bad magic); pass the bytes weftGetUniqueId filled "
+                      "to every rank unchanged");
+  }
+  if (blob.version != wire::kProtocolVersion) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "the unique id has bootstrap protocol version %u but this Weft speaks %u; use the same "
+                      "Weft build on every rank",
+                      blob.version, wire::kProtocolVersion);
+  }
+  out->root = wire::fromWire(blob.root);
+  if (!out->root.valid()) return WEFT_ERROR(weftInvalidArgument, "the unique id holds no valid root address");
+  std::memcpy(out->secret, blob.secret, kSecretBytes);
+  out->nonce = blob.nonce;
+  return Status::ok();
+}
+
+std::string commTagFromId(const weftUniqueId& id) {
+  UniqueIdInfo info;
+  uint64_t nonce = decodeUniqueId(id, &info).isOk() ? info.nonce : hashBytes(id.internal, sizeof(id.internal));
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(nonce));
+  return buf;
+}
+
+// ---- the root thread ----------------------------------------------------------------------
+
+namespace {
+
+// How long a connection to the root may take to present its hello.
+constexpr double kHandshakeS = 5.0;
+// Connections waiting for their hello beyond which the root turns new ones away.
+constexpr size_t kMaxPending = 1024;
+// How long the root tries to hand one rank the table.
+constexpr double kAnswerS = 10.0;
+
+// "1, 3, 5-9"
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out;
+  int shown = 0;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (shown++ == 32) {
+      out += ", ...";
+      break;
+    }
+    if (!out.empty()) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+class RootServer {
+ public:
+  RootServer(Socket listener, const UniqueIdInfo& id) : listener_(std::move(listener)), id_(id) {}
+
+  void start() {
+    thread = std::thread([this] {
+      run();
+      done.store(true);
+    });
+  }
+
+  std::thread thread;
+  std::atomic<bool> abort{false};
+  std::atomic<bool> done{false};
+  const pid_t ownerPid = getpid();
+
+ private:
+  struct Conn {
+    Socket sock;
+    std::string addr;
+    wire::Hello hello{};
+    size_t got = 0;
+    Deadline handshake;
+    Deadline rankDeadline;
+    bool dead = false;
+  };
+
+  void run();
+  // Reads what a pending connection has sent; true when its hello is complete.
+  bool readHello(Conn& c);
+  // Empty when the hello may join; else why not (and *code for the answer).
+  std::string validate(const wire::Hello& h, weftResult_t* code) const;
+  void drop(Conn& c, const std::string& reason, weftResult_t answer = weftSuccess);
+  void answerAll(const std::vector<char>& message);
+  void answerTimeout();
+
+  Socket listener_;
+  UniqueIdInfo id_;
+  std::vector<std::unique_ptr<Conn>> pending_;
+  std::map<int, std::unique_ptr<Conn>> joined_;
+  int nRanks_ = -1;
+  uint64_t firstJoinNs_ = 0;
+};
+
+void RootServer::drop(Conn& c, const std::string& reason, weftResult_t answer) {
+  WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: dropped the connection from %s: %s", id_.root.toString().c_str(),
+           c.addr.c_str(), reason.c_str());
+  if (answer != weftSuccess && c.sock.valid()) {
+    // It speaks our protocol: tell it why, so that its error says so.
+    std::string text = "bootstrap: the root at " + id_.root.toString() + " turned this rank away: " + reason;
+    wire::Reply r{wire::kReplyMagic, answer, 0, static_cast<uint32_t>(text.size())};
+    std::vector<char> buf(sizeof(r) + text.size());
+    std::memcpy(buf.data(), &r, sizeof(r));
+    std::memcpy(buf.data() + sizeof(r), text.data(), text.size());
+    (void)c.sock.sendAll(buf.data(), buf.size(), Deadline::afterSeconds(0.5), &abort);
+  }
+  c.sock.close();
+  c.dead = true;
+}
+
+bool RootServer::readHello(Conn& c) {
+  auto* bytes = reinterpret_cast<char*>(&c.hello);
+  size_t got = 0;
+  bool closed = false;
+  Status s = c.sock.recvSome(bytes + c.got, sizeof(c.hello) - c.got, &got, &closed);
+  if (!s.isOk()) {
+    drop(c, s.message());
+    return false;
+  }
+  c.got += got;
+  // Turn strangers away as soon as their first bytes show they are not ranks.
+  if (c.got >= sizeof(uint32_t) && c.hello.magic != wire::kHelloMagic) {
+    drop(c, "not a Weft bootstrap hello (bad magic; a stranger, or another program using this port)");
+    return false;
+  }
+  if (c.got >= 2 * sizeof(uint32_t) && c.hello.version != wire::kProtocolVersion) {
+    char why[160];
+    std::snprintf(why, sizeof(why), "bootstrap protocol version %u, but the root speaks %u (mixed Weft builds?)",
+                  c.hello.version, wire::kProtocolVersion);
+    drop(c, why, weftInvalidUsage);
+    return false;
+  }
+  if (closed) {
+    char why[96];
+    std::snprintf(why, sizeof(why), "closed after %zu of the %zu bytes of a hello", c.got, sizeof(c.hello));
+    drop(c, why);
+    return false;
+  }
+  return c.got == sizeof(c.hello);
+}
+
+std::string RootServer::validate(const wire::Hello& h, weftResult_t* code) const {
+  char why[256];
+  *code = weftInvalidArgument;
+  if (!wire::sameSecret(h.secret, id_.secret) || h.nonce != id_.nonce) {
+    return "wrong secret (a unique id from another communicator, or a stranger)";
+  }
+  if (h.nRanks < 1 || h.nRanks > wire::kMaxRanks) {
+    std::snprintf(why, sizeof(why), "nRanks %d is out of range", h.nRanks);
+    return why;
+  }
+  if (h.rank < 0 || h.rank >= h.nRanks) {
+    std::snprintf(why, sizeof(why), "rank %d is out of range for %d ranks", h.rank, h.nRanks);
+    return why;
+  }
+  if (nRanks_ > 0 && h.nRanks != nRanks_) {
+    std::snprintf(why, sizeof(why), "rank %d says the communicator has %d ranks, but the ranks that joined first say %d",
+                  h.rank, h.nRanks, nRanks_);
+    return why;
+  }
+  auto it = joined_.find(h.rank);
+  if (it != joined_.end()) {
+    *code = weftInvalidUsage;
+    std::snprintf(why, sizeof(why), "rank %d already joined from %s", h.rank, it->second->addr.c_str());
+    return why;
+  }
+  if (!wire::fromWire(h.listen).valid()) return "no valid listen address in the hello";
+  return "";
+}
+
+void RootServer::answerAll(const std::vector<char>& message) {
+  for (auto& [rank, c] : joined_) {
+    Status s = c->sock.sendAll(message.data(), message.size(), Deadline::afterSeconds(kAnswerS), &abort);
+    if (!s.isOk()) {
+      WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: could not answer rank %d at %s: %s", id_.root.toString().c_str(),
+               rank, c->addr.c_str(), s.message().c_str());
+    }
+  }
+}
+
+void RootServer::answerTimeout() {
+  std::vector<int> missing;
+  for (int r = 0; r < nRanks_; ++r) {
+    if (joined_.find(r) == joined_.end()) missing.push_back(r);
+  }
+  double waited = static_cast<double>(nowNs() - firstJoinNs_) / 1e9;
+  char text[1024];
+  std::snprintf(text, sizeof(text),
+                "bootstrap: %zu of %d ranks joined within %.*f s; missing rank%s %s. Check that every rank was started "
+                "with the same unique id and can reach %s",
+                joined_.size(), nRanks_, waited < 10 ? 1 : 0, waited, missing.size() == 1 ? "" : "s",
+                rankList(missing).c_str(), id_.root.toString().c_str());
+  WEFT_LOG(kWarn, kBoot, "%s", text);
+  wire::Reply r{wire::kReplyMagic, weftTimeout, nRanks_, static_cast<uint32_t>(std::strlen(text))};
+  std::vector<char> buf(sizeof(r) + r.textBytes);
+  std::memcpy(buf.data(), &r, sizeof(r));
+  std::memcpy(buf.data() + sizeof(r), text, r.textBytes);
+  answerAll(buf);
+}
+
+void RootServer::run() {
+  const std::string where = id_.root.toString();
+  // Until a rank says how long it waits, the root waits WEFT_TIMEOUT_S for the first one.
+  Deadline deadline = Deadline::afterSeconds(static_cast<double>(params::TimeoutS()));
+  uint64_t startNs = nowNs();
+  std::vector<pollfd> fds;
+  std::vector<Conn*> owners;
+  for (;;) {
+    if (abort.load()) return;
+    if (nRanks_ > 0 && static_cast<int>(joined_.size()) == nRanks_) break;
+    if (deadline.expired()) {
+      if (joined_.empty()) {
+        WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: no rank joined within %.0f s; closing it", where.c_str(),
+                 static_cast<double>(nowNs() - startNs) / 1e9);
+      } else {
+        answerTimeout();
+      }
+      return;
+    }
+
+    fds.assign(1, pollfd{listener_.fd(), POLLIN, 0});
+    owners.assign(1, nullptr);
+    for (auto& c : pending_) fds.push_back({c->sock.fd(), POLLIN, 0}), owners.push_back(c.get());
+    for (auto& [rank, c] : joined_) fds.push_back({c->sock.fd(), POLLIN, 0}), owners.push_back(c.get());
+    int rc = ::poll(fds.data(), fds.size(), std::min(deadline.remainingMs(), kAbortPollMs));
+    if (rc < 0 && errno != EINTR) {
+      WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: poll: %s", where.c_str(), errnoText(errno).c_str());
+      return;
+    }
+
+    if (rc > 0 && fds[0].revents != 0) {
+      for (int i = 0; i < 64; ++i) {
+        Socket s;
+        if (!listener_.tryAccept(&s).isOk() || !s.valid()) break;
+        auto c = std::make_unique<Conn>();
+        c->addr = s.peerAddress().toString();
+        c->sock = std::move(s);
+        c->handshake = Deadline::afterSeconds(kHandshakeS);
+        if (pending_.size() >= kMaxPending) {
+          drop(*c, "too many connections are waiting to present a hello");
+          continue;
+        }
+        pending_.push_back(std::move(c));
+      }
+    }
+
+    for (size_t i = 1; rc > 0 && i < fds.size(); ++i) {
+      Conn* c = owners[i];
+      if (fds[i].revents == 0 || c->dead) continue;
+      if (c->got == sizeof(c->hello)) {
+        // A rank that joined sends nothing more until the table comes: this is a hang-up.
+        int rank = c->hello.rank;
+        char buf[1];
+        size_t got = 0;
+        bool closed = false;
+        Status s = c->sock.recvSome(buf, sizeof(buf), &got, &closed);
+        if (!s.isOk() || closed || got > 0) {
+          drop(*c, "rank " + std::to_string(rank) +
+                       (got > 0 ? " sent bytes after its hello" : " went away before all ranks joined") +
+                       "; it may join again");
+          joined_.erase(rank);
+        }
+        continue;
+      }
+      if (!readHello(*c)) continue;
+      weftResult_t code = weftSuccess;
+      std::string why = validate(c->hello, &code);
+      if (!why.empty()) {
+        drop(*c, why, code);
+        continue;
+      }
+      // The root gives up a little before the earliest rank does, so that its answer (which
+      // names the missing ranks) arrives while that rank still waits for it.
+      double remaining = static_cast<double>(c->hello.timeoutMs) / 1e3;
+      Deadline mine = Deadline::afterSeconds(remaining - std::min(0.5, remaining / 10));
+      if (joined_.empty() || mine.atNs() < deadline.atNs()) deadline = mine;
+      if (joined_.empty() && firstJoinNs_ == 0) firstJoinNs_ = nowNs();
+      nRanks_ = c->hello.nRanks;
+      WEFT_LOG(kTrace, kBoot, "bootstrap root at %s: rank %d of %d joined from %s", where.c_str(), c->hello.rank,
+               nRanks_, c->addr.c_str());
+      int rank = c->hello.rank;
+      auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == c; });
+      joined_[rank] = std::move(*it);
+      pending_.erase(it);
+    }
+
+    for (auto& c : pending_) {
+      if (!c->dead && c->handshake.expired()) {
+        char why[128];
+        std::snprintf(why, sizeof(why), "sent %zu of the %zu bytes of a hello within %.0f s", c->got,
+                      sizeof(c->hello), kHandshakeS);
+        drop(*c, why);
+      }
+    }
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const auto& c) { return c->dead; }),
+                   pending_.end());
+  }
+
+  // Everyone is here. Strangers still on the line get their warning before the ranks go on.
+  for (auto& c : pending_) drop(*c, "no complete hello before the communicator formed");
+  pending_.clear();
+  wire::Reply r{wire::kReplyMagic, 0, nRanks_, 0};
+  std::vector<char> table(sizeof(r) + sizeof(wire::Entry) * static_cast<size_t>(nRanks_));
+  std::memcpy(table.data(), &r, sizeof(r));
+  for (auto& [rank, c] : joined_) {
+    wire::Entry e{c->hello.info, c->hello.listen};
+    std::memcpy(table.data() + sizeof(r) + sizeof(e) * static_cast<size_t>(rank), &e, sizeof(e));
+  }
+  answerAll(table);
+  WEFT_LOG(kInfo, kBoot, "bootstrap root at %s: all %d ranks joined in %.2f s", where.c_str(), nRanks_,
+           static_cast<double>(nowNs() - firstJoinNs_) / 1e9);
+}
+
+// ---- the registry of root threads ---------------------------------------------------------
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<RootServer*> roots;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: roots are stopped by an atexit hook
+  return *r;
+}
+
+// At exit, stop this process's roots. Roots inherited through fork() belong to the parent (their
+// threads do not exist here) and are left alone.
+void stopRootsAtExit() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (RootServer* s : r.roots) {
+    if (s->ownerPid != getpid()) continue;
+    s->abort.store(true);
+    if (s->thread.joinable()) s->thread.join();
+    delete s;
+  }
+  r.roots.clear();
+}
+
+Status launchRoot(Socket listener, const UniqueIdInfo& info) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(stopRootsAtExit); });
+  // Reap the roots that have finished.
+  auto reap = [](RootServer* s) {
+    if (s->ownerPid != getpid() || !s->done.load()) return false;
+    s->thread.join();
+    delete s;
+    return true;
+  };
+  r.roots.erase(std::remove_if(r.roots.begin(), r.roots.end(), reap), r.roots.end());
+  auto server = std::make_unique<RootServer>(std::move(listener), info);
+  server->start();
+  WEFT_LOG(kInfo, kBoot, "bootstrap root listening at %s (communicator %016llx)", info.root.toString().c_str(),
+           static_cast<unsigned long long>(info.nonce));
+  r.roots.push_back(server.release());
+  return Status::ok();
+}
+
+// Launchers other than Weft's own name the rank and size in their own variables.
+// TODO(params): reading foreign variables belongs in src/base/params.
+int64_t launcherValue(const char* const* names) {
+  for (const char* const* n = names; *n != nullptr; ++n) {
+    const char* v = std::getenv(*n);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    long long x = std::strtoll(v, &end, 10);
+    if (end != v && *end == '\0') return x;
+  }
+  return -1;
+}
+
+Status parseSecret(const std::string& hex, uint8_t* out) {
+  if (hex.empty()) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "WEFT_ROOT_SECRET is not set; give every rank the same 32 hex digits (for example from "
+                      "`openssl rand -hex 16`)");
+  }
+  if (hex.size() != 2 * kSecretBytes) {
+    return WEFT_ERROR(weftInvalidArgument, "WEFT_ROOT_SECRET has %zu characters; it must be exactly %zu hex digits",
+                      hex.size(), 2 * kSecretBytes);
+  }
+  auto nibble = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < kSecretBytes; ++i) {
+    int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return WEFT_ERROR(weftInvalidArgument, "WEFT_ROOT_SECRET contains '%c', which is not a hex digit",
+                        hi < 0 ? hex[2 * i] : hex[2 * i + 1]);
+    }
+    out[i] = static_cast<uint8_t>(hi * 16 + lo);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+size_t runningRootCount() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  size_t n = 0;
+  for (RootServer* s : r.roots) n += (s->ownerPid == getpid() && !s->done.load()) ? 1 : 0;
+  return n;
+}
+
+// ---- making ids ---------------------------------------------------------------------------
+
+Status createUniqueIdAt(const SocketAddress& bind, weftUniqueId* out) {
+  Socket listener;
+  Status s = Socket::listen(bind, &listener);
+  if (!s.isOk()) return std::move(s).withPrefix("cannot start the bootstrap root: ");
+  UniqueIdInfo info;
+  info.root = listener.localAddress();
+  if (!randomBytes(info.secret, sizeof(info.secret)) || !randomBytes(&info.nonce, sizeof(info.nonce))) {
+    return WEFT_ERROR(weftSystemError, "cannot make a unique id: the kernel gave no random bytes (getrandom)");
+  }
+  WEFT_TRY(encodeUniqueId(info, out));
+  return launchRoot(std::move(listener), info);
+}
+
+Status createUniqueId(weftUniqueId* out) {
+  std::vector<NetInterface> ifs;
+  WEFT_TRY(findInterfaces(params::SocketIfname(), &ifs));
+  return createUniqueIdAt(ifs.front().address, out);
+}
+
+Status startRoot(const weftUniqueId& id) {
+  UniqueIdInfo info;
+  WEFT_TRY(decodeUniqueId(id, &info));
+  // Loopback stays loopback; any other address may be a name that resolves differently here
+  // than on the other hosts, so listen on every address (the secret keeps strangers out).
+  SocketAddress bind = info.root.isLoopback() ? info.root : SocketAddress::anyOfFamily(info.root.family(), info.root.port());
+  Socket listener;
+  Status s = Socket::listen(bind, &listener);
+  if (!s.isOk()) return std::move(s).withPrefix("cannot start the bootstrap root for " + info.root.toString() + ": ");
+  return launchRoot(std::move(listener), info);
+}
+
+Status uniqueIdFromAddress(const std::string& rootAddr, const std::string& secretHex, weftUniqueId* out) {
+  if (rootAddr.empty()) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "WEFT_ROOT_ADDR is not set; set it on every rank to host:port where rank 0 listens "
+                      "(for example WEFT_ROOT_ADDR=node0:29500)");
+  }
+  UniqueIdInfo info;
+  Status s = SocketAddress::parse(rootAddr, &info.root);
+  if (!s.isOk()) return std::move(s).withPrefix("WEFT_ROOT_ADDR: ");
+  if (info.root.port() == 0) {
+    return WEFT_ERROR(weftInvalidArgument, "WEFT_ROOT_ADDR=%s needs a fixed port, not 0", rootAddr.c_str());
+  }
+  WEFT_TRY(parseSecret(secretHex, info.secret));
+  // Every rank must derive the same nonce without talking: take it from the secret and port.
+  uint16_t port = info.root.port();
+  info.nonce = hashBytes(&port, sizeof(port), hashBytes(info.secret, sizeof(info.secret)));
+  return encodeUniqueId(info, out);
+}
+
+Status uniqueIdFromEnv(weftUniqueId* id, int* rank, int* nRanks) {
+  static const char* const kRankVars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", nullptr};
+  static const char* const kSizeVars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", nullptr};
+  int64_t r = params::Rank();
+  int64_t n = params::NRanks();
+  if (r < 0) r = launcherValue(kRankVars);
+  if (n < 0) n = launcherValue(kSizeVars);
+  if (r < 0) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "weftCommInitFromEnv: WEFT_RANK is not set (nor OMPI_COMM_WORLD_RANK or PMI_RANK); the "
+                      "launcher must give each process its rank");
+  }
+  if (n < 1) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "weftCommInitFromEnv: WEFT_NRANKS is not set (nor OMPI_COMM_WORLD_SIZE or PMI_SIZE); the "
+                      "launcher must give each process the number of ranks");
+  }
+  if (r >= n || n > wire::kMaxRanks) {
+    return WEFT_ERROR(weftInvalidArgument, "weftCommInitFromEnv: rank %lld is out of range for %lld ranks",
+                      static_cast<long long>(r), static_cast<long long>(n));
+  }
+  Status s = uniqueIdFromAddress(params::RootAddr(), params::RootSecret(), id);
+  if (!s.isOk()) return std::move(s).withPrefix("weftCommInitFromEnv: ");
+  *rank = static_cast<int>(r);
+  *nRanks = static_cast<int>(n);
+  if (r == 0) {
+    s = startRoot(*id);
+    if (!s.isOk()) return std::move(s).withPrefix("weftCommInitFromEnv: rank 0: ");
+  }
+  return Status::ok();
+}
+
+}  // namespace core
+}  // namespace weft

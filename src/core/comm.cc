@@ -1,0 +1,378 @@
+#include "core/comm.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+#include "base/params.h"
+#include "collectives/datatypes.h"
+#include "collectives/reduce.h"
+#include "topology/tuner.h"
+
+namespace weft {
+namespace core {
+namespace {
+
+// Point-to-point traffic uses FIFO lane 0 between a pair; collectives use lanes 0..k. They
+// share FIFOs safely because every rank runs its operations in the same order and each FIFO
+// delivers in order.
+constexpr int kP2pLane = 0;
+// Bootstrap tags used by the communicator itself.
+constexpr int kSplitTagBase = 0x5000;
+// Fewest bytes per channel before a collective uses another channel.
+constexpr int64_t kBytesPerChannel = 4 << 20;
+// Schedules kept per communicator (they are rebuilt cheaply when evicted).
+constexpr size_t kMaxCachedSchedules = 64;
+
+PeerInfo selfInfo(int rank) {
+  PeerInfo info;
+  info.rank = rank;
+  info.pid = static_cast<int32_t>(getpid());
+  info.hostHash = hostHash();
+  info.processHash = processHash();
+  info.device = -1;
+  std::snprintf(info.hostName, sizeof(info.hostName), "%s", hostName().c_str());
+  return info;
+}
+
+}  // namespace
+
+Communicator::~Communicator() {
+  std::lock_guard<std::mutex> lock(connMutex_);
+  conns_.clear();
+}
+
+Status Communicator::create(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
+                            std::unique_ptr<Communicator>* out) {
+  std::unique_ptr<Communicator> comm(new Communicator());
+  WEFT_TRY(comm->init(id, nRanks, rank, config));
+  *out = std::move(comm);
+  return Status::ok();
+}
+
+Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config) {
+  rank_ = rank;
+  nRanks_ = nRanks;
+  setLogRank(rank);
+  params::warnUnknownOnce();
+  name_ = config && config->commName ? config->commName : "";
+  int64_t timeoutS = config && config->timeoutS > 0 ? config->timeoutS : params::TimeoutS();
+  Deadline deadline = Deadline::afterSeconds(static_cast<double>(timeoutS));
+  WEFT_TRY(Bootstrap::create(id, rank, nRanks, selfInfo(rank), deadline, &bootstrap_));
+  peers_ = bootstrap_->peers();
+  commTag_ = commTagFromId(id);
+  WEFT_TRY(agreeSettings(config));
+  transports_ = makeTransports();
+  int sameHost = 0;
+  for (const auto& p : peers_) sameHost += p.hostHash == peers_[rank].hostHash;
+  WEFT_LOG(kInfo, kInit, "rank %d of %d joined communicator %s%s%s (%d ranks on this host, %zu transports)", rank,
+           nRanks, commTag_.c_str(), name_.empty() ? "" : " ", name_.c_str(), sameHost, transports_.size());
+  return Status::ok();
+}
+
+Status Communicator::agreeSettings(const weftConfig_t* config) {
+  CommSettings mine;
+  mine.nSlots = static_cast<int32_t>(std::clamp<int64_t>(params::NSlots(), 2, 64));
+  int64_t buffsize = std::clamp<int64_t>(params::Buffsize(), 4096, 1LL << 30);
+  // Slots hold whole cache lines so that reductions into them stay aligned.
+  mine.slotBytes = std::max<int64_t>(64, (buffsize / mine.nSlots) / 64 * 64);
+  mine.minChannels = static_cast<int32_t>(std::clamp<int64_t>(params::MinNChannels(), 1, 32));
+  mine.maxChannels = static_cast<int32_t>(std::clamp<int64_t>(params::MaxNChannels(), 1, 32));
+  if (config && config->minChannels > 0) mine.minChannels = std::min(config->minChannels, 32);
+  if (config && config->maxChannels > 0) mine.maxChannels = std::min(config->maxChannels, 32);
+  mine.maxChannels = std::max(mine.maxChannels, mine.minChannels);
+  mine.timeoutS = static_cast<int32_t>(config && config->timeoutS > 0 ? config->timeoutS : params::TimeoutS());
+  mine.treeMaxBytes = params::TreeMaxBytes();
+  std::snprintf(mine.algo, sizeof(mine.algo), "%s", params::Algo().c_str());
+
+  std::vector<CommSettings> all(static_cast<size_t>(nRanks_));
+  WEFT_TRY(bootstrap_->allGather(&mine, all.data(), sizeof(CommSettings),
+                                 Deadline::afterSeconds(static_cast<double>(mine.timeoutS))));
+  settings_ = all[0];
+  settings_.timeoutS = mine.timeoutS;  // each rank keeps its own patience
+  if (std::memcmp(&all[0].nSlots, &mine.nSlots, sizeof(int32_t) * 3) != 0 ||
+      all[0].slotBytes != mine.slotBytes || all[0].treeMaxBytes != mine.treeMaxBytes ||
+      std::strncmp(all[0].algo, mine.algo, sizeof(mine.algo)) != 0) {
+    WEFT_LOG(kWarn, kEnv,
+             "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/TREE_MAX_BYTES/ALGO differ from rank 0's; "
+             "using rank 0's values (set them the same on every rank)",
+             rank_);
+  }
+  topo::AllReduceAlgo check;
+  WEFT_TRY(topo::chooseAllReduceAlgo({nRanks_, 0, settings_.algo, settings_.treeMaxBytes}, &check));
+  return Status::ok();
+}
+
+coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize, std::string* algoText) {
+  coll::ScheduleParams p;
+  p.kind = call.kind;
+  p.nRanks = nRanks_;
+  p.root = call.root;
+  p.count = static_cast<int64_t>(call.count);
+  int64_t bytes = p.count * static_cast<int64_t>(elemSize);
+  switch (call.kind) {
+    case coll::CollKind::kAllReduce: {
+      topo::AllReduceAlgo algo = topo::AllReduceAlgo::kRing;
+      // Validated at init, so this cannot fail; keep the ring if it somehow does.
+      (void)topo::chooseAllReduceAlgo({nRanks_, bytes, settings_.algo, settings_.treeMaxBytes}, &algo);
+      p.algo = algo == topo::AllReduceAlgo::kTree ? coll::Algo::kTree : coll::Algo::kRing;
+      break;
+    }
+    case coll::CollKind::kBroadcast:
+    case coll::CollKind::kReduce:
+      p.algo = (bytes <= settings_.treeMaxBytes && nRanks_ > 2) ? coll::Algo::kTree : coll::Algo::kRing;
+      break;
+    case coll::CollKind::kAllToAll:
+      p.algo = coll::Algo::kPairwise;
+      break;
+    default:
+      p.algo = coll::Algo::kRing;
+      break;
+  }
+  int64_t channels = std::clamp<int64_t>(bytes / kBytesPerChannel, settings_.minChannels, settings_.maxChannels);
+  p.nChannels = static_cast<int>(channels);
+  *algoText = coll::algoName(p.algo);
+  return p;
+}
+
+const coll::RankSchedule& Communicator::scheduleFor(const coll::ScheduleParams& p) {
+  char key[128];
+  std::snprintf(key, sizeof(key), "%d/%d/%d/%d/%lld", static_cast<int>(p.kind), static_cast<int>(p.algo), p.root,
+                p.nChannels, static_cast<long long>(p.count));
+  auto it = schedules_.find(key);
+  if (it != schedules_.end()) return it->second;
+  if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
+  return schedules_.emplace(key, coll::buildSchedule(p, rank_)).first->second;
+}
+
+std::string Communicator::describe(const CollCall& call, const std::string& algo) const {
+  char text[256];
+  bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
+                 call.kind == coll::CollKind::kReduce;
+  std::snprintf(text, sizeof(text), "rank %d: %s #%llu (%s, %zu x %s%s%s)", rank_, coll::collName(call.kind),
+                static_cast<unsigned long long>(seq_), algo.c_str(), call.count, coll::dataTypeName(call.type),
+                reduces ? " " : "", reduces ? coll::redOpName(call.op) : "");
+  return text;
+}
+
+Status Communicator::fail(Status status) {
+  // Tell the peers at once, so that they fail now rather than at their deadline.
+  std::lock_guard<std::mutex> lock(connMutex_);
+  for (auto& [key, conn] : conns_) conn->signalAbort();
+  return status;
+}
+
+Status Communicator::runCollective(const CollCall& call) {
+  ++seq_;
+  setLogRank(rank_);
+  size_t elemSize = coll::dataTypeSize(call.type);
+  std::string algo;
+  coll::ScheduleParams params = paramsFor(call, elemSize, &algo);
+  const coll::RankSchedule& schedule = scheduleFor(params);
+  bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
+                 call.kind == coll::CollKind::kReduce;
+  coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, call.op) : nullptr;
+  uint32_t divisor = (reduces && call.op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
+  coll::ExecPlan plan = coll::planCollective(schedule, call.sendbuff, call.recvbuff, elemSize, reduce, divisor,
+                                             static_cast<size_t>(settings_.slotBytes));
+  plan.what = describe(call, algo);
+  plan.timeoutS = settings_.timeoutS;
+  WEFT_LOG(kTrace, kColl, "%s: %zu lanes, %lld iterations", plan.what.c_str(), schedule.lanes.size(),
+           static_cast<long long>(plan.tracks.empty() || plan.tracks[0].runs.empty()
+                                      ? 0
+                                      : plan.tracks[0].runs[0].iterations));
+  Status s = coll::runHostPlan(plan, this);
+  if (!s.isOk()) return fail(std::move(s));
+  return Status::ok();
+}
+
+Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
+  ++seq_;
+  setLogRank(rank_);
+  // Sends and receives with this rank itself are matched in order and copied.
+  std::vector<const P2pCall*> selfSends, selfRecvs;
+  for (const auto& c : calls) {
+    if (c.peer == rank_) (c.send ? selfSends : selfRecvs).push_back(&c);
+  }
+  if (selfSends.size() != selfRecvs.size()) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: a group has %zu sends to this rank itself but %zu receives from it; they must pair up",
+                      rank_, selfSends.size(), selfRecvs.size());
+  }
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    if (selfSends[i]->bytes != selfRecvs[i]->bytes) {
+      return WEFT_ERROR(weftInvalidUsage, "rank %d: send of %zu bytes to itself paired with a receive of %zu bytes",
+                        rank_, selfSends[i]->bytes, selfRecvs[i]->bytes);
+    }
+    if (selfSends[i]->bytes) std::memmove(selfRecvs[i]->recvbuff, selfSends[i]->sendbuff, selfSends[i]->bytes);
+  }
+
+  // One lane per call (bytes as elements, so both sides slice alike whatever their datatype);
+  // one track per (peer, direction), runs in call order.
+  std::vector<coll::Lane> lanes(calls.size());
+  std::map<std::pair<int, bool>, coll::Track> tracks;
+  int64_t sliceElems = settings_.slotBytes;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const P2pCall& c = calls[i];
+    if (c.peer == rank_) continue;
+    coll::Step step;
+    step.kind = c.send ? coll::StepKind::kSend : coll::StepKind::kRecv;
+    (c.send ? step.sendPeer : step.recvPeer) = c.peer;
+    step.srcBuf = coll::Buf::kSend;
+    step.dstBuf = coll::Buf::kRecv;
+    step.count = static_cast<int64_t>(c.bytes);
+    lanes[i].steps.push_back(step);
+    coll::LaneRun run;
+    run.lane = &lanes[i];
+    run.fifoLane = kP2pLane;
+    run.sendbuff = static_cast<const char*>(c.sendbuff);
+    run.recvbuff = static_cast<char*>(c.recvbuff);
+    run.elemSize = 1;
+    run.sliceElems = sliceElems;
+    run.iterations = coll::iterationsFor(step.count, sliceElems);
+    tracks[{c.peer, c.send}].runs.push_back(run);
+  }
+  coll::ExecPlan plan;
+  for (auto& [key, track] : tracks) plan.tracks.push_back(std::move(track));
+  char what[96];
+  std::snprintf(what, sizeof(what), "rank %d: send/recv group #%llu (%zu operations)", rank_,
+                static_cast<unsigned long long>(seq_), calls.size());
+  plan.what = what;
+  plan.timeoutS = settings_.timeoutS;
+  Status s = coll::runHostPlan(plan, this);
+  if (!s.isOk()) return fail(std::move(s));
+  return Status::ok();
+}
+
+Status Communicator::barrier() {
+  // An all-reduce of one byte: it completes on a rank only once every rank has contributed.
+  uint8_t in = 0, out = 0;
+  CollCall call;
+  call.kind = coll::CollKind::kAllReduce;
+  call.sendbuff = &in;
+  call.recvbuff = &out;
+  call.count = 1;
+  call.type = weftUint8;
+  call.op = weftSum;
+  return runCollective(call);
+}
+
+Status Communicator::split(int color, int key, const weftConfig_t* config, std::unique_ptr<Communicator>* out) {
+  struct Entry {
+    int32_t color;
+    int32_t key;
+  };
+  Entry mine{color, key};
+  std::vector<Entry> all(static_cast<size_t>(nRanks_));
+  Deadline deadline = Deadline::afterSeconds(settings_.timeoutS);
+  Status s = bootstrap_->allGather(&mine, all.data(), sizeof(Entry), deadline);
+  if (!s.isOk()) return fail(std::move(s));
+  int tag = kSplitTagBase + static_cast<int>(splits_++);
+  out->reset();
+  if (color == WEFT_SPLIT_NOCOLOR) return Status::ok();
+
+  std::vector<int> members;
+  for (int r = 0; r < nRanks_; ++r) {
+    if (all[r].color == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
+  int newRank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  // The new rank 0 makes the new communicator's id and hands it to the others.
+  weftUniqueId id;
+  if (newRank == 0) {
+    WEFT_TRY(createUniqueId(&id));
+    for (size_t i = 1; i < members.size(); ++i) WEFT_TRY(bootstrap_->send(members[i], tag, &id, sizeof(id)));
+  } else {
+    WEFT_TRY(bootstrap_->recv(members[0], tag, &id, sizeof(id)));
+  }
+  WEFT_TRY(Communicator::create(id, static_cast<int>(members.size()), newRank, config, out));
+  setLogRank(rank_);
+  return Status::ok();
+}
+
+void Communicator::abort() {
+  aborted_.store(true);
+  if (bootstrap_) bootstrap_->abort();
+  std::lock_guard<std::mutex> lock(connMutex_);
+  for (auto& [key, conn] : conns_) conn->signalAbort();
+}
+
+Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) {
+  // Receiving ends first: making them never waits, so every rank's sending ends find them.
+  for (int phase = 0; phase < 2; ++phase) {
+    for (const auto& key : keys) {
+      if (key.send != (phase == 1)) continue;
+      {
+        std::lock_guard<std::mutex> lock(connMutex_);
+        if (conns_.count(key)) continue;
+      }
+      if (aborted_.load()) {
+        return WEFT_ERROR(weftInvalidUsage, "rank %d: the communicator was aborted", rank_);
+      }
+      const PeerInfo& peer = peers_[static_cast<size_t>(key.peer)];
+      Transport* transport = nullptr;
+      for (auto& t : transports_) {
+        if (t->canConnect(peers_[rank_], peer)) {
+          transport = t.get();
+          break;
+        }
+      }
+      if (transport == nullptr) {
+        return WEFT_ERROR(weftSystemError,
+                          "rank %d (host %s): no transport reaches rank %d (host %s). This version of Weft connects "
+                          "ranks on one host through shared memory only (network transports come next); check "
+                          "WEFT_SHM_DISABLE",
+                          rank_, peers_[rank_].hostName, key.peer, peer.hostName);
+      }
+      ConnectRequest req;
+      req.commTag = commTag_;
+      req.self = peers_[rank_];
+      req.peer = peer;
+      req.lane = key.lane;
+      req.nSlots = static_cast<size_t>(settings_.nSlots);
+      req.slotBytes = static_cast<size_t>(settings_.slotBytes);
+      req.deadline = deadline;
+      req.exchange = bootstrap_.get();
+      std::unique_ptr<Connection> conn;
+      WEFT_TRY(key.send ? transport->connectSend(req, &conn) : transport->connectRecv(req, &conn));
+      WEFT_LOG(kInfo, kInit, "rank %d %s rank %d lane %d via %s", rank_, key.send ? "->" : "<-", key.peer, key.lane,
+               transport->name());
+      std::lock_guard<std::mutex> lock(connMutex_);
+      if (aborted_.load()) conn->signalAbort();
+      conns_[key] = std::move(conn);
+    }
+  }
+  return Status::ok();
+}
+
+Connection* Communicator::get(const coll::ConnectionKey& key) {
+  std::lock_guard<std::mutex> lock(connMutex_);
+  auto it = conns_.find(key);
+  return it == conns_.end() ? nullptr : it->second.get();
+}
+
+Status Communicator::healthCheck() {
+  if (aborted_.load()) {
+    return WEFT_ERROR(weftRemoteError, "rank %d: the communicator was aborted (weftCommAbort)", rank_);
+  }
+  // Scanning the peers costs a system call each: every 100 ms is prompt enough.
+  uint64_t now = nowNs();
+  if (now - lastPeerScanNs_ < 100'000'000) return Status::ok();
+  lastPeerScanNs_ = now;
+  const PeerInfo& self = peers_[rank_];
+  for (const auto& peer : peers_) {
+    if (peer.hostHash != self.hostHash || peer.processHash == self.processHash) continue;
+    if (!processAlive(peer.pid)) {
+      return WEFT_ERROR(weftRemoteError,
+                        "rank %d: rank %d (pid %d on %s) is gone: it exited or was killed while this rank waited; "
+                        "check rank %d's output for the cause (a crash, the OOM killer, a kill)",
+                        rank_, peer.rank, peer.pid, peer.hostName, peer.rank);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace core
+}  // namespace weft

@@ -1,0 +1,115 @@
+// The communicator: the ranks' agreement (bootstrap, peers, settings), the connections to
+// peers, and the calls that run collectives and point-to-point groups on host memory.
+// api.cc wraps it in the C API's weftComm; nothing else in the library sees it.
+#ifndef WEFT_CORE_COMM_H_
+#define WEFT_CORE_COMM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "collectives/host_executor.h"
+#include "collectives/schedule.h"
+#include "core/bootstrap.h"
+#include "transports/transport.h"
+#include "weft/weft.h"
+
+namespace weft {
+namespace core {
+
+// One collective call, validated.
+struct CollCall {
+  coll::CollKind kind = coll::CollKind::kAllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;
+  weftDataType_t type = weftFloat32;
+  weftRedOp_t op = weftSum;
+  int root = 0;
+};
+
+// One send or receive, validated.
+struct P2pCall {
+  bool send = true;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t bytes = 0;
+  int peer = 0;
+};
+
+// What the ranks agree on at init (rank 0's values win; a rank with different values warns).
+struct CommSettings {
+  int32_t nSlots = 8;
+  int32_t minChannels = 1;
+  int32_t maxChannels = 2;
+  int32_t timeoutS = 1800;
+  int64_t slotBytes = 1 << 17;
+  int64_t treeMaxBytes = 65536;
+  char algo[16] = {0};
+};
+
+class Communicator final : public coll::ConnectionProvider {
+ public:
+  ~Communicator() override;
+
+  // Joins communicator `id` (collective over its nRanks callers).
+  static Status create(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
+                       std::unique_ptr<Communicator>* out);
+
+  int rank() const { return rank_; }
+  int nRanks() const { return nRanks_; }
+  const std::string& name() const { return name_; }
+
+  Status runCollective(const CollCall& call);
+  // Runs a group's sends and receives concurrently (calls to one peer in one direction stay in
+  // call order).
+  Status runP2p(const std::vector<P2pCall>& calls);
+  Status barrier();
+  // Collective over this communicator; *out is null for WEFT_SPLIT_NOCOLOR.
+  Status split(int color, int key, const weftConfig_t* config, std::unique_ptr<Communicator>* out);
+
+  // From any thread: makes every wait of this communicator fail within milliseconds, and tells
+  // the peers through the connections.
+  void abort();
+  bool aborted() const { return aborted_.load(); }
+
+  // coll::ConnectionProvider
+  Status connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) override;
+  Connection* get(const coll::ConnectionKey& key) override;
+  Status healthCheck() override;
+
+ private:
+  Communicator() = default;
+  Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config);
+  Status agreeSettings(const weftConfig_t* config);
+  const coll::RankSchedule& scheduleFor(const coll::ScheduleParams& params);
+  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize, std::string* algoText);
+  Status fail(Status status);
+  std::string describe(const CollCall& call, const std::string& algo) const;
+
+  int rank_ = 0;
+  int nRanks_ = 0;
+  std::string name_;
+  std::string commTag_;
+  CommSettings settings_;
+  std::unique_ptr<Bootstrap> bootstrap_;
+  std::vector<PeerInfo> peers_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::mutex connMutex_;  // guards conns_ against abort() from another thread
+  std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;
+  std::map<std::string, coll::RankSchedule> schedules_;
+  uint64_t seq_ = 0;
+  uint64_t lastPeerScanNs_ = 0;
+  uint32_t splits_ = 0;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace core
+}  // namespace weft
+
+#endif  // WEFT_CORE_COMM_H_

@@ -1,0 +1,239 @@
+// The shared-memory FIFO on its own, both ends in this process: order, fullness, wraparound,
+// byte counts, layout, naming, the /dev/shm space check and stale segments.
+#include "transports/shm/shm_fifo.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <tuple>
+
+#include "shm_test_util.h"
+
+namespace weft {
+namespace shm {
+namespace {
+
+using shmtest::patternByte;
+using shmtest::shmEntries;
+using shmtest::uniqueTag;
+
+FifoSpec spec(const std::string& tag, bool sender, size_t nSlots, size_t slotBytes) {
+  FifoSpec s;
+  s.name = fifoName(tag, 0, 1, 0);
+  s.nSlots = nSlots;
+  s.slotBytes = slotBytes;
+  s.selfRank = sender ? 0 : 1;
+  s.peerRank = sender ? 1 : 0;
+  s.peerPid = getpid();
+  return s;
+}
+
+struct Pair {
+  std::unique_ptr<ShmFifo> recv;
+  std::unique_ptr<ShmFifo> send;
+};
+
+Pair makePair(const std::string& tag, size_t nSlots, size_t slotBytes) {
+  Pair p;
+  Status st = ShmFifo::create(spec(tag, false, nSlots, slotBytes), &p.recv);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  st = ShmFifo::attach(spec(tag, true, nSlots, slotBytes), Deadline::afterSeconds(5), &p.send);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return p;
+}
+
+class FifoGeometry : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {
+ protected:
+  size_t nSlots() const { return std::get<0>(GetParam()); }
+  size_t slotBytes() const { return std::get<1>(GetParam()); }
+};
+
+TEST_P(FifoGeometry, FillsUpThenReturnsNullAndKeepsOrder) {
+  std::string tag = uniqueTag();
+  Pair p = makePair(tag, nSlots(), slotBytes());
+  ASSERT_TRUE(p.recv && p.send);
+  EXPECT_EQ(p.send->slotBytes(), slotBytes());
+
+  size_t bytes = 0;
+  EXPECT_EQ(p.recv->tryRecv(&bytes), nullptr) << "an empty FIFO has nothing to receive";
+
+  std::set<void*> slots;
+  for (size_t i = 0; i < nSlots(); ++i) {
+    void* slot = p.send->trySendSlot();
+    ASSERT_NE(slot, nullptr) << "slot " << i << " of " << nSlots();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(slot) % 64, 0u);
+    EXPECT_EQ(p.send->trySendSlot(), slot) << "asking again before posting gives the same slot";
+    slots.insert(slot);
+    size_t n = (i * 13 + 1) % (slotBytes() + 1);
+    std::memset(slot, static_cast<int>(i + 1), n);
+    p.send->postSend(n);
+  }
+  EXPECT_EQ(slots.size(), nSlots()) << "every slot is distinct";
+  EXPECT_EQ(p.send->trySendSlot(), nullptr) << "a full FIFO has no free slot";
+
+  for (size_t i = 0; i < nSlots(); ++i) {
+    const void* data = p.recv->tryRecv(&bytes);
+    ASSERT_NE(data, nullptr);
+    EXPECT_EQ(p.recv->tryRecv(&bytes), data) << "asking again before releasing gives the same slot";
+    EXPECT_EQ(bytes, (i * 13 + 1) % (slotBytes() + 1)) << "message " << i;
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (size_t k = 0; k < bytes; ++k) ASSERT_EQ(b[k], static_cast<unsigned char>(i + 1)) << "message " << i;
+    p.recv->releaseRecv();
+    EXPECT_NE(p.send->trySendSlot(), nullptr) << "a released slot is free again";
+  }
+  EXPECT_EQ(p.recv->tryRecv(&bytes), nullptr);
+}
+
+TEST_P(FifoGeometry, WrapsAroundOverManyRounds) {
+  std::string tag = uniqueTag();
+  Pair p = makePair(tag, nSlots(), slotBytes());
+  ASSERT_TRUE(p.recv && p.send);
+  uint64_t sent = 0, received = 0;
+  const uint64_t total = nSlots() * 50 + 3;
+  // Uneven bursts, so that head and tail meet at every slot index.
+  for (int round = 0; received < total; ++round) {
+    for (int k = 0; k <= round % 4 && sent < total; ++k) {
+      void* slot = p.send->trySendSlot();
+      if (slot == nullptr) break;
+      size_t n = shmtest::messageBytes(sent, slotBytes());
+      auto* b = static_cast<unsigned char*>(slot);
+      for (size_t i = 0; i < n; ++i) b[i] = patternByte(sent, i);
+      p.send->postSend(n);
+      ++sent;
+    }
+    for (int k = 0; k <= (round + 2) % 3; ++k) {
+      size_t n = 0;
+      const void* data = p.recv->tryRecv(&n);
+      if (data == nullptr) break;
+      ASSERT_EQ(n, shmtest::messageBytes(received, slotBytes())) << "message " << received;
+      const auto* b = static_cast<const unsigned char*>(data);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(b[i], patternByte(received, i)) << "message " << received;
+      p.recv->releaseRecv();
+      ++received;
+    }
+    ASSERT_LE(sent - received, nSlots());
+  }
+  EXPECT_EQ(sent, total);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shm, FifoGeometry,
+    ::testing::Values(std::make_tuple(size_t{1}, size_t{1}), std::make_tuple(size_t{2}, size_t{64}),
+                      std::make_tuple(size_t{3}, size_t{1000}), std::make_tuple(size_t{8}, size_t{4096}),
+                      std::make_tuple(size_t{5}, size_t{65536 + 3})),
+    [](const auto& test) {
+      return std::to_string(std::get<0>(test.param)) + "x" + std::to_string(std::get<1>(test.param));
+    });
+
+TEST(ShmFifo, LayoutAlignsSlotsAndData) {
+  for (size_t slotBytes : {size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{4096}, size_t{5000}}) {
+    for (size_t nSlots : {size_t{1}, size_t{7}, size_t{600}}) {
+      FifoLayout l = fifoLayout(nSlots, slotBytes);
+      EXPECT_EQ(l.slotStride % 64, 0u);
+      EXPECT_GE(l.slotStride, slotBytes);
+      EXPECT_EQ(l.dataOffset % 4096, 0u);
+      EXPECT_GE(l.dataOffset, l.sizesOffset + nSlots * sizeof(uint64_t));
+      EXPECT_GE(l.totalBytes, l.dataOffset + nSlots * l.slotStride);
+      EXPECT_EQ(l.totalBytes % 4096, 0u);
+    }
+  }
+}
+
+TEST(ShmFifo, NamesAreDeterministicAndValid) {
+  EXPECT_EQ(fifoName("abc", 2, 3, 1), "/weft-abc-2-3-1");
+  EXPECT_NE(fifoName("abc", 2, 3, 1), fifoName("abc", 3, 2, 1)) << "each direction has its own FIFO";
+  std::string odd = fifoName("a/b c", 0, 1, 0);
+  EXPECT_EQ(odd.find('/', 1), std::string::npos) << odd;
+  EXPECT_EQ(odd.find(' '), std::string::npos) << odd;
+  std::string longName = fifoName(std::string(1000, 'x'), 12345, 54321, 7);
+  EXPECT_LT(longName.size(), 255u);
+  EXPECT_NE(longName, fifoName(std::string(1000, 'y'), 12345, 54321, 7));
+}
+
+TEST(ShmFifo, SpaceCheckPassesWhenTheFifoFits) {
+  EXPECT_TRUE(checkShmSpace(60ull << 20, 512ull << 10, 3, 2).isOk());
+  EXPECT_TRUE(checkShmSpace(4096, 4096, 3, 2).isOk());
+}
+
+TEST(ShmFifo, SpaceCheckSaysWhatToDoWhenDevShmIsFull) {
+  Status st = checkShmSpace(100ull << 10, 512ull << 10, 3, 2);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.code(), weftSystemError);
+  EXPECT_NE(st.message().find("rank 3: /dev/shm has 100 KiB free"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("needs 512 KiB more for the FIFO from rank 2"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("--shm-size"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("WEFT_BUFFSIZE"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("WEFT_SHM_DISABLE=1"), std::string::npos) << st.message();
+}
+
+TEST(ShmFifo, CreateFailsCleanlyWithoutSpace) {
+  std::string tag = uniqueTag();
+  std::unique_ptr<ShmFifo> fifo;
+  Status st = ShmFifo::create(spec(tag, false, 8, 1 << 16), &fifo, /*freeBytes=*/64 << 10);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.code(), weftSystemError);
+  EXPECT_NE(st.message().find("/dev/shm has 64 KiB free"), std::string::npos) << st.message();
+  EXPECT_EQ(fifo, nullptr);
+  EXPECT_TRUE(shmEntries(tag).empty());
+}
+
+TEST(ShmFifo, RejectsImpossibleGeometry) {
+  std::string tag = uniqueTag();
+  std::unique_ptr<ShmFifo> fifo;
+  Status st = ShmFifo::create(spec(tag, false, 0, 4096), &fifo);
+  EXPECT_EQ(st.code(), weftInvalidArgument) << st.message();
+  st = ShmFifo::create(spec(tag, false, 4, 0), &fifo);
+  EXPECT_EQ(st.code(), weftInvalidArgument) << st.message();
+  EXPECT_TRUE(shmEntries(tag).empty());
+}
+
+TEST(ShmFifo, ReplacesAStaleSegmentFromACrashedRun) {
+  std::string tag = uniqueTag();
+  std::string name = fifoName(tag, 0, 1, 0);
+  // What a crash half-way through creation leaves: a segment of the right name and junk in it.
+  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  ASSERT_EQ(write(fd, "junk", 4), 4);
+  close(fd);
+
+  Pair p = makePair(tag, 4, 256);
+  ASSERT_TRUE(p.recv && p.send);
+  void* slot = p.send->trySendSlot();
+  ASSERT_NE(slot, nullptr);
+  std::memcpy(slot, "hello", 5);
+  p.send->postSend(5);
+  size_t n = 0;
+  const void* data = p.recv->tryRecv(&n);
+  ASSERT_NE(data, nullptr);
+  EXPECT_EQ(std::string(static_cast<const char*>(data), n), "hello");
+}
+
+TEST(ShmFifo, SenderUnlinksTheNameOnceAttached) {
+  std::string tag = uniqueTag();
+  std::unique_ptr<ShmFifo> recv, send;
+  ASSERT_TRUE(ShmFifo::create(spec(tag, false, 4, 256), &recv).isOk());
+  EXPECT_EQ(shmEntries(tag).size(), 1u);
+  ASSERT_TRUE(ShmFifo::attach(spec(tag, true, 4, 256), Deadline::afterSeconds(5), &send).isOk());
+  EXPECT_TRUE(shmEntries(tag).empty()) << "both sides mapped: nothing can leak";
+}
+
+TEST(ShmFifo, ReceiverUnlinksWhenNoSenderCame) {
+  std::string tag = uniqueTag();
+  {
+    std::unique_ptr<ShmFifo> recv;
+    ASSERT_TRUE(ShmFifo::create(spec(tag, false, 4, 256), &recv).isOk());
+    EXPECT_EQ(shmEntries(tag).size(), 1u);
+  }
+  EXPECT_TRUE(shmEntries(tag).empty());
+}
+
+}  // namespace
+}  // namespace shm
+}  // namespace weft

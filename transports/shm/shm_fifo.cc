@@ -1,0 +1,370 @@
+#include "transports/shm/shm_fifo.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <new>
+#include <utility>
+
+#include "base/log.h"
+
+namespace weft {
+namespace shm {
+namespace {
+
+size_t roundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+// The inode of this process's pid namespace: two processes compare pids only when it is equal
+// (containers that share /dev/shm and a host name may still have separate pid namespaces).
+uint64_t pidNamespace() {
+  static const uint64_t ns = [] {
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : uint64_t{0};
+  }();
+  return ns;
+}
+
+// Closes a descriptor on every path out.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Unmaps on every path out unless released.
+class Mapping {
+ public:
+  Mapping(void* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  ~Mapping() {
+    if (base_ != nullptr) munmap(base_, bytes_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  void* get() const { return base_; }
+  void* release() { return std::exchange(base_, nullptr); }
+
+ private:
+  void* base_;
+  size_t bytes_;
+};
+
+// Unlinks a segment name on every path out unless dismissed (creation failed half-way).
+class UnlinkGuard {
+ public:
+  explicit UnlinkGuard(const std::string& name) : name_(name) {}
+  ~UnlinkGuard() {
+    if (armed_) shm_unlink(name_.c_str());
+  }
+  UnlinkGuard(const UnlinkGuard&) = delete;
+  UnlinkGuard& operator=(const UnlinkGuard&) = delete;
+  void dismiss() { armed_ = false; }
+
+ private:
+  const std::string& name_;
+  bool armed_ = true;
+};
+
+Status checkGeometry(const FifoSpec& spec) {
+  if (spec.nSlots < 1 || spec.nSlots > kMaxSlots || spec.slotBytes < 1 || spec.slotBytes > kMaxSlotBytes) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "rank %d: a shared-memory FIFO needs 1 to %zu slots of 1 B to %zu B, not %zu slots of %zu B; "
+                      "check WEFT_BUFFSIZE and WEFT_NSLOTS",
+                      spec.selfRank, kMaxSlots, kMaxSlotBytes, spec.nSlots, spec.slotBytes);
+  }
+  return Status::ok();
+}
+
+// Creating with O_EXCL found `name` already there. A segment whose creator still runs belongs
+// to someone else (two communicators with one tag): an error. Anything else is left over from a
+// crashed run and is replaced.
+Status removeStale(const FifoSpec& spec) {
+  const char* name = spec.name.c_str();
+  int fd = shm_open(name, O_RDONLY, 0);
+  if (fd >= 0) {
+    Fd guard(fd);
+    struct stat st;
+    if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= sizeof(FifoHeader)) {
+      void* p = mmap(nullptr, sizeof(FifoHeader), PROT_READ, MAP_SHARED, fd, 0);
+      if (p != MAP_FAILED) {
+        Mapping map(p, sizeof(FifoHeader));
+        const auto* h = static_cast<const FifoHeader*>(p);
+        bool ready = h->magic.load(std::memory_order_acquire) == kFifoMagic;
+        int owner = h->receiverPid;
+        if (ready && owner != getpid() && h->receiverPidNs == pidNamespace() && processAlive(owner)) {
+          return WEFT_ERROR(weftInvalidUsage,
+                            "rank %d: the shared-memory FIFO %s from rank %d already exists and belongs to the "
+                            "running process %d; do two communicators on this host use the same tag?",
+                            spec.selfRank, name, spec.peerRank, owner);
+        }
+      }
+    }
+  }
+  WEFT_LOG(kInfo, kShm, "rank %d: replacing the stale shared-memory segment %s (left by an earlier run)", spec.selfRank,
+           name);
+  if (shm_unlink(name) != 0 && errno != ENOENT) {
+    int err = errno;
+    return WEFT_ERROR(weftSystemError, "rank %d: shm_unlink(%s) of a stale segment failed: %s", spec.selfRank, name,
+                      errnoText(err).c_str());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
+  FifoLayout l;
+  l.slotStride = roundUp(slotBytes, slotBytes >= kPageBytes ? kPageBytes : kCacheLine);
+  l.sizesOffset = sizeof(FifoHeader);
+  l.dataOffset = roundUp(l.sizesOffset + nSlots * sizeof(uint64_t), kPageBytes);
+  l.totalBytes = roundUp(l.dataOffset + nSlots * l.slotStride, kPageBytes);
+  return l;
+}
+
+std::string fifoName(const std::string& commTag, int sender, int receiver, int lane) {
+  std::string tag = commTag;
+  for (char& c : tag) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+    if (!ok) c = '_';
+  }
+  if (tag.size() > 160) {
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016" PRIx64, hashBytes(commTag.data(), commTag.size()));
+    tag = hex;
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "/weft-%s-%d-%d-%d", tag.c_str(), sender, receiver, lane);
+  return buf;
+}
+
+uint64_t shmFreeBytes() {
+  struct statvfs vfs;
+  if (statvfs("/dev/shm", &vfs) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize);
+}
+
+Status checkShmSpace(uint64_t freeBytes, uint64_t needBytes, int selfRank, int peerRank) {
+  if (needBytes <= freeBytes) return Status::ok();
+  return WEFT_ERROR(weftSystemError,
+                    "rank %d: /dev/shm has %s free but the shared-memory transport needs %s more for the FIFO from "
+                    "rank %d; run the container with --shm-size=1g, lower WEFT_BUFFSIZE, or set WEFT_SHM_DISABLE=1",
+                    selfRank, formatBytes(freeBytes).c_str(), formatBytes(needBytes).c_str(), peerRank);
+}
+
+ShmFifo::ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes)
+    : role_(role), spec_(spec), base_(base), mappedBytes_(bytes) {
+  header_ = static_cast<FifoHeader*>(base);
+  nSlots_ = header_->nSlots;
+  slotBytes_ = header_->slotBytes;
+  stride_ = header_->slotStride;
+  sizes_ = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(base) + header_->sizesOffset);
+  data_ = static_cast<char*>(base) + header_->dataOffset;
+}
+
+ShmFifo::~ShmFifo() {
+  // The sender unlinks the name once it has mapped the segment; until then it is ours to remove.
+  if (role_ == Role::kReceiver && header_->senderAttached.load(std::memory_order_acquire) == 0) {
+    if (shm_unlink(spec_.name.c_str()) != 0 && errno != ENOENT) {
+      int err = errno;
+      WEFT_LOG(kWarn, kShm, "rank %d: shm_unlink(%s) failed: %s", spec_.selfRank, spec_.name.c_str(),
+               errnoText(err).c_str());
+    }
+  }
+  munmap(base_, mappedBytes_);
+}
+
+Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint64_t freeBytes) {
+  WEFT_TRY(checkGeometry(spec));
+  const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
+  WEFT_TRY(checkShmSpace(freeBytes, layout.totalBytes, spec.selfRank, spec.peerRank));
+  const char* name = spec.name.c_str();
+
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    WEFT_TRY(removeStale(spec));
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  }
+  if (fd < 0) {
+    int err = errno;
+    return WEFT_ERROR(weftSystemError, "rank %d: shm_open(%s) for the FIFO from rank %d failed: %s", spec.selfRank,
+                      name, spec.peerRank, errnoText(err).c_str());
+  }
+  Fd guard(fd);
+  UnlinkGuard unlinkOnError(spec.name);
+
+  if (ftruncate(fd, static_cast<off_t>(layout.totalBytes)) != 0) {
+    int err = errno;
+    return WEFT_ERROR(weftSystemError, "rank %d: ftruncate(%s, %s) for the FIFO from rank %d failed: %s", spec.selfRank,
+                      name, formatBytes(layout.totalBytes).c_str(), spec.peerRank, errnoText(err).c_str());
+  }
+  void* base = mmap(nullptr, layout.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    int err = errno;
+    return WEFT_ERROR(weftSystemError, "rank %d: mmap of %s (%s) for the FIFO from rank %d failed: %s", spec.selfRank,
+                      name, formatBytes(layout.totalBytes).c_str(), spec.peerRank, errnoText(err).c_str());
+  }
+  Mapping map(base, layout.totalBytes);
+
+  // Only the header and the byte counts are touched here: the slots' pages are placed by
+  // whoever writes them first.
+  auto* h = new (base) FifoHeader();
+  h->version = kFifoVersion;
+  h->nSlots = spec.nSlots;
+  h->slotBytes = spec.slotBytes;
+  h->slotStride = layout.slotStride;
+  h->sizesOffset = layout.sizesOffset;
+  h->dataOffset = layout.dataOffset;
+  h->totalBytes = layout.totalBytes;
+  h->receiverRank = spec.selfRank;
+  h->receiverPid = getpid();
+  h->receiverPidNs = pidNamespace();
+  h->senderRank = spec.peerRank;
+  auto* sizes = reinterpret_cast<char*>(base) + layout.sizesOffset;
+  for (size_t i = 0; i < spec.nSlots; ++i) new (sizes + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
+  h->magic.store(kFifoMagic, std::memory_order_release);
+
+  std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kReceiver, spec, map.release(), layout.totalBytes));
+  // Until the sender attaches, the pid the peer reported at init is all there is to watch.
+  fifo->peerPidComparable_ = spec.peerPid > 0 && spec.peerPid != getpid() && processAlive(spec.peerPid);
+  unlinkOnError.dismiss();
+  *out = std::move(fifo);
+  WEFT_LOG(kTrace, kShm, "rank %d: created %s: %zu slots of %zu B, %s mapped", spec.selfRank, name, spec.nSlots,
+           spec.slotBytes, formatBytes(layout.totalBytes).c_str());
+  return Status::ok();
+}
+
+Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<ShmFifo>* out) {
+  WEFT_TRY(checkGeometry(spec));
+  const char* name = spec.name.c_str();
+  const uint64_t startNs = nowNs();
+  Backoff backoff;
+  for (;;) {
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0 && errno != ENOENT) {
+      int err = errno;
+      return WEFT_ERROR(weftSystemError, "rank %d: shm_open(%s) for the FIFO to rank %d failed: %s", spec.selfRank,
+                        name, spec.peerRank, errnoText(err).c_str());
+    }
+    if (fd >= 0) {
+      Fd guard(fd);
+      struct stat st;
+      if (fstat(fd, &st) != 0) {
+        int err = errno;
+        return WEFT_ERROR(weftSystemError, "rank %d: fstat(%s) failed: %s", spec.selfRank, name,
+                          errnoText(err).c_str());
+      }
+      // Size 0: the receiver has not sized it yet.
+      const size_t bytes = static_cast<size_t>(st.st_size);
+      if (bytes >= sizeof(FifoHeader)) {
+        void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (base == MAP_FAILED) {
+          int err = errno;
+          return WEFT_ERROR(weftSystemError, "rank %d: mmap of %s (%s) for the FIFO to rank %d failed: %s",
+                            spec.selfRank, name, formatBytes(bytes).c_str(), spec.peerRank, errnoText(err).c_str());
+        }
+        Mapping map(base, bytes);
+        auto* h = static_cast<FifoHeader*>(base);
+        bool ready = h->magic.load(std::memory_order_acquire) == kFifoMagic;
+        // A ready segment made by another process than the peer is left over from a crashed
+        // run; the peer replaces it when it gets to connectRecv().
+        bool stale = ready && (spec.peerPid > 0 ? h->receiverPid != spec.peerPid
+                                                : h->receiverPid != getpid() && !processAlive(h->receiverPid));
+        if (ready && !stale) {
+          if (h->version != kFifoVersion) {
+            return WEFT_ERROR(weftInvalidUsage,
+                              "rank %d: rank %d made the shared-memory FIFO %s with format version %u but this rank "
+                              "uses version %u; every rank must run the same Weft build",
+                              spec.selfRank, spec.peerRank, name, h->version, kFifoVersion);
+          }
+          if (h->nSlots != spec.nSlots || h->slotBytes != spec.slotBytes) {
+            return WEFT_ERROR(weftInvalidUsage,
+                              "rank %d: rank %d made the shared-memory FIFO %s with %" PRIu64 " slots of %" PRIu64
+                              " B but this rank expects %zu slots of %zu B; every rank must use the same "
+                              "WEFT_BUFFSIZE and WEFT_NSLOTS",
+                              spec.selfRank, spec.peerRank, name, h->nSlots, h->slotBytes, spec.nSlots, spec.slotBytes);
+          }
+          const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
+          if (h->totalBytes != bytes || layout.totalBytes != bytes || h->slotStride != layout.slotStride ||
+              h->sizesOffset != layout.sizesOffset || h->dataOffset != layout.dataOffset) {
+            return WEFT_ERROR(weftInternalError,
+                              "rank %d: the shared-memory FIFO %s from rank %d has an inconsistent layout "
+                              "(%zu B mapped, header says %" PRIu64 " B, expected %zu B)",
+                              spec.selfRank, name, spec.peerRank, bytes, h->totalBytes, layout.totalBytes);
+          }
+          // Both sides have it mapped now: drop the name so that no crash can leak it.
+          if (shm_unlink(name) != 0 && errno != ENOENT) {
+            int err = errno;
+            WEFT_LOG(kWarn, kShm, "rank %d: shm_unlink(%s) failed: %s", spec.selfRank, name, errnoText(err).c_str());
+          }
+          h->senderPid.store(getpid(), std::memory_order_relaxed);
+          h->senderPidNs.store(pidNamespace(), std::memory_order_relaxed);
+          h->senderAttached.store(1, std::memory_order_release);
+
+          std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kSender, spec, map.release(), bytes));
+          int peer = h->receiverPid;
+          fifo->peerPidComparable_ = peer != getpid() && h->receiverPidNs == pidNamespace();
+          *out = std::move(fifo);
+          WEFT_LOG(kTrace, kShm, "rank %d: attached to %s after %.3f s", spec.selfRank, name,
+                   static_cast<double>(nowNs() - startNs) / 1e9);
+          return Status::ok();
+        }
+      }
+    }
+    if (deadline.expired()) {
+      double waited = static_cast<double>(nowNs() - startNs) / 1e9;
+      return WEFT_ERROR(weftTimeout,
+                        "rank %d: timed out after %.3g s waiting for rank %d to create its shared-memory FIFO %s; "
+                        "is rank %d running and in the same communicator?",
+                        spec.selfRank, waited, spec.peerRank, name, spec.peerRank);
+    }
+    backoff.pause();
+  }
+}
+
+int ShmFifo::peerPidToCheck() const {
+  if (role_ == Role::kSender) return peerPidComparable_ ? header_->receiverPid : 0;
+  if (header_->senderAttached.load(std::memory_order_acquire) != 0) {
+    int pid = header_->senderPid.load(std::memory_order_relaxed);
+    bool comparable = pid != getpid() && header_->senderPidNs.load(std::memory_order_relaxed) == pidNamespace();
+    return comparable ? pid : 0;
+  }
+  return peerPidComparable_ ? spec_.peerPid : 0;
+}
+
+Status ShmFifo::checkPeer() const {
+  const std::atomic<uint32_t>& peerAbort = role_ == Role::kSender ? header_->receiverAbort : header_->senderAbort;
+  if (peerAbort.load(std::memory_order_acquire) != 0) {
+    return WEFT_ERROR(weftRemoteError, "rank %d reported a failure; see its log for the cause", spec_.peerRank);
+  }
+  // Threads of one process share a pid: for them the abort flag is the only signal.
+  int pid = peerPidToCheck();
+  if (pid > 0 && !processAlive(pid)) {
+    const std::string host = spec_.peerHost.empty() ? hostName() : spec_.peerHost;
+    return WEFT_ERROR(weftRemoteError,
+                      "rank %d (pid %d on host %s) exited while this rank was waiting for it; check rank %d's output "
+                      "for the cause (a crash, the OOM killer, a kill)",
+                      spec_.peerRank, pid, host.c_str(), spec_.peerRank);
+  }
+  return Status::ok();
+}
+
+void ShmFifo::signalAbort() {
+  std::atomic<uint32_t>& mine = role_ == Role::kSender ? header_->senderAbort : header_->receiverAbort;
+  mine.store(1, std::memory_order_release);
+}
+
+}  // namespace shm
+}  // namespace weft

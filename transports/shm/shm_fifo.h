@@ -1,0 +1,187 @@
+// The FIFO of the shared-memory transport: nSlots slots of slotBytes bytes in one POSIX
+// shared-memory segment, with a head counter the sender advances and a tail counter the
+// receiver advances. The receiver creates the segment (ShmFifo::create, returns at once); the
+// sender waits for it and attaches (ShmFifo::attach) and then unlinks its name, so nothing is
+// left in /dev/shm once both sides have it mapped, whichever of them dies later.
+//
+// The hot paths (trySendSlot, postSend, tryRecv, releaseRecv) are inline: a few loads and
+// stores, no syscalls, no locks. Each side keeps a private copy of its own counter and a cached
+// copy of the other side's, so it touches the other side's cache line only when its cached view
+// says the FIFO is full (sender) or empty (receiver).
+//
+// ShmTransport (shm_transport.h) wraps one ShmFifo per connection; tests use it directly.
+#ifndef WEFT_TRANSPORTS_SHM_SHM_FIFO_H_
+#define WEFT_TRANSPORTS_SHM_SHM_FIFO_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/os.h"
+#include "base/status.h"
+
+namespace weft {
+namespace shm {
+
+constexpr uint64_t kFifoMagic = 0x314d485354464557ull;  // "WEFTSHM1" in memory order
+constexpr uint32_t kFifoVersion = 1;
+constexpr size_t kCacheLine = 64;
+constexpr size_t kPageBytes = 4096;
+constexpr size_t kMaxSlots = 1u << 16;
+constexpr size_t kMaxSlotBytes = size_t{1} << 32;
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the FIFO needs lock-free 64-bit atomics");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "the FIFO needs lock-free 32-bit atomics");
+static_assert(std::atomic<int32_t>::is_always_lock_free, "the FIFO needs lock-free 32-bit atomics");
+
+// The start of the segment. The receiver fills in everything, then stores magic (release):
+// a sender that reads magic == kFifoMagic (acquire) sees a complete header ("ready").
+struct FifoHeader {
+  std::atomic<uint64_t> magic;
+  uint32_t version;
+  uint32_t reserved0;
+  uint64_t nSlots;
+  uint64_t slotBytes;
+  uint64_t slotStride;  // distance between slots: slotBytes rounded up to 64 B (4 KiB from 4 KiB on)
+  uint64_t sizesOffset;
+  uint64_t dataOffset;  // first slot, 4 KiB aligned
+  uint64_t totalBytes;
+  int32_t receiverRank;
+  int32_t receiverPid;
+  uint64_t receiverPidNs;          // inode of the receiver's pid namespace (0: unknown)
+  int32_t senderRank;              // the rank the receiver expects (it is in the name too)
+  std::atomic<int32_t> senderPid;  // written by the sender when it attaches
+  std::atomic<uint64_t> senderPidNs;
+  std::atomic<uint32_t> senderAttached;  // 1 once the sender has mapped and unlinked the segment
+
+  // Failure flags: rarely written, read by the peer's checkPeer().
+  alignas(kCacheLine) std::atomic<uint32_t> senderAbort;
+  std::atomic<uint32_t> receiverAbort;
+
+  // Written by the sender only.
+  alignas(kCacheLine) std::atomic<uint64_t> head;
+  // Written by the receiver only.
+  alignas(kCacheLine) std::atomic<uint64_t> tail;
+};
+static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the per-slot byte counts must start on a cache line");
+
+// Where things lie in a segment of this geometry (byte offsets from the start of the segment).
+struct FifoLayout {
+  size_t slotStride = 0;
+  size_t sizesOffset = 0;
+  size_t dataOffset = 0;
+  size_t totalBytes = 0;
+};
+FifoLayout fifoLayout(size_t nSlots, size_t slotBytes);
+
+// "/weft-<commTag>-<sender>-<receiver>-<lane>", with characters that cannot appear in a
+// shared-memory name replaced (and an over-long tag replaced by its hash).
+std::string fifoName(const std::string& commTag, int sender, int receiver, int lane);
+
+// Free bytes in /dev/shm, or UINT64_MAX when that cannot be told.
+uint64_t shmFreeBytes();
+// Ok when `needBytes` fit in `freeBytes`; otherwise an error saying what to do about it.
+Status checkShmSpace(uint64_t freeBytes, uint64_t needBytes, int selfRank, int peerRank);
+
+// Both ends of one edge as seen from this side.
+struct FifoSpec {
+  std::string name;  // from fifoName()
+  size_t nSlots = 0;
+  size_t slotBytes = 0;
+  int selfRank = -1;
+  int peerRank = -1;
+  int peerPid = 0;       // as the peer reported it at init; 0: unknown
+  std::string peerHost;  // for messages
+};
+
+class ShmFifo {
+ public:
+  enum class Role { kSender, kReceiver };
+
+  // Receiver: creates the segment `spec.name` (replacing a stale one left by a crashed run) and
+  // marks it ready. Returns at once. `freeBytes` overrides the /dev/shm space check (tests).
+  [[nodiscard]] static Status create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out,
+                                     uint64_t freeBytes = shmFreeBytes());
+  // Sender: waits until `deadline` for the receiver to create `spec.name` with the expected
+  // geometry, maps it and unlinks the name.
+  [[nodiscard]] static Status attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<ShmFifo>* out);
+
+  ~ShmFifo();
+  ShmFifo(const ShmFifo&) = delete;
+  ShmFifo& operator=(const ShmFifo&) = delete;
+
+  Role role() const { return role_; }
+  size_t nSlots() const { return nSlots_; }
+  size_t slotBytes() const { return slotBytes_; }
+  const std::string& name() const { return spec_.name; }
+
+  // Sender: the slot to fill next, or nullptr while all slots are in use.
+  void* trySendSlot() {
+    if (head_ - cachedTail_ >= nSlots_) {
+      cachedTail_ = header_->tail.load(std::memory_order_acquire);  // the receiver is done reading
+      if (head_ - cachedTail_ >= nSlots_) return nullptr;
+    }
+    return data_ + sendIndex_ * stride_;
+  }
+  // Sender: publishes the slot from trySendSlot() holding `bytes` bytes.
+  void postSend(size_t bytes) {
+    sizes_[sendIndex_].store(bytes, std::memory_order_relaxed);  // published by the head store
+    if (++sendIndex_ == nSlots_) sendIndex_ = 0;
+    header_->head.store(++head_, std::memory_order_release);
+  }
+
+  // Receiver: the oldest filled slot and its byte count, or nullptr when none is ready.
+  const void* tryRecv(size_t* bytes) {
+    if (cachedHead_ == tail_) {
+      cachedHead_ = header_->head.load(std::memory_order_acquire);  // the slot's bytes are visible
+      if (cachedHead_ == tail_) return nullptr;
+    }
+    size_t n = sizes_[recvIndex_].load(std::memory_order_relaxed);
+    *bytes = n < slotBytes_ ? n : slotBytes_;  // never past the slot, whatever the peer wrote
+    return data_ + recvIndex_ * stride_;
+  }
+  // Receiver: hands the slot from tryRecv() back to the sender.
+  void releaseRecv() {
+    if (++recvIndex_ == nSlots_) recvIndex_ = 0;
+    header_->tail.store(++tail_, std::memory_order_release);
+  }
+
+  // Ok while the peer lives and has not signalled a failure; weftRemoteError otherwise.
+  [[nodiscard]] Status checkPeer() const;
+  // Sets this side's abort flag, which the peer's checkPeer() reports.
+  void signalAbort();
+
+ private:
+  ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes);
+  int peerPidToCheck() const;
+
+  Role role_;
+  FifoSpec spec_;
+  void* base_ = nullptr;
+  size_t mappedBytes_ = 0;
+  FifoHeader* header_ = nullptr;
+  std::atomic<uint64_t>* sizes_ = nullptr;
+  char* data_ = nullptr;
+  size_t nSlots_ = 0;
+  size_t slotBytes_ = 0;
+  size_t stride_ = 0;
+
+  // Sender state (only the sender writes head).
+  uint64_t head_ = 0;
+  uint64_t cachedTail_ = 0;
+  size_t sendIndex_ = 0;
+  // Receiver state (only the receiver writes tail).
+  uint64_t tail_ = 0;
+  uint64_t cachedHead_ = 0;
+  size_t recvIndex_ = 0;
+
+  // Whether the peer's pid means something here (same pid namespace, another process).
+  bool peerPidComparable_ = false;
+};
+
+}  // namespace shm
+}  // namespace weft
+
+#endif  // WEFT_TRANSPORTS_SHM_SHM_FIFO_H_
