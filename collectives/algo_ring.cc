@@ -107,8 +107,8 @@ void buildRingReduceScatter(const ScheduleParams& p, int rank, RankSchedule* s) 
       steps.push_back(makeStep(StepKind::kRecvReduceSend, prev, next, Buf::kSend, off, Buf::kRecv, 0, sub.count));
     }
     // Our block, with everyone else's contribution: add ours and finish it.
-    steps.push_back(makeStep(StepKind::kRecvReduceCopy, prev, -1, Buf::kSend, sendOffset(rank), Buf::kRecv,
-                             sub.offset, sub.count, true));
+    steps.push_back(makeStep(StepKind::kRecvReduceCopy, prev, -1, Buf::kSend, sendOffset(rank), Buf::kRecv, sub.offset,
+                             sub.count, true));
   }
 }
 

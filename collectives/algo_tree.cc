@@ -2,12 +2,16 @@
 // tree rooted at the root.
 //
 // The double binary tree (doubleBinaryTree in algo_common.cc): tree 0 is an in-order binary
-// tree over the channel's rank order whose interior nodes all sit at odd positions; tree 1 is
-// the same tree shifted by one position, so its interior nodes sit at even positions. Each
-// rank is therefore interior in at most one tree (a leaf in the other), which is what lets the
-// two trees together use every rank's links fully (the idea of NCCL's double binary tree, with
-// a shift that also works for odd rank counts). Each tree all-reduces half of each channel's
-// part; odd channels use the reversed order, which mirrors both trees.
+// tree over the channel's rank order whose interior nodes all sit at odd positions (a range of
+// positions is rooted at an odd position near its middle; single positions, always even, are
+// leaves); tree 1 is the same tree shifted by one position, so its interior nodes sit at even
+// positions. Each rank is therefore interior in at most one tree and a leaf in the other, so
+// the two trees together load every rank's links about evenly. This is NCCL's double binary
+// tree idea; NCCL mirrors for even and shifts for odd rank counts, which leaves rank 0 interior
+// in both trees when the count is odd; with interiors exactly at odd positions one shift works
+// for every count. Subtrees are contiguous ranges of the order, so a node-contiguous order
+// keeps most tree edges inside a node. Each tree all-reduces half of each channel's part; odd
+// channels use the reversed order, which mirrors both trees and moves their roots.
 #include "collectives/algorithms.h"
 
 namespace weft {
@@ -163,8 +167,7 @@ void buildTreeReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
     } else {
       steps.push_back(
           makeStep(StepKind::kRecvReduceCopy, c0, -1, Buf::kSend, r.offset, Buf::kScratch, r.offset, r.count));
-      steps.push_back(
-          makeStep(StepKind::kRecvReduceSend, c1, parent, Buf::kScratch, r.offset, Buf::kRecv, 0, r.count));
+      steps.push_back(makeStep(StepKind::kRecvReduceSend, c1, parent, Buf::kScratch, r.offset, Buf::kRecv, 0, r.count));
     }
   }
 }

@@ -76,8 +76,8 @@ Step sendStep(int to, Buf src, int64_t srcOffset, int64_t count);
 Step recvStep(int from, Buf dst, int64_t dstOffset, int64_t count);
 Step copyStep(Buf src, int64_t srcOffset, Buf dst, int64_t dstOffset, int64_t count, bool final);
 // Any other kind: set the peers and regions the kind uses.
-Step makeStep(StepKind kind, int from, int to, Buf src, int64_t srcOffset, Buf dst, int64_t dstOffset,
-              int64_t count, bool final = false);
+Step makeStep(StepKind kind, int from, int to, Buf src, int64_t srcOffset, Buf dst, int64_t dstOffset, int64_t count,
+              bool final = false);
 
 }  // namespace algo
 }  // namespace coll

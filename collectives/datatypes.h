@@ -139,8 +139,7 @@ struct Half {
 struct BFloat16 {
   uint16_t bits;
   BFloat16() = default;
-  WEFT_HOST_DEVICE explicit BFloat16(float f)
-      : bits(static_cast<uint16_t>(detail::BFloat16Format::fromFloat(f))) {}
+  WEFT_HOST_DEVICE explicit BFloat16(float f) : bits(static_cast<uint16_t>(detail::BFloat16Format::fromFloat(f))) {}
   WEFT_HOST_DEVICE explicit operator float() const { return detail::BFloat16Format::toFloat(bits); }
   WEFT_HOST_DEVICE static BFloat16 fromBits(uint16_t b) {
     BFloat16 h;
@@ -208,31 +207,50 @@ WEFT_HOST_DEVICE inline size_t dataTypeSize(weftDataType_t type) {
 // The names nccl-tests prints ("float", "bfloat16", "f8e4m3", ...); "invalid" otherwise.
 inline const char* dataTypeName(weftDataType_t type) {
   switch (type) {
-    case weftInt8: return "int8";
-    case weftUint8: return "uint8";
-    case weftInt32: return "int32";
-    case weftUint32: return "uint32";
-    case weftInt64: return "int64";
-    case weftUint64: return "uint64";
-    case weftFloat16: return "half";
-    case weftFloat32: return "float";
-    case weftFloat64: return "double";
-    case weftBfloat16: return "bfloat16";
-    case weftFloat8e4m3: return "f8e4m3";
-    case weftFloat8e5m2: return "f8e5m2";
-    default: return "invalid";
+    case weftInt8:
+      return "int8";
+    case weftUint8:
+      return "uint8";
+    case weftInt32:
+      return "int32";
+    case weftUint32:
+      return "uint32";
+    case weftInt64:
+      return "int64";
+    case weftUint64:
+      return "uint64";
+    case weftFloat16:
+      return "half";
+    case weftFloat32:
+      return "float";
+    case weftFloat64:
+      return "double";
+    case weftBfloat16:
+      return "bfloat16";
+    case weftFloat8e4m3:
+      return "f8e4m3";
+    case weftFloat8e5m2:
+      return "f8e5m2";
+    default:
+      return "invalid";
   }
 }
 
 // "sum", "prod", "max", "min", "avg"; "invalid" otherwise.
 inline const char* redOpName(weftRedOp_t op) {
   switch (op) {
-    case weftSum: return "sum";
-    case weftProd: return "prod";
-    case weftMax: return "max";
-    case weftMin: return "min";
-    case weftAvg: return "avg";
-    default: return "invalid";
+    case weftSum:
+      return "sum";
+    case weftProd:
+      return "prod";
+    case weftMax:
+      return "max";
+    case weftMin:
+      return "min";
+    case weftAvg:
+      return "avg";
+    default:
+      return "invalid";
   }
 }
 

@@ -50,8 +50,12 @@ void skipEmpty(TrackState& t) {
   }
 }
 
+// The FIFO lane a step sends on: its own lane's, unless the step names another lane of the
+// same collective (schedule.h: the tree root feeding its broadcast-down lane).
+int sendFifoLane(const LaneRun& run, const Step& step) { return step.sendLane >= 0 ? step.sendLane : run.fifoLane; }
+
 char* regionPointer(const LaneRun& run, Buf buf, int64_t offset, int64_t first) {
-  char* base = buf == Buf::kSend ? const_cast<char*>(run.sendbuff) : run.recvbuff;
+  char* base = buf == Buf::kSend ? const_cast<char*>(run.sendbuff) : buf == Buf::kRecv ? run.recvbuff : run.scratch;
   return base + static_cast<size_t>(offset + first) * run.elemSize;
 }
 
@@ -59,7 +63,8 @@ enum class StepResult { kDone, kBlocked };
 
 class Executor {
  public:
-  Executor(const ExecPlan& plan, ConnectionProvider* provider) : plan_(plan), provider_(provider) {}
+  Executor(const ExecPlan& plan, ConnectionProvider* provider, std::vector<ConnectionKey> keys)
+      : plan_(plan), provider_(provider), keys_(std::move(keys)) {}
 
   Status run() {
     std::vector<TrackState> tracks(plan_.tracks.size());
@@ -132,7 +137,7 @@ class Executor {
       }
     }
     if (stepSends(step.kind)) {
-      out = provider_->get({step.sendPeer, true, run.fifoLane});
+      out = provider_->get({step.sendPeer, true, sendFifoLane(run, step)});
       outSlot = out->trySendSlot();
       if (outSlot == nullptr) {
         t.waitingSend = true;
@@ -176,22 +181,38 @@ class Executor {
   }
 
   // Called every few milliseconds while nothing moves.
-  Status checkWhileWaiting(const std::vector<TrackState>& tracks, bool expired, double stalledS) {
-    // The communicator-wide check first: it names the rank that died, not just the neighbour
-    // that reported it.
+  Status checkWhileWaiting(std::vector<TrackState>& tracks, bool expired, double stalledS) {
     WEFT_TRY(provider_->healthCheck());
+    // Any peer of this operation that failed ends it, even one this rank is not waiting for:
+    // the data this rank waits for may never come because of it.
+    for (const auto& key : keys_) {
+      if (provider_->get(key)->peerAborted()) {
+        // What the peer posted before it failed is visible now (release/acquire): use it first.
+        if (canAnyTrackMove(tracks)) return Status::ok();
+        Status failed = WEFT_ERROR(weftRemoteError, "%s: rank %d reported a failure; see its log for the cause",
+                                   plan_.what.c_str(), key.peer);
+        return provider_->explainPeerFailure(std::move(failed));
+      }
+    }
     std::set<int> silentPeers;
     for (const auto& t : tracks) {
       if (t.done) continue;
       const Step& step = currentStep(t);
       const LaneRun& run = currentRun(t);
+      Status peer;
       if (t.waitingRecv) {
-        WEFT_TRY(provider_->get({step.recvPeer, false, run.fifoLane})->checkPeer());
+        peer = provider_->get({step.recvPeer, false, run.fifoLane})->checkPeer();
         silentPeers.insert(step.recvPeer);
       }
-      if (t.waitingSend) {
-        WEFT_TRY(provider_->get({step.sendPeer, true, run.fifoLane})->checkPeer());
+      if (peer.isOk() && t.waitingSend) {
+        peer = provider_->get({step.sendPeer, true, sendFifoLane(run, step)})->checkPeer();
         silentPeers.insert(step.sendPeer);
+      }
+      if (!peer.isOk()) {
+        // A peer that finished its part and exited may have posted what this rank waits for
+        // just before it went: look once more before calling it a failure.
+        if (canAnyTrackMove(tracks)) return Status::ok();
+        return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what + ": "));
       }
     }
     if (!expired) return Status::ok();
@@ -214,8 +235,25 @@ class Executor {
                       plan_.what.c_str(), stalledS, peers.c_str(), where.c_str());
   }
 
+  // True when some track's current step has its message or its free slot now.
+  bool canAnyTrackMove(const std::vector<TrackState>& tracks) {
+    for (const auto& t : tracks) {
+      if (t.done) continue;
+      const Step& step = currentStep(t);
+      const LaneRun& run = currentRun(t);
+      size_t bytes = 0;
+      bool inReady = !stepReceives(step.kind) ||
+                     provider_->get({step.recvPeer, false, run.fifoLane})->tryRecv(&bytes) != nullptr;
+      bool outReady = !stepSends(step.kind) ||
+                      provider_->get({step.sendPeer, true, sendFifoLane(run, step)})->trySendSlot() != nullptr;
+      if (inReady && outReady) return true;
+    }
+    return false;
+  }
+
   const ExecPlan& plan_;
   ConnectionProvider* provider_;
+  std::vector<ConnectionKey> keys_;  // every connection the plan uses
 };
 
 }  // namespace
@@ -228,7 +266,7 @@ std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan) {
       for (const auto& step : run.lane->steps) {
         if (step.count == 0) continue;
         if (stepReceives(step.kind)) keys.insert({step.recvPeer, false, run.fifoLane});
-        if (stepSends(step.kind)) keys.insert({step.sendPeer, true, run.fifoLane});
+        if (stepSends(step.kind)) keys.insert({step.sendPeer, true, sendFifoLane(run, step)});
       }
     }
   }
@@ -236,14 +274,15 @@ std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan) {
 }
 
 Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider) {
-  Status connected = provider->connect(connectionsOf(plan), Deadline::afterSeconds(plan.timeoutS));
+  std::vector<ConnectionKey> keys = connectionsOf(plan);
+  Status connected = provider->connect(keys, Deadline::afterSeconds(plan.timeoutS));
   if (!connected.isOk()) return std::move(connected).withPrefix(plan.what + ": ");
-  Executor executor(plan, provider);
+  Executor executor(plan, provider, std::move(keys));
   return executor.run();
 }
 
-ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void* recvbuff, size_t elemSize,
-                        ReduceFn reduce, uint32_t avgDivisor, size_t slotBytes) {
+ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void* recvbuff, void* scratch,
+                        size_t elemSize, ReduceFn reduce, uint32_t avgDivisor, size_t slotBytes) {
   ExecPlan plan;
   int64_t sliceElems = std::max<int64_t>(1, static_cast<int64_t>(slotBytes / elemSize));
   int64_t iterations = iterationsFor(schedule.maxStepCount, sliceElems);
@@ -253,6 +292,7 @@ ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void
     run.fifoLane = static_cast<int>(l);
     run.sendbuff = static_cast<const char*>(sendbuff);
     run.recvbuff = static_cast<char*>(recvbuff);
+    run.scratch = static_cast<char*>(scratch);
     run.elemSize = elemSize;
     run.reduce = reduce;
     run.avgDivisor = avgDivisor;

@@ -50,8 +50,11 @@ class ConnectionProvider {
   // A connection made by connect(); never null for a key that was connected.
   virtual Connection* get(const ConnectionKey& key) = 0;
   // Called every few milliseconds while the executor waits: fails when the communicator was
-  // aborted or a peer died (named in the message).
+  // aborted.
   virtual Status healthCheck() = 0;
+  // A connection reported its peer failed or gone: adds what the provider knows about the
+  // likely cause (e.g. which rank of the communicator died) to the message.
+  virtual Status explainPeerFailure(Status failure) { return failure; }
 };
 
 struct LaneRun {
@@ -59,6 +62,7 @@ struct LaneRun {
   int fifoLane = 0;  // FIFO lane its messages use
   const char* sendbuff = nullptr;
   char* recvbuff = nullptr;
+  char* scratch = nullptr;  // Buf::kScratch: scratchBufferCount(params) elements
   size_t elemSize = 1;
   ReduceFn reduce = nullptr;  // for steps that reduce
   uint32_t avgDivisor = 0;    // passed to reduce on final steps (nranks for avg, else 0)
@@ -86,8 +90,8 @@ std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan);
 Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider);
 
 // A plan for one rank's schedule of a collective: one track per lane.
-ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void* recvbuff, size_t elemSize,
-                        ReduceFn reduce, uint32_t avgDivisor, size_t slotBytes);
+ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void* recvbuff, void* scratch,
+                        size_t elemSize, ReduceFn reduce, uint32_t avgDivisor, size_t slotBytes);
 
 }  // namespace coll
 }  // namespace weft

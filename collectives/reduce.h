@@ -10,9 +10,9 @@
 //    call (datatypes.h: nearest-even; E4M3 saturates to +-448, the others overflow to inf).
 //  - Integer sum and prod wrap modulo 2^bits (computed in unsigned arithmetic: no UB).
 //  - Max and min propagate NaN: if either operand is NaN the result is NaN (the NaN operand
-//    itself). This is what a user checking for divergence wants, and it makes the result
-//    independent of the order in which ranks are combined. For equal operands (+0 and -0
-//    included) the second operand is returned.
+//    itself; a if both are). So a NaN on any rank shows in the result whatever order the ranks
+//    are combined in, which is what a user looking for divergence needs (fmaxf would hide it).
+//    For equal operands (+0 and -0 included) the second operand is returned.
 //  - Avg is a sum with one division at the end: intermediate steps add, and the step that adds
 //    the last contribution computes (a + b) / divisor, divisor = number of ranks; in float for
 //    float and the reduced-precision types, in double for double, integer division (toward

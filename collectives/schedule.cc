@@ -15,31 +15,44 @@ namespace coll {
 
 const char* collName(CollKind kind) {
   switch (kind) {
-    case CollKind::kAllReduce: return "allreduce";
-    case CollKind::kAllGather: return "allgather";
-    case CollKind::kReduceScatter: return "reducescatter";
-    case CollKind::kBroadcast: return "broadcast";
-    case CollKind::kReduce: return "reduce";
-    case CollKind::kAllToAll: return "alltoall";
-    case CollKind::kSendRecv: return "sendrecv";
+    case CollKind::kAllReduce:
+      return "allreduce";
+    case CollKind::kAllGather:
+      return "allgather";
+    case CollKind::kReduceScatter:
+      return "reducescatter";
+    case CollKind::kBroadcast:
+      return "broadcast";
+    case CollKind::kReduce:
+      return "reduce";
+    case CollKind::kAllToAll:
+      return "alltoall";
+    case CollKind::kSendRecv:
+      return "sendrecv";
   }
   return "unknown";
 }
 
 const char* algoName(Algo algo) {
   switch (algo) {
-    case Algo::kRing: return "ring";
-    case Algo::kTree: return "tree";
-    case Algo::kPairwise: return "pairwise";
+    case Algo::kRing:
+      return "ring";
+    case Algo::kTree:
+      return "tree";
+    case Algo::kPairwise:
+      return "pairwise";
   }
   return "unknown";
 }
 
 const char* bufName(Buf buf) {
   switch (buf) {
-    case Buf::kSend: return "send";
-    case Buf::kRecv: return "recv";
-    case Buf::kScratch: return "scratch";
+    case Buf::kSend:
+      return "send";
+    case Buf::kRecv:
+      return "recv";
+    case Buf::kScratch:
+      return "scratch";
   }
   return "unknown";
 }
@@ -63,13 +76,20 @@ bool stepWrites(StepKind kind) {
 
 const char* stepName(StepKind kind) {
   switch (kind) {
-    case StepKind::kSend: return "send";
-    case StepKind::kRecv: return "recv";
-    case StepKind::kRecvReduceSend: return "recvReduceSend";
-    case StepKind::kRecvReduceCopy: return "recvReduceCopy";
-    case StepKind::kRecvReduceCopySend: return "recvReduceCopySend";
-    case StepKind::kRecvCopySend: return "recvCopySend";
-    case StepKind::kCopy: return "copy";
+    case StepKind::kSend:
+      return "send";
+    case StepKind::kRecv:
+      return "recv";
+    case StepKind::kRecvReduceSend:
+      return "recvReduceSend";
+    case StepKind::kRecvReduceCopy:
+      return "recvReduceCopy";
+    case StepKind::kRecvReduceCopySend:
+      return "recvReduceCopySend";
+    case StepKind::kRecvCopySend:
+      return "recvCopySend";
+    case StepKind::kCopy:
+      return "copy";
   }
   return "unknown";
 }
@@ -77,16 +97,20 @@ const char* stepName(StepKind kind) {
 int64_t sendBufferCount(const ScheduleParams& p) {
   switch (p.kind) {
     case CollKind::kReduceScatter:
-    case CollKind::kAllToAll: return p.count * p.nRanks;
-    default: return p.count;
+    case CollKind::kAllToAll:
+      return p.count * p.nRanks;
+    default:
+      return p.count;
   }
 }
 
 int64_t recvBufferCount(const ScheduleParams& p) {
   switch (p.kind) {
     case CollKind::kAllGather:
-    case CollKind::kAllToAll: return p.count * p.nRanks;
-    default: return p.count;
+    case CollKind::kAllToAll:
+      return p.count * p.nRanks;
+    default:
+      return p.count;
   }
 }
 
@@ -115,11 +139,15 @@ bool algoSupported(CollKind kind, Algo algo) {
   switch (kind) {
     case CollKind::kAllReduce:
     case CollKind::kBroadcast:
-    case CollKind::kReduce: return algo == Algo::kRing || algo == Algo::kTree;
+    case CollKind::kReduce:
+      return algo == Algo::kRing || algo == Algo::kTree;
     case CollKind::kAllGather:
-    case CollKind::kReduceScatter: return algo == Algo::kRing;
-    case CollKind::kAllToAll: return algo == Algo::kPairwise;
-    case CollKind::kSendRecv: return false;
+    case CollKind::kReduceScatter:
+      return algo == Algo::kRing;
+    case CollKind::kAllToAll:
+      return algo == Algo::kPairwise;
+    case CollKind::kSendRecv:
+      return false;
   }
   return false;
 }
@@ -131,9 +159,10 @@ std::string validateParams(const ScheduleParams& p) {
     return "send/recv schedules are built from the user's calls, not by buildSchedule";
   }
   if (!algoSupported(p.kind, p.algo)) {
-    return format("%s has no %s algorithm (all-reduce: ring, tree; all-gather, reduce-scatter: ring; "
-                  "broadcast, reduce: ring, tree; all-to-all: pairwise)",
-                  collName(p.kind), algoName(p.algo));
+    return format(
+        "%s has no %s algorithm (all-reduce: ring, tree; all-gather, reduce-scatter: ring; "
+        "broadcast, reduce: ring, tree; all-to-all: pairwise)",
+        collName(p.kind), algoName(p.algo));
   }
   if (p.nRanks < 1 || p.nRanks > kMaxScheduleRanks) {
     return format("nRanks is %d; schedules support 1 to %d ranks", p.nRanks, kMaxScheduleRanks);
@@ -172,16 +201,23 @@ RankSchedule buildSchedule(const ScheduleParams& p, int rank) {
     case CollKind::kAllReduce:
       (p.algo == Algo::kTree ? algo::buildTreeAllReduce : algo::buildRingAllReduce)(p, rank, &s);
       break;
-    case CollKind::kAllGather: algo::buildRingAllGather(p, rank, &s); break;
-    case CollKind::kReduceScatter: algo::buildRingReduceScatter(p, rank, &s); break;
+    case CollKind::kAllGather:
+      algo::buildRingAllGather(p, rank, &s);
+      break;
+    case CollKind::kReduceScatter:
+      algo::buildRingReduceScatter(p, rank, &s);
+      break;
     case CollKind::kBroadcast:
       (p.algo == Algo::kTree ? algo::buildTreeBroadcast : algo::buildChainBroadcast)(p, rank, &s);
       break;
     case CollKind::kReduce:
       (p.algo == Algo::kTree ? algo::buildTreeReduce : algo::buildChainReduce)(p, rank, &s);
       break;
-    case CollKind::kAllToAll: algo::buildPairwiseAllToAll(p, rank, &s); break;
-    case CollKind::kSendRecv: break;
+    case CollKind::kAllToAll:
+      algo::buildPairwiseAllToAll(p, rank, &s);
+      break;
+    case CollKind::kSendRecv:
+      break;
   }
   return s;
 }

@@ -18,10 +18,12 @@
 //    what lets rings pipeline without deadlock when a block is larger than the FIFO.
 //  - iterations = ceil(maxStepCount / S), the same on every rank (maxStepCount is a property
 //    of the whole schedule, not of one rank).
+//  - Nothing but messages orders two lanes of one rank: lanes that touch the same element, one
+//    of them writing, must be ordered through messages (the interpreter checks this).
 //  - A step's message goes on lane step.sendLane when that is set (>= 0), else on the step's own
 //    lane. Only the root of a tree all-reduce uses it: its last reduce step (on the reduce-up
-//    lane) sends the finished slice straight into the broadcast-down lane, because nothing
-//    else orders two lanes of one rank. Every FIFO (A -> B, L) is fed by exactly one lane of A.
+//    lane) sends the finished slice straight into the broadcast-down lane, which is how the
+//    down lanes learn that a slice is complete. Every FIFO (A -> B, L) is fed by one lane of A.
 //  - Every FIFO needs at least 2 slots: in a ring every rank sends, then each step receives
 //    and sends at once, which with one slot per FIFO leaves every FIFO full and every rank
 //    waiting (the interpreter proves 2 slots enough for every algorithm here).

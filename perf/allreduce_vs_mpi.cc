@@ -3,6 +3,12 @@
 // of iterations (MPI first in even blocks, Weft first in odd ones) so that drift of the
 // machine (frequency, other load, page cache) hits both equally. Both results are verified
 // after the timing. Flags: -b -e -f -n -w as in weft-perf (defaults 8 B .. 64 MiB, x4).
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1  // the C API only: no C++ bindings
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <chrono>
@@ -69,10 +75,11 @@ int main(int argc, char** argv) {
   const int blockIters = (o.iters + kBlocks - 1) / kBlocks;
 
   if (rank == 0) {
-    std::printf("# weft-bench-mpi: float sum all-reduce, %d ranks, MPI_Allreduce vs weftAllReduce on the same buffers\n",
-                n);
-    std::printf("# %d blocks of %d iterations per library and size, alternating; warmup %d; times averaged over ranks\n",
-                kBlocks, blockIters, o.warmupIters);
+    std::printf(
+        "# weft-bench-mpi: float sum all-reduce, %d ranks, MPI_Allreduce vs weftAllReduce on the same buffers\n", n);
+    std::printf(
+        "# %d blocks of %d iterations per library and size, alternating; warmup %d; times averaged over ranks\n",
+        kBlocks, blockIters, o.warmupIters);
     std::printf("# %10s  %10s  %10s  %10s  %10s  %9s  %9s  %s\n", "size", "MPI time", "MPI busbw", "Weft time",
                 "Weft busbw", "bw ratio", "lat ratio", "check");
     std::printf("# %10s  %10s  %10s  %10s  %10s  %9s  %9s\n", "(B)", "(us)", "(GB/s)", "(us)", "(GB/s)", "Weft/MPI",
@@ -85,7 +92,8 @@ int main(int argc, char** argv) {
     const size_t count = bytes / sizeof(float);
     const int icount = static_cast<int>(count);
     auto runMpi = [&](int iters) {
-      for (int i = 0; i < iters; ++i) MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      for (int i = 0; i < iters; ++i)
+        MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     };
     auto runWeft = [&](int iters) {
       for (int i = 0; i < iters; ++i) {
@@ -107,7 +115,10 @@ int main(int argc, char** argv) {
         const int lib = (b % 2 == 0) ? k : 1 - k;
         MPI_Barrier(MPI_COMM_WORLD);
         const auto t0 = std::chrono::steady_clock::now();
-        if (lib == 0) runMpi(blockIters); else runWeft(blockIters);
+        if (lib == 0)
+          runMpi(blockIters);
+        else
+          runWeft(blockIters);
         sec[lib] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
     }
@@ -142,7 +153,8 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  if (rank == 0) std::printf("# wrong elements: %lld %s\n", static_cast<long long>(wrongTotal), wrongTotal ? "FAILED" : "OK");
+  if (rank == 0)
+    std::printf("# wrong elements: %lld %s\n", static_cast<long long>(wrongTotal), wrongTotal ? "FAILED" : "OK");
   weftCommDestroy(comm);
   MPI_Finalize();
   return wrongTotal ? 1 : 0;

@@ -123,12 +123,18 @@ weftResult_t Bench::call(const void* send, void* recv, const CollCounts& c, weft
                          int root) {
   const size_t n = c.paramCount;
   switch (o_.coll) {
-    case Collective::kAllReduce: return weftAllReduce(send, recv, n, t, op, comm_, nullptr);
-    case Collective::kAllGather: return weftAllGather(send, recv, n, t, comm_, nullptr);
-    case Collective::kReduceScatter: return weftReduceScatter(send, recv, n, t, op, comm_, nullptr);
-    case Collective::kBroadcast: return weftBroadcast(send, recv, n, t, root, comm_, nullptr);
-    case Collective::kReduce: return weftReduce(send, recv, n, t, op, root, comm_, nullptr);
-    case Collective::kAllToAll: return weftAllToAll(send, recv, n, t, comm_, nullptr);
+    case Collective::kAllReduce:
+      return weftAllReduce(send, recv, n, t, op, comm_, nullptr);
+    case Collective::kAllGather:
+      return weftAllGather(send, recv, n, t, comm_, nullptr);
+    case Collective::kReduceScatter:
+      return weftReduceScatter(send, recv, n, t, op, comm_, nullptr);
+    case Collective::kBroadcast:
+      return weftBroadcast(send, recv, n, t, root, comm_, nullptr);
+    case Collective::kReduce:
+      return weftReduce(send, recv, n, t, op, root, comm_, nullptr);
+    case Collective::kAllToAll:
+      return weftAllToAll(send, recv, n, t, comm_, nullptr);
     case Collective::kSendRecv: {
       // Each rank sends to the next and receives from the previous, as nccl-tests' sendrecv.
       const int next = (rank_ + 1) % nranks_;
@@ -275,8 +281,7 @@ int Bench::run() {
   if (allocFailed)
     std::fprintf(stderr, "weft-perf: rank %d: cannot allocate 2 x %zu bytes of host memory; lower -e/--maxbytes\n",
                  rank_, o_.maxBytes);
-  if (!ok(weftAllReduce(&allocFailed, &allocFailed, 1, weftInt64, weftSum, comm_, nullptr), "weftAllReduce"))
-    return 1;
+  if (!ok(weftAllReduce(&allocFailed, &allocFailed, 1, weftInt64, weftSum, comm_, nullptr), "weftAllReduce")) return 1;
   if (allocFailed) return 1;
   send_ = &send;
   recv_ = &recv;
@@ -319,7 +324,8 @@ int Bench::run() {
   }
 
   print(formatFooter(wrong_, avg_.value(), program_));
-  const Verdict v = finalVerdict(wrong_, avg_.value(), std::getenv("WEFT_PERF_MIN_BW"), std::getenv("NCCL_TESTS_MIN_BW"));
+  const Verdict v =
+      finalVerdict(wrong_, avg_.value(), std::getenv("WEFT_PERF_MIN_BW"), std::getenv("NCCL_TESTS_MIN_BW"));
   print(v.message);
   if (rank_ == 0 && !o_.jsonFile.empty()) {
     const std::string json = formatJson(o_, program_, nranks_, rows_, wrong_, avg_.value());

@@ -11,11 +11,11 @@ namespace weft::perf {
 enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kSendRecv };
 constexpr int kNumCollectives = 7;
 
-const char* collectiveName(Collective coll);     // "allreduce"
-const char* collectiveProgram(Collective coll);  // "all_reduce_perf"
+const char* collectiveName(Collective coll);                  // "allreduce"
+const char* collectiveProgram(Collective coll);               // "all_reduce_perf"
 bool collectiveFromName(const char* name, Collective* coll);  // accepts "allreduce", "all_reduce", "all_reduce_perf"
-bool collectiveReduces(Collective coll);  // uses the op column
-bool collectiveRooted(Collective coll);   // uses the root column
+bool collectiveReduces(Collective coll);                      // uses the op column
+bool collectiveRooted(Collective coll);                       // uses the root column
 
 // Element counts for one row, derived from the row's byte size as nccl-tests does.
 struct CollCounts {

@@ -96,7 +96,7 @@ uint32_t miniFloatEncode(const MiniFloatFormat& f, double x) {
   if (std::isinf(a)) return overflowBits;
   if (a == 0) return sign;
   int e;
-  std::frexp(a, &e);                 // a = frac * 2^e, frac in [0.5, 1)
+  std::frexp(a, &e);                       // a = frac * 2^e, frac in [0.5, 1)
   const int lead = std::max(e - 1, emin);  // exponent of the quantum's leading bit, subnormals share emin
   const double quantum = std::ldexp(1.0, lead - m);
   const double q = std::nearbyint(a / quantum);  // ties to even under the default rounding mode

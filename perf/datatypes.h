@@ -15,7 +15,7 @@ namespace weft::perf {
 const char* typeName(weftDataType_t t);  // nccl-tests spelling: int8 ... half float double bfloat16 f8e4m3 f8e5m2
 size_t typeSize(weftDataType_t t);
 bool typeFromName(const char* name, weftDataType_t* t);  // also float16, float32, bf16, fp8_e4m3, ...
-std::string allTypeNames();                               // "int8|uint8|...|f8e5m2"
+std::string allTypeNames();                              // "int8|uint8|...|f8e5m2"
 bool typeIsFloat(weftDataType_t t);
 bool typeIsSigned(weftDataType_t t);
 
@@ -74,18 +74,30 @@ struct MiniElem {
 template <typename Fn>
 decltype(auto) visitType(weftDataType_t t, Fn&& fn) {
   switch (t) {
-    case weftInt8: return fn(IntElem<int8_t>{});
-    case weftUint8: return fn(IntElem<uint8_t>{});
-    case weftInt32: return fn(IntElem<int32_t>{});
-    case weftUint32: return fn(IntElem<uint32_t>{});
-    case weftInt64: return fn(IntElem<int64_t>{});
-    case weftUint64: return fn(IntElem<uint64_t>{});
-    case weftFloat16: return fn(MiniElem<uint16_t, kHalfFormat>{});
-    case weftFloat32: return fn(FloatElem{});
-    case weftFloat64: return fn(DoubleElem{});
-    case weftBfloat16: return fn(MiniElem<uint16_t, kBf16Format>{});
-    case weftFloat8e4m3: return fn(MiniElem<uint8_t, kE4m3Format>{});
-    default: return fn(MiniElem<uint8_t, kE5m2Format>{});
+    case weftInt8:
+      return fn(IntElem<int8_t>{});
+    case weftUint8:
+      return fn(IntElem<uint8_t>{});
+    case weftInt32:
+      return fn(IntElem<int32_t>{});
+    case weftUint32:
+      return fn(IntElem<uint32_t>{});
+    case weftInt64:
+      return fn(IntElem<int64_t>{});
+    case weftUint64:
+      return fn(IntElem<uint64_t>{});
+    case weftFloat16:
+      return fn(MiniElem<uint16_t, kHalfFormat>{});
+    case weftFloat32:
+      return fn(FloatElem{});
+    case weftFloat64:
+      return fn(DoubleElem{});
+    case weftBfloat16:
+      return fn(MiniElem<uint16_t, kBf16Format>{});
+    case weftFloat8e4m3:
+      return fn(MiniElem<uint8_t, kE4m3Format>{});
+    default:
+      return fn(MiniElem<uint8_t, kE5m2Format>{});
   }
 }
 

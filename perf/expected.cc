@@ -82,20 +82,32 @@ class Generator {
 class Reducer {
  public:
   Reducer(weftDataType_t t, weftRedOp_t op, int nranks)
-      : type_(t), op_(op), n_(nranks), gen_(t, op == weftProd ? Pattern::kProd : (op == weftSum || op == weftAvg)
-                                                                                      ? Pattern::kSum
-                                                                                      : Pattern::kSpread,
-                                            nranks) {}
+      : type_(t),
+        op_(op),
+        n_(nranks),
+        gen_(t,
+             op == weftProd                     ? Pattern::kProd
+             : (op == weftSum || op == weftAvg) ? Pattern::kSum
+                                                : Pattern::kSpread,
+             nranks) {}
 
   double at(size_t index, int rep) const {
     int64_t acc = gen_.value(0, index, rep);
     for (int r = 1; r < n_; ++r) {
       const int64_t v = gen_.value(r, index, rep);
       switch (op_) {
-        case weftProd: acc *= v; break;
-        case weftMax: acc = std::max(acc, v); break;
-        case weftMin: acc = std::min(acc, v); break;
-        default: acc += v; break;
+        case weftProd:
+          acc *= v;
+          break;
+        case weftMax:
+          acc = std::max(acc, v);
+          break;
+        case weftMin:
+          acc = std::min(acc, v);
+          break;
+        default:
+          acc += v;
+          break;
       }
     }
     if (op_ != weftAvg) return static_cast<double>(acc);
@@ -121,29 +133,46 @@ Pattern patternFor(Collective coll, weftRedOp_t op) {
 
 int64_t exactIntLimit(weftDataType_t t) {
   switch (t) {
-    case weftInt8: return 127;
-    case weftUint8: return 254;
-    case weftInt32: return std::numeric_limits<int32_t>::max();
-    case weftUint32: return std::numeric_limits<uint32_t>::max() - 1;
+    case weftInt8:
+      return 127;
+    case weftUint8:
+      return 254;
+    case weftInt32:
+      return std::numeric_limits<int32_t>::max();
+    case weftUint32:
+      return std::numeric_limits<uint32_t>::max() - 1;
     case weftInt64:
-    case weftUint64: return int64_t{1} << 62;
-    case weftFloat16: return 2048;
-    case weftFloat32: return int64_t{1} << 24;
-    case weftFloat64: return int64_t{1} << 53;
-    case weftBfloat16: return 256;
-    case weftFloat8e4m3: return 16;
-    default: return 8;  // f8e5m2
+    case weftUint64:
+      return int64_t{1} << 62;
+    case weftFloat16:
+      return 2048;
+    case weftFloat32:
+      return int64_t{1} << 24;
+    case weftFloat64:
+      return int64_t{1} << 53;
+    case weftBfloat16:
+      return 256;
+    case weftFloat8e4m3:
+      return 16;
+    default:
+      return 8;  // f8e5m2
   }
 }
 
 int exactPow2Limit(weftDataType_t t) {
   switch (t) {
-    case weftInt8: return 6;
-    case weftUint8: return 7;
-    case weftFloat16: return 15;
-    case weftFloat8e4m3: return 8;
-    case weftFloat8e5m2: return 15;
-    default: return 30;
+    case weftInt8:
+      return 6;
+    case weftUint8:
+      return 7;
+    case weftFloat16:
+      return 15;
+    case weftFloat8e4m3:
+      return 8;
+    case weftFloat8e5m2:
+      return 15;
+    default:
+      return 30;
   }
 }
 

@@ -3,6 +3,7 @@
 #include "perf/launch.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,12 @@
 #include "weft/weft.h"
 
 #ifdef WEFT_PERF_WITH_MPI
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1  // the C API only: no C++ bindings
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #endif
 
@@ -87,10 +94,18 @@ int runSingle(const Options& o, const char* program) {
   weftUniqueId id;
   const weftResult_t r = weftGetUniqueId(&id);
   if (r != weftSuccess) {
-    std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r), weftGetLastError(nullptr));
+    std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r),
+                 weftGetLastError(nullptr));
     return 1;
   }
   return runProcess(o, program, id, 1, 0).exitCode;
+}
+
+// "rank 3", or "process 1 (ranks 2-3)" when each process runs several ranks (-t).
+std::string processLabel(int proc, int nThreads) {
+  if (nThreads == 1) return "rank " + std::to_string(proc);
+  return "process " + std::to_string(proc) + " (ranks " + std::to_string(proc * nThreads) + "-" +
+         std::to_string(proc * nThreads + nThreads - 1) + ")";
 }
 
 std::string describeStatus(int status) {
@@ -106,16 +121,21 @@ int runForked(const Options& o, const char* program) {
   weftUniqueId id;
   const weftResult_t r = weftGetUniqueId(&id);
   if (r != weftSuccess) {
-    std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r), weftGetLastError(nullptr));
+    std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r),
+                 weftGetLastError(nullptr));
     return 1;
   }
   const int n = o.nranks;
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids(static_cast<size_t>(n), -1);
+  const pid_t parent = getpid();
   for (int i = 0; i < n; ++i) {
     const pid_t pid = fork();
     if (pid == 0) {
+      // The parent holds the root listener: if it dies (timeout, kill -9), so do its ranks.
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(1);
       const ProcessResult res = runProcess(o, program, id, n, i);
       std::fflush(stdout);
       std::fflush(stderr);
@@ -149,11 +169,11 @@ int runForked(const Options& o, const char* program) {
       const bool good = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (good) continue;
       if (stoppedByUs[static_cast<size_t>(rank)] && WIFSIGNALED(status)) {
-        std::fprintf(stderr, "weft-perf: rank %d (pid %d) was stopped by weft-perf after another rank failed\n", rank,
-                     static_cast<int>(pid));
+        std::fprintf(stderr, "weft-perf: %s (pid %d) was stopped by weft-perf after another rank failed\n",
+                     processLabel(rank, o.nThreads).c_str(), static_cast<int>(pid));
       } else {
-        std::fprintf(stderr, "weft-perf: rank %d (pid %d) %s\n", rank, static_cast<int>(pid),
-                     describeStatus(status).c_str());
+        std::fprintf(stderr, "weft-perf: %s (pid %d) %s\n", processLabel(rank, o.nThreads).c_str(),
+                     static_cast<int>(pid), describeStatus(status).c_str());
       }
       const int code = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
       if (exitCode == 0 || (exitCode == 2 && code == 1)) exitCode = code;

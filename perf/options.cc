@@ -12,8 +12,30 @@ namespace weft::perf {
 namespace {
 
 enum class Flag {
-  kThreads, kGpus, kMinBytes, kMaxBytes, kStepBytes, kStepFactor, kIters, kWarmup, kAgg, kCycles, kCheck,
-  kOp, kType, kRoot, kBlocking, kStreamNull, kTimeout, kGraph, kCpuTime, kAverage, kJson, kColl, kNranks, kHelp,
+  kThreads,
+  kGpus,
+  kMinBytes,
+  kMaxBytes,
+  kStepBytes,
+  kStepFactor,
+  kIters,
+  kWarmup,
+  kAgg,
+  kCycles,
+  kCheck,
+  kOp,
+  kType,
+  kRoot,
+  kBlocking,
+  kStreamNull,
+  kTimeout,
+  kGraph,
+  kCpuTime,
+  kAverage,
+  kJson,
+  kColl,
+  kNranks,
+  kHelp,
 };
 
 struct FlagSpec {
@@ -80,8 +102,8 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
   long long v = 0;
   auto intIn = [&](long long lo, long long hi, int* dst) -> std::string {
     if (!parseInt(value, lo, hi, &v))
-      return flagLabel(f) + " wants an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-             ", not '" + value + "'";
+      return flagLabel(f) + " wants an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not '" +
+             value + "'";
     *dst = static_cast<int>(v);
     return "";
   };
@@ -92,29 +114,47 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
   };
   const long long kIntMax = 1LL << 30;
   switch (f.flag) {
-    case Flag::kThreads: return intIn(1, 1024, &o->nThreads);
-    case Flag::kGpus: return intIn(1, 1024, &o->nGpus);
-    case Flag::kMinBytes: return sizeIn(&o->minBytes);
-    case Flag::kMaxBytes: return sizeIn(&o->maxBytes);
-    case Flag::kStepBytes: return sizeIn(&o->stepBytes);
+    case Flag::kThreads:
+      return intIn(1, 1024, &o->nThreads);
+    case Flag::kGpus:
+      return intIn(1, 1024, &o->nGpus);
+    case Flag::kMinBytes:
+      return sizeIn(&o->minBytes);
+    case Flag::kMaxBytes:
+      return sizeIn(&o->maxBytes);
+    case Flag::kStepBytes:
+      return sizeIn(&o->stepBytes);
     case Flag::kStepFactor: {
       if (!parseInt(value, 1, kIntMax, &v)) return flagLabel(f) + " wants an integer factor >= 1, not '" + value + "'";
       o->stepFactor = static_cast<size_t>(v);
       return "";
     }
-    case Flag::kIters: return intIn(1, kIntMax, &o->iters);
-    case Flag::kWarmup: return intIn(0, kIntMax, &o->warmupIters);
-    case Flag::kAgg: return intIn(1, kIntMax, &o->aggIters);
-    case Flag::kCycles: return intIn(0, kIntMax, &o->runCycles);
-    case Flag::kCheck: return intIn(0, kIntMax, &o->check);
-    case Flag::kRoot: return intIn(-1, kIntMax, &o->root);
-    case Flag::kBlocking: return intIn(0, 1, &o->blocking);
-    case Flag::kStreamNull: return intIn(0, 1, &o->streamNull);
-    case Flag::kTimeout: return intIn(0, kIntMax, &o->timeoutS);
-    case Flag::kGraph: return intIn(0, kIntMax, &o->cudaGraph);
-    case Flag::kCpuTime: return intIn(0, 1, &o->reportCpuTime);
-    case Flag::kAverage: return intIn(0, 3, &o->average);
-    case Flag::kNranks: return intIn(1, 4096, &o->nranks);
+    case Flag::kIters:
+      return intIn(1, kIntMax, &o->iters);
+    case Flag::kWarmup:
+      return intIn(0, kIntMax, &o->warmupIters);
+    case Flag::kAgg:
+      return intIn(1, kIntMax, &o->aggIters);
+    case Flag::kCycles:
+      return intIn(0, kIntMax, &o->runCycles);
+    case Flag::kCheck:
+      return intIn(0, kIntMax, &o->check);
+    case Flag::kRoot:
+      return intIn(-1, kIntMax, &o->root);
+    case Flag::kBlocking:
+      return intIn(0, 1, &o->blocking);
+    case Flag::kStreamNull:
+      return intIn(0, 1, &o->streamNull);
+    case Flag::kTimeout:
+      return intIn(0, kIntMax, &o->timeoutS);
+    case Flag::kGraph:
+      return intIn(0, kIntMax, &o->cudaGraph);
+    case Flag::kCpuTime:
+      return intIn(0, 1, &o->reportCpuTime);
+    case Flag::kAverage:
+      return intIn(0, 3, &o->average);
+    case Flag::kNranks:
+      return intIn(1, 4096, &o->nranks);
     case Flag::kJson:
       if (value.empty()) return flagLabel(f) + " wants a file name";
       o->jsonFile = value;
@@ -183,11 +223,24 @@ bool parseSize(const std::string& text, size_t* bytes) {
   unsigned shift = 0;
   if (*end != '\0') {
     switch (*end) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      default: return false;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        return false;
     }
     ++end;
     if (*end == 'b' || *end == 'B') ++end;  // "64KB" reads like "64K"
@@ -244,8 +297,9 @@ ParseResult parseOptions(int argc, const char* const* argv, Options* opts) {
       }
     } else {
       // A positional argument names the collective (once).
-      if (haveColl) return {false, "unexpected argument '" + arg + "' (the collective is already " +
-                                       collectiveName(opts->coll) + ")"};
+      if (haveColl)
+        return {false,
+                "unexpected argument '" + arg + "' (the collective is already " + collectiveName(opts->coll) + ")"};
       if (!collectiveFromName(arg.c_str(), &opts->coll)) return {false, "unknown collective or argument '" + arg + "'"};
       haveColl = true;
       continue;
@@ -281,7 +335,9 @@ std::string usageText(const char* prog) {
          "  -N,--run_cycles <n>     repeat the whole run n times, 0 forever (1)\n"
          "  -c,--check <n>          correctness-check iterations, 0 to skip (1)\n"
          "  -o,--op <op>            sum|prod|min|max|avg|all (sum)\n"
-         "  -d,--datatype <type>    " + allTypeNames() + "|all (float)\n"
+         "  -d,--datatype <type>    " +
+         allTypeNames() +
+         "|all (float)\n"
          "  -r,--root <rank>        root of broadcast/reduce, -1 for every rank in turn (0)\n"
          "  -a,--average <0-3>      combine ranks' times: 0 rank 0, 1 avg, 2 min, 3 max (1)\n"
          "  -T,--timeout <s>        seconds any wait may take (0: WEFT_TIMEOUT_S)\n"

@@ -16,30 +16,30 @@ namespace weft::perf {
 
 struct Options {
   Collective coll = Collective::kAllReduce;
-  int nThreads = 1;                       // -t: ranks (threads) per process
-  int nGpus = 1;                          // -g: GPUs per thread (host memory: 1)
-  size_t minBytes = 32u << 20;            // -b
-  size_t maxBytes = 32u << 20;            // -e
-  size_t stepBytes = 1u << 20;            // -i
-  size_t stepFactor = 1;                  // -f (> 1: multiplicative stepping, else -i)
-  int iters = 20;                         // -n
-  int warmupIters = 5;                    // -w
-  int aggIters = 1;                       // -m
-  int runCycles = 1;                      // -N (0: forever)
-  int check = 1;                          // -c: correctness iterations (0: none, N/A)
+  int nThreads = 1;                                   // -t: ranks (threads) per process
+  int nGpus = 1;                                      // -g: GPUs per thread (host memory: 1)
+  size_t minBytes = 32u << 20;                        // -b
+  size_t maxBytes = 32u << 20;                        // -e
+  size_t stepBytes = 1u << 20;                        // -i
+  size_t stepFactor = 1;                              // -f (> 1: multiplicative stepping, else -i)
+  int iters = 20;                                     // -n
+  int warmupIters = 5;                                // -w
+  int aggIters = 1;                                   // -m
+  int runCycles = 1;                                  // -N (0: forever)
+  int check = 1;                                      // -c: correctness iterations (0: none, N/A)
   std::vector<weftRedOp_t> ops = {weftSum};           // -o
   std::vector<weftDataType_t> types = {weftFloat32};  // -d
-  int root = 0;                           // -r (-1: every rank in turn)
-  int blocking = 0;                       // -z
-  int average = 1;                        // -a: 0 rank 0, 1 avg, 2 min, 3 max
-  int timeoutS = 0;                       // -T (0: the library's WEFT_TIMEOUT_S)
-  int cudaGraph = 0;                      // -G
-  int reportCpuTime = 0;                  // -C
-  int streamNull = 0;                     // -y
-  std::string jsonFile;                   // -J
-  int nranks = 0;                         // -np / --nranks (0: not given)
-  bool help = false;                      // --help / -h
-  std::vector<std::string> notes;         // "# Note: ..." lines for accepted-but-inactive flags
+  int root = 0;                                       // -r (-1: every rank in turn)
+  int blocking = 0;                                   // -z
+  int average = 1;                                    // -a: 0 rank 0, 1 avg, 2 min, 3 max
+  int timeoutS = 0;                                   // -T (0: the library's WEFT_TIMEOUT_S)
+  int cudaGraph = 0;                                  // -G
+  int reportCpuTime = 0;                              // -C
+  int streamNull = 0;                                 // -y
+  std::string jsonFile;                               // -J
+  int nranks = 0;                                     // -np / --nranks (0: not given)
+  bool help = false;                                  // --help / -h
+  std::vector<std::string> notes;                     // "# Note: ..." lines for accepted-but-inactive flags
 };
 
 // What parsing decided. ok with opts->help set: print the usage and exit 0.

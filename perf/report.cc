@@ -86,8 +86,8 @@ std::string formatDeviceLine(int rank, int group, int pid, const char* host, int
 std::string formatColumnHeader(bool cpuTime) {
   const char* t = cpuTime ? "cputime" : "time";
   std::string s = "#\n";
-  s += line(format("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place", "", "", "",
-                   "", ""));
+  s += line(
+      format("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place", "", "", "", "", ""));
   s += line(format("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s", "size", "count", "type",
                    "redop", "root", t, "algbw", "busbw", "#wrong", t, "algbw", "busbw", "#wrong"));
   s += line(format("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s", "(B)", "(elements)", "", "",
@@ -140,16 +140,15 @@ Verdict finalVerdict(int64_t wrong, double avgBusBw, const char* weftPerfMinBw, 
   const double floor = 0.9 * minBw;
   if (avgBusBw < floor) {
     v.exitCode = 1;
-    v.message += format("# FAILED: average bus bandwidth %g GB/s is below 0.9 x %s (%g GB/s)\n", avgBusBw, name,
-                        floor);
+    v.message += format("# FAILED: average bus bandwidth %g GB/s is below 0.9 x %s (%g GB/s)\n", avgBusBw, name, floor);
   } else {
     v.message += format("# Bus bandwidth check: %g GB/s >= 0.9 x %s (%g GB/s): OK\n", avgBusBw, name, floor);
   }
   return v;
 }
 
-std::string formatJson(const Options& o, const char* program, int nranks, const std::vector<Row>& rows,
-                       int64_t wrong, double avgBusBw) {
+std::string formatJson(const Options& o, const char* program, int nranks, const std::vector<Row>& rows, int64_t wrong,
+                       double avgBusBw) {
   std::string s = "{\n";
   s += "  \"program\": " + jsonString(program) + ",\n";
   s += "  \"collective\": " + jsonString(collectiveName(o.coll)) + ",\n";
@@ -162,8 +161,8 @@ std::string formatJson(const Options& o, const char* program, int nranks, const 
     s += i ? ",\n    " : "\n    ";
     s += format("{\"size\": %zu, \"count\": %zu, \"type\": ", r.bytes, r.count) + jsonString(r.type) +
          ", \"redop\": " + jsonString(r.op) + format(", \"root\": %d, ", r.root) +
-         "\"out_of_place\": " + jsonHalf(r.outOfPlace, r.checked) + ", \"in_place\": " + jsonHalf(r.inPlace, r.checked) +
-         "}";
+         "\"out_of_place\": " + jsonHalf(r.outOfPlace, r.checked) +
+         ", \"in_place\": " + jsonHalf(r.inPlace, r.checked) + "}";
   }
   s += rows.empty() ? "],\n" : "\n  ],\n";
   s += format("  \"wrong\": %lld,\n  \"avg_busbw_gbs\": %.6g\n}\n", static_cast<long long>(wrong), avgBusBw);

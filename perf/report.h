@@ -70,8 +70,8 @@ struct Verdict {
 Verdict finalVerdict(int64_t wrong, double avgBusBw, const char* weftPerfMinBw, const char* ncclTestsMinBw);
 
 // The whole run as JSON, for -J.
-std::string formatJson(const Options& o, const char* program, int nranks, const std::vector<Row>& rows,
-                       int64_t wrong, double avgBusBw);
+std::string formatJson(const Options& o, const char* program, int nranks, const std::vector<Row>& rows, int64_t wrong,
+                       double avgBusBw);
 
 }  // namespace weft::perf
 

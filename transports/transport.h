@@ -12,6 +12,7 @@
 #ifndef WEFT_TRANSPORTS_TRANSPORT_H_
 #define WEFT_TRANSPORTS_TRANSPORT_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -54,6 +55,8 @@ struct ConnectRequest {
   size_t slotBytes = 1 << 17;
   Deadline deadline;
   PeerExchange* exchange = nullptr;  // may be null for transports that need no exchange
+  // Waits in connectSend() give up (weftRemoteError) once this becomes true (weftCommAbort).
+  const std::atomic<bool>* abort = nullptr;
 };
 
 // One direction of one edge. A connection made by connectSend() uses the sender methods, one
@@ -79,6 +82,9 @@ class Connection {
   // Tells the peer that this side failed, so that its waits end at once instead of at the
   // deadline. Safe to call from any thread.
   virtual void signalAbort() = 0;
+  // True once the peer called signalAbort(): a definite failure, unlike a peer that exited after
+  // finishing its part. Cheap; executors poll it on every connection of an operation.
+  virtual bool peerAborted() const = 0;
 };
 
 class Transport {

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -95,16 +96,21 @@ uint64_t hostHash() {
 }
 
 uint64_t processHash() {
-  static const uint64_t hash = [] {
-    std::string id = std::to_string(hostHash()) + ":" + std::to_string(getpid());
-    std::ifstream stat("/proc/self/stat");
-    std::string field;
-    // Field 22 of /proc/self/stat is the start time: it tells a recycled pid apart.
-    for (int i = 0; i < 22 && (stat >> field); ++i) {
-    }
-    id += ":" + field;
-    return hashBytes(id.data(), id.size());
-  }();
+  // Cached per pid: a child forked after the first call must not inherit its parent's value.
+  static std::atomic<int> cachedPid{0};
+  static std::atomic<uint64_t> cachedHash{0};
+  int pid = getpid();
+  if (cachedPid.load(std::memory_order_acquire) == pid) return cachedHash.load(std::memory_order_relaxed);
+  std::string id = std::to_string(hostHash()) + ":" + std::to_string(pid);
+  std::ifstream stat("/proc/self/stat");
+  std::string field;
+  // Field 22 of /proc/self/stat is the start time: it tells a recycled pid apart.
+  for (int i = 0; i < 22 && (stat >> field); ++i) {
+  }
+  id += ":" + field;
+  uint64_t hash = hashBytes(id.data(), id.size());
+  cachedHash.store(hash, std::memory_order_relaxed);
+  cachedPid.store(pid, std::memory_order_release);
   return hash;
 }
 

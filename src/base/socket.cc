@@ -340,16 +340,17 @@ Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
       *out = std::move(s);
       return Status::ok();
     }
-    lastErr = err;
+    // A wait cut short by the deadline says less than the error of the attempt before it.
+    if (err != ETIMEDOUT || lastErr == 0) lastErr = err;
     if (!connectRetryable(err)) {
-      return WEFT_ERROR(weftSystemError, "cannot connect to %s: %s", addr.toString().c_str(),
-                        errnoText(err).c_str());
+      return WEFT_ERROR(weftSystemError, "cannot connect to %s: %s", addr.toString().c_str(), errnoText(err).c_str());
     }
     if (aborted(abort)) return WEFT_ERROR(weftRemoteError, "aborted while connecting to %s", addr.toString().c_str());
     if (deadline.expired()) break;
     // The peer may not listen yet: try again a little later.
     sleepMs(backoffMs, deadline, abort);
     backoffMs = std::min(backoffMs * 2, 200);
+    if (deadline.expired()) break;
   }
   return WEFT_ERROR(weftTimeout, "could not connect to %s within %.1f s (%d attempts; last error: %s)",
                     addr.toString().c_str(), secondsSince(start), attempts, errnoText(lastErr).c_str());
@@ -528,8 +529,7 @@ std::vector<NetInterface> matchInterfaces(const std::string& spec, const std::ve
     int cls = i.loopback ? 2 : (byDefault && isVirtual(i.name) ? 1 : 0);
     ranked.emplace_back(cls * 2 + (i.address.family() == AF_INET ? 0 : 1), i);
   }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<NetInterface> out;
   for (auto& r : ranked) {
     // By default, loopback is only the fallback.
@@ -549,8 +549,8 @@ Status listInterfaces(std::vector<NetInterface>* out) {
     if (family != AF_INET && family != AF_INET6) continue;
     NetInterface i;
     i.name = ifa->ifa_name;
-    i.address = SocketAddress::fromSockaddr(ifa->ifa_addr,
-                                            family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+    i.address =
+        SocketAddress::fromSockaddr(ifa->ifa_addr, family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
     i.address.setPort(0);
     i.loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
     out->push_back(std::move(i));

@@ -29,6 +29,11 @@ Status&& Status::withPrefix(const std::string& prefix) && {
   return std::move(*this);
 }
 
+Status&& Status::withSuffix(const std::string& suffix) && {
+  if (!isOk()) message_ += suffix;
+  return std::move(*this);
+}
+
 Status makeError(weftResult_t code, const char* fmt, ...) {
   char buf[1024];
   va_list ap;

@@ -26,6 +26,7 @@ class [[nodiscard]] Status {
   Status&& withSite(const char* file, int line) &&;
   // Prefixes the message with context, e.g. "allreduce #12: " + message.
   Status&& withPrefix(const std::string& prefix) &&;
+  Status&& withSuffix(const std::string& suffix) &&;
 
  private:
   weftResult_t code_ = weftSuccess;

@@ -5,6 +5,8 @@
 // sends opens it (PeerConn::out), the rank that receives accepts it (PeerConn::in). Whichever
 // thread waits for a message reads every incoming connection at once ("pumping"), queueing
 // what others will ask for, so that senders never block on a receiver that waits elsewhere.
+#include "core/bootstrap.h"
+
 #include <poll.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 
 #include "base/log.h"
 #include "base/params.h"
-#include "core/bootstrap.h"
 #include "core/bootstrap_wire.h"
 
 namespace weft {
@@ -43,9 +44,9 @@ struct Bootstrap::Message {
 struct Bootstrap::PeerConn {
   std::mutex sendMutex;  // guards `out`
   Socket out;
-  Socket in;                   // touched only by the pumping thread
-  std::deque<Message> queue;   // guarded by queueMutex_
-  Status inError;              // guarded by queueMutex_: why `in` is gone
+  Socket in;                  // touched only by the pumping thread
+  std::deque<Message> queue;  // guarded by queueMutex_
+  Status inError;             // guarded by queueMutex_: why `in` is gone
 };
 
 struct Bootstrap::Pending {
@@ -65,7 +66,9 @@ Bootstrap::~Bootstrap() { abort_.store(true); }
 std::string Bootstrap::describe(int peer) const {
   char buf[128];
   if (peer >= 0 && peer < static_cast<int>(peers_.size())) {
-    std::snprintf(buf, sizeof(buf), "rank %d (%s:%d)", peer, peers_[peer].hostName, peers_[peer].pid);
+    const PeerInfo& info = peers_[peer];
+    std::snprintf(buf, sizeof(buf), "rank %d (%.*s:%d)", peer, static_cast<int>(sizeof(info.hostName)), info.hostName,
+                  info.pid);
   } else {
     std::snprintf(buf, sizeof(buf), "rank %d", peer);
   }
@@ -95,8 +98,8 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   Socket root;
   Status s = Socket::connect(info.root, deadline, nullptr, &root);
   if (!s.isOk()) {
-    return Status::error(s.code(), "bootstrap: rank " + std::to_string(rank) + " cannot reach the root at " +
-                                       rootName + ": " + s.message() +
+    return Status::error(s.code(), "bootstrap: rank " + std::to_string(rank) + " cannot reach the root at " + rootName +
+                                       ": " + s.message() +
                                        ". Check that the process that made the unique id still runs and that this "
                                        "host can reach that address (WEFT_SOCKET_IFNAME picks the interface)");
   }
@@ -123,7 +126,8 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
 
   // The root answers with the table, or with why not. When ranks are missing it answers just
   // before our deadline; wait a little past it for that answer, which names them.
-  Deadline answerBy = deadline.atNs() == UINT64_MAX ? deadline : Deadline::afterSeconds(deadline.remainingSeconds() + 2);
+  Deadline answerBy =
+      deadline.atNs() == UINT64_MAX ? deadline : Deadline::afterSeconds(deadline.remainingSeconds() + 2);
   wire::Reply reply{};
   s = root.recvAll(&reply, sizeof(reply), answerBy);
   if (!s.isOk()) {
@@ -183,8 +187,8 @@ Status Bootstrap::gather(const void* mine, void* all, size_t bytesPerRank, Deadl
   }
   // Rank 0: collect every contribution, then hand everyone the whole.
   for (int p = 1; p < nRanks_; ++p) {
-    WEFT_TRY(recvFrame(p, wire::kInternal, up, out + static_cast<size_t>(p) * bytesPerRank, bytesPerRank, deadline,
-                       what));
+    WEFT_TRY(
+        recvFrame(p, wire::kInternal, up, out + static_cast<size_t>(p) * bytesPerRank, bytesPerRank, deadline, what));
   }
   for (int p = 1; p < nRanks_; ++p) WEFT_TRY(sendFrame(p, wire::kInternal, down, out, total, deadline, what));
   return Status::ok();
@@ -291,8 +295,8 @@ Status Bootstrap::recvFrame(int peer, uint32_t kind, int tag, void* data, size_t
   PeerConn& c = *conns_[peer];
   std::unique_lock<std::mutex> lock(queueMutex_);
   for (;;) {
-    auto it = std::find_if(c.queue.begin(), c.queue.end(),
-                           [&](const Message& m) { return m.kind == kind && m.tag == tag; });
+    auto it =
+        std::find_if(c.queue.begin(), c.queue.end(), [&](const Message& m) { return m.kind == kind && m.tag == tag; });
     if (it != c.queue.end()) {
       Message m = std::move(*it);
       c.queue.erase(it);
@@ -389,8 +393,9 @@ void Bootstrap::pumpOnce(Deadline deadline) {
   }
   for (auto& pc : pending_) {
     if (!pc->dead && pc->deadline.expired()) {
-      WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s: it did not present itself within %.0f s",
-               rank_, pc->sock.peerAddress().toString().c_str(), kHandshakeS);
+      WEFT_LOG(kWarn, kBoot,
+               "bootstrap: rank %d dropped the connection from %s: it did not present itself within %.0f s", rank_,
+               pc->sock.peerAddress().toString().c_str(), kHandshakeS);
       pc->dead = true;
     }
   }

@@ -121,8 +121,7 @@ class Bootstrap : public PeerExchange {
 
   Status sendFrame(int peer, uint32_t kind, int tag, const void* data, size_t bytes, Deadline deadline,
                    const char* what);
-  Status recvFrame(int peer, uint32_t kind, int tag, void* data, size_t bytes, Deadline deadline,
-                   const char* what);
+  Status recvFrame(int peer, uint32_t kind, int tag, void* data, size_t bytes, Deadline deadline, const char* what);
   Status gather(const void* mine, void* all, size_t bytesPerRank, Deadline deadline, bool isBarrier);
   // Takes in whatever arrives (new connections, frames) for up to kAbortPollMs.
   void pumpOnce(Deadline deadline);

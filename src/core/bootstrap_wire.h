@@ -1,7 +1,7 @@
 // The bootstrap's wire format: the unique id's layout, the hello a rank sends the root, the
 // root's answer, the header of a connection between ranks and the frame of one message.
 // Fixed-size little-endian PODs (every platform Weft runs on is little-endian), identical for
-// every vendor's build. Internal to bootstrap*.cc.
+// every vendor's build. Internal to bootstrap*.cc and unique_id.cc.
 #ifndef WEFT_CORE_BOOTSTRAP_WIRE_H_
 #define WEFT_CORE_BOOTSTRAP_WIRE_H_
 
@@ -99,6 +99,9 @@ enum InternalTag : int32_t { kGather = 1, kGatherResult = 2, kBarrier = 3, kBarr
 bool sameSecret(const uint8_t* a, const uint8_t* b);
 
 }  // namespace wire
+
+// Starts a root thread serving `info` on `listener` (bootstrap_root.cc).
+Status launchRoot(Socket listener, const UniqueIdInfo& info);
 }  // namespace core
 }  // namespace weft
 

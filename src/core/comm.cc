@@ -175,8 +175,11 @@ Status Communicator::runCollective(const CollCall& call) {
                  call.kind == coll::CollKind::kReduce;
   coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, call.op) : nullptr;
   uint32_t divisor = (reduces && call.op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
-  coll::ExecPlan plan = coll::planCollective(schedule, call.sendbuff, call.recvbuff, elemSize, reduce, divisor,
-                                             static_cast<size_t>(settings_.slotBytes));
+  // Some schedules keep partial results in a scratch buffer (a tree reduce's interior ranks).
+  size_t scratchBytes = static_cast<size_t>(coll::scratchBufferCount(params)) * elemSize;
+  if (scratch_.size() < scratchBytes) scratch_.resize(scratchBytes);
+  coll::ExecPlan plan = coll::planCollective(schedule, call.sendbuff, call.recvbuff, scratch_.data(), elemSize,
+                                             reduce, divisor, static_cast<size_t>(settings_.slotBytes));
   plan.what = describe(call, algo);
   plan.timeoutS = settings_.timeoutS;
   WEFT_LOG(kTrace, kColl, "%s: %zu lanes, %lld iterations", plan.what.c_str(), schedule.lanes.size(),
@@ -335,6 +338,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const
       req.slotBytes = static_cast<size_t>(settings_.slotBytes);
       req.deadline = deadline;
       req.exchange = bootstrap_.get();
+      req.abort = &aborted_;
       std::unique_ptr<Connection> conn;
       WEFT_TRY(key.send ? transport->connectSend(req, &conn) : transport->connectRecv(req, &conn));
       WEFT_LOG(kInfo, kInit, "rank %d %s rank %d lane %d via %s", rank_, key.send ? "->" : "<-", key.peer, key.lane,
@@ -357,21 +361,27 @@ Status Communicator::healthCheck() {
   if (aborted_.load()) {
     return WEFT_ERROR(weftRemoteError, "rank %d: the communicator was aborted (weftCommAbort)", rank_);
   }
-  // Scanning the peers costs a system call each: every 100 ms is prompt enough.
-  uint64_t now = nowNs();
-  if (now - lastPeerScanNs_ < 100'000'000) return Status::ok();
-  lastPeerScanNs_ = now;
-  const PeerInfo& self = peers_[rank_];
-  for (const auto& peer : peers_) {
-    if (peer.hostHash != self.hostHash || peer.processHash == self.processHash) continue;
-    if (!processAlive(peer.pid)) {
-      return WEFT_ERROR(weftRemoteError,
-                        "rank %d: rank %d (pid %d on %s) is gone: it exited or was killed while this rank waited; "
-                        "check rank %d's output for the cause (a crash, the OOM killer, a kill)",
-                        rank_, peer.rank, peer.pid, peer.hostName, peer.rank);
-    }
-  }
   return Status::ok();
+}
+
+Status Communicator::explainPeerFailure(Status failure) {
+  // A neighbour may only report that it failed; the rank that caused it is often further
+  // along the ring. Name any rank on this host whose process is gone.
+  const PeerInfo& self = peers_[rank_];
+  std::string gone;
+  for (const auto& peer : peers_) {
+    if (peer.hostHash != self.hostHash || peer.processHash == self.processHash || processAlive(peer.pid)) continue;
+    char named[48];
+    std::snprintf(named, sizeof(named), "rank %d (pid", peer.rank);
+    if (failure.message().find(named) != std::string::npos) continue;  // the message says so already
+    char text[160];
+    std::snprintf(text, sizeof(text), "%srank %d (pid %d on %s)", gone.empty() ? "" : ", ", peer.rank, peer.pid,
+                  peer.hostName);
+    gone += text;
+  }
+  if (gone.empty()) return failure;
+  return std::move(failure).withSuffix("; ranks no longer running: " + gone +
+                                                       ": their exit is the likely cause");
 }
 
 }  // namespace core

@@ -82,6 +82,7 @@ class Communicator final : public coll::ConnectionProvider {
   Status connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) override;
   Connection* get(const coll::ConnectionKey& key) override;
   Status healthCheck() override;
+  Status explainPeerFailure(Status failure) override;
 
  private:
   Communicator() = default;
@@ -103,8 +104,8 @@ class Communicator final : public coll::ConnectionProvider {
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;
   std::map<std::string, coll::RankSchedule> schedules_;
+  std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
-  uint64_t lastPeerScanNs_ = 0;
   uint32_t splits_ = 0;
   std::atomic<bool> aborted_{false};
 };

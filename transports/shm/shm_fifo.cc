@@ -323,6 +323,10 @@ Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<
         }
       }
     }
+    if (spec.abort && spec.abort->load(std::memory_order_relaxed)) {
+      return WEFT_ERROR(weftRemoteError, "rank %d: aborted while waiting for rank %d's shared-memory FIFO %s",
+                        spec.selfRank, spec.peerRank, name);
+    }
     if (deadline.expired()) {
       double waited = static_cast<double>(nowNs() - startNs) / 1e9;
       return WEFT_ERROR(weftTimeout,

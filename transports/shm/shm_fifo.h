@@ -94,6 +94,7 @@ struct FifoSpec {
   int peerRank = -1;
   int peerPid = 0;       // as the peer reported it at init; 0: unknown
   std::string peerHost;  // for messages
+  const std::atomic<bool>* abort = nullptr;  // attach() gives up when this becomes true
 };
 
 class ShmFifo {
@@ -152,6 +153,11 @@ class ShmFifo {
   [[nodiscard]] Status checkPeer() const;
   // Sets this side's abort flag, which the peer's checkPeer() reports.
   void signalAbort();
+  // True once the peer set its abort flag (cheap: one load).
+  bool peerAborted() const {
+    const std::atomic<uint32_t>& peer = role_ == Role::kSender ? header_->receiverAbort : header_->senderAbort;
+    return peer.load(std::memory_order_acquire) != 0;
+  }
 
  private:
   ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes);

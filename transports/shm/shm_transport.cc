@@ -21,6 +21,7 @@ class ShmSendConnection final : public Connection {
   void releaseRecv() override {}
   Status checkPeer() const override { return fifo_->checkPeer(); }
   void signalAbort() override { fifo_->signalAbort(); }
+  bool peerAborted() const override { return fifo_->peerAborted(); }
 
  private:
   std::unique_ptr<ShmFifo> fifo_;
@@ -37,6 +38,7 @@ class ShmRecvConnection final : public Connection {
   void releaseRecv() override { fifo_->releaseRecv(); }
   Status checkPeer() const override { return fifo_->checkPeer(); }
   void signalAbort() override { fifo_->signalAbort(); }
+  bool peerAborted() const override { return fifo_->peerAborted(); }
 
  private:
   std::unique_ptr<ShmFifo> fifo_;
@@ -70,6 +72,7 @@ FifoSpec fifoSpecFor(const ConnectRequest& req, ShmFifo::Role role) {
   spec.selfRank = req.self.rank;
   spec.peerRank = req.peer.rank;
   spec.peerPid = req.peer.pid;
+  spec.abort = req.abort;
   spec.peerHost.assign(req.peer.hostName, strnlen(req.peer.hostName, sizeof(req.peer.hostName)));
   return spec;
 }

@@ -2,8 +2,6 @@
 // written independently (double arithmetic with ldexp / nearbyint and a table of every value
 // the format holds), exhaustively over encodings and on every rounding boundary; plus the
 // datatype tables.
-#include "collectives/datatypes.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +11,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "collectives/datatypes.h"
 
 namespace weft {
 namespace coll {
@@ -138,8 +138,8 @@ std::vector<float> roundingInputs(const Format& f) {
   }
   // Around and beyond the largest finite value: the next step up would be max + ulp.
   const double ulpAtMax = vals.back().first - vals[vals.size() - 2].first;
-  for (double d : {ref.maxFinite(), ref.maxFinite() + ulpAtMax / 2, ref.maxFinite() + ulpAtMax,
-                   ref.maxFinite() * 4, 3.0e38}) {
+  for (double d :
+       {ref.maxFinite(), ref.maxFinite() + ulpAtMax / 2, ref.maxFinite() + ulpAtMax, ref.maxFinite() * 4, 3.0e38}) {
     const float x = static_cast<float>(d);
     for (float y : {x, std::nextafter(x, 0.0f), std::nextafter(x, HUGE_VALF), HUGE_VALF}) {
       xs.push_back(y);
@@ -170,8 +170,8 @@ void checkRounding(const Format& f) {
     const uint32_t want = ref.encode(x);
     const uint32_t got = T(x).bits;
     if (got != want && ++failures <= 10) {
-      ADD_FAILURE() << "float " << x << " (" << hex(bitCast<uint32_t>(x)) << ") converted to " << hex(got)
-                    << ", want " << hex(want);
+      ADD_FAILURE() << "float " << x << " (" << hex(bitCast<uint32_t>(x)) << ") converted to " << hex(got) << ", want "
+                    << hex(want);
     }
   }
   EXPECT_EQ(failures, 0);
@@ -206,17 +206,17 @@ TEST(DatatypeHalf, KnownValues) {
   EXPECT_EQ(enc<Half>(-2.0f), 0xC000u);
   EXPECT_EQ(enc<Half>(-0.0f), 0x8000u);
   EXPECT_EQ(enc<Half>(65504.0f), 0x7BFFu);
-  EXPECT_EQ(enc<Half>(65519.996f), 0x7BFFu);             // just below the tie: max finite
-  EXPECT_EQ(enc<Half>(65520.0f), 0x7C00u);               // tie with 65536: even is inf
-  EXPECT_EQ(enc<Half>(-1e10f), 0xFC00u);                 // overflow
+  EXPECT_EQ(enc<Half>(65519.996f), 0x7BFFu);  // just below the tie: max finite
+  EXPECT_EQ(enc<Half>(65520.0f), 0x7C00u);    // tie with 65536: even is inf
+  EXPECT_EQ(enc<Half>(-1e10f), 0xFC00u);      // overflow
   EXPECT_EQ(enc<Half>(HUGE_VALF), 0x7C00u);
-  EXPECT_EQ(enc<Half>(1.0f + 0x1p-11f), 0x3C00u);        // tie: 1.0 is even
-  EXPECT_EQ(enc<Half>(1.0f + 3 * 0x1p-11f), 0x3C02u);    // tie: 1+2ulp is even
-  EXPECT_EQ(enc<Half>(0x1p-24f), 0x0001u);               // smallest denormal
-  EXPECT_EQ(enc<Half>(0x1p-25f), 0x0000u);               // tie with 0: even
-  EXPECT_EQ(enc<Half>(0x1.8p-25f), 0x0001u);             // 0.75 unit: up
-  EXPECT_EQ(enc<Half>(0x1.8p-24f), 0x0002u);             // 1.5 units: tie, even is 2
-  EXPECT_EQ(enc<Half>(0x1p-14f - 0x1p-25f), 0x0400u);    // rounds up into the smallest normal
+  EXPECT_EQ(enc<Half>(1.0f + 0x1p-11f), 0x3C00u);      // tie: 1.0 is even
+  EXPECT_EQ(enc<Half>(1.0f + 3 * 0x1p-11f), 0x3C02u);  // tie: 1+2ulp is even
+  EXPECT_EQ(enc<Half>(0x1p-24f), 0x0001u);             // smallest denormal
+  EXPECT_EQ(enc<Half>(0x1p-25f), 0x0000u);             // tie with 0: even
+  EXPECT_EQ(enc<Half>(0x1.8p-25f), 0x0001u);           // 0.75 unit: up
+  EXPECT_EQ(enc<Half>(0x1.8p-24f), 0x0002u);           // 1.5 units: tie, even is 2
+  EXPECT_EQ(enc<Half>(0x1p-14f - 0x1p-25f), 0x0400u);  // rounds up into the smallest normal
   EXPECT_EQ(dec<Half>(0x0001u), 0x1p-24f);
   EXPECT_EQ(dec<Half>(0x03FFu), 0x3FFp-24f);
   EXPECT_EQ(dec<Half>(0x7BFFu), 65504.0f);
@@ -260,8 +260,8 @@ TEST(DatatypeFp8E4M3, KnownValues) {
   EXPECT_EQ(enc<Fp8E4M3>(HUGE_VALF), 0x7Eu);
   EXPECT_EQ(enc<Fp8E4M3>(-HUGE_VALF), 0xFEu);
   EXPECT_EQ(enc<Fp8E4M3>(std::nanf("")) & 0x7Fu, 0x7Fu);
-  EXPECT_EQ(enc<Fp8E4M3>(1.0625f), 0x38u);  // 1 + half ulp: tie, even
-  EXPECT_EQ(enc<Fp8E4M3>(1.1875f), 0x3Au);  // 1 + 1.5 ulp: tie, even
+  EXPECT_EQ(enc<Fp8E4M3>(1.0625f), 0x38u);   // 1 + half ulp: tie, even
+  EXPECT_EQ(enc<Fp8E4M3>(1.1875f), 0x3Au);   // 1 + 1.5 ulp: tie, even
   EXPECT_EQ(enc<Fp8E4M3>(0x1p-10f), 0x00u);  // half the smallest denormal: tie, even
   EXPECT_EQ(enc<Fp8E4M3>(0x1.8p-10f), 0x01u);
   EXPECT_EQ(enc<Fp8E4M3>(-0x1.8p-9f), 0x82u);  // 1.5 units: tie, even
@@ -313,9 +313,9 @@ TEST(DatatypeTables, SizesNamesValidity) {
     size_t size;
     const char* name;
   } rows[] = {
-      {weftInt8, 1, "int8"},       {weftUint8, 1, "uint8"},        {weftInt32, 4, "int32"},
-      {weftUint32, 4, "uint32"},   {weftInt64, 8, "int64"},        {weftUint64, 8, "uint64"},
-      {weftFloat16, 2, "half"},    {weftFloat32, 4, "float"},      {weftFloat64, 8, "double"},
+      {weftInt8, 1, "int8"},         {weftUint8, 1, "uint8"},       {weftInt32, 4, "int32"},
+      {weftUint32, 4, "uint32"},     {weftInt64, 8, "int64"},       {weftUint64, 8, "uint64"},
+      {weftFloat16, 2, "half"},      {weftFloat32, 4, "float"},     {weftFloat64, 8, "double"},
       {weftBfloat16, 2, "bfloat16"}, {weftFloat8e4m3, 1, "f8e4m3"}, {weftFloat8e5m2, 1, "f8e5m2"},
   };
   static_assert(sizeof(rows) / sizeof(rows[0]) == weftNumTypes, "a datatype is missing from the test");

@@ -1,0 +1,305 @@
+// weft-perf's command line: every nccl-tests flag, long forms, size suffixes, the collective
+// choice (positional, -x, program name) and the errors that must exit 2.
+#include "perf/options.h"
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace weft::perf {
+namespace {
+
+// Parses a command line given as words (argv[0] = "weft-perf").
+ParseResult parse(std::initializer_list<const char*> words, Options* o) {
+  std::vector<const char*> argv = {"weft-perf"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  return parseOptions(static_cast<int>(argv.size()), argv.data(), o);
+}
+
+TEST(PerfOptions, DefaultsMatchNcclTests) {
+  Options o;
+  ASSERT_TRUE(parse({}, &o).ok);
+  EXPECT_EQ(o.coll, Collective::kAllReduce);
+  EXPECT_EQ(o.nThreads, 1);
+  EXPECT_EQ(o.nGpus, 1);
+  EXPECT_EQ(o.minBytes, 32u << 20);
+  EXPECT_EQ(o.maxBytes, 32u << 20);
+  EXPECT_EQ(o.stepBytes, 1u << 20);
+  EXPECT_EQ(o.stepFactor, 1u);
+  EXPECT_EQ(o.iters, 20);
+  EXPECT_EQ(o.warmupIters, 5);
+  EXPECT_EQ(o.aggIters, 1);
+  EXPECT_EQ(o.runCycles, 1);
+  EXPECT_EQ(o.check, 1);
+  EXPECT_EQ(o.ops, std::vector<weftRedOp_t>{weftSum});
+  EXPECT_EQ(o.types, std::vector<weftDataType_t>{weftFloat32});
+  EXPECT_EQ(o.root, 0);
+  EXPECT_EQ(o.average, 1);
+  EXPECT_EQ(o.blocking, 0);
+  EXPECT_EQ(o.nranks, 0);
+  EXPECT_TRUE(o.jsonFile.empty());
+  EXPECT_TRUE(o.notes.empty());
+}
+
+TEST(PerfOptions, EveryShortFlag) {
+  Options o;
+  const ParseResult r =
+      parse({"-t", "2", "-g", "1", "-b", "8",  "-e", "128M", "-i", "4K",  "-f", "2",        "-n", "7",
+             "-w", "3", "-m", "4", "-N", "2",  "-c", "3",    "-o", "max", "-d", "bfloat16", "-r", "1",
+             "-z", "1", "-y", "1", "-T", "30", "-G", "0",    "-C", "1",   "-a", "3",        "-J", "out.json"},
+            &o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(o.nThreads, 2);
+  EXPECT_EQ(o.minBytes, 8u);
+  EXPECT_EQ(o.maxBytes, 128u << 20);
+  EXPECT_EQ(o.stepBytes, 4096u);
+  EXPECT_EQ(o.stepFactor, 2u);
+  EXPECT_EQ(o.iters, 7);
+  EXPECT_EQ(o.warmupIters, 3);
+  EXPECT_EQ(o.aggIters, 4);
+  EXPECT_EQ(o.runCycles, 2);
+  EXPECT_EQ(o.check, 3);
+  EXPECT_EQ(o.ops, std::vector<weftRedOp_t>{weftMax});
+  EXPECT_EQ(o.types, std::vector<weftDataType_t>{weftBfloat16});
+  EXPECT_EQ(o.root, 1);
+  EXPECT_EQ(o.blocking, 1);
+  EXPECT_EQ(o.streamNull, 1);
+  EXPECT_EQ(o.timeoutS, 30);
+  EXPECT_EQ(o.reportCpuTime, 1);
+  EXPECT_EQ(o.average, 3);
+  EXPECT_EQ(o.jsonFile, "out.json");
+}
+
+TEST(PerfOptions, EveryLongFlagBothSpellings) {
+  Options o;
+  const ParseResult r = parse({"--nthreads",
+                               "3",
+                               "--ngpus=1",
+                               "--minbytes=1K",
+                               "--maxbytes",
+                               "1M",
+                               "--stepbytes=2K",
+                               "--stepfactor",
+                               "4",
+                               "--iters=9",
+                               "--warmup_iters",
+                               "0",
+                               "--agg_iters=2",
+                               "--run_cycles",
+                               "0",
+                               "--check=0",
+                               "--op",
+                               "prod",
+                               "--datatype=int64",
+                               "--root",
+                               "-1",
+                               "--blocking=0",
+                               "--stream_null",
+                               "0",
+                               "--timeout=5",
+                               "--cudagraph",
+                               "0",
+                               "--report_cputime=0",
+                               "--average",
+                               "2",
+                               "--json=x.json",
+                               "--coll",
+                               "reduce",
+                               "--nranks=6"},
+                              &o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(o.nThreads, 3);
+  EXPECT_EQ(o.minBytes, 1024u);
+  EXPECT_EQ(o.maxBytes, 1u << 20);
+  EXPECT_EQ(o.stepBytes, 2048u);
+  EXPECT_EQ(o.stepFactor, 4u);
+  EXPECT_EQ(o.iters, 9);
+  EXPECT_EQ(o.warmupIters, 0);
+  EXPECT_EQ(o.aggIters, 2);
+  EXPECT_EQ(o.runCycles, 0);
+  EXPECT_EQ(o.check, 0);
+  EXPECT_EQ(o.ops, std::vector<weftRedOp_t>{weftProd});
+  EXPECT_EQ(o.types, std::vector<weftDataType_t>{weftInt64});
+  EXPECT_EQ(o.root, -1);
+  EXPECT_EQ(o.timeoutS, 5);
+  EXPECT_EQ(o.average, 2);
+  EXPECT_EQ(o.jsonFile, "x.json");
+  EXPECT_EQ(o.coll, Collective::kReduce);
+  EXPECT_EQ(o.nranks, 6);
+}
+
+TEST(PerfOptions, AttachedShortValues) {
+  Options o;
+  ASSERT_TRUE(parse({"-b8", "-e64K", "-f2", "-dhalf"}, &o).ok);
+  EXPECT_EQ(o.minBytes, 8u);
+  EXPECT_EQ(o.maxBytes, 65536u);
+  EXPECT_EQ(o.stepFactor, 2u);
+  EXPECT_EQ(o.types, std::vector<weftDataType_t>{weftFloat16});
+}
+
+TEST(PerfOptions, SizeSuffixesArePowersOf1024) {
+  size_t v = 0;
+  EXPECT_TRUE(parseSize("0", &v));
+  EXPECT_EQ(v, 0u);
+  EXPECT_TRUE(parseSize("8", &v));
+  EXPECT_EQ(v, 8u);
+  EXPECT_TRUE(parseSize("1K", &v));
+  EXPECT_EQ(v, 1024u);
+  EXPECT_TRUE(parseSize("64k", &v));
+  EXPECT_EQ(v, 65536u);
+  EXPECT_TRUE(parseSize("3M", &v));
+  EXPECT_EQ(v, 3u << 20);
+  EXPECT_TRUE(parseSize("8G", &v));
+  EXPECT_EQ(v, size_t{8} << 30);
+  EXPECT_TRUE(parseSize("2g", &v));
+  EXPECT_EQ(v, size_t{2} << 30);
+  EXPECT_TRUE(parseSize("16KB", &v));
+  EXPECT_EQ(v, 16384u);
+  for (const char* bad : {"", "K", "-1", "1.5M", "8X", "8MM", "8 M", "0x10", "99999999999999999999", "20000000000G"})
+    EXPECT_FALSE(parseSize(bad, &v)) << "'" << bad << "'";
+}
+
+TEST(PerfOptions, OpsAndTypes) {
+  Options o;
+  ASSERT_TRUE(parse({"-o", "all", "-d", "all"}, &o).ok);
+  EXPECT_EQ(o.ops, (std::vector<weftRedOp_t>{weftSum, weftProd, weftMax, weftMin, weftAvg}));
+  ASSERT_EQ(o.types.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(o.types[static_cast<size_t>(i)], static_cast<weftDataType_t>(i));
+
+  const std::pair<const char*, weftDataType_t> names[] = {
+      {"int8", weftInt8},       {"uint8", weftUint8},       {"int32", weftInt32},        {"uint32", weftUint32},
+      {"int64", weftInt64},     {"uint64", weftUint64},     {"half", weftFloat16},       {"float", weftFloat32},
+      {"double", weftFloat64},  {"bfloat16", weftBfloat16}, {"f8e4m3", weftFloat8e4m3},  {"f8e5m2", weftFloat8e5m2},
+      {"float16", weftFloat16}, {"bf16", weftBfloat16},     {"fp8_e5m2", weftFloat8e5m2}};
+  for (const auto& [name, type] : names) {
+    Options t;
+    ASSERT_TRUE(parse({"-d", name}, &t).ok) << name;
+    EXPECT_EQ(t.types, std::vector<weftDataType_t>{type}) << name;
+  }
+  for (const char* op : {"sum", "prod", "min", "max", "avg"}) {
+    Options t;
+    EXPECT_TRUE(parse({"-o", op}, &t).ok) << op;
+  }
+}
+
+TEST(PerfOptions, CollectiveChoice) {
+  Options o;
+  ASSERT_TRUE(parse({"alltoall", "-b", "1K"}, &o).ok);
+  EXPECT_EQ(o.coll, Collective::kAllToAll);
+  Options x;
+  ASSERT_TRUE(parse({"-x", "reducescatter"}, &x).ok);
+  EXPECT_EQ(x.coll, Collective::kReduceScatter);
+  Options u;
+  ASSERT_TRUE(parse({"all_gather"}, &u).ok);
+  EXPECT_EQ(u.coll, Collective::kAllGather);
+
+  const std::pair<const char*, Collective> programs[] = {{"/usr/bin/all_reduce_perf", Collective::kAllReduce},
+                                                         {"all_gather_perf", Collective::kAllGather},
+                                                         {"./reduce_scatter_perf", Collective::kReduceScatter},
+                                                         {"build/perf/broadcast_perf", Collective::kBroadcast},
+                                                         {"reduce_perf", Collective::kReduce},
+                                                         {"alltoall_perf", Collective::kAllToAll},
+                                                         {"sendrecv_perf", Collective::kSendRecv}};
+  for (const auto& [path, coll] : programs) {
+    Collective c = coll == Collective::kSendRecv ? Collective::kAllReduce : Collective::kSendRecv;  // anything else
+    EXPECT_TRUE(collectiveFromProgramName(path, &c)) << path;
+    EXPECT_EQ(c, coll) << path;
+  }
+  Collective c = Collective::kBroadcast;
+  EXPECT_FALSE(collectiveFromProgramName("/opt/weft/bin/weft-perf", &c));
+  EXPECT_EQ(c, Collective::kBroadcast);
+  EXPECT_FALSE(collectiveFromProgramName("all_reduce_perf_mpi", &c));
+}
+
+TEST(PerfOptions, ProgramNameThenFlagOverrides) {
+  Options o;
+  ASSERT_TRUE(collectiveFromProgramName("all_gather_perf", &o.coll));
+  ASSERT_TRUE(parse({"-b", "8"}, &o).ok);
+  EXPECT_EQ(o.coll, Collective::kAllGather);
+  ASSERT_TRUE(parse({"--coll=broadcast"}, &o).ok);
+  EXPECT_EQ(o.coll, Collective::kBroadcast);
+}
+
+TEST(PerfOptions, StandaloneRankCount) {
+  Options o;
+  ASSERT_TRUE(parse({"-np", "4"}, &o).ok);
+  EXPECT_EQ(o.nranks, 4);
+  Options l;
+  ASSERT_TRUE(parse({"--nranks", "8"}, &l).ok);
+  EXPECT_EQ(l.nranks, 8);
+  Options z;
+  EXPECT_FALSE(parse({"-np", "0"}, &z).ok);
+}
+
+TEST(PerfOptions, Help) {
+  Options o;
+  ASSERT_TRUE(parse({"--help"}, &o).ok);
+  EXPECT_TRUE(o.help);
+  Options h;
+  ASSERT_TRUE(parse({"-h"}, &h).ok);
+  EXPECT_TRUE(h.help);
+  const std::string u = usageText("weft-perf");
+  for (const char* flag :
+       {"-b,--minbytes",     "-e,--maxbytes",  "-i,--stepbytes",  "-f,--stepfactor",     "-n,--iters",
+        "-w,--warmup_iters", "-m,--agg_iters", "-N,--run_cycles", "-c,--check",          "-o,--op",
+        "-d,--datatype",     "-r,--root",      "-z,--blocking",   "-a,--average",        "-T,--timeout",
+        "-t,--nthreads",     "-g,--ngpus",     "-G,--cudagraph",  "-C,--report_cputime", "-y,--stream_null",
+        "-J,--json",         "-x,--coll",      "-np,--nranks"})
+    EXPECT_NE(u.find(flag), std::string::npos) << flag;
+}
+
+TEST(PerfOptions, GpuOnlyFlagsAreAcceptedWithANote) {
+  Options o;
+  ASSERT_TRUE(parse({"-g", "2", "-G", "10"}, &o).ok);
+  ASSERT_EQ(o.notes.size(), 2u);
+  EXPECT_NE(o.notes[0].find("GPU backend"), std::string::npos);
+  EXPECT_NE(o.notes[1].find("graph"), std::string::npos);
+}
+
+// Each bad command line fails with a message that names the problem.
+TEST(PerfOptions, ErrorsNameTheProblem) {
+  const std::vector<std::pair<std::vector<const char*>, const char*>> cases = {
+      {{"--bogus"}, "unknown option '--bogus'"},
+      {{"-q"}, "unknown option '-q'"},
+      {{"-b"}, "needs a value"},
+      {{"--minbytes"}, "needs a value"},
+      {{"-b", "8X"}, "-b/--minbytes"},
+      {{"-e", "-5"}, "-e/--maxbytes"},
+      {{"-b", "2M", "-e", "1M"}, "larger than"},
+      {{"-b", "1M", "-e", "2M", "-i", "0"}, "never reaches"},
+      {{"-n", "0"}, "-n/--iters"},
+      {{"-n", "ten"}, "-n/--iters"},
+      {{"-w", "-1"}, "-w/--warmup_iters"},
+      {{"-m", "0"}, "-m/--agg_iters"},
+      {{"-a", "4"}, "-a/--average"},
+      {{"-z", "2"}, "-z/--blocking"},
+      {{"-r", "-2"}, "-r/--root"},
+      {{"-f", "0"}, "-f/--stepfactor"},
+      {{"-f", "1.5"}, "-f/--stepfactor"},
+      {{"-o", "mean"}, "'mean'"},
+      {{"-d", "float17"}, "'float17'"},
+      {{"-x", "gather"}, "'gather'"},
+      {{"allreduce", "broadcast"}, "unexpected argument 'broadcast'"},
+      {{"frobnicate"}, "'frobnicate'"},
+      {{"--help=1"}, "takes no value"},
+      {{"-J", ""}, "file name"},
+  };
+  for (const auto& [words, needle] : cases) {
+    std::vector<const char*> argv = {"weft-perf"};
+    argv.insert(argv.end(), words.begin(), words.end());
+    Options o;
+    const ParseResult r = parseOptions(static_cast<int>(argv.size()), argv.data(), &o);
+    EXPECT_FALSE(r.ok) << words[0];
+    EXPECT_NE(r.error.find(needle), std::string::npos) << "error '" << r.error << "' lacks '" << needle << "'";
+  }
+}
+
+TEST(PerfOptions, EqualSizesNeedNoStep) {
+  Options o;
+  EXPECT_TRUE(parse({"-b", "1M", "-e", "1M", "-i", "0"}, &o).ok);
+}
+
+}  // namespace
+}  // namespace weft::perf
