@@ -178,7 +178,16 @@ Status Communicator::runCollective(const CollCall& call) {
   // Some schedules keep partial results in a scratch buffer (a tree reduce's interior ranks).
   size_t scratchBytes = static_cast<size_t>(coll::scratchBufferCount(params)) * elemSize;
   if (scratch_.size() < scratchBytes) scratch_.resize(scratchBytes);
-  coll::ExecPlan plan = coll::planCollective(schedule, call.sendbuff, call.recvbuff, scratch_.data(), elemSize,
+  const void* sendbuff = call.sendbuff;
+  if (call.kind == coll::CollKind::kAllToAll && call.sendbuff == call.recvbuff && call.count > 0) {
+    // In place, the blocks a rank receives would overwrite blocks it has yet to send: send
+    // from a copy.
+    size_t bytes = call.count * elemSize * static_cast<size_t>(nRanks_);
+    staging_.resize(std::max(staging_.size(), bytes));
+    std::memcpy(staging_.data(), call.sendbuff, bytes);
+    sendbuff = staging_.data();
+  }
+  coll::ExecPlan plan = coll::planCollective(schedule, sendbuff, call.recvbuff, scratch_.data(), elemSize,
                                              reduce, divisor, static_cast<size_t>(settings_.slotBytes));
   plan.what = describe(call, algo);
   plan.timeoutS = settings_.timeoutS;
@@ -214,6 +223,22 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
 
   // One lane per call (bytes as elements, so both sides slice alike whatever their datatype);
   // one track per (peer, direction), runs in call order.
+  // A send whose buffer overlaps a receive of the same group (an in-place exchange) goes from
+  // a copy, taken before anything is received.
+  std::vector<std::vector<char>> copies;
+  std::vector<const void*> sendFrom(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    sendFrom[i] = calls[i].sendbuff;
+    if (!calls[i].send || calls[i].bytes == 0 || calls[i].peer == rank_) continue;
+    const char* sb = static_cast<const char*>(calls[i].sendbuff);
+    for (const auto& other : calls) {
+      const char* rb = static_cast<const char*>(other.recvbuff);
+      if (other.send || other.bytes == 0 || !(sb < rb + other.bytes && rb < sb + calls[i].bytes)) continue;
+      copies.emplace_back(sb, sb + calls[i].bytes);
+      sendFrom[i] = copies.back().data();
+      break;
+    }
+  }
   std::vector<coll::Lane> lanes(calls.size());
   std::map<std::pair<int, bool>, coll::Track> tracks;
   int64_t sliceElems = settings_.slotBytes;
@@ -230,7 +255,7 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
     coll::LaneRun run;
     run.lane = &lanes[i];
     run.fifoLane = kP2pLane;
-    run.sendbuff = static_cast<const char*>(c.sendbuff);
+    run.sendbuff = static_cast<const char*>(sendFrom[i]);
     run.recvbuff = static_cast<char*>(c.recvbuff);
     run.elemSize = 1;
     run.sliceElems = sliceElems;

@@ -104,6 +104,7 @@ class Communicator final : public coll::ConnectionProvider {
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;
   std::map<std::string, coll::RankSchedule> schedules_;
+  std::vector<char> staging_;  // the send side of an in-place all-to-all
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   uint32_t splits_ = 0;

@@ -66,6 +66,13 @@ int main(int argc, char** argv) {
         weftResult_t r = weftAllReduce(send.data(), weftOut.data(), count, t.weft, op.weft, comm, nullptr);
         bool ok = r == weftSuccess && std::memcmp(mpiOut.data(), weftOut.data(), count * t.size) == 0;
         if (r != weftSuccess) std::fprintf(stderr, "rank %d: %s\n", rank, weftGetLastError(comm));
+        for (size_t i = 0; r == weftSuccess && !ok && i < count * t.size; ++i) {
+          if (mpiOut[i] != weftOut[i]) {
+            std::fprintf(stderr, "rank %d: %s %s count %zu: first difference at byte %zu: MPI %u, Weft %u, input %u\n",
+                         rank, t.name, op.name, count, i, mpiOut[i], weftOut[i], send[i]);
+            break;
+          }
+        }
         int okAll = ok ? 1 : 0;
         MPI_Allreduce(MPI_IN_PLACE, &okAll, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (okAll) {
