@@ -63,8 +63,7 @@ enum class StepResult { kDone, kBlocked };
 
 class Executor {
  public:
-  Executor(const ExecPlan& plan, ConnectionProvider* provider, std::vector<ConnectionKey> keys)
-      : plan_(plan), provider_(provider), keys_(std::move(keys)) {}
+  Executor(const ExecPlan& plan, ConnectionProvider* provider) : plan_(plan), provider_(provider) {}
 
   Status run() {
     std::vector<TrackState> tracks(plan_.tracks.size());
@@ -73,8 +72,9 @@ class Executor {
       skipEmpty(tracks[i]);
     }
     Backoff backoff;
-    uint64_t nextCheck = 0;
+    // The first check comes one interval into a stall: most waits end long before.
     uint64_t stallSince = nowNs();
+    uint64_t nextCheck = stallSince + kHealthCheckIntervalNs;
     for (;;) {
       bool progressed = false;
       bool allDone = true;
@@ -96,8 +96,9 @@ class Executor {
         continue;
       }
       backoff.pause();
+      if ((backoff.rounds() & 15) != 1) continue;  // read the clock every 16th pause only
       uint64_t now = nowNs();
-      if (stallSince == 0) stallSince = now;
+      if (stallSince == 0) stallSince = now, nextCheck = now + kHealthCheckIntervalNs;
       if (now >= nextCheck) {
         nextCheck = now + kHealthCheckIntervalNs;
         bool expired = static_cast<double>(now - stallSince) / 1e9 > plan_.timeoutS;
@@ -121,7 +122,7 @@ class Executor {
     void* outSlot = nullptr;
     t.waitingRecv = t.waitingSend = false;
     if (stepReceives(step.kind)) {
-      in = provider_->get({step.recvPeer, false, run.fifoLane});
+      in = run.recvConns[t.step];
       inData = in->tryRecv(&inBytes);
       if (inData == nullptr) {
         t.waitingRecv = true;
@@ -132,12 +133,12 @@ class Executor {
                           "%s: received %zu bytes from rank %d where the schedule expects %zu (lane %d, step %zu "
                           "%s, iteration %lld); every rank must call the same collectives in the same order with "
                           "the same count and datatype",
-                          plan_.what.c_str(), inBytes, step.recvPeer, bytes, run.fifoLane, t.step,
+                          plan_.what().c_str(), inBytes, step.recvPeer, bytes, run.fifoLane, t.step,
                           stepName(step.kind), static_cast<long long>(t.iteration));
       }
     }
     if (stepSends(step.kind)) {
-      out = provider_->get({step.sendPeer, true, sendFifoLane(run, step)});
+      out = run.sendConns[t.step];
       outSlot = out->trySendSlot();
       if (outSlot == nullptr) {
         t.waitingSend = true;
@@ -185,12 +186,12 @@ class Executor {
     WEFT_TRY(provider_->healthCheck());
     // Any peer of this operation that failed ends it, even one this rank is not waiting for:
     // the data this rank waits for may never come because of it.
-    for (const auto& key : keys_) {
+    for (const auto& key : plan_.keys) {
       if (provider_->get(key)->peerAborted()) {
         // What the peer posted before it failed is visible now (release/acquire): use it first.
         if (canAnyTrackMove(tracks)) return Status::ok();
         Status failed = WEFT_ERROR(weftRemoteError, "%s: rank %d reported a failure; see its log for the cause",
-                                   plan_.what.c_str(), key.peer);
+                                   plan_.what().c_str(), key.peer);
         return provider_->explainPeerFailure(std::move(failed));
       }
     }
@@ -201,18 +202,18 @@ class Executor {
       const LaneRun& run = currentRun(t);
       Status peer;
       if (t.waitingRecv) {
-        peer = provider_->get({step.recvPeer, false, run.fifoLane})->checkPeer();
+        peer = run.recvConns[t.step]->checkPeer();
         silentPeers.insert(step.recvPeer);
       }
       if (peer.isOk() && t.waitingSend) {
-        peer = provider_->get({step.sendPeer, true, sendFifoLane(run, step)})->checkPeer();
+        peer = run.sendConns[t.step]->checkPeer();
         silentPeers.insert(step.sendPeer);
       }
       if (!peer.isOk()) {
         // A peer that finished its part and exited may have posted what this rank waits for
         // just before it went: look once more before calling it a failure.
         if (canAnyTrackMove(tracks)) return Status::ok();
-        return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what + ": "));
+        return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
       }
     }
     if (!expired) return Status::ok();
@@ -232,7 +233,7 @@ class Executor {
     return WEFT_ERROR(weftTimeout,
                       "%s timed out after %.0f s without progress: peers not heard from: %s (%s). Check that those "
                       "ranks are alive and called the same collective; raise WEFT_TIMEOUT_S if they are just slow",
-                      plan_.what.c_str(), stalledS, peers.c_str(), where.c_str());
+                      plan_.what().c_str(), stalledS, peers.c_str(), where.c_str());
   }
 
   // True when some track's current step has its message or its free slot now.
@@ -242,10 +243,8 @@ class Executor {
       const Step& step = currentStep(t);
       const LaneRun& run = currentRun(t);
       size_t bytes = 0;
-      bool inReady = !stepReceives(step.kind) ||
-                     provider_->get({step.recvPeer, false, run.fifoLane})->tryRecv(&bytes) != nullptr;
-      bool outReady = !stepSends(step.kind) ||
-                      provider_->get({step.sendPeer, true, sendFifoLane(run, step)})->trySendSlot() != nullptr;
+      bool inReady = !stepReceives(step.kind) || run.recvConns[t.step]->tryRecv(&bytes) != nullptr;
+      bool outReady = !stepSends(step.kind) || run.sendConns[t.step]->trySendSlot() != nullptr;
       if (inReady && outReady) return true;
     }
     return false;
@@ -253,7 +252,6 @@ class Executor {
 
   const ExecPlan& plan_;
   ConnectionProvider* provider_;
-  std::vector<ConnectionKey> keys_;  // every connection the plan uses
 };
 
 }  // namespace
@@ -273,16 +271,36 @@ std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan) {
   return std::vector<ConnectionKey>(keys.begin(), keys.end());
 }
 
+Status connectPlan(ExecPlan* plan, ConnectionProvider* provider) {
+  plan->keys = connectionsOf(*plan);
+  Status connected = provider->connect(plan->keys, Deadline::afterSeconds(plan->timeoutS));
+  if (!connected.isOk()) return std::move(connected).withPrefix(plan->what() + ": ");
+  for (auto& track : plan->tracks) {
+    for (auto& run : track.runs) {
+      size_t n = run.lane->steps.size();
+      run.recvConns.assign(n, nullptr);
+      run.sendConns.assign(n, nullptr);
+      for (size_t i = 0; i < n; ++i) {
+        const Step& step = run.lane->steps[i];
+        if (step.count == 0 || run.iterations == 0) continue;
+        if (stepReceives(step.kind)) run.recvConns[i] = provider->get({step.recvPeer, false, run.fifoLane});
+        if (stepSends(step.kind)) run.sendConns[i] = provider->get({step.sendPeer, true, sendFifoLane(run, step)});
+      }
+    }
+  }
+  plan->connected = true;
+  return Status::ok();
+}
+
 Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider) {
-  std::vector<ConnectionKey> keys = connectionsOf(plan);
-  Status connected = provider->connect(keys, Deadline::afterSeconds(plan.timeoutS));
-  if (!connected.isOk()) return std::move(connected).withPrefix(plan.what + ": ");
-  Executor executor(plan, provider, std::move(keys));
+  if (!plan.connected) {
+    return WEFT_ERROR(weftInternalError, "%s: the plan was run before connectPlan()", plan.what().c_str());
+  }
+  Executor executor(plan, provider);
   return executor.run();
 }
 
-ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void* recvbuff, void* scratch,
-                        size_t elemSize, ReduceFn reduce, uint32_t avgDivisor, size_t slotBytes) {
+ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t slotBytes) {
   ExecPlan plan;
   int64_t sliceElems = std::max<int64_t>(1, static_cast<int64_t>(slotBytes / elemSize));
   int64_t iterations = iterationsFor(schedule.maxStepCount, sliceElems);
@@ -290,17 +308,25 @@ ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void
     LaneRun run;
     run.lane = &schedule.lanes[l];
     run.fifoLane = static_cast<int>(l);
-    run.sendbuff = static_cast<const char*>(sendbuff);
-    run.recvbuff = static_cast<char*>(recvbuff);
-    run.scratch = static_cast<char*>(scratch);
     run.elemSize = elemSize;
-    run.reduce = reduce;
-    run.avgDivisor = avgDivisor;
     run.sliceElems = sliceElems;
     run.iterations = iterations;
     plan.tracks.push_back(Track{{run}});
   }
   return plan;
+}
+
+void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
+                 uint32_t avgDivisor) {
+  for (auto& track : plan->tracks) {
+    for (auto& run : track.runs) {
+      run.sendbuff = static_cast<const char*>(sendbuff);
+      run.recvbuff = static_cast<char*>(recvbuff);
+      run.scratch = static_cast<char*>(scratch);
+      run.reduce = reduce;
+      run.avgDivisor = avgDivisor;
+    }
+  }
 }
 
 }  // namespace coll

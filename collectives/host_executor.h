@@ -68,6 +68,9 @@ struct LaneRun {
   uint32_t avgDivisor = 0;    // passed to reduce on final steps (nranks for avg, else 0)
   int64_t sliceElems = 1;     // elements per slice (at most one slot)
   int64_t iterations = 0;     // iterationsFor(schedule.maxStepCount, sliceElems)
+  // Filled by connectPlan(): per step, the connection it receives from and sends to.
+  std::vector<Connection*> recvConns;
+  std::vector<Connection*> sendConns;
 };
 
 struct Track {
@@ -76,7 +79,11 @@ struct Track {
 
 struct ExecPlan {
   std::vector<Track> tracks;
-  std::string what;  // "allreduce #12 (ring, 1 MiB float)" for messages
+  // Describes the operation for messages ("rank 0: allreduce #12 (ring, 262144 x float sum)");
+  // called only when something goes wrong.
+  std::function<std::string()> what;
+  std::vector<ConnectionKey> keys;  // every connection it uses (set by connectPlan)
+  bool connected = false;
   // How long the executor may wait with nothing moving (connecting included) before it fails
   // with weftTimeout. A large collective that keeps moving never times out.
   double timeoutS = 1800;
@@ -85,13 +92,19 @@ struct ExecPlan {
 // The connections a plan uses, without duplicates.
 std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan);
 
-// Runs the plan to completion, or returns the first error (timeout, peer failure, abort,
-// protocol mismatch) with a message that names the operation, the step and the peer.
+// Makes the plan's connections (through the provider) and records them in its lane runs. A
+// plan that is kept and run again (src/core caches one per collective shape) connects once.
+Status connectPlan(ExecPlan* plan, ConnectionProvider* provider);
+
+// Runs a connected plan to completion, or returns the first error (timeout, peer failure,
+// abort, protocol mismatch) with a message that names the operation, the step and the peer.
 Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider);
 
-// A plan for one rank's schedule of a collective: one track per lane.
-ExecPlan planCollective(const RankSchedule& schedule, const void* sendbuff, void* recvbuff, void* scratch,
-                        size_t elemSize, ReduceFn reduce, uint32_t avgDivisor, size_t slotBytes);
+// A plan for one rank's schedule of a collective: one track per lane. The schedule must outlive
+// the plan. Buffers are set per call with bindBuffers().
+ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t slotBytes);
+void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
+                 uint32_t avgDivisor);
 
 }  // namespace coll
 }  // namespace weft

@@ -166,6 +166,7 @@ int runForked(const Options& o, const char* program) {
         if (pids[static_cast<size_t>(i)] == pid) rank = i;
       if (rank < 0) continue;
       --remaining;
+      pids[static_cast<size_t>(rank)] = -pid;  // reaped: never signalled again
       const bool good = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (good) continue;
       if (stoppedByUs[static_cast<size_t>(rank)] && WIFSIGNALED(status)) {
@@ -187,7 +188,7 @@ int runForked(const Options& o, const char* program) {
     if (sawFailure && std::chrono::steady_clock::now() > deadline && termSent < 2) {
       const int sig = termSent == 0 ? SIGTERM : SIGKILL;
       for (int i = 0; i < n; ++i) {
-        if (pids[static_cast<size_t>(i)] > 0 && kill(pids[static_cast<size_t>(i)], 0) == 0) {
+        if (pids[static_cast<size_t>(i)] > 0) {
           stoppedByUs[static_cast<size_t>(i)] = true;
           kill(pids[static_cast<size_t>(i)], sig);
         }

@@ -137,22 +137,26 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   return p;
 }
 
-const coll::RankSchedule& Communicator::scheduleFor(const coll::ScheduleParams& p) {
-  char key[128];
-  std::snprintf(key, sizeof(key), "%d/%d/%d/%d/%lld", static_cast<int>(p.kind), static_cast<int>(p.algo), p.root,
-                p.nChannels, static_cast<long long>(p.count));
-  auto it = schedules_.find(key);
-  if (it != schedules_.end()) return it->second;
-  if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
-  return schedules_.emplace(key, coll::buildSchedule(p, rank_)).first->second;
+Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, size_t elemSize) {
+  OpKey key{static_cast<int>(p.kind), static_cast<int>(p.algo), p.root, p.nChannels, p.count,
+            static_cast<int64_t>(elemSize)};
+  auto it = ops_.find(key);
+  if (it != ops_.end()) return it->second.get();
+  if (ops_.size() >= kMaxCachedSchedules) ops_.clear();
+  auto op = std::make_unique<CachedOp>();
+  op->schedule = coll::buildSchedule(p, rank_);
+  op->plan = coll::planCollective(op->schedule, elemSize, static_cast<size_t>(settings_.slotBytes));
+  op->plan.timeoutS = settings_.timeoutS;
+  op->scratchBytes = static_cast<size_t>(coll::scratchBufferCount(p)) * elemSize;
+  return ops_.emplace(key, std::move(op)).first->second.get();
 }
 
-std::string Communicator::describe(const CollCall& call, const std::string& algo) const {
+std::string Communicator::describe(const CollCall& call, const std::string& algo, uint64_t seq) const {
   char text[256];
   bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
                  call.kind == coll::CollKind::kReduce;
   std::snprintf(text, sizeof(text), "rank %d: %s #%llu (%s, %zu x %s%s%s)", rank_, coll::collName(call.kind),
-                static_cast<unsigned long long>(seq_), algo.c_str(), call.count, coll::dataTypeName(call.type),
+                static_cast<unsigned long long>(seq), algo.c_str(), call.count, coll::dataTypeName(call.type),
                 reduces ? " " : "", reduces ? coll::redOpName(call.op) : "");
   return text;
 }
@@ -170,14 +174,13 @@ Status Communicator::runCollective(const CollCall& call) {
   size_t elemSize = coll::dataTypeSize(call.type);
   std::string algo;
   coll::ScheduleParams params = paramsFor(call, elemSize, &algo);
-  const coll::RankSchedule& schedule = scheduleFor(params);
+  CachedOp* op = cachedOp(params, elemSize);
   bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
                  call.kind == coll::CollKind::kReduce;
   coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, call.op) : nullptr;
   uint32_t divisor = (reduces && call.op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
   // Some schedules keep partial results in a scratch buffer (a tree reduce's interior ranks).
-  size_t scratchBytes = static_cast<size_t>(coll::scratchBufferCount(params)) * elemSize;
-  if (scratch_.size() < scratchBytes) scratch_.resize(scratchBytes);
+  if (scratch_.size() < op->scratchBytes) scratch_.resize(op->scratchBytes);
   const void* sendbuff = call.sendbuff;
   if (call.kind == coll::CollKind::kAllToAll && call.sendbuff == call.recvbuff && call.count > 0) {
     // In place, the blocks a rank receives would overwrite blocks it has yet to send: send
@@ -187,15 +190,12 @@ Status Communicator::runCollective(const CollCall& call) {
     std::memcpy(staging_.data(), call.sendbuff, bytes);
     sendbuff = staging_.data();
   }
-  coll::ExecPlan plan = coll::planCollective(schedule, sendbuff, call.recvbuff, scratch_.data(), elemSize,
-                                             reduce, divisor, static_cast<size_t>(settings_.slotBytes));
-  plan.what = describe(call, algo);
-  plan.timeoutS = settings_.timeoutS;
-  WEFT_LOG(kTrace, kColl, "%s: %zu lanes, %lld iterations", plan.what.c_str(), schedule.lanes.size(),
-           static_cast<long long>(plan.tracks.empty() || plan.tracks[0].runs.empty()
-                                      ? 0
-                                      : plan.tracks[0].runs[0].iterations));
-  Status s = coll::runHostPlan(plan, this);
+  coll::ExecPlan& plan = op->plan;
+  bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, divisor);
+  uint64_t seq = seq_;
+  plan.what = [this, call, algo, seq] { return describe(call, algo, seq); };
+  Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);
+  if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return fail(std::move(s));
   return Status::ok();
 }
@@ -264,12 +264,18 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   }
   coll::ExecPlan plan;
   for (auto& [key, track] : tracks) plan.tracks.push_back(std::move(track));
-  char what[96];
-  std::snprintf(what, sizeof(what), "rank %d: send/recv group #%llu (%zu operations)", rank_,
-                static_cast<unsigned long long>(seq_), calls.size());
-  plan.what = what;
+  uint64_t seq = seq_;
+  size_t nCalls = calls.size();
+  int rank = rank_;
+  plan.what = [rank, seq, nCalls] {
+    char what[96];
+    std::snprintf(what, sizeof(what), "rank %d: send/recv group #%llu (%zu operations)", rank,
+                  static_cast<unsigned long long>(seq), nCalls);
+    return std::string(what);
+  };
   plan.timeoutS = settings_.timeoutS;
-  Status s = coll::runHostPlan(plan, this);
+  Status s = coll::connectPlan(&plan, this);
+  if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return fail(std::move(s));
   return Status::ok();
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/status.h"
@@ -88,10 +89,18 @@ class Communicator final : public coll::ConnectionProvider {
   Communicator() = default;
   Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config);
   Status agreeSettings(const weftConfig_t* config);
-  const coll::RankSchedule& scheduleFor(const coll::ScheduleParams& params);
+  // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
+  // schedule and a connected plan, reused by every later call of the same shape.
+  struct CachedOp {
+    coll::RankSchedule schedule;
+    coll::ExecPlan plan;
+    size_t scratchBytes = 0;
+  };
+  using OpKey = std::tuple<int, int, int, int, int64_t, int64_t>;
+  CachedOp* cachedOp(const coll::ScheduleParams& params, size_t elemSize);
   coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize, std::string* algoText);
   Status fail(Status status);
-  std::string describe(const CollCall& call, const std::string& algo) const;
+  std::string describe(const CollCall& call, const std::string& algo, uint64_t seq) const;
 
   int rank_ = 0;
   int nRanks_ = 0;
@@ -103,7 +112,7 @@ class Communicator final : public coll::ConnectionProvider {
   std::vector<std::unique_ptr<Transport>> transports_;
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;
-  std::map<std::string, coll::RankSchedule> schedules_;
+  std::map<OpKey, std::unique_ptr<CachedOp>> ops_;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
