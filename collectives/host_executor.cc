@@ -164,8 +164,7 @@ class Executor {
         run.reduce(dst, src, inData, n, divisor);
         break;
       case StepKind::kRecvReduceCopySend:
-        run.reduce(dst, src, inData, n, divisor);
-        std::memcpy(outSlot, dst, bytes);
+        run.reduceCopy(dst, outSlot, src, inData, n, divisor);
         break;
       case StepKind::kRecvCopySend:
         std::memcpy(dst, inData, bytes);
@@ -317,13 +316,14 @@ ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t sl
 }
 
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
-                 uint32_t avgDivisor) {
+                 ReduceCopyFn reduceCopy, uint32_t avgDivisor) {
   for (auto& track : plan->tracks) {
     for (auto& run : track.runs) {
       run.sendbuff = static_cast<const char*>(sendbuff);
       run.recvbuff = static_cast<char*>(recvbuff);
       run.scratch = static_cast<char*>(scratch);
       run.reduce = reduce;
+      run.reduceCopy = reduceCopy;
       run.avgDivisor = avgDivisor;
     }
   }

@@ -65,6 +65,7 @@ struct LaneRun {
   char* scratch = nullptr;  // Buf::kScratch: scratchBufferCount(params) elements
   size_t elemSize = 1;
   ReduceFn reduce = nullptr;  // for steps that reduce
+  ReduceCopyFn reduceCopy = nullptr;  // for steps that reduce, keep and send the result
   uint32_t avgDivisor = 0;    // passed to reduce on final steps (nranks for avg, else 0)
   int64_t sliceElems = 1;     // elements per slice (at most one slot)
   int64_t iterations = 0;     // iterationsFor(schedule.maxStepCount, sliceElems)
@@ -104,7 +105,7 @@ Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider);
 // the plan. Buffers are set per call with bindBuffers().
 ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t slotBytes);
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
-                 uint32_t avgDivisor);
+                 ReduceCopyFn reduceCopy, uint32_t avgDivisor);
 
 }  // namespace coll
 }  // namespace weft

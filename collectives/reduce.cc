@@ -10,81 +10,128 @@ namespace weft {
 namespace coll {
 namespace {
 
-template <typename T, typename Combine>
-inline void hostLoop(T* dst, const T* a, const T* b, size_t n, Combine combine) {
+// With kTwoOutputs the result is also stored to dst2 in the same pass (a reduction whose result
+// is both kept and sent on reads its inputs once).
+template <bool kTwoOutputs, typename T, typename Combine>
+inline void hostLoop(T* dst, T* dst2, const T* a, const T* b, size_t n, Combine combine) {
   constexpr size_t kBlock = 64 / sizeof(T);  // one cache line
   size_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     T va[kBlock], vb[kBlock];
     for (size_t k = 0; k < kBlock; ++k) va[k] = a[i + k];
     for (size_t k = 0; k < kBlock; ++k) vb[k] = b[i + k];
-    for (size_t k = 0; k < kBlock; ++k) dst[i + k] = combine(va[k], vb[k]);
+    for (size_t k = 0; k < kBlock; ++k) va[k] = combine(va[k], vb[k]);
+    for (size_t k = 0; k < kBlock; ++k) dst[i + k] = va[k];
+    if (kTwoOutputs) {
+      for (size_t k = 0; k < kBlock; ++k) dst2[i + k] = va[k];
+    }
   }
-  for (; i < n; ++i) dst[i] = combine(a[i], b[i]);
+  for (; i < n; ++i) {
+    T v = combine(a[i], b[i]);
+    dst[i] = v;
+    if (kTwoOutputs) dst2[i] = v;
+  }
+}
+
+template <bool kTwoOutputs, typename T, typename Op>
+void reduceHost(void* dst, void* dst2, const void* a, const void* b, size_t n, uint32_t /*divisor*/) {
+  hostLoop<kTwoOutputs>(static_cast<T*>(dst), static_cast<T*>(dst2), static_cast<const T*>(a),
+                        static_cast<const T*>(b), n, [](T x, T y) { return Op::apply(x, y); });
+}
+
+template <bool kTwoOutputs, typename T>
+void avgHost(void* dst, void* dst2, const void* a, const void* b, size_t n, uint32_t divisor) {
+  if (divisor <= 1) return reduceHost<kTwoOutputs, T, OpSum<T>>(dst, dst2, a, b, n, divisor);
+  hostLoop<kTwoOutputs>(static_cast<T*>(dst), static_cast<T*>(dst2), static_cast<const T*>(a),
+                        static_cast<const T*>(b), n, [divisor](T x, T y) { return sumDivide(x, y, divisor); });
 }
 
 template <typename T, typename Op>
-void reduceHost(void* dst, const void* a, const void* b, size_t n, uint32_t /*divisor*/) {
-  hostLoop(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n,
-           [](T x, T y) { return Op::apply(x, y); });
+void reduceOne(void* dst, const void* a, const void* b, size_t n, uint32_t divisor) {
+  reduceHost<false, T, Op>(dst, nullptr, a, b, n, divisor);
 }
 
 template <typename T>
-void avgHost(void* dst, const void* a, const void* b, size_t n, uint32_t divisor) {
-  if (divisor <= 1) return reduceHost<T, OpSum<T>>(dst, a, b, n, divisor);
-  hostLoop(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n,
-           [divisor](T x, T y) { return sumDivide(x, y, divisor); });
+void avgOne(void* dst, const void* a, const void* b, size_t n, uint32_t divisor) {
+  avgHost<false, T>(dst, nullptr, a, b, n, divisor);
 }
 
 template <typename T>
 ReduceFn functionFor(weftRedOp_t op) {
   switch (op) {
     case weftSum:
-      return reduceHost<T, OpSum<T>>;
+      return reduceOne<T, OpSum<T>>;
     case weftProd:
-      return reduceHost<T, OpProd<T>>;
+      return reduceOne<T, OpProd<T>>;
     case weftMax:
-      return reduceHost<T, OpMax<T>>;
+      return reduceOne<T, OpMax<T>>;
     case weftMin:
-      return reduceHost<T, OpMin<T>>;
+      return reduceOne<T, OpMin<T>>;
     case weftAvg:
-      return avgHost<T>;
+      return avgOne<T>;
     default:
       return nullptr;
   }
 }
 
-}  // namespace
-
-ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op) {
-  switch (type) {
-    case weftInt8:
-      return functionFor<int8_t>(op);
-    case weftUint8:
-      return functionFor<uint8_t>(op);
-    case weftInt32:
-      return functionFor<int32_t>(op);
-    case weftUint32:
-      return functionFor<uint32_t>(op);
-    case weftInt64:
-      return functionFor<int64_t>(op);
-    case weftUint64:
-      return functionFor<uint64_t>(op);
-    case weftFloat16:
-      return functionFor<Half>(op);
-    case weftFloat32:
-      return functionFor<float>(op);
-    case weftFloat64:
-      return functionFor<double>(op);
-    case weftBfloat16:
-      return functionFor<BFloat16>(op);
-    case weftFloat8e4m3:
-      return functionFor<Fp8E4M3>(op);
-    case weftFloat8e5m2:
-      return functionFor<Fp8E5M2>(op);
+template <typename T>
+ReduceCopyFn copyFunctionFor(weftRedOp_t op) {
+  switch (op) {
+    case weftSum:
+      return reduceHost<true, T, OpSum<T>>;
+    case weftProd:
+      return reduceHost<true, T, OpProd<T>>;
+    case weftMax:
+      return reduceHost<true, T, OpMax<T>>;
+    case weftMin:
+      return reduceHost<true, T, OpMin<T>>;
+    case weftAvg:
+      return avgHost<true, T>;
     default:
       return nullptr;
   }
+}
+
+// Calls pick.template operator()<T>() for the storage type of `type`.
+template <typename Pick>
+auto dispatchType(weftDataType_t type, Pick pick) -> decltype(pick.template operator()<float>()) {
+  switch (type) {
+    case weftInt8: return pick.template operator()<int8_t>();
+    case weftUint8: return pick.template operator()<uint8_t>();
+    case weftInt32: return pick.template operator()<int32_t>();
+    case weftUint32: return pick.template operator()<uint32_t>();
+    case weftInt64: return pick.template operator()<int64_t>();
+    case weftUint64: return pick.template operator()<uint64_t>();
+    case weftFloat16: return pick.template operator()<Half>();
+    case weftFloat32: return pick.template operator()<float>();
+    case weftFloat64: return pick.template operator()<double>();
+    case weftBfloat16: return pick.template operator()<BFloat16>();
+    case weftFloat8e4m3: return pick.template operator()<Fp8E4M3>();
+    case weftFloat8e5m2: return pick.template operator()<Fp8E5M2>();
+    default: return nullptr;
+  }
+}
+
+struct PickReduce {
+  weftRedOp_t op;
+  template <typename T>
+  ReduceFn operator()() const { return functionFor<T>(op); }
+};
+
+struct PickReduceCopy {
+  weftRedOp_t op;
+  template <typename T>
+  ReduceCopyFn operator()() const { return copyFunctionFor<T>(op); }
+};
+
+}  // namespace
+
+ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op) {
+  return dispatchType(type, PickReduceCopy{op});
+}
+
+ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op) {
+  return dispatchType(type, PickReduce{op});
 }
 
 }  // namespace coll

@@ -145,6 +145,11 @@ using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n, uin
 // The host function for (type, op); nullptr if either is invalid.
 ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op);
 
+// The same reduction stored to two places in one pass (dst and dst2, e.g. the receive buffer
+// and the slot that forwards the result); neither may overlap a or b unless it equals it.
+using ReduceCopyFn = void (*)(void* dst, void* dst2, const void* a, const void* b, size_t n, uint32_t divisor);
+ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op);
+
 }  // namespace coll
 }  // namespace weft
 

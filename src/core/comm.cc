@@ -178,6 +178,7 @@ Status Communicator::runCollective(const CollCall& call) {
   bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
                  call.kind == coll::CollKind::kReduce;
   coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, call.op) : nullptr;
+  coll::ReduceCopyFn reduceCopy = reduces ? coll::reduceCopyFunction(call.type, call.op) : nullptr;
   uint32_t divisor = (reduces && call.op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
   // Some schedules keep partial results in a scratch buffer (a tree reduce's interior ranks).
   if (scratch_.size() < op->scratchBytes) scratch_.resize(op->scratchBytes);
@@ -191,7 +192,7 @@ Status Communicator::runCollective(const CollCall& call) {
     sendbuff = staging_.data();
   }
   coll::ExecPlan& plan = op->plan;
-  bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, divisor);
+  bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor);
   uint64_t seq = seq_;
   plan.what = [this, call, algo, seq] { return describe(call, algo, seq); };
   Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);

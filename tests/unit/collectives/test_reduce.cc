@@ -444,3 +444,41 @@ TEST(ReduceDispatch, InvalidTypeOrOpGivesNull) {
 }  // namespace
 }  // namespace coll
 }  // namespace weft
+
+namespace weft {
+namespace coll {
+namespace {
+
+// reduceCopyFunction stores exactly what reduceFunction computes, to both destinations, in
+// one pass, for every type and op, including tails shorter than a cache line.
+TEST(ReduceCopy, BothOutputsEqualTheSingleOutputReduction) {
+  for (int t = 0; t < weftNumTypes; ++t) {
+    for (int o = 0; o < weftNumOps; ++o) {
+      auto type = static_cast<weftDataType_t>(t);
+      auto op = static_cast<weftRedOp_t>(o);
+      size_t es = dataTypeSize(type);
+      for (size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{1000}}) {
+        for (uint32_t divisor : {0u, 3u}) {
+          std::vector<unsigned char> a(n * es + 1), b(n * es + 1);
+          for (size_t i = 0; i < a.size(); ++i) {
+            // Small magnitudes keep every type finite; bytes vary so that every lane differs.
+            a[i] = static_cast<unsigned char>((i * 7 + 3) % 61);
+            b[i] = static_cast<unsigned char>((i * 13 + 5) % 59);
+          }
+          std::vector<unsigned char> one(n * es + 1, 0xee), d1(n * es + 1, 0xdd), d2(n * es + 1, 0xcc);
+          reduceFunction(type, op)(one.data(), a.data(), b.data(), n, divisor);
+          reduceCopyFunction(type, op)(d1.data(), d2.data(), a.data(), b.data(), n, divisor);
+          EXPECT_EQ(0, std::memcmp(one.data(), d1.data(), n * es)) << "type " << t << " op " << o << " n " << n;
+          EXPECT_EQ(0, std::memcmp(one.data(), d2.data(), n * es)) << "type " << t << " op " << o << " n " << n;
+          EXPECT_EQ(d1[n * es], 0xdd) << "wrote past the end";
+          EXPECT_EQ(d2[n * es], 0xcc) << "wrote past the end";
+        }
+      }
+    }
+  }
+  EXPECT_EQ(reduceCopyFunction(static_cast<weftDataType_t>(99), weftSum), nullptr);
+}
+
+}  // namespace
+}  // namespace coll
+}  // namespace weft
