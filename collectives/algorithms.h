@@ -60,6 +60,7 @@ std::vector<TreeNode> heapTree(int n, int rootPos);
 // Builders: fill s->lanes (already sized nChannels * lanesPerChannel(p)) and s->maxStepCount.
 void buildRingAllReduce(const ScheduleParams& p, int rank, RankSchedule* s);
 void buildTreeAllReduce(const ScheduleParams& p, int rank, RankSchedule* s);
+void buildDoublingAllReduce(const ScheduleParams& p, int rank, RankSchedule* s);
 void buildRingAllGather(const ScheduleParams& p, int rank, RankSchedule* s);
 void buildRingReduceScatter(const ScheduleParams& p, int rank, RankSchedule* s);
 void buildChainBroadcast(const ScheduleParams& p, int rank, RankSchedule* s);

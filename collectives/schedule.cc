@@ -41,6 +41,8 @@ const char* algoName(Algo algo) {
       return "tree";
     case Algo::kPairwise:
       return "pairwise";
+    case Algo::kRecursiveDoubling:
+      return "doubling";
   }
   return "unknown";
 }
@@ -138,6 +140,7 @@ std::string format(const char* fmt, ...) {
 bool algoSupported(CollKind kind, Algo algo) {
   switch (kind) {
     case CollKind::kAllReduce:
+      return algo == Algo::kRing || algo == Algo::kTree || algo == Algo::kRecursiveDoubling;
     case CollKind::kBroadcast:
     case CollKind::kReduce:
       return algo == Algo::kRing || algo == Algo::kTree;
@@ -199,7 +202,13 @@ RankSchedule buildSchedule(const ScheduleParams& p, int rank) {
   s.lanes.resize(static_cast<size_t>(p.nChannels) * lanesPerChannel(p));
   switch (p.kind) {
     case CollKind::kAllReduce:
-      (p.algo == Algo::kTree ? algo::buildTreeAllReduce : algo::buildRingAllReduce)(p, rank, &s);
+      if (p.algo == Algo::kTree) {
+        algo::buildTreeAllReduce(p, rank, &s);
+      } else if (p.algo == Algo::kRecursiveDoubling) {
+        algo::buildDoublingAllReduce(p, rank, &s);
+      } else {
+        algo::buildRingAllReduce(p, rank, &s);
+      }
       break;
     case CollKind::kAllGather:
       algo::buildRingAllGather(p, rank, &s);

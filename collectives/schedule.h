@@ -54,6 +54,7 @@ enum class Algo : uint8_t {
   kRing,      // all-reduce, all-gather, reduce-scatter; broadcast/reduce as a chain from/to root
   kTree,      // all-reduce: double binary tree; broadcast/reduce: binary tree
   kPairwise,  // all-to-all: n-1 rounds of (send to r+k, receive from r-k)
+  kRecursiveDoubling,  // all-reduce of small messages: log2(n) rounds of exchange with rank ^ 2^k
 };
 
 const char* collName(CollKind kind);  // "allreduce", ...

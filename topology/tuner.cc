@@ -11,13 +11,19 @@ Status chooseAllReduceAlgo(const TunerInput& in, AllReduceAlgo* out) {
   std::transform(forced.begin(), forced.end(), forced.begin(), ::tolower);
   if (forced == "ring") return *out = AllReduceAlgo::kRing, Status::ok();
   if (forced == "tree") return *out = AllReduceAlgo::kTree, Status::ok();
+  if (forced == "doubling") return *out = AllReduceAlgo::kDoubling, Status::ok();
   if (!forced.empty()) {
-    return WEFT_ERROR(weftInvalidArgument, "WEFT_ALGO=%s names no all-reduce algorithm; use Ring or Tree",
+    return WEFT_ERROR(weftInvalidArgument, "WEFT_ALGO=%s names no all-reduce algorithm; use Ring, Tree or Doubling",
                       in.forcedAlgo.c_str());
   }
-  // With two ranks both algorithms exchange the same bytes once; the ring pipelines better.
-  bool small = in.bytes <= in.treeMaxBytes;
-  *out = (small && in.nRanks > 2) ? AllReduceAlgo::kTree : AllReduceAlgo::kRing;
+  if (in.bytes <= in.doublingMaxBytes) {
+    *out = AllReduceAlgo::kDoubling;
+  } else if (in.bytes <= in.treeMaxBytes && in.nRanks > 2) {
+    // With two ranks the tree and the ring exchange the same bytes once; the ring pipelines better.
+    *out = AllReduceAlgo::kTree;
+  } else {
+    *out = AllReduceAlgo::kRing;
+  }
   return Status::ok();
 }
 

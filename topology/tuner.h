@@ -1,6 +1,7 @@
 // The tuner: which algorithm a collective uses for a size on this communicator. Until the cost
-// model (topology issue) lands, a size rule: the double binary tree for small all-reduces
-// (latency grows with log n instead of n), the ring for large ones (bandwidth-optimal).
+// model (topology issue) lands, a size rule: recursive doubling for the smallest all-reduces
+// (log2 n exchanges, one message latency each), the double binary tree for small ones (log n
+// steps, pipelined), the ring for large ones (bandwidth-optimal).
 #ifndef WEFT_TOPOLOGY_TUNER_H_
 #define WEFT_TOPOLOGY_TUNER_H_
 
@@ -12,13 +13,14 @@
 namespace weft {
 namespace topo {
 
-enum class AllReduceAlgo { kRing, kTree };
+enum class AllReduceAlgo { kRing, kTree, kDoubling };
 
 struct TunerInput {
   int nRanks = 1;
   int64_t bytes = 0;          // bytes per rank
-  std::string forcedAlgo;     // WEFT_ALGO: "", "ring", "tree" (any case)
+  std::string forcedAlgo;     // WEFT_ALGO: "", "ring", "tree", "doubling" (any case)
   int64_t treeMaxBytes = 0;   // WEFT_TREE_MAX_BYTES
+  int64_t doublingMaxBytes = 0;  // WEFT_DOUBLING_MAX_BYTES
 };
 
 // weftInvalidArgument when forcedAlgo names no algorithm.

@@ -49,14 +49,16 @@ int Deadline::remainingMs() const {
 }
 
 void Backoff::pause() {
-  // ~100 spins (sub-microsecond reaction), then yields, then short sleeps growing to 200 us.
+  // ~400 spins (a few microseconds: a peer on another core answers within them), then yields
+  // (ranks sharing a core let each other run), then short sleeps growing to 200 us.
+  constexpr uint32_t kSpins = 400, kYields = 1000;
   ++rounds_;
-  if (rounds_ < 100) {
+  if (rounds_ < kSpins) {
     cpuRelax();
-  } else if (rounds_ < 1100) {
+  } else if (rounds_ < kSpins + kYields) {
     sched_yield();
   } else {
-    uint32_t extra = rounds_ - 1100;
+    uint32_t extra = rounds_ - (kSpins + kYields);
     long us = 20 + static_cast<long>(extra < 180 ? extra : 180);
     timespec ts{0, us * 1000};
     nanosleep(&ts, nullptr);

@@ -19,7 +19,8 @@ WEFT_PARAM(std::string, RootAddr, "ROOT_ADDR", "", "host:port where rank 0 liste
 WEFT_PARAM(std::string, RootSecret, "ROOT_SECRET", "", "32 hex digits all ranks share, for weftCommInitFromEnv")
 
 // Algorithms and channels
-WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring or Tree (default: chosen by size)")
+WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or Doubling (default: chosen by size)")
+WEFT_PARAM(int64_t, DoublingMaxBytes, "DOUBLING_MAX_BYTES", 8192, "largest all-reduce (bytes) for which the size rule picks recursive doubling")
 WEFT_PARAM(int64_t, TreeMaxBytes, "TREE_MAX_BYTES", 65536, "largest all-reduce (bytes) for which the size rule picks the tree")
 WEFT_PARAM(int64_t, MinNChannels, "MIN_NCHANNELS", 1, "fewest channels (parallel rings/trees) a collective uses")
 WEFT_PARAM(int64_t, MaxNChannels, "MAX_NCHANNELS", 2, "most channels (parallel rings/trees) a collective uses")

@@ -85,6 +85,7 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   mine.maxChannels = std::max(mine.maxChannels, mine.minChannels);
   mine.timeoutS = static_cast<int32_t>(config && config->timeoutS > 0 ? config->timeoutS : params::TimeoutS());
   mine.treeMaxBytes = params::TreeMaxBytes();
+  mine.doublingMaxBytes = params::DoublingMaxBytes();
   std::snprintf(mine.algo, sizeof(mine.algo), "%s", params::Algo().c_str());
 
   std::vector<CommSettings> all(static_cast<size_t>(nRanks_));
@@ -94,6 +95,7 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   settings_.timeoutS = mine.timeoutS;  // each rank keeps its own patience
   if (std::memcmp(&all[0].nSlots, &mine.nSlots, sizeof(int32_t) * 3) != 0 ||
       all[0].slotBytes != mine.slotBytes || all[0].treeMaxBytes != mine.treeMaxBytes ||
+      all[0].doublingMaxBytes != mine.doublingMaxBytes ||
       std::strncmp(all[0].algo, mine.algo, sizeof(mine.algo)) != 0) {
     WEFT_LOG(kWarn, kEnv,
              "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/TREE_MAX_BYTES/ALGO differ from rank 0's; "
@@ -101,11 +103,21 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
              rank_);
   }
   topo::AllReduceAlgo check;
-  WEFT_TRY(topo::chooseAllReduceAlgo({nRanks_, 0, settings_.algo, settings_.treeMaxBytes}, &check));
+  WEFT_TRY(topo::chooseAllReduceAlgo(tunerInput(0), &check));
   return Status::ok();
 }
 
-coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize, std::string* algoText) {
+topo::TunerInput Communicator::tunerInput(int64_t bytes) const {
+  topo::TunerInput in;
+  in.nRanks = nRanks_;
+  in.bytes = bytes;
+  in.forcedAlgo = settings_.algo;
+  in.treeMaxBytes = settings_.treeMaxBytes;
+  in.doublingMaxBytes = settings_.doublingMaxBytes;
+  return in;
+}
+
+coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize) {
   coll::ScheduleParams p;
   p.kind = call.kind;
   p.nRanks = nRanks_;
@@ -116,8 +128,10 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
     case coll::CollKind::kAllReduce: {
       topo::AllReduceAlgo algo = topo::AllReduceAlgo::kRing;
       // Validated at init, so this cannot fail; keep the ring if it somehow does.
-      (void)topo::chooseAllReduceAlgo({nRanks_, bytes, settings_.algo, settings_.treeMaxBytes}, &algo);
-      p.algo = algo == topo::AllReduceAlgo::kTree ? coll::Algo::kTree : coll::Algo::kRing;
+      (void)topo::chooseAllReduceAlgo(tunerInput(bytes), &algo);
+      p.algo = algo == topo::AllReduceAlgo::kTree       ? coll::Algo::kTree
+               : algo == topo::AllReduceAlgo::kDoubling ? coll::Algo::kRecursiveDoubling
+                                                        : coll::Algo::kRing;
       break;
     }
     case coll::CollKind::kBroadcast:
@@ -133,7 +147,6 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   }
   int64_t channels = std::clamp<int64_t>(bytes / kBytesPerChannel, settings_.minChannels, settings_.maxChannels);
   p.nChannels = static_cast<int>(channels);
-  *algoText = coll::algoName(p.algo);
   return p;
 }
 
@@ -172,8 +185,7 @@ Status Communicator::runCollective(const CollCall& call) {
   ++seq_;
   setLogRank(rank_);
   size_t elemSize = coll::dataTypeSize(call.type);
-  std::string algo;
-  coll::ScheduleParams params = paramsFor(call, elemSize, &algo);
+  coll::ScheduleParams params = paramsFor(call, elemSize);
   CachedOp* op = cachedOp(params, elemSize);
   bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
                  call.kind == coll::CollKind::kReduce;
@@ -193,8 +205,11 @@ Status Communicator::runCollective(const CollCall& call) {
   }
   coll::ExecPlan& plan = op->plan;
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor);
-  uint64_t seq = seq_;
-  plan.what = [this, call, algo, seq] { return describe(call, algo, seq); };
+  // Described only when something fails; the cached op remembers the call for that.
+  op->lastCall = call;
+  op->lastSeq = seq_;
+  op->algoName = coll::algoName(params.algo);
+  if (!plan.what) plan.what = [this, op] { return describe(op->lastCall, op->algoName, op->lastSeq); };
   Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return fail(std::move(s));

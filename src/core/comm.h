@@ -17,6 +17,7 @@
 #include "collectives/host_executor.h"
 #include "collectives/schedule.h"
 #include "core/bootstrap.h"
+#include "topology/tuner.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
 
@@ -51,6 +52,7 @@ struct CommSettings {
   int32_t timeoutS = 1800;
   int64_t slotBytes = 1 << 17;
   int64_t treeMaxBytes = 65536;
+  int64_t doublingMaxBytes = 8192;
   char algo[16] = {0};
 };
 
@@ -95,11 +97,16 @@ class Communicator final : public coll::ConnectionProvider {
     coll::RankSchedule schedule;
     coll::ExecPlan plan;
     size_t scratchBytes = 0;
+    // The latest call of this shape, for error messages.
+    CollCall lastCall;
+    uint64_t lastSeq = 0;
+    const char* algoName = "";
   };
   using OpKey = std::tuple<int, int, int, int, int64_t, int64_t>;
   CachedOp* cachedOp(const coll::ScheduleParams& params, size_t elemSize);
-  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize, std::string* algoText);
+  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize);
   Status fail(Status status);
+  topo::TunerInput tunerInput(int64_t bytes) const;
   std::string describe(const CollCall& call, const std::string& algo, uint64_t seq) const;
 
   int rank_ = 0;

@@ -70,7 +70,7 @@ TEST_P(Collectives, AllReduceEveryTypeAndOp) {
 }
 
 TEST_P(Collectives, AllReduceLargeBothAlgorithms) {
-  for (const char* algo : {"ring", "tree"}) {
+  for (const char* algo : {"ring", "tree", "doubling"}) {
     setenv("WEFT_ALGO", algo, 1);
     runRanks(mode(), nranks(), [&](Rank& r) {
       for (weftDataType_t type : {weftFloat32, weftInt64, weftBfloat16}) {

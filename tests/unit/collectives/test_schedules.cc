@@ -27,6 +27,7 @@ std::string caseName(const Case& c) { return std::string(collName(c.kind)) + "_"
 
 const Case kCases[] = {
     {CollKind::kAllReduce, Algo::kRing},    {CollKind::kAllReduce, Algo::kTree},
+    {CollKind::kAllReduce, Algo::kRecursiveDoubling},
     {CollKind::kAllGather, Algo::kRing},    {CollKind::kReduceScatter, Algo::kRing},
     {CollKind::kBroadcast, Algo::kRing},    {CollKind::kBroadcast, Algo::kTree},
     {CollKind::kReduce, Algo::kRing},       {CollKind::kReduce, Algo::kTree},
