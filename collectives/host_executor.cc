@@ -89,7 +89,7 @@ class Executor {
         }
         allDone = allDone && t.done;
       }
-      if (allDone) return Status::ok();
+      if (allDone) return waitForReferences();
       if (progressed) {
         if (backoff.rounds() > 0) stallSince = 0;  // read the clock again at the next stall
         backoff.reset();
@@ -128,7 +128,18 @@ class Executor {
         t.waitingRecv = true;
         return Status::ok();
       }
-      if (inBytes != bytes) {
+      if (inBytes == 0) {
+        // A reference: the bytes are still in the sender's memory; read them when the step
+        // runs (below), once its outgoing slot is free too.
+        std::memcpy(&reference_, inData, sizeof(reference_));
+        if (reference_.magic != kReferenceMagic || reference_.bytes != bytes) {
+          return WEFT_ERROR(weftInvalidUsage,
+                            "%s: rank %d sent a reference to %llu bytes where the schedule expects %zu (lane %d, "
+                            "step %zu); every rank must call the same collectives with the same count and datatype",
+                            plan_.what().c_str(), step.recvPeer, static_cast<unsigned long long>(reference_.bytes),
+                            bytes, run.fifoLane, t.step);
+        }
+      } else if (inBytes != bytes) {
         return WEFT_ERROR(weftInvalidUsage,
                           "%s: received %zu bytes from rank %d where the schedule expects %zu (lane %d, step %zu "
                           "%s, iteration %lld); every rank must call the same collectives in the same order with "
@@ -150,8 +161,33 @@ class Executor {
     char* dst = stepWrites(step.kind) ? regionPointer(run, step.dstBuf, step.dstOffset, slice.first) : nullptr;
     uint32_t divisor = step.final ? run.avgDivisor : 0;
     size_t n = static_cast<size_t>(slice.count);
+    bool sendReference = plan_.sendBufferStable && run.sendByReference[t.step] && bytes >= plan_.referenceMinBytes;
+    if (in && inBytes == 0) {
+      // A reference: a plain receive reads straight into its destination (the single copy);
+      // anything else reads into a bounce buffer and carries on as with a slot.
+      if (step.kind == StepKind::kRecv) {
+        WEFT_TRY(provider_->readPeerMemory(step.recvPeer, reference_.address, dst, bytes));
+        in->releaseRecv();
+        *result = StepResult::kDone;
+        return Status::ok();
+      }
+      if (bounce_.size() < bytes) bounce_.resize(bytes);
+      WEFT_TRY(provider_->readPeerMemory(step.recvPeer, reference_.address, bounce_.data(), bytes));
+      inData = bounce_.data();
+    }
     switch (step.kind) {
       case StepKind::kSend:
+        if (sendReference) {
+          ReferenceMessage ref;
+          ref.magic = kReferenceMagic;
+          ref.address = reinterpret_cast<uint64_t>(src);
+          ref.bytes = bytes;
+          std::memcpy(outSlot, &ref, sizeof(ref));
+          out->postSend(0);
+          lent_.insert(out);
+          *result = StepResult::kDone;
+          return Status::ok();
+        }
         std::memcpy(outSlot, src, bytes);
         break;
       case StepKind::kRecv:
@@ -235,6 +271,36 @@ class Executor {
                       plan_.what().c_str(), stalledS, peers.c_str(), where.c_str());
   }
 
+  // Memory this rank lent by reference must stay as it is until the peers have read it: the
+  // caller may change its buffers once the call returns.
+  Status waitForReferences() {
+    Backoff backoff;
+    uint64_t start = nowNs(), nextCheck = start + kHealthCheckIntervalNs;
+    for (;;) {
+      bool pending = false;
+      for (Connection* c : lent_) pending = pending || !c->allSendsConsumed();
+      if (!pending) return Status::ok();
+      backoff.pause();
+      if ((backoff.rounds() & 15) != 1) continue;
+      uint64_t now = nowNs();
+      if (now < nextCheck) continue;
+      nextCheck = now + kHealthCheckIntervalNs;
+      WEFT_TRY(provider_->healthCheck());
+      for (Connection* c : lent_) {
+        Status peer = c->checkPeer();
+        if (!peer.isOk() && !c->allSendsConsumed()) {
+          return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
+        }
+      }
+      if (static_cast<double>(now - start) / 1e9 > plan_.timeoutS) {
+        return WEFT_ERROR(weftTimeout,
+                          "%s timed out after %.0f s waiting for peers to read the data this rank lent them "
+                          "(single-copy); raise WEFT_TIMEOUT_S if they are just slow",
+                          plan_.what().c_str(), plan_.timeoutS);
+      }
+    }
+  }
+
   // True when some track's current step has its message or its free slot now.
   bool canAnyTrackMove(const std::vector<TrackState>& tracks) {
     for (const auto& t : tracks) {
@@ -251,6 +317,9 @@ class Executor {
 
   const ExecPlan& plan_;
   ConnectionProvider* provider_;
+  ReferenceMessage reference_;       // the reference tryStep is working on
+  std::vector<char> bounce_;         // referenced bytes a reduction reads
+  std::set<Connection*> lent_;       // connections that carried references
 };
 
 }  // namespace
@@ -279,11 +348,14 @@ Status connectPlan(ExecPlan* plan, ConnectionProvider* provider) {
       size_t n = run.lane->steps.size();
       run.recvConns.assign(n, nullptr);
       run.sendConns.assign(n, nullptr);
+      run.sendByReference.assign(n, 0);
       for (size_t i = 0; i < n; ++i) {
         const Step& step = run.lane->steps[i];
         if (step.count == 0 || run.iterations == 0) continue;
         if (stepReceives(step.kind)) run.recvConns[i] = provider->get({step.recvPeer, false, run.fifoLane});
         if (stepSends(step.kind)) run.sendConns[i] = provider->get({step.sendPeer, true, sendFifoLane(run, step)});
+        run.sendByReference[i] =
+            step.kind == StepKind::kSend && step.srcBuf == Buf::kSend && provider->peerReadsMyMemory(step.sendPeer);
       }
     }
   }

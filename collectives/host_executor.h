@@ -55,6 +55,12 @@ class ConnectionProvider {
   // A connection reported its peer failed or gone: adds what the provider knows about the
   // likely cause (e.g. which rank of the communicator died) to the message.
   virtual Status explainPeerFailure(Status failure) { return failure; }
+  // Single-copy: whether `peer` can read this rank's memory directly, and reading the memory
+  // of `peer` (an address it sent in a ReferenceMessage).
+  virtual bool peerReadsMyMemory(int peer) { return false; }
+  virtual Status readPeerMemory(int peer, uint64_t address, void* dst, size_t bytes) {
+    return Status::error(weftInternalError, "this provider cannot read peer memory");
+  }
 };
 
 struct LaneRun {
@@ -69,9 +75,13 @@ struct LaneRun {
   uint32_t avgDivisor = 0;    // passed to reduce on final steps (nranks for avg, else 0)
   int64_t sliceElems = 1;     // elements per slice (at most one slot)
   int64_t iterations = 0;     // iterationsFor(schedule.maxStepCount, sliceElems)
-  // Filled by connectPlan(): per step, the connection it receives from and sends to.
+  // Filled by connectPlan(): per step, the connection it receives from and sends to, and
+  // whether it may send a reference to its source instead of the bytes (single-copy: it sends
+  // from the send buffer to a peer that can read this process; the plan's sendBufferStable
+  // decides per call).
   std::vector<Connection*> recvConns;
   std::vector<Connection*> sendConns;
+  std::vector<char> sendByReference;
 };
 
 struct Track {
@@ -85,6 +95,11 @@ struct ExecPlan {
   std::function<std::string()> what;
   std::vector<ConnectionKey> keys;  // every connection it uses (set by connectPlan)
   bool connected = false;
+  // Single-copy: the send buffer stays unchanged for the whole operation (out of place), so a
+  // send from it may pass a reference the peer reads directly, for slices of at least
+  // referenceMinBytes. The operation then returns only after its peers have read them.
+  bool sendBufferStable = false;
+  size_t referenceMinBytes = 16384;
   // How long the executor may wait with nothing moving (connecting included) before it fails
   // with weftTimeout. A large collective that keeps moving never times out.
   double timeoutS = 1800;

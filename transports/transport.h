@@ -34,8 +34,21 @@ struct PeerInfo {
   uint64_t processHash = 0;  // equal: same process
   int32_t device = -1;       // GPU index, -1 for host memory ranks
   int32_t reserved = 0;
+  // Address of this process's memory probe (memoryProbeAddress()): a peer that can read it
+  // can read this rank's buffers directly (single-copy).
+  uint64_t probeAddress = 0;
   char hostName[64] = {0};
 };
+
+// A message that names memory in the sender's process instead of carrying the bytes
+// (single-copy): the receiver reads `bytes` at `address` of the sender's process. It travels
+// in a slot posted with a byte count of 0, which no data message has.
+struct ReferenceMessage {
+  uint64_t magic = 0;  // kReferenceMagic
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+};
+constexpr uint64_t kReferenceMagic = 0x5745465452454621ull;  // "WEFTREF!"
 
 // Sends and receives small blobs between two ranks out of band (through the bootstrap), for
 // transports that must exchange addresses or handles while connecting.
@@ -75,6 +88,9 @@ class Connection {
   virtual const void* tryRecv(size_t* bytes) = 0;
   // Receiver: gives the slot returned by tryRecv() back to the sender.
   virtual void releaseRecv() = 0;
+
+  // Sender: true when the receiver has released every slot posted so far.
+  virtual bool allSendsConsumed() const = 0;
 
   // Ok while the peer is alive and has not failed; otherwise an error naming the peer
   // (weftRemoteError). Cheap enough to call every few milliseconds while waiting.

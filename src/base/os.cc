@@ -3,12 +3,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 
@@ -141,6 +143,33 @@ std::string formatBytes(uint64_t bytes) {
   if (u == 0) std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
   else std::snprintf(buf, sizeof(buf), v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
+}
+
+bool readProcessMemory(int pid, uint64_t address, void* dst, size_t bytes, int* err) {
+  if (pid == getpid()) {
+    std::memcpy(dst, reinterpret_cast<const void*>(address), bytes);
+    return true;
+  }
+  auto* out = static_cast<char*>(dst);
+  while (bytes > 0) {
+    iovec local{out, bytes};
+    iovec remote{reinterpret_cast<void*>(address), bytes};
+    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      *err = n < 0 ? errno : EFAULT;
+      return false;
+    }
+    out += n;
+    address += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+uint64_t memoryProbeAddress() {
+  static volatile const uint64_t probe = kMemoryProbeValue;
+  return reinterpret_cast<uint64_t>(&probe);
 }
 
 bool randomBytes(void* buf, size_t bytes) {

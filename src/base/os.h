@@ -55,6 +55,15 @@ uint64_t processHash();
 // True when a process with this pid exists on this host.
 bool processAlive(int pid);
 
+// Reads `bytes` at `address` in process `pid` on this host into dst: memcpy for this process,
+// process_vm_readv (cross-memory attach) for another. False, with errno in *err, when the OS
+// refuses (no permission: ptrace rules; or the process is gone).
+bool readProcessMemory(int pid, uint64_t address, void* dst, size_t bytes, int* err);
+// The address of a word holding kMemoryProbeValue in this process; a peer that reads that
+// value there with readProcessMemory can read this process's buffers.
+uint64_t memoryProbeAddress();
+constexpr uint64_t kMemoryProbeValue = 0x7765667470726f62ull;
+
 // 64-bit FNV-1a.
 uint64_t hashBytes(const void* data, size_t bytes, uint64_t seed = 0xcbf29ce484222325ull);
 

@@ -33,6 +33,7 @@ PeerInfo selfInfo(int rank) {
   info.hostHash = hostHash();
   info.processHash = processHash();
   info.device = -1;
+  info.probeAddress = memoryProbeAddress();
   std::snprintf(info.hostName, sizeof(info.hostName), "%s", hostName().c_str());
   return info;
 }
@@ -64,6 +65,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   peers_ = bootstrap_->peers();
   commTag_ = commTagFromId(id);
   WEFT_TRY(agreeSettings(config));
+  WEFT_TRY(probeSingleCopy());
   transports_ = makeTransports();
   int sameHost = 0;
   for (const auto& p : peers_) sameHost += p.hostHash == peers_[rank].hostHash;
@@ -115,6 +117,50 @@ topo::TunerInput Communicator::tunerInput(int64_t bytes) const {
   in.treeMaxBytes = settings_.treeMaxBytes;
   in.doublingMaxBytes = settings_.doublingMaxBytes;
   return in;
+}
+
+Status Communicator::probeSingleCopy() {
+  // Which peers this rank can read directly (same process, or cross-memory attach allowed by
+  // the OS); then everyone learns who can read them, which is what a sender needs.
+  std::vector<uint8_t> canRead(static_cast<size_t>(nRanks_), 0);
+  const PeerInfo& self = peers_[rank_];
+  int readable = 0;
+  for (const auto& peer : peers_) {
+    if (!params::SingleCopy() || peer.rank == rank_ || peer.hostHash != self.hostHash) continue;
+    // Across processes it takes cross-memory attach (process_vm_readv), which on the machines
+    // measured so far copies slot-sized pieces slower than two memcpys: only on request.
+    if (peer.processHash != self.processHash && !params::CrossMemoryAttach()) continue;
+    uint64_t value = 0;
+    int err = 0;
+    bool ok = readProcessMemory(peer.processHash == self.processHash ? getpid() : peer.pid, peer.probeAddress,
+                                &value, sizeof(value), &err);
+    canRead[peer.rank] = ok && value == kMemoryProbeValue;
+    readable += canRead[peer.rank];
+    if (!canRead[peer.rank]) {
+      WEFT_LOG(kInfo, kShm, "rank %d cannot read rank %d's memory directly (%s): copies go through shared memory",
+               rank_, peer.rank, ok ? "probe mismatch" : errnoText(err).c_str());
+    }
+  }
+  std::vector<uint8_t> all(static_cast<size_t>(nRanks_) * nRanks_);
+  WEFT_TRY(bootstrap_->allGather(canRead.data(), all.data(), canRead.size(),
+                                 Deadline::afterSeconds(settings_.timeoutS)));
+  peerReadsMe_.assign(static_cast<size_t>(nRanks_), false);
+  for (int p = 0; p < nRanks_; ++p) peerReadsMe_[p] = all[static_cast<size_t>(p) * nRanks_ + rank_] != 0;
+  WEFT_LOG(kInfo, kShm, "rank %d reads %d peers' memory directly (single-copy)", rank_, readable);
+  return Status::ok();
+}
+
+bool Communicator::peerReadsMyMemory(int peer) { return peerReadsMe_[static_cast<size_t>(peer)]; }
+
+Status Communicator::readPeerMemory(int peer, uint64_t address, void* dst, size_t bytes) {
+  const PeerInfo& p = peers_[static_cast<size_t>(peer)];
+  int pid = p.processHash == peers_[rank_].processHash ? getpid() : p.pid;
+  int err = 0;
+  if (readProcessMemory(pid, address, dst, bytes, &err)) return Status::ok();
+  return WEFT_ERROR(weftRemoteError,
+                    "rank %d: reading %zu bytes from rank %d (pid %d) directly failed: %s; the rank may have exited. "
+                    "WEFT_SINGLE_COPY=0 copies through shared memory instead",
+                    rank_, bytes, peer, p.pid, errnoText(err).c_str());
 }
 
 coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize) {
@@ -205,6 +251,16 @@ Status Communicator::runCollective(const CollCall& call) {
   }
   coll::ExecPlan& plan = op->plan;
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor);
+  // Out of place, nothing writes the send buffer during the call: peers may read it directly.
+  // That saves a copy where the receiver stores the data as it is (all-to-all, broadcast);
+  // a reduction would read it into a bounce buffer anyway, so the others keep the slots.
+  bool copiesAsIs = call.kind == coll::CollKind::kAllToAll || call.kind == coll::CollKind::kBroadcast;
+  const char* sb = static_cast<const char*>(sendbuff);
+  const char* rb = static_cast<const char*>(call.recvbuff);
+  size_t sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
+  size_t recvBytes = static_cast<size_t>(coll::recvBufferCount(params)) * elemSize;
+  plan.sendBufferStable =
+      copiesAsIs && (sb == nullptr || rb == nullptr || sb + sendBytes <= rb || rb + recvBytes <= sb);
   // Described only when something fails; the cached op remembers the call for that.
   op->lastCall = call;
   op->lastSeq = seq_;
@@ -290,6 +346,7 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
     return std::string(what);
   };
   plan.timeoutS = settings_.timeoutS;
+  plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
   Status s = coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return fail(std::move(s));

@@ -86,11 +86,14 @@ class Communicator final : public coll::ConnectionProvider {
   Connection* get(const coll::ConnectionKey& key) override;
   Status healthCheck() override;
   Status explainPeerFailure(Status failure) override;
+  bool peerReadsMyMemory(int peer) override;
+  Status readPeerMemory(int peer, uint64_t address, void* dst, size_t bytes) override;
 
  private:
   Communicator() = default;
   Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config);
   Status agreeSettings(const weftConfig_t* config);
+  Status probeSingleCopy();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
   // schedule and a connected plan, reused by every later call of the same shape.
   struct CachedOp {
@@ -116,6 +119,7 @@ class Communicator final : public coll::ConnectionProvider {
   CommSettings settings_;
   std::unique_ptr<Bootstrap> bootstrap_;
   std::vector<PeerInfo> peers_;
+  std::vector<bool> peerReadsMe_;  // single-copy: peer p can read this rank's memory
   std::vector<std::unique_ptr<Transport>> transports_;
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;

@@ -279,3 +279,58 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
 
 }  // namespace
 }  // namespace weft_test
+
+namespace weft_test {
+namespace {
+
+// Single-copy (a receiver reads the sender's buffer directly: memcpy between threads,
+// process_vm_readv between processes with WEFT_CMA=1) and the plain two-copy path give the
+// same bytes for the collectives that use it.
+class SingleCopy : public ::testing::TestWithParam<std::tuple<Mode, const char*, const char*>> {};
+
+TEST_P(SingleCopy, AllToAllBroadcastSendRecv) {
+  Mode mode = std::get<0>(GetParam());
+  setenv("WEFT_SINGLE_COPY", std::get<1>(GetParam()), 1);
+  setenv("WEFT_CMA", std::get<2>(GetParam()), 1);
+  runRanks(mode, 3, [&](Rank& r) {
+    size_t count = 150001;  // many slots, above the single-copy threshold
+    size_t n = static_cast<size_t>(r.nranks);
+    std::vector<uint32_t> send(count * n), recv(count * n, 0);
+    for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<uint32_t>(r.rank * 7919u + i);
+    ASSERT_EQ(weftAllToAll(send.data(), recv.data(), count, weftUint32, r.comm, nullptr), weftSuccess)
+        << weftGetLastError(r.comm);
+    size_t wrong = 0;
+    for (size_t p = 0; p < n; ++p) {
+      for (size_t i = 0; i < count; ++i) wrong += recv[p * count + i] != p * 7919u + r.rank * count + i;
+    }
+    EXPECT_EQ(wrong, 0u) << "alltoall";
+    std::vector<uint32_t> bcast(count, 0);
+    ASSERT_EQ(weftBroadcast(send.data(), bcast.data(), count, weftUint32, 1, r.comm, nullptr), weftSuccess);
+    wrong = 0;
+    for (size_t i = 0; i < count; ++i) wrong += bcast[i] != 7919u + i;
+    EXPECT_EQ(wrong, 0u) << "broadcast";
+    int next = (r.rank + 1) % r.nranks, prev = (r.rank + r.nranks - 1) % r.nranks;
+    ASSERT_EQ(weftGroupStart(), weftSuccess);
+    ASSERT_EQ(weftSend(send.data(), count, weftUint32, next, r.comm, nullptr), weftSuccess);
+    ASSERT_EQ(weftRecv(recv.data(), count, weftUint32, prev, r.comm, nullptr), weftSuccess);
+    ASSERT_EQ(weftGroupEnd(), weftSuccess) << weftGetLastError(r.comm);
+    wrong = 0;
+    for (size_t i = 0; i < count; ++i) wrong += recv[i] != prev * 7919u + i;
+    EXPECT_EQ(wrong, 0u) << "send/recv";
+  });
+  unsetenv("WEFT_SINGLE_COPY");
+  unsetenv("WEFT_CMA");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SingleCopy,
+                         ::testing::Values(std::make_tuple(Mode::kThreads, "1", "0"),
+                                           std::make_tuple(Mode::kThreads, "0", "0"),
+                                           std::make_tuple(Mode::kProcesses, "1", "1"),
+                                           std::make_tuple(Mode::kProcesses, "1", "0")),
+                         [](const auto& info) {
+                           return std::string(modeName(std::get<0>(info.param))) + "_single" +
+                                  std::get<1>(info.param) + "_cma" + std::get<2>(info.param);
+                         });
+
+}  // namespace
+}  // namespace weft_test

@@ -153,6 +153,8 @@ class ShmFifo {
   [[nodiscard]] Status checkPeer() const;
   // Sets this side's abort flag, which the peer's checkPeer() reports.
   void signalAbort();
+  // Sender: true when the receiver has released every slot posted so far.
+  bool allSendsConsumed() const { return header_->tail.load(std::memory_order_acquire) == head_; }
   // True once the peer set its abort flag (cheap: one load).
   bool peerAborted() const {
     const std::atomic<uint32_t>& peer = role_ == Role::kSender ? header_->receiverAbort : header_->senderAbort;

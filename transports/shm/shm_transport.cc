@@ -22,6 +22,7 @@ class ShmSendConnection final : public Connection {
   Status checkPeer() const override { return fifo_->checkPeer(); }
   void signalAbort() override { fifo_->signalAbort(); }
   bool peerAborted() const override { return fifo_->peerAborted(); }
+  bool allSendsConsumed() const override { return fifo_->allSendsConsumed(); }
 
  private:
   std::unique_ptr<ShmFifo> fifo_;
@@ -39,6 +40,7 @@ class ShmRecvConnection final : public Connection {
   Status checkPeer() const override { return fifo_->checkPeer(); }
   void signalAbort() override { fifo_->signalAbort(); }
   bool peerAborted() const override { return fifo_->peerAborted(); }
+  bool allSendsConsumed() const override { return fifo_->allSendsConsumed(); }
 
  private:
   std::unique_ptr<ShmFifo> fifo_;
