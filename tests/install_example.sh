@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Weft into a temporary prefix, then builds and runs examples/hello against it twice:
 # through the CMake package (find_package(weft CONFIG)) and through pkg-config.
-set -euo pipefail
+set -euxo pipefail
 build=$1
 src=$2
 tmp=$(mktemp -d)
