@@ -66,15 +66,18 @@ class Executor {
   Executor(const ExecPlan& plan, ConnectionProvider* provider) : plan_(plan), provider_(provider) {}
 
   Status run() {
-    std::vector<TrackState> tracks(plan_.tracks.size());
+    // Reused across calls on this thread: no allocation on the path of a small collective.
+    static thread_local std::vector<TrackState> tracks;
+    tracks.assign(plan_.tracks.size(), TrackState());
     for (size_t i = 0; i < tracks.size(); ++i) {
       tracks[i].track = &plan_.tracks[i];
       skipEmpty(tracks[i]);
     }
     Backoff backoff;
-    // The first check comes one interval into a stall: most waits end long before.
-    uint64_t stallSince = nowNs();
-    uint64_t nextCheck = stallSince + kHealthCheckIntervalNs;
+    // The clock is read only once a stall lasts a while; the first check comes one interval
+    // into a stall: most waits end long before.
+    uint64_t stallSince = 0;
+    uint64_t nextCheck = 0;
     for (;;) {
       bool progressed = false;
       bool allDone = true;
@@ -274,6 +277,7 @@ class Executor {
   // Memory this rank lent by reference must stay as it is until the peers have read it: the
   // caller may change its buffers once the call returns.
   Status waitForReferences() {
+    if (lent_.empty()) return Status::ok();
     Backoff backoff;
     uint64_t start = nowNs(), nextCheck = start + kHealthCheckIntervalNs;
     for (;;) {

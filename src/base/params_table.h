@@ -23,11 +23,11 @@ WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or D
 WEFT_PARAM(int64_t, DoublingMaxBytes, "DOUBLING_MAX_BYTES", 8192, "largest all-reduce (bytes) for which the size rule picks recursive doubling")
 WEFT_PARAM(int64_t, TreeMaxBytes, "TREE_MAX_BYTES", 65536, "largest all-reduce (bytes) for which the size rule picks the tree")
 WEFT_PARAM(int64_t, MinNChannels, "MIN_NCHANNELS", 1, "fewest channels (parallel rings/trees) a collective uses")
-WEFT_PARAM(int64_t, MaxNChannels, "MAX_NCHANNELS", 2, "most channels (parallel rings/trees) a collective uses")
+WEFT_PARAM(int64_t, MaxNChannels, "MAX_NCHANNELS", 4, "most channels (parallel rings/trees) a collective uses")
 
 // Transports
 WEFT_PARAM(bool, ShmDisable, "SHM_DISABLE", false, "1: never use the shared-memory transport")
 WEFT_PARAM(bool, SingleCopy, "SINGLE_COPY", true, "0: never let a rank read a peer's buffers directly; always copy through shared memory")
 WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different processes read each other's buffers with process_vm_readv (single-copy across processes; off by default: slower than two copies at slot size on the machines measured)")
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
-WEFT_PARAM(int64_t, NSlots, "NSLOTS", 8, "slots in each connection's FIFO")
+WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")

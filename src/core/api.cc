@@ -100,14 +100,13 @@ Status checkStream(weftComm* comm, weftStream_t stream, const char* fn) {
 }
 
 Status checkTypeOp(weftComm* comm, weftDataType_t type, const weftRedOp_t* op, const char* fn) {
-  std::string where = "rank " + std::to_string(comm->rank) + ": " + fn + ": ";
   if (!weft::coll::isValidDataType(static_cast<int>(type))) {
-    return Status::error(weftInvalidArgument, where + "datatype " + std::to_string(static_cast<int>(type)) +
-                                                  " is not a weftDataType_t (0..11)");
+    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: datatype %d is not a weftDataType_t (0..11)", comm->rank, fn,
+                      static_cast<int>(type));
   }
   if (op && !weft::coll::isValidRedOp(static_cast<int>(*op))) {
-    return Status::error(weftInvalidArgument,
-                         where + "op " + std::to_string(static_cast<int>(*op)) + " is not a weftRedOp_t (0..4)");
+    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: op %d is not a weftRedOp_t (0..4)", comm->rank, fn,
+                      static_cast<int>(*op));
   }
   return Status::ok();
 }
@@ -149,10 +148,11 @@ thread_local GroupState tlsGroup;
 
 // Runs one communicator's share of a group: collectives in call order, then every send and
 // receive concurrently.
-Status runOps(weftComm* comm, const std::vector<PendingOp>& ops) {
+Status runOps(weftComm* comm, const PendingOp* ops, size_t nOps) {
   Communicator* impl = comm->impl.get();
   std::vector<P2pCall> p2p;
-  for (const auto& op : ops) {
+  for (size_t i = 0; i < nOps; ++i) {
+    const PendingOp& op = ops[i];
     if (op.isP2p) {
       p2p.push_back(op.p2p);
     } else {
@@ -171,7 +171,7 @@ weftResult_t submit(PendingOp op) {
   }
   weftComm* comm = op.comm;
   comm->inFlight.fetch_add(1);
-  Status s = runOps(comm, {op});
+  Status s = runOps(comm, &op, 1);
   comm->inFlight.fetch_sub(1);
   return s.isOk() ? weftSuccess : reportFailure(comm, s);
 }
@@ -543,7 +543,7 @@ weftResult_t weftGroupEnd(void) {
       if (op.comm == comms[i]) mine.push_back(op);
     }
     comms[i]->inFlight.fetch_add(1);
-    results[i] = runOps(comms[i], mine);
+    results[i] = runOps(comms[i], mine.data(), mine.size());
     comms[i]->inFlight.fetch_sub(1);
   };
   if (comms.size() == 1) {

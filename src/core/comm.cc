@@ -22,7 +22,7 @@ constexpr int kP2pLane = 0;
 // Bootstrap tags used by the communicator itself.
 constexpr int kSplitTagBase = 0x5000;
 // Fewest bytes per channel before a collective uses another channel.
-constexpr int64_t kBytesPerChannel = 4 << 20;
+constexpr int64_t kBytesPerChannel = 1 << 20;
 // Schedules kept per communicator (they are rebuilt cheaply when evicted).
 constexpr size_t kMaxCachedSchedules = 64;
 
@@ -104,8 +104,8 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
              "using rank 0's values (set them the same on every rank)",
              rank_);
   }
-  topo::AllReduceAlgo check;
-  WEFT_TRY(topo::chooseAllReduceAlgo(tunerInput(0), &check));
+  forcedAllReduceSet_ = settings_.algo[0] != '\0';
+  if (forcedAllReduceSet_) WEFT_TRY(topo::chooseAllReduceAlgo(tunerInput(0), &forcedAllReduce_));
   return Status::ok();
 }
 
@@ -113,7 +113,7 @@ topo::TunerInput Communicator::tunerInput(int64_t bytes) const {
   topo::TunerInput in;
   in.nRanks = nRanks_;
   in.bytes = bytes;
-  in.forcedAlgo = settings_.algo;
+  if (settings_.algo[0] != '\0') in.forcedAlgo = settings_.algo;
   in.treeMaxBytes = settings_.treeMaxBytes;
   in.doublingMaxBytes = settings_.doublingMaxBytes;
   return in;
@@ -172,9 +172,9 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   int64_t bytes = p.count * static_cast<int64_t>(elemSize);
   switch (call.kind) {
     case coll::CollKind::kAllReduce: {
-      topo::AllReduceAlgo algo = topo::AllReduceAlgo::kRing;
-      // Validated at init, so this cannot fail; keep the ring if it somehow does.
-      (void)topo::chooseAllReduceAlgo(tunerInput(bytes), &algo);
+      topo::AllReduceAlgo algo = forcedAllReduce_;
+      // WEFT_ALGO was parsed (and validated) at init; otherwise the size rule decides.
+      if (!forcedAllReduceSet_) (void)topo::chooseAllReduceAlgo(tunerInput(bytes), &algo);
       p.algo = algo == topo::AllReduceAlgo::kTree       ? coll::Algo::kTree
                : algo == topo::AllReduceAlgo::kDoubling ? coll::Algo::kRecursiveDoubling
                                                         : coll::Algo::kRing;
@@ -199,15 +199,22 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
 Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, size_t elemSize) {
   OpKey key{static_cast<int>(p.kind), static_cast<int>(p.algo), p.root, p.nChannels, p.count,
             static_cast<int64_t>(elemSize)};
+  // Training loops repeat one shape: check the last one before the map.
+  if (lastOp_ && lastOpKey_ == key) return lastOp_;
   auto it = ops_.find(key);
-  if (it != ops_.end()) return it->second.get();
+  if (it != ops_.end()) {
+    lastOpKey_ = key;
+    return lastOp_ = it->second.get();
+  }
+  lastOp_ = nullptr;
   if (ops_.size() >= kMaxCachedSchedules) ops_.clear();
   auto op = std::make_unique<CachedOp>();
   op->schedule = coll::buildSchedule(p, rank_);
   op->plan = coll::planCollective(op->schedule, elemSize, static_cast<size_t>(settings_.slotBytes));
   op->plan.timeoutS = settings_.timeoutS;
   op->scratchBytes = static_cast<size_t>(coll::scratchBufferCount(p)) * elemSize;
-  return ops_.emplace(key, std::move(op)).first->second.get();
+  lastOpKey_ = key;
+  return lastOp_ = ops_.emplace(key, std::move(op)).first->second.get();
 }
 
 std::string Communicator::describe(const CollCall& call, const std::string& algo, uint64_t seq) const {

@@ -124,6 +124,10 @@ class Communicator final : public coll::ConnectionProvider {
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;
   std::map<OpKey, std::unique_ptr<CachedOp>> ops_;
+  CachedOp* lastOp_ = nullptr;
+  OpKey lastOpKey_;
+  bool forcedAllReduceSet_ = false;  // WEFT_ALGO names the all-reduce algorithm
+  topo::AllReduceAlgo forcedAllReduce_ = topo::AllReduceAlgo::kRing;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
