@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/socket.h"
+#include "fixtures/port_holder.h"
 
 namespace weft {
 namespace {
@@ -26,31 +27,7 @@ void connectedPair(Socket* client, Socket* server) {
   ASSERT_TRUE(listener.accept(Deadline::afterSeconds(5), nullptr, server).isOk());
 }
 
-// Holds a loopback port: bound, not listening, so that connecting is refused and no other
-// socket (of this or a concurrent test process) gets the port until release().
-class PortHolder {
- public:
-  PortHolder() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    port_ = ntohs(a.sin_port);
-  }
-  ~PortHolder() { release(); }
-  void release() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  uint16_t port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-};
+using weft_test::PortHolder;
 
 TEST(SocketAddress, ParsesAndFormatsIPv4) {
   SocketAddress a;

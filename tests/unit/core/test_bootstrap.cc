@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "core/bootstrap.h"
 #include "core/bootstrap_wire.h"
+#include "fixtures/port_holder.h"
 
 namespace weft {
 namespace core {
@@ -427,31 +428,7 @@ class EnvGuard {
   }
 };
 
-// Holds a loopback port: bound, not listening, so that connecting is refused and no other
-// socket (of this or a concurrent test process) gets the port until release().
-class PortHolder {
- public:
-  PortHolder() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    port_ = ntohs(a.sin_port);
-  }
-  ~PortHolder() { release(); }
-  void release() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  uint16_t port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-};
+using weft_test::PortHolder;
 
 TEST(BootstrapEnv, FixedPortAndSecret) {
   EnvGuard guard;
