@@ -272,10 +272,10 @@ TEST_P(Collectives, BarrierAndSplit) {
 
 INSTANTIATE_TEST_SUITE_P(Threads, Collectives,
                          ::testing::Combine(::testing::Values(Mode::kThreads), ::testing::Values(1, 2, 3, 5, 8)),
-                         [](const auto& info) { return "n" + std::to_string(std::get<1>(info.param)); });
+                         [](const auto& p) { return "n" + std::to_string(std::get<1>(p.param)); });
 INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                          ::testing::Combine(::testing::Values(Mode::kProcesses), ::testing::Values(2, 4)),
-                         [](const auto& info) { return "n" + std::to_string(std::get<1>(info.param)); });
+                         [](const auto& p) { return "n" + std::to_string(std::get<1>(p.param)); });
 
 }  // namespace
 }  // namespace weft_test
@@ -327,9 +327,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, SingleCopy,
                                            std::make_tuple(Mode::kThreads, "0", "0"),
                                            std::make_tuple(Mode::kProcesses, "1", "1"),
                                            std::make_tuple(Mode::kProcesses, "1", "0")),
-                         [](const auto& info) {
-                           return std::string(modeName(std::get<0>(info.param))) + "_single" +
-                                  std::get<1>(info.param) + "_cma" + std::get<2>(info.param);
+                         [](const auto& p) {
+                           return std::string(modeName(std::get<0>(p.param))) + "_single" + std::get<1>(p.param) +
+                                  "_cma" + std::get<2>(p.param);
                          });
 
 }  // namespace

@@ -1,0 +1,95 @@
+// Parameters: parsing, defaults on bad values, and the warning about unknown WEFT_* variables.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+
+#include "base/params.h"
+
+namespace weft {
+namespace {
+
+struct EnvVar {
+  EnvVar(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvVar() { unsetenv(name_); }
+  const char* name_;
+};
+
+TEST(Params, DefaultsWhenUnset) {
+  unsetenv("WEFT_TIMEOUT_S");
+  EXPECT_EQ(params::TimeoutS(), 1800);
+  EXPECT_FALSE(params::ShmDisable());
+  EXPECT_EQ(params::Algo(), "");
+}
+
+TEST(Params, ParsesIntegersWithSizeSuffixesAndBooleans) {
+  {
+    EnvVar v("WEFT_BUFFSIZE", "4M");
+    EXPECT_EQ(params::Buffsize(), 4 << 20);
+  }
+  {
+    EnvVar v("WEFT_BUFFSIZE", "512k");
+    EXPECT_EQ(params::Buffsize(), 512 << 10);
+  }
+  {
+    EnvVar v("WEFT_TIMEOUT_S", "0x10");
+    EXPECT_EQ(params::TimeoutS(), 16);
+  }
+  for (const char* yes : {"1", "true", "YES", "on"}) {
+    EnvVar v("WEFT_SHM_DISABLE", yes);
+    EXPECT_TRUE(params::ShmDisable()) << yes;
+  }
+  for (const char* no : {"0", "false", "No", "off", ""}) {
+    EnvVar v("WEFT_SHM_DISABLE", no);
+    EXPECT_FALSE(params::ShmDisable()) << no;
+  }
+}
+
+TEST(Params, BadValuesFallBackToTheDefault) {
+  {
+    EnvVar v("WEFT_TIMEOUT_S", "ten");
+    EXPECT_EQ(params::TimeoutS(), 1800);
+  }
+  {
+    EnvVar v("WEFT_TIMEOUT_S", "10 s");
+    EXPECT_EQ(params::TimeoutS(), 1800);
+  }
+  {
+    EnvVar v("WEFT_SHM_DISABLE", "maybe");
+    EXPECT_FALSE(params::ShmDisable());
+  }
+}
+
+TEST(Params, TableListsEveryParameterWithHelpAndCurrentValue) {
+  EnvVar v("WEFT_NSLOTS", "6");
+  auto all = params::all();
+  auto it = std::find_if(all.begin(), all.end(), [](const params::ParamInfo& p) { return p.env == "WEFT_NSLOTS"; });
+  ASSERT_NE(it, all.end());
+  EXPECT_EQ(it->value, "6");
+  EXPECT_EQ(it->defaultValue, "4");
+  EXPECT_TRUE(it->isSet);
+  EXPECT_EQ(it->type, "int64_t");
+  for (const auto& p : all) {
+    EXPECT_EQ(p.env.rfind("WEFT_", 0), 0u) << p.env;
+    EXPECT_FALSE(p.help.empty()) << p.env;
+  }
+}
+
+TEST(Params, UnknownVariablesAreReportedWithTheClosestName) {
+  EnvVar typo("WEFT_TIMEOUT", "5");
+  EnvVar far("WEFT_COMPLETELY_DIFFERENT_THING", "1");
+  auto unknown = params::unknownVariables();
+  auto find = [&](const std::string& name) {
+    return std::find_if(unknown.begin(), unknown.end(), [&](const auto& u) { return u.first == name; });
+  };
+  auto t = find("WEFT_TIMEOUT");
+  ASSERT_NE(t, unknown.end());
+  EXPECT_EQ(t->second, "WEFT_TIMEOUT_S");
+  auto f = find("WEFT_COMPLETELY_DIFFERENT_THING");
+  ASSERT_NE(f, unknown.end());
+  EXPECT_EQ(f->second, "");
+  EXPECT_EQ(find("WEFT_TIMEOUT_S"), unknown.end());
+}
+
+}  // namespace
+}  // namespace weft
