@@ -50,10 +50,16 @@ int Deadline::remainingMs() const {
   return static_cast<int>(ms + 0.999);
 }
 
+namespace {
+std::atomic<uint32_t> gSpins{400};
+}  // namespace
+
+void Backoff::setSpins(uint32_t spins) { gSpins.store(spins, std::memory_order_relaxed); }
+
 void Backoff::pause() {
-  // ~400 spins (a few microseconds: a peer on another core answers within them), then yields
-  // (ranks sharing a core let each other run), then short sleeps growing to 200 us.
-  constexpr uint32_t kSpins = 400, kYields = 1000;
+  // Spins (by default ~400, a few microseconds: a peer on another core answers within them),
+  // then yields (ranks sharing a core let each other run), then short sleeps growing to 200 us.
+  const uint32_t kSpins = gSpins.load(std::memory_order_relaxed), kYields = 1000;
   ++rounds_;
   if (rounds_ < kSpins) {
     cpuRelax();
@@ -116,6 +122,13 @@ uint64_t processHash() {
   cachedHash.store(hash, std::memory_order_relaxed);
   cachedPid.store(pid, std::memory_order_release);
   return hash;
+}
+
+int usableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  int n = CPU_COUNT(&set);
+  return n > 0 ? n : 1;
 }
 
 bool processAlive(int pid) {

@@ -31,6 +31,9 @@ class Deadline {
 // make progress. Call pause() after each unsuccessful poll and reset() after progress.
 class Backoff {
  public:
+  // Spins before the first yield, for every Backoff of this process. Fewer when ranks
+  // outnumber cores: a spinning rank then only delays the one it waits for.
+  static void setSpins(uint32_t spins);
   void pause();
   void reset() { rounds_ = 0; }
   uint32_t rounds() const { return rounds_; }
@@ -52,6 +55,8 @@ std::string hostName();
 uint64_t hostHash();
 // Identifies this process (host, pid and start time): equal means "same process".
 uint64_t processHash();
+// CPUs this process may run on.
+int usableCpus();
 // True when a process with this pid exists on this host.
 bool processAlive(int pid);
 

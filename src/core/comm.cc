@@ -69,6 +69,9 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   transports_ = makeTransports();
   int sameHost = 0;
   for (const auto& p : peers_) sameHost += p.hostHash == peers_[rank].hostHash;
+  // More ranks than cores on this host: yield almost at once when waiting, since the rank
+  // waited for may need this core.
+  if (sameHost > usableCpus()) Backoff::setSpins(16);
   WEFT_LOG(kInfo, kInit, "rank %d of %d joined communicator %s%s%s (%d ranks on this host, %zu transports)", rank,
            nRanks, commTag_.c_str(), name_.empty() ? "" : " ", name_.c_str(), sameHost, transports_.size());
   return Status::ok();
