@@ -69,6 +69,8 @@ class Bench {
   void setup(bool inPlace, const DataSpec& d, void** send, void** recv, bool fill);
   bool runHalf(bool inPlace, const DataSpec& d, Half* out);
   bool runRow(size_t bytes, weftDataType_t t, weftRedOp_t op, int root);
+  // What one row moves: this collective at `bytes` in type t with op and root.
+  DataSpec spec(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) const;
   void print(const std::string& s) {
     if (rank_ != 0) return;
     std::fputs(s.c_str(), stdout);
@@ -211,7 +213,7 @@ bool Bench::runHalf(bool inPlace, const DataSpec& d, Half* out) {
   return true;
 }
 
-bool Bench::runRow(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) {
+DataSpec Bench::spec(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) const {
   DataSpec d;
   d.coll = o_.coll;
   d.type = t;
@@ -220,6 +222,11 @@ bool Bench::runRow(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) {
   d.rank = rank_;
   d.root = root;
   d.counts = collCounts(o_.coll, bytes, typeSize(t), nranks_);
+  return d;
+}
+
+bool Bench::runRow(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) {
+  DataSpec d = spec(bytes, t, op, root);
   Half halves[2];
   if (!runHalf(false, d, &halves[0]) || !runHalf(true, d, &halves[1])) return false;
 
@@ -303,14 +310,7 @@ int Bench::run() {
         for (int root : roots) {
           // Warm up at the largest and the smallest size, as nccl-tests does.
           for (size_t bytes : {o_.maxBytes, o_.minBytes}) {
-            DataSpec d;
-            d.coll = o_.coll;
-            d.type = t;
-            d.op = op;
-            d.nranks = nranks_;
-            d.rank = rank_;
-            d.root = root;
-            d.counts = collCounts(o_.coll, bytes, typeSize(t), nranks_);
+            DataSpec d = spec(bytes, t, op, root);
             void* s = nullptr;
             void* r = nullptr;
             setup(false, d, &s, &r, true);
