@@ -94,6 +94,24 @@ size_t editDistance(const std::string& a, const std::string& b) {
 #include "base/params_table.h"
 #undef WEFT_PARAM
 
+namespace {
+
+int64_t firstInteger(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    long long x = std::strtoll(v, &end, 10);
+    if (end != v && *end == '\0') return x;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int64_t launcherRank() { return firstInteger({"OMPI_COMM_WORLD_RANK", "PMI_RANK"}); }
+int64_t launcherSize() { return firstInteger({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}); }
+
 std::vector<ParamInfo> all() {
   std::vector<ParamInfo> out;
 #define WEFT_PARAM(T, NAME, ENV, DEF, HELP)              \

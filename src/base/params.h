@@ -24,6 +24,12 @@ struct ParamInfo {
   std::string help;
 };
 
+// The rank (or size) a launcher other than Weft's own set: Open MPI's OMPI_COMM_WORLD_RANK /
+// _SIZE, then PMI's PMI_RANK / PMI_SIZE. -1 when none is set to an integer. (These are not
+// WEFT_* parameters, but the environment is read only here.)
+int64_t launcherRank();
+int64_t launcherSize();
+
 // The whole table with current values, in declaration order.
 std::vector<ParamInfo> all();
 

@@ -105,19 +105,6 @@ std::string commTagFromId(const weftUniqueId& id) {
 
 namespace {
 
-// Launchers other than Weft's own name the rank and size in their own variables.
-// TODO(params): reading foreign variables belongs in src/base/params.
-int64_t launcherValue(const char* const* names) {
-  for (const char* const* n = names; *n != nullptr; ++n) {
-    const char* v = std::getenv(*n);
-    if (v == nullptr || *v == '\0') continue;
-    char* end = nullptr;
-    long long x = std::strtoll(v, &end, 10);
-    if (end != v && *end == '\0') return x;
-  }
-  return -1;
-}
-
 Status parseSecret(const std::string& hex, uint8_t* out) {
   if (hex.empty()) {
     return WEFT_ERROR(weftInvalidArgument,
@@ -201,12 +188,10 @@ Status uniqueIdFromAddress(const std::string& rootAddr, const std::string& secre
 }
 
 Status uniqueIdFromEnv(weftUniqueId* id, int* rank, int* nRanks) {
-  static const char* const kRankVars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", nullptr};
-  static const char* const kSizeVars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", nullptr};
   int64_t r = params::Rank();
   int64_t n = params::NRanks();
-  if (r < 0) r = launcherValue(kRankVars);
-  if (n < 0) n = launcherValue(kSizeVars);
+  if (r < 0) r = params::launcherRank();
+  if (n < 0) n = params::launcherSize();
   if (r < 0) {
     return WEFT_ERROR(weftInvalidArgument,
                       "weftCommInitFromEnv: WEFT_RANK is not set (nor OMPI_COMM_WORLD_RANK or PMI_RANK); the "

@@ -93,3 +93,26 @@ TEST(Params, UnknownVariablesAreReportedWithTheClosestName) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(Params, LauncherRankAndSizeFromOpenMpiThenPmi) {
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  unsetenv("PMI_RANK");
+  unsetenv("PMI_SIZE");
+  EXPECT_EQ(params::launcherRank(), -1);
+  EXPECT_EQ(params::launcherSize(), -1);
+  {
+    EnvVar r("PMI_RANK", "3"), n("PMI_SIZE", "8");
+    EXPECT_EQ(params::launcherRank(), 3);
+    EXPECT_EQ(params::launcherSize(), 8);
+    EnvVar r2("OMPI_COMM_WORLD_RANK", "5"), bad("OMPI_COMM_WORLD_SIZE", "eight");
+    EXPECT_EQ(params::launcherRank(), 5);  // Open MPI's first
+    EXPECT_EQ(params::launcherSize(), 8);  // a non-integer is skipped
+  }
+}
+
+}  // namespace
+}  // namespace weft
