@@ -1,0 +1,312 @@
+#include "topology/cost_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+namespace weft {
+namespace topo {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Per-step latency of one edge, LL.
+double alphaLL(PathType t, double nicLatencyUs, const CostParams& p) {
+  switch (t) {
+    case PathType::kLoc:
+      return 0.0;
+    case PathType::kNvl:
+    case PathType::kXgmi:
+    case PathType::kNvb:
+      return p.alphaLLFabricUs();
+    case PathType::kPix:
+      return p.alphaLLPixUs;
+    case PathType::kPxb:
+      return p.alphaLLPxbUs;
+    case PathType::kPhb:
+    case PathType::kNode:
+      return p.alphaLLHostUs;
+    case PathType::kSys:
+    case PathType::kDis:
+      return p.alphaLLSysUs;
+    case PathType::kNet:
+      return (nicLatencyUs > 0 ? nicLatencyUs : p.netLatencyUs) + p.proxyUs;
+  }
+  return p.alphaLLSysUs;
+}
+
+double edgeAlpha(const Cluster& c, int from, int to, Protocol proto, const CostParams& p) {
+  PathType t = c.typeBetween(from, to);
+  double ll = alphaLL(t, t == PathType::kNet ? c.nicLatencyUs(from) : 0.0, p);
+  return proto == Protocol::kLL ? ll : 2.0 * ll + p.fenceUs;
+}
+
+// The fraction of a channel's raw rate that carries payload.
+double efficiency(Protocol proto, double channelRate, const CostParams& p) {
+  if (proto == Protocol::kLL) return p.llPayload;
+  if (channelRate <= 0) return 1.0;
+  double slotUs = p.slotBytes / (channelRate * 1e3);  // GB/s = 1e3 bytes per microsecond
+  return slotUs / (slotUs + p.fenceUs);
+}
+
+// Payload bandwidth of `channels` channels spread round robin over lanes (rings or tree pairs)
+// of the given rates: each lane's rate is shared by its channels, each channel capped.
+double effectiveBw(const std::vector<double>& laneRates, int channels, Protocol proto, const CostParams& p) {
+  const int lanes = static_cast<int>(laneRates.size());
+  double total = 0;
+  for (int i = 0; i < lanes; ++i) {
+    int mult = channels / lanes + (i < channels % lanes ? 1 : 0);
+    if (mult == 0) continue;
+    double perChannel = std::min(p.channelGBs, laneRates[static_cast<size_t>(i)] / mult);
+    total += mult * perChannel * efficiency(proto, perChannel, p);
+  }
+  return total;
+}
+
+// Mean per-step latency around a ring: a chunk's path crosses every edge in turn.
+double ringMeanAlpha(const Cluster& c, const Ring& ring, Protocol proto, const CostParams& p) {
+  const size_t n = ring.ranks.size();
+  if (n < 2) return 0.0;
+  double sum = 0;
+  for (size_t k = 0; k < n; ++k) sum += edgeAlpha(c, ring.ranks[k], ring.ranks[(k + 1) % n], proto, p);
+  return sum / static_cast<double>(n);
+}
+
+// The slowest root-to-leaf latency of a tree (sum of the edges' alphas).
+double treeDepthAlpha(const Cluster& c, const Tree& t, Protocol proto, const CostParams& p) {
+  const size_t n = t.parent.size();
+  std::vector<double> acc(n, -1.0);
+  double worst = 0;
+  std::vector<int> chain;
+  for (size_t r = 0; r < n; ++r) {
+    chain.clear();
+    int v = static_cast<int>(r);
+    while (acc[static_cast<size_t>(v)] < 0 && t.parent[static_cast<size_t>(v)] >= 0) {
+      chain.push_back(v);
+      v = t.parent[static_cast<size_t>(v)];
+    }
+    if (acc[static_cast<size_t>(v)] < 0) acc[static_cast<size_t>(v)] = 0;  // the root
+    for (size_t k = chain.size(); k-- > 0;) {
+      int child = chain[k];
+      int parent = t.parent[static_cast<size_t>(child)];
+      acc[static_cast<size_t>(child)] = acc[static_cast<size_t>(parent)] + edgeAlpha(c, parent, child, proto, p);
+    }
+    worst = std::max(worst, acc[r]);
+  }
+  return worst;
+}
+
+double ringTime(const CostInput& in, int channels, double fixedUs) {
+  const int n = in.cluster->nRanks();
+  const SearchResult& topo = *in.topo;
+  if (topo.rings.empty()) return kInf;
+  double steps, dataFactor;
+  switch (in.collective) {
+    case Collective::kAllReduce:
+      steps = 2.0 * (n - 1);
+      dataFactor = 2.0 * (n - 1) / n;
+      break;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+      steps = n - 1;
+      dataFactor = static_cast<double>(n - 1) / n;
+      break;
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      // A pipelined chain: the first chunk crosses n-1 edges, then every chunk follows.
+      steps = n - 1;
+      dataFactor = 1.0;
+      break;
+    default:
+      return kInf;
+  }
+  std::vector<double> rates;
+  double alpha = 0;
+  for (size_t i = 0; i < topo.rings.size() && static_cast<int>(i) < channels; ++i) {
+    rates.push_back(topo.rings[i].bwGBs);
+    alpha = std::max(alpha, ringMeanAlpha(*in.cluster, topo.rings[i], in.protocol, in.params));
+  }
+  double bw = effectiveBw(rates, channels, in.protocol, in.params);
+  if (bw <= 0) return kInf;
+  return fixedUs + steps * alpha + dataFactor * static_cast<double>(in.bytes) / (bw * 1e3);
+}
+
+double treeTime(const CostInput& in, int channels, double fixedUs) {
+  const SearchResult& topo = *in.topo;
+  const bool allReduce = in.collective == Collective::kAllReduce;
+  if (!allReduce && in.collective != Collective::kBroadcast && in.collective != Collective::kReduce) return kInf;
+  if (topo.trees.empty()) return kInf;
+  std::vector<double> rates;
+  double depth = 0;
+  for (size_t i = 0; i < topo.trees.size() && static_cast<int>(i) < channels; ++i) {
+    const TreePair& pair = topo.trees[i];
+    rates.push_back(allReduce                                 ? pair.bwGBs
+                    : in.collective == Collective::kBroadcast ? pair.bcastBwGBs
+                                                              : pair.reduceBwGBs);
+    for (const Tree& t : pair.trees) depth = std::max(depth, treeDepthAlpha(*in.cluster, t, in.protocol, in.params));
+  }
+  double bw = effectiveBw(rates, channels, in.protocol, in.params);
+  if (bw <= 0) return kInf;
+  // All-reduce: up the trees, then down; broadcast and reduce: one way.
+  double latency = (allReduce ? 2.0 : 1.0) * depth;
+  return fixedUs + latency + static_cast<double>(in.bytes) / (bw * 1e3);
+}
+
+// Every rank sends bytes/n to every other at once; the busiest resource sets the pace.
+double allToAllTime(const CostInput& in, double fixedUs) {
+  if (in.algorithm != Algorithm::kRing) return kInf;
+  const Cluster& c = *in.cluster;
+  const int n = c.nRanks();
+  const double block = static_cast<double>(in.bytes) / n;
+  std::vector<double> load(static_cast<size_t>(c.nResources()), 0.0);
+  std::vector<int> tmp;
+  auto add = [&](double bytes) {
+    for (int r : tmp) load[static_cast<size_t>(r)] += bytes;
+    tmp.clear();
+  };
+  for (int node = 0; node < c.nNodes(); ++node) {
+    const int first = c.firstRank(node), local = c.ranksOn(node), remote = n - local;
+    for (int a = first; a < first + local; ++a) {
+      for (int b = first; b < first + local; ++b) {
+        if (b == a) continue;
+        c.route(a, b, &tmp);
+        add(block);
+      }
+      if (remote > 0) {
+        c.routeToNetwork(a, &tmp);
+        add(block * remote);
+        c.routeFromNetwork(a, &tmp);
+        add(block * remote);
+      }
+    }
+  }
+  double worst = 0;
+  for (int r = 0; r < c.nResources(); ++r) {
+    if (c.capacity(r) > 0) worst = std::max(worst, load[static_cast<size_t>(r)] / (c.capacity(r) * 1e3));
+  }
+  double alpha = 0;
+  for (int b = 1; b < n; ++b) alpha = std::max(alpha, edgeAlpha(c, 0, b, in.protocol, in.params));
+  return fixedUs + alpha + (n - 1) * in.params.perPeerUs +
+         worst / efficiency(in.protocol, in.params.channelGBs, in.params);
+}
+
+}  // namespace
+
+const char* collectiveName(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllToAll:
+      return "alltoall";
+  }
+  return "unknown";
+}
+
+const char* algorithmName(Algorithm a) { return a == Algorithm::kRing ? "Ring" : "Tree"; }
+
+const char* protocolName(Protocol p) { return p == Protocol::kLL ? "LL" : "Simple"; }
+
+double busBwFactor(Collective c, int nRanks) {
+  if (nRanks <= 0) return 0.0;
+  switch (c) {
+    case Collective::kAllReduce:
+      return 2.0 * (nRanks - 1) / nRanks;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return static_cast<double>(nRanks - 1) / nRanks;
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+double predictTime(const CostInput& in) {
+  if (in.cluster == nullptr || in.topo == nullptr || in.bytes < 0) return kInf;
+  const CostParams& p = in.params;
+  const double fixedUs = (in.graphCaptured ? 0.0 : p.hostLaunchUs()) + p.kernelBaseUs;
+  if (in.cluster->nRanks() <= 1) return fixedUs;
+  const int channels = std::max(1, in.channels > 0 ? in.channels : p.maxChannels);
+  if (in.collective == Collective::kAllToAll) return allToAllTime(in, fixedUs);
+  return in.algorithm == Algorithm::kRing ? ringTime(in, channels, fixedUs) : treeTime(in, channels, fixedUs);
+}
+
+Prediction predict(const CostInput& in) {
+  Prediction out;
+  out.algorithm = in.algorithm;
+  out.protocol = in.protocol;
+  out.channels = std::max(1, in.channels > 0 ? in.channels : in.params.maxChannels);
+  out.timeUs = predictTime(in);
+  if (out.timeUs > 0 && out.timeUs < kInf) {
+    out.algBwGBs = static_cast<double>(in.bytes) / (out.timeUs * 1e3);
+    out.busBwGBs = out.algBwGBs * busBwFactor(in.collective, in.cluster->nRanks());
+  }
+  return out;
+}
+
+Prediction predictBest(const Cluster& cluster, const SearchResult& topo, Collective c, int64_t bytes,
+                       bool graphCaptured, const CostParams& params) {
+  std::vector<int> channelCounts;
+  for (int k = 1; k <= params.maxChannels; k *= 2) channelCounts.push_back(k);
+  if (static_cast<int>(topo.rings.size()) <= params.maxChannels)
+    channelCounts.push_back(static_cast<int>(topo.rings.size()));
+  if (static_cast<int>(topo.trees.size()) <= params.maxChannels)
+    channelCounts.push_back(static_cast<int>(topo.trees.size()));
+  channelCounts.push_back(params.maxChannels);
+  std::sort(channelCounts.begin(), channelCounts.end());
+  channelCounts.erase(std::unique(channelCounts.begin(), channelCounts.end()), channelCounts.end());
+  channelCounts.erase(std::remove(channelCounts.begin(), channelCounts.end(), 0), channelCounts.end());
+  if (c == Collective::kAllToAll || channelCounts.empty()) channelCounts.assign(1, 1);
+
+  std::vector<Prediction> all;
+  CostInput in;
+  in.cluster = &cluster;
+  in.topo = &topo;
+  in.collective = c;
+  in.bytes = bytes;
+  in.graphCaptured = graphCaptured;
+  in.params = params;
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree}) {
+    for (Protocol p : {Protocol::kLL, Protocol::kSimple}) {
+      for (int k : channelCounts) {
+        in.algorithm = a;
+        in.protocol = p;
+        in.channels = k;
+        all.push_back(predict(in));
+      }
+    }
+  }
+  double least = kInf;
+  for (const Prediction& p : all) least = std::min(least, p.timeUs);
+  // Within 1% of the least, the fewest channels, then the fastest.
+  const Prediction* best = &all.front();
+  bool found = false;
+  for (const Prediction& p : all) {
+    if (!(p.timeUs <= least * 1.01)) continue;
+    if (!found || p.channels < best->channels || (p.channels == best->channels && p.timeUs < best->timeUs)) {
+      best = &p;
+      found = true;
+    }
+  }
+  return *best;
+}
+
+std::string Prediction::describe() const {
+  char text[160];
+  std::snprintf(text, sizeof(text), "%s/%s x%d: %.1f us, algbw %.1f GB/s, busbw %.1f GB/s", algorithmName(algorithm),
+                protocolName(protocol), channels, timeUs, algBwGBs, busBwGBs);
+  return text;
+}
+
+}  // namespace topo
+}  // namespace weft

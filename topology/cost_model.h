@@ -1,0 +1,132 @@
+// The cost model: how long a collective takes on a searched topology, per algorithm, protocol
+// and channel count, and the choice that minimises it (the tuner's answer). The same model fed
+// a topology file predicts a machine we do not have; weft-topo prints those predictions.
+//
+// Time = host launch (unless the call is captured in a graph) + kernel base latency
+//        + steps x alpha (per-step latency of the links crossed, per protocol)
+//        + bytes moved per rank / effective bandwidth.
+// The effective bandwidth comes from the search's ring and tree rates (link bandwidths from
+// link_bw.h through paths.h and search.h), capped per channel, times the protocol's efficiency:
+//   LL      a flag in every 8-byte line: half of each line is payload, so 50% of the link; one
+//           store per line and no fence, so a small alpha.
+//   Simple  a flag per slot: the whole slot is payload, but each slot costs a memory fence and a
+//           flag the receiver must see (fenceUs) before the next slot can reuse the buffer,
+//           so a larger alpha and an efficiency of slot time / (slot time + fence) at the
+//           channel's rate: 512 KiB slots at 11.6 GB/s per channel (370.8 GB/s over 32
+//           channels) take 45 us each, so 1 us of fence leaves 97.8%; at 24 GB/s, 95.6%. This
+//           one factor, the same for every vendor, is the only efficiency applied to the
+//           links' usable bandwidths of link_bw.h.
+// Every constant is in CostParams with its source; nothing names a machine or a vendor.
+//
+// Calibration check (tests/unit/topology/test_cost_model.cc, ring all-reduce busbw, Simple, 32
+// channels, on the machines of machines.h): 8xH100 1 GiB 360.5 GB/s vs published 365-370
+// (-1.9%); 8xA100 1 GiB 235.6 vs ~230 (+2.4%); 8xMI300X 1 GiB 327.4 vs 315-320 (+3.1%), 128 MiB
+// 314.7 vs 295 (+6.7%), 8 MiB 188.7 vs 175 (+7.9%); 2 x 8xH100 with 8x400G NICs 1 GiB 384.8
+// vs 370-385 (+1.9%). Small all-reduce on 8xH100 (ring LL, 8 bytes): 15.0 us, 7.0 captured --
+// equal to the published midpoints by construction, since alpha is derived from them.
+//
+// Reduction arithmetic is not added: a GPU's HBM (2-5 TB/s) reads two inputs and writes one
+// far faster than any link delivers them, and the kernels overlap it with the transfers.
+#ifndef WEFT_TOPOLOGY_COST_MODEL_H_
+#define WEFT_TOPOLOGY_COST_MODEL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "topology/paths.h"
+#include "topology/search.h"
+
+namespace weft {
+namespace topo {
+
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll };
+enum class Algorithm { kRing, kTree };  // all-to-all's "ring" is the pairwise exchange
+enum class Protocol { kLL, kSimple };
+
+const char* collectiveName(Collective c);  // "allreduce", "allgather", ...
+const char* algorithmName(Algorithm a);    // "Ring", "Tree"
+const char* protocolName(Protocol p);      // "LL", "Simple"
+
+// nccl-tests' bus bandwidth factor (formats.md section 1): 2(n-1)/n for all-reduce, (n-1)/n for
+// all-gather, reduce-scatter and all-to-all, 1 for broadcast and reduce.
+double busBwFactor(Collective c, int nRanks);
+
+struct CostParams {
+  // Published small all-reduce latency on 8 GPUs (formats.md section 6): 13-17 us without graph
+  // capture, 6-8 us with it; the midpoints. What capture removes is the host's enqueue and
+  // launch, so the host launch cost is their difference (8 us).
+  double publishedUncapturedUs = 15.0;
+  double publishedCapturedUs = 7.0;
+  int publishedRanks = 8;
+  // Device side of an empty collective: kernel start to completion seen by the stream, ~2-3 us
+  // for a kernel launched from a graph on current GPUs.
+  double kernelBaseUs = 2.8;
+  // LL per-step latency over NVLink / xGMI is derived from the captured figure: the published
+  // 8-GPU all-reduce is a ring of 2(n-1) = 14 steps, so (7 - 2.8) / 14 = 0.3 us (see
+  // alphaLLFabricUs()). Other paths from typical one-way latencies of a posted write seen by a
+  // poller:
+  double alphaLLPixUs = 0.5;   // through one PCIe switch
+  double alphaLLPxbUs = 0.6;   // each further bridge ~0.1 us
+  double alphaLLHostUs = 0.8;  // through the root complex (PHB, NODE)
+  double alphaLLSysUs = 1.2;   // plus the socket interconnect
+  // Network: the NIC's one-way latency when the model gives it, else 2 us (InfiniBand / RoCE
+  // small messages take 1-2 us one way), plus the proxy thread's poll-and-post turn.
+  double netLatencyUs = 2.0;
+  double proxyUs = 1.0;
+  // Simple: data, then a system-scope fence, then the flag -- two ordered transactions and a
+  // fence where LL has one store: alpha = 2 x alpha_LL + fence.
+  double fenceUs = 1.0;
+  // Simple's slot: NCCL's 4 MiB BUFFSIZE (formats.md section 5) over its 8 steps, the setting
+  // the published figures were measured with.
+  double slotBytes = 512.0 * 1024;
+  // What one channel (one thread block on one SM / CU) moves at most: NCCL fills NVLink4's
+  // ~370 GB/s with 16 channels, ~23 GB/s each.
+  double channelGBs = 24.0;
+  int maxChannels = 32;
+  // All-to-all posts one send and one receive per peer; each costs the kernel / proxy a turn.
+  double perPeerUs = 0.2;
+  // LL's payload fraction: 4 data bytes per 8-byte line.
+  double llPayload = 0.5;
+
+  double hostLaunchUs() const { return publishedUncapturedUs - publishedCapturedUs; }
+  double alphaLLFabricUs() const { return (publishedCapturedUs - kernelBaseUs) / (2.0 * (publishedRanks - 1)); }
+};
+
+struct CostInput {
+  const Cluster* cluster = nullptr;
+  const SearchResult* topo = nullptr;
+  Collective collective = Collective::kAllReduce;
+  Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+  int64_t bytes = 0;  // nccl-tests' size: the larger of the send and receive buffers, per rank
+  int channels = 0;   // 0: params.maxChannels
+  bool graphCaptured = false;
+  CostParams params;
+};
+
+// Predicted time in microseconds; +infinity when the algorithm cannot run the collective (a
+// tree all-gather, say).
+double predictTime(const CostInput& in);
+
+struct Prediction {
+  Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+  int channels = 1;
+  double timeUs = 0;
+  double algBwGBs = 0;           // bytes / time
+  double busBwGBs = 0;           // algBw x busBwFactor
+  std::string describe() const;  // "Ring/Simple x16: 5212.3 us, algbw 206.0 GB/s, busbw 360.5 GB/s"
+};
+
+// One configuration's prediction with its bandwidths filled in.
+Prediction predict(const CostInput& in);
+
+// The tuner: the algorithm, protocol and channel count with the least predicted time; within
+// 1% of the least, the fewest channels (each channel occupies an SM / CU).
+Prediction predictBest(const Cluster& cluster, const SearchResult& topo, Collective c, int64_t bytes,
+                       bool graphCaptured = false, const CostParams& params = CostParams());
+
+}  // namespace topo
+}  // namespace weft
+
+#endif  // WEFT_TOPOLOGY_COST_MODEL_H_

@@ -1,0 +1,298 @@
+// The PCI tree of a System, and detection merged with a topology file (rules in topo_file.h).
+// src/core calls mergeTopology when WEFT_TOPO_FILE is set; the writer uses pciTree.
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+#include <vector>
+
+#include "base/log.h"
+#include "topology/link_bw.h"
+#include "topology/topo_file.h"
+
+namespace weft {
+namespace topo {
+
+PciTree pciTree(const System& system) {
+  const int n = static_cast<int>(system.nodes.size());
+  PciTree tree;
+  tree.parent.assign(static_cast<size_t>(n), -1);
+  tree.parentLink.assign(static_cast<size_t>(n), -1);
+  // A spanning forest from the PCIe links in order: a link that closes a cycle, or would join
+  // two CPUs' trees, is an extra (a <pcilink>), not a tree edge.
+  std::vector<int> root(static_cast<size_t>(n));
+  std::iota(root.begin(), root.end(), 0);
+  std::vector<bool> hasCpu(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) hasCpu[static_cast<size_t>(i)] = system.nodes[static_cast<size_t>(i)].type == NodeType::kCpu;
+  auto find = [&](int x) {
+    while (root[static_cast<size_t>(x)] != x) {
+      root[static_cast<size_t>(x)] = root[static_cast<size_t>(root[static_cast<size_t>(x)])];
+      x = root[static_cast<size_t>(x)];
+    }
+    return x;
+  };
+  std::vector<std::vector<std::pair<int, int>>> adjacent(static_cast<size_t>(n));  // (neighbour, link)
+  for (size_t li = 0; li < system.links.size(); ++li) {
+    const Link& l = system.links[li];
+    if (l.type != LinkType::kPcie || l.from < 0 || l.to < 0 || l.from >= n || l.to >= n || l.from == l.to) continue;
+    int a = find(l.from), b = find(l.to);
+    if (a == b || (hasCpu[static_cast<size_t>(a)] && hasCpu[static_cast<size_t>(b)])) continue;
+    root[static_cast<size_t>(a)] = b;
+    hasCpu[static_cast<size_t>(b)] = hasCpu[static_cast<size_t>(b)] || hasCpu[static_cast<size_t>(a)];
+    adjacent[static_cast<size_t>(l.from)].push_back({l.to, static_cast<int>(li)});
+    adjacent[static_cast<size_t>(l.to)].push_back({l.from, static_cast<int>(li)});
+  }
+  // Root each tree at its CPU; a part no CPU reaches at its lowest-numbered node.
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  auto walk = [&](int start) {
+    std::vector<int> stack{start};
+    seen[static_cast<size_t>(start)] = true;
+    while (!stack.empty()) {
+      int u = stack.back();
+      stack.pop_back();
+      for (const auto& [v, li] : adjacent[static_cast<size_t>(u)]) {
+        if (seen[static_cast<size_t>(v)]) continue;
+        seen[static_cast<size_t>(v)] = true;
+        tree.parent[static_cast<size_t>(v)] = u;
+        tree.parentLink[static_cast<size_t>(v)] = li;
+        stack.push_back(v);
+      }
+    }
+  };
+  for (int i = 0; i < n; ++i) {
+    if (system.nodes[static_cast<size_t>(i)].type == NodeType::kCpu && !seen[static_cast<size_t>(i)]) walk(i);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!seen[static_cast<size_t>(i)]) walk(i);
+  }
+  return tree;
+}
+
+namespace {
+
+template <typename T>
+void fill(T* fileValue, const T& detectedValue, const T& unset) {
+  if (*fileValue == unset) *fileValue = detectedValue;
+}
+
+// The file's attributes win; what it leaves at the default comes from detection.
+void mergeInto(Node* m, const Node& d) {
+  if (m->type != d.type) {
+    if (m->type == NodeType::kPciBridge && m->pci.pciClass == 0) {
+      m->type = d.type;  // the file did not say what this is
+    } else {
+      WEFT_LOG(kWarn, kGraph, "topology file says %s is a %s, detection a %s; the file wins", m->pci.busId.c_str(),
+               nodeTypeName(m->type), nodeTypeName(d.type));
+    }
+  }
+  CpuInfo& c = m->cpu;
+  fill(&c.numaId, d.cpu.numaId, -1);
+  fill(&c.affinity, d.cpu.affinity, std::string());
+  fill(&c.arch, d.cpu.arch, std::string());
+  fill(&c.vendor, d.cpu.vendor, std::string());
+  fill(&c.familyId, d.cpu.familyId, -1);
+  fill(&c.modelId, d.cpu.modelId, -1);
+  fill(&c.hostHash, d.cpu.hostHash, uint64_t{0});
+  PciInfo& p = m->pci;
+  fill(&p.busId, d.pci.busId, std::string());
+  fill(&p.pciClass, d.pci.pciClass, 0u);
+  fill(&p.vendor, d.pci.vendor, 0u);
+  fill(&p.device, d.pci.device, 0u);
+  fill(&p.subsystemVendor, d.pci.subsystemVendor, 0u);
+  fill(&p.subsystemDevice, d.pci.subsystemDevice, 0u);
+  fill(&p.linkSpeedGTs, d.pci.linkSpeedGTs, 0.0);
+  fill(&p.linkWidth, d.pci.linkWidth, 0);
+  GpuInfo& g = m->gpu;
+  fill(&g.vendor, d.gpu.vendor, GpuVendor::kUnknown);
+  fill(&g.dev, d.gpu.dev, -1);
+  fill(&g.sm, d.gpu.sm, 0);
+  fill(&g.arch, d.gpu.arch, std::string());
+  fill(&g.model, d.gpu.model, std::string());
+  fill(&g.rank, d.gpu.rank, -1);
+  g.gdr = g.gdr || d.gpu.gdr;
+  NicInfo& nic = m->nic;
+  fill(&nic.name, d.nic.name, std::string());
+  fill(&nic.dev, d.nic.dev, -1);
+  fill(&nic.port, d.nic.port, 1);
+  fill(&nic.speedMbps, d.nic.speedMbps, 0.0);
+  fill(&nic.latencyUs, d.nic.latencyUs, 0.0);
+  fill(&nic.guid, d.nic.guid, uint64_t{0});
+  fill(&nic.maxConn, d.nic.maxConn, 0);
+  nic.gdr = nic.gdr || d.nic.gdr;
+}
+
+// File nodes by what matches them, so that matching is not quadratic.
+struct FileIndex {
+  std::map<std::string, std::vector<int>> byBusId;
+  std::map<int, std::vector<int>> cpuByNuma;
+  std::map<std::string, std::vector<int>> bareNicByName;  // NICs without a bus id
+  std::vector<int> cpus;
+
+  explicit FileIndex(const System& file) {
+    for (size_t f = 0; f < file.nodes.size(); ++f) {
+      const Node& n = file.nodes[f];
+      int i = static_cast<int>(f);
+      if (n.type == NodeType::kCpu) {
+        cpus.push_back(i);
+        if (n.cpu.numaId >= 0) cpuByNuma[n.cpu.numaId].push_back(i);
+      } else if (!n.pci.busId.empty()) {
+        byBusId[n.pci.busId].push_back(i);
+      } else if (n.type == NodeType::kNic && !n.nic.name.empty()) {
+        bareNicByName[n.nic.name].push_back(i);
+      }
+    }
+  }
+};
+
+int firstUntaken(const std::vector<int>* candidates, const std::vector<bool>& taken) {
+  if (candidates == nullptr) return -1;
+  for (int f : *candidates) {
+    if (!taken[static_cast<size_t>(f)]) return f;
+  }
+  return -1;
+}
+
+template <typename Map, typename Key>
+const std::vector<int>* lookUp(const Map& map, const Key& key) {
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+// The file node a detected node is, or -1. Strict pass: bus id (and NIC name where both have
+// one), NUMA id; loose pass (NICs only): any untaken NIC with the bus id.
+int findMatch(const Node& d, const System& file, const FileIndex& index, const std::vector<bool>& taken, bool loose,
+              bool oneCpuEach) {
+  if (d.type == NodeType::kCpu) {
+    if (loose) return -1;
+    if (oneCpuEach) return firstUntaken(&index.cpus, taken);
+    return d.cpu.numaId >= 0 ? firstUntaken(lookUp(index.cpuByNuma, d.cpu.numaId), taken) : -1;
+  }
+  if (d.pci.busId.empty()) {
+    // A NIC without a PCI function (virtual): by name.
+    bool byName = !loose && d.type == NodeType::kNic && !d.nic.name.empty();
+    return byName ? firstUntaken(lookUp(index.bareNicByName, d.nic.name), taken) : -1;
+  }
+  const std::vector<int>* sameBus = lookUp(index.byBusId, d.pci.busId);
+  if (sameBus == nullptr) return -1;
+  for (int f : *sameBus) {
+    if (taken[static_cast<size_t>(f)]) continue;
+    const Node& n = file.nodes[static_cast<size_t>(f)];
+    bool bothNics = d.type == NodeType::kNic && n.type == NodeType::kNic;
+    if (!bothNics) {
+      if (!loose) return f;
+      continue;
+    }
+    bool sameName = n.nic.name.empty() || d.nic.name.empty() || n.nic.name == d.nic.name;
+    if (loose || sameName) return f;
+  }
+  return -1;
+}
+
+using LinkKey = std::tuple<int, int, int>;
+LinkKey keyOf(int a, int b, LinkType t) { return LinkKey(std::min(a, b), std::max(a, b), static_cast<int>(t)); }
+
+}  // namespace
+
+Status mergeTopology(const System& detected, const System& file, System* out) {
+  System m;
+  m.version = file.version;
+  m.source = "detected+" + (file.source.empty() ? std::string("file") : file.source);
+  m.nodes = file.nodes;
+  const size_t nFile = file.nodes.size();
+  const size_t nDet = detected.nodes.size();
+
+  // Nodes: match each detected node to a file node (strict pass first, so that a NIC port
+  // named in both is not taken by a looser match), fill the file's gaps, append the rest.
+  bool oneCpuEach = detected.nodesOfType(NodeType::kCpu).size() == 1 && file.nodesOfType(NodeType::kCpu).size() == 1;
+  FileIndex index(file);
+  std::vector<bool> taken(nFile, false);
+  std::vector<int> detToMerged(nDet, -1);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t d = 0; d < nDet; ++d) {
+      if (detToMerged[d] >= 0) continue;
+      int f = findMatch(detected.nodes[d], file, index, taken, pass == 1, oneCpuEach);
+      if (f < 0) continue;
+      taken[static_cast<size_t>(f)] = true;
+      mergeInto(&m.nodes[static_cast<size_t>(f)], detected.nodes[d]);
+      detToMerged[d] = f;
+    }
+  }
+  for (size_t d = 0; d < nDet; ++d) {
+    if (detToMerged[d] < 0) detToMerged[d] = m.addNode(detected.nodes[d]);
+  }
+  const int nMerged = static_cast<int>(m.nodes.size());
+  std::vector<int> mergedToDet(static_cast<size_t>(nMerged), -1);
+  for (size_t d = 0; d < nDet; ++d) mergedToDet[static_cast<size_t>(detToMerged[d])] = static_cast<int>(d);
+
+  // PCI tree: the file's parent where it gives one, else detection's unless that makes a cycle.
+  PciTree fileTree = pciTree(file);
+  PciTree detTree = pciTree(detected);
+  std::vector<int> parent(static_cast<size_t>(nMerged), -1);
+  std::vector<const Link*> parentLink(static_cast<size_t>(nMerged), nullptr);
+  for (size_t f = 0; f < nFile; ++f) {
+    if (fileTree.parent[f] < 0) continue;
+    parent[f] = fileTree.parent[f];
+    parentLink[f] = &file.links[static_cast<size_t>(fileTree.parentLink[f])];
+  }
+  for (int i = 0; i < nMerged; ++i) {
+    int d = mergedToDet[static_cast<size_t>(i)];
+    if (parent[static_cast<size_t>(i)] >= 0 || d < 0 || detTree.parent[static_cast<size_t>(d)] < 0) continue;
+    if (m.nodes[static_cast<size_t>(i)].type == NodeType::kCpu) continue;
+    int p = detToMerged[static_cast<size_t>(detTree.parent[static_cast<size_t>(d)])];
+    bool cycle = false;
+    for (int a = p; a >= 0 && !cycle; a = parent[static_cast<size_t>(a)]) cycle = a == i;
+    if (cycle) continue;
+    parent[static_cast<size_t>(i)] = p;
+    parentLink[static_cast<size_t>(i)] = &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
+  }
+  std::map<LinkKey, int> have;
+  auto add = [&](int a, int b, const Link& l) {
+    if (a < 0 || b < 0 || a == b) return;
+    auto key = keyOf(a, b, l.type);
+    if (have.count(key) != 0) return;
+    have[key] = static_cast<int>(m.links.size());
+    m.addLink(a, b, l.type, l.count, l.bwGBs);
+  };
+  for (int i = 0; i < nMerged; ++i) {
+    if (parent[static_cast<size_t>(i)] >= 0) add(i, parent[static_cast<size_t>(i)], *parentLink[static_cast<size_t>(i)]);
+  }
+
+  // Every other link: the file's first, then detection's where the file has none of that type
+  // between the same pair. Detection's tree links the file overrode are dropped.
+  std::vector<bool> fileTreeLink(file.links.size(), false), detTreeLink(detected.links.size(), false);
+  for (int l : fileTree.parentLink) {
+    if (l >= 0) fileTreeLink[static_cast<size_t>(l)] = true;
+  }
+  for (int l : detTree.parentLink) {
+    if (l >= 0) detTreeLink[static_cast<size_t>(l)] = true;
+  }
+  auto inRange = [](const Link& l, size_t n) {
+    return l.from >= 0 && l.to >= 0 && static_cast<size_t>(l.from) < n && static_cast<size_t>(l.to) < n;
+  };
+  for (size_t li = 0; li < file.links.size(); ++li) {
+    const Link& l = file.links[li];
+    if (!fileTreeLink[li] && inRange(l, nFile)) add(l.from, l.to, l);
+  }
+  for (size_t li = 0; li < detected.links.size(); ++li) {
+    const Link& l = detected.links[li];
+    if (detTreeLink[li] || !inRange(l, nDet)) continue;
+    add(detToMerged[static_cast<size_t>(l.from)], detToMerged[static_cast<size_t>(l.to)], l);
+  }
+
+  // Every pair of CPUs is joined by the inter-socket interconnect.
+  std::vector<int> cpus = m.nodesOfType(NodeType::kCpu);
+  for (size_t i = 0; i < cpus.size(); ++i) {
+    for (size_t j = i + 1; j < cpus.size(); ++j) {
+      Link smp;
+      smp.type = LinkType::kSmp;
+      smp.bwGBs = std::min(bw::smp(m.nodes[static_cast<size_t>(cpus[i])].cpu.vendor),
+                           bw::smp(m.nodes[static_cast<size_t>(cpus[j])].cpu.vendor));
+      add(cpus[i], cpus[j], smp);
+    }
+  }
+  *out = std::move(m);
+  return Status::ok();
+}
+
+}  // namespace topo
+}  // namespace weft
