@@ -62,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   System merged;
   if (!weft::topo::mergeTopology(s, s, &merged).isOk()) fail("merge of a system with itself failed", "");
   // Nodes with a bus id match themselves; only those without one can appear twice.
-  if (count(merged, NodeType::kGpu) < count(s, NodeType::kGpu) || count(merged, NodeType::kGpu) > 2 * count(s, NodeType::kGpu)) {
+  if (count(merged, NodeType::kGpu) < count(s, NodeType::kGpu) ||
+      count(merged, NodeType::kGpu) > 2 * count(s, NodeType::kGpu)) {
     fail("merge with itself lost or invented GPUs", "");
   }
   return 0;

@@ -1,19 +1,48 @@
 // weft-topo: the topology inspector. Shows what Weft sees of a machine and what it would do
 // with it: the connection matrix, rings and trees, predicted bandwidths, the schedules of the
 // algorithms, and the parameter table.
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "core/inspect.h"
+#include "topo_report.h"
+#include "topo_svg.h"
+#include "topology/detect.h"
+#include "topology/paths.h"
+#include "topology/search.h"
+#include "topology/topo_file.h"
 
 namespace {
 
 const char kUsage[] =
-    "usage: weft-topo [options]\n"
-    "  Shows what Weft sees of this machine and what it would do with it.\n"
+    "usage: weft-topo [topology options] [--json | --xml nccl|rccl | --svg FILE]\n"
+    "       weft-topo --schedule COLL [schedule options] | --params\n"
     "\n"
+    "Shows what Weft sees of a machine and what it would do with it. With no options it inspects\n"
+    "this machine: it prints what detection found (which sources answered: hwloc, sysfs, NVML,\n"
+    "ROCm), then these views:\n"
+    "  connection matrix   how each GPU reaches every other GPU and NIC, in the labels of\n"
+    "                      `nvidia-smi topo -m` (NV18, XGMI1, PIX, PXB, PHB, NODE, SYS; the legend\n"
+    "                      is printed with it), and each GPU's CPU and NUMA affinity\n"
+    "  bandwidth matrix    the bottleneck bandwidth of each of those paths, GB/s per direction\n"
+    "  rings and trees     the rings and double binary trees Weft would build over the GPUs, with\n"
+    "                      each ring's bottleneck bandwidth (for one node, and for --nodes K)\n"
+    "  predictions         the cost model's bus bandwidth for each collective from 8 B to 1 GiB,\n"
+    "                      with the algorithm/protocol/channel count the tuner would pick\n"
+    "\n"
+    "topology options:\n"
+    "  --file FILE                 read a topology file (NCCL or RCCL XML, as WEFT_TOPO_FILE takes)\n"
+    "                              instead of inspecting this machine; - or /dev/stdin reads stdin\n"
+    "  --nodes K                   also show rings, trees and predictions for K copies of the node (1)\n"
+    "  --json                      print the topology as JSON, and nothing else\n"
+    "  --xml nccl|rccl             print the topology as an NCCL (version 1) or RCCL (version 2) file\n"
+    "  --svg FILE                  draw the topology and the first rings as an SVG picture in FILE\n"
+    "\n"
+    "other views:\n"
     "  --params                    list every WEFT_* parameter: type, default, current value, help\n"
     "  --schedule COLL             print the schedule every rank runs for a collective and check it\n"
     "                              with the reference interpreter. COLL: allreduce allgather\n"
@@ -26,9 +55,15 @@ const char kUsage[] =
     "  -h, --help                  this text\n"
     "\n"
     "examples:\n"
+    "  weft-topo                                          this machine\n"
+    "  weft-topo --file tests/fixtures/topo/dgx-h100.xml  a DGX H100 from its topology file\n"
+    "  weft-topo --file tests/fixtures/topo/mi300x.xml --nodes 4\n"
+    "                                                     4 MI300X nodes: 32-rank rings and predictions\n"
+    "  weft-topo --file tests/fixtures/topo/dgx-h100.xml --svg dgx.svg\n"
+    "  weft-topo --xml nccl > topo.xml                    save this machine for WEFT_TOPO_FILE\n"
     "  weft-topo --schedule allreduce -n 4 --algo ring\n"
     "  weft-topo --params\n"
-    "exit status: 0 ok, 1 the request failed, 2 bad command line\n";
+    "exit status: 0 ok, 1 the request failed (unreadable file, detection failed), 2 bad command line\n";
 
 int usageError(const char* fmt, const char* arg) {
   std::fprintf(stderr, "weft-topo: ");
@@ -45,12 +80,105 @@ bool parseInt(const char* text, long long lo, long long hi, long long* out) {
   return true;
 }
 
+struct TopologyRequest {
+  bool wanted = false;  // any topology option, or no option at all
+  std::string file;     // "" inspects this machine
+  int nodes = 1;
+  bool json = false;
+  int xmlVersion = 0;  // 1 nccl, 2 rccl
+  std::string svgFile;
+};
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "weft-topo: %s\n", message.c_str());
+  return 1;
+}
+
+int summaryCount(const weft::topo::System& sys, weft::topo::NodeType t) {
+  return static_cast<int>(sys.nodesOfType(t).size());
+}
+
+std::string systemSummary(const weft::topo::System& sys) {
+  using weft::topo::NodeType;
+  char text[256];
+  std::snprintf(text, sizeof(text), "%s: %d GPUs, %d NICs, %d CPUs (NUMA domains), %d PCI bridges, %d NVSwitches",
+                sys.source.c_str(), summaryCount(sys, NodeType::kGpu), summaryCount(sys, NodeType::kNic),
+                summaryCount(sys, NodeType::kCpu), summaryCount(sys, NodeType::kPciBridge),
+                summaryCount(sys, NodeType::kNvSwitch));
+  return text;
+}
+
+int showTopology(const TopologyRequest& req) {
+  namespace topo = weft::topo;
+  topo::System sys;
+  bool quiet = req.json || req.xmlVersion != 0;  // stdout holds the document only
+  if (!req.file.empty()) {
+    // readTopologyFile takes regular files only; standard input is read here.
+    bool fromStdin = req.file == "-" || req.file == "/dev/stdin";
+    weft::Status s = weft::Status::ok();
+    if (fromStdin) {
+      std::string text;
+      char buf[65536];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof(buf), stdin)) > 0) text.append(buf, n);
+      if (std::ferror(stdin))
+        return fail(std::string("reading the topology from standard input failed: ") + std::strerror(errno));
+      s = topo::parseTopologyXml(text, "stdin", &sys);
+    } else {
+      s = topo::readTopologyFile(req.file, &sys);
+    }
+    if (!s.isOk()) return fail(s.message());
+  } else {
+    topo::DetectReport report;
+    weft::Status s = topo::detectSystem(&sys, &report);
+    if (!s.isOk()) return fail("detecting this machine's topology failed: " + s.message());
+    if (!quiet) std::printf("== Detection ==\n%s\n", report.format().c_str());
+  }
+  if (req.json) {
+    std::fputs(topo::writeTopologyJson(sys).c_str(), stdout);
+    return 0;
+  }
+  if (req.xmlVersion != 0) {
+    std::fputs(topo::writeTopologyXml(sys, req.xmlVersion).c_str(), stdout);
+    return 0;
+  }
+  topo::SearchResult nodeSearch = topo::search(sys);
+  if (!req.svgFile.empty()) {
+    std::string svg = weft::tools::renderTopologySvg(sys, nodeSearch);
+    std::FILE* f = std::fopen(req.svgFile.c_str(), "w");
+    if (!f) return fail("cannot write the picture to '" + req.svgFile + "': " + std::strerror(errno));
+    bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok) return fail("writing the picture to '" + req.svgFile + "' failed: " + std::strerror(errno));
+    std::printf("wrote %s (%s; %d of %zu rings drawn)\n", req.svgFile.c_str(), systemSummary(sys).c_str(),
+                std::min(weft::tools::kMaxRingsDrawn, static_cast<int>(nodeSearch.rings.size())),
+                nodeSearch.rings.size());
+    return 0;
+  }
+  topo::PathMatrix paths = topo::computePaths(sys);
+  std::printf("== Topology ==\n%s\n\n", systemSummary(sys).c_str());
+  std::printf("== Connection matrix ==\n%s\n", weft::tools::formatConnectionMatrix(sys, paths).c_str());
+  std::printf("== Bandwidth matrix ==\n%s\n", weft::tools::formatBandwidthMatrix(sys, paths).c_str());
+  std::printf("== Rings and trees, one node ==\n%s\n", weft::tools::formatRingsAndTrees(nodeSearch).c_str());
+  topo::Cluster cluster = topo::Cluster::uniform(sys, req.nodes);
+  topo::SearchResult clusterSearch = req.nodes == 1 ? nodeSearch : topo::search(cluster);
+  if (req.nodes > 1) {
+    std::printf("== Rings and trees, %d nodes ==\n%s\n", req.nodes,
+                weft::tools::formatRingsAndTrees(clusterSearch).c_str());
+  }
+  std::printf("== Predictions, %d node%s ==\n%s", req.nodes, req.nodes == 1 ? "" : "s",
+              weft::tools::formatPredictions(cluster, clusterSearch).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool params = false;
   bool schedule = false;
   weft::core::ScheduleRequest req;
+  TopologyRequest topoReq;
+  topoReq.wanted = argc == 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* name) -> const char* {
@@ -89,17 +217,47 @@ int main(int argc, char** argv) {
       const char* t = value("--root");
       if (!t || !parseInt(t, 0, 4095, &v)) return usageError("%s needs a rank", "--root");
       req.root = static_cast<int>(v);
+    } else if (a == "--file") {
+      const char* t = value("--file");
+      if (!t || !*t) return usageError("%s needs a topology file (NCCL/RCCL XML)", "--file");
+      topoReq.wanted = true;
+      topoReq.file = t;
+    } else if (a == "--nodes") {
+      const char* t = value("--nodes");
+      if (!t || !parseInt(t, 1, 1024, &v)) return usageError("%s needs a node count from 1 to 1024", "--nodes");
+      topoReq.wanted = true;
+      topoReq.nodes = static_cast<int>(v);
+    } else if (a == "--json") {
+      topoReq.wanted = true;
+      topoReq.json = true;
+    } else if (a == "--xml") {
+      const char* t = value("--xml");
+      std::string dialect = t ? t : "";
+      if (dialect != "nccl" && dialect != "rccl") return usageError("%s needs nccl or rccl", "--xml");
+      topoReq.wanted = true;
+      topoReq.xmlVersion = dialect == "nccl" ? 1 : 2;
+    } else if (a == "--svg") {
+      const char* t = value("--svg");
+      if (!t || !*t) return usageError("%s needs an output file", "--svg");
+      topoReq.wanted = true;
+      topoReq.svgFile = t;
     } else {
       return usageError("unknown option '%s'", a.c_str());
     }
   }
+  if ((topoReq.json ? 1 : 0) + (topoReq.xmlVersion ? 1 : 0) + (topoReq.svgFile.empty() ? 0 : 1) > 1)
+    return usageError("%s: choose one", "--json, --xml and --svg each print one document");
+  if (topoReq.wanted && (params || schedule))
+    return usageError("%s", "the topology views cannot be combined with --params or --schedule");
+  if (topoReq.wanted) return showTopology(topoReq);
   if (!params && !schedule) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   if (params) std::fputs(weft::core::formatParameterTable().c_str(), stdout);
   if (schedule) {
-    if (req.root >= req.nRanks) return usageError("--root must be below --nranks (%s)", std::to_string(req.nRanks).c_str());
+    if (req.root >= req.nRanks)
+      return usageError("--root must be below --nranks (%s)", std::to_string(req.nRanks).c_str());
     std::string text;
     weft::Status s = weft::core::formatSchedules(req, &text);
     if (!s.isOk()) {

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdarg>
 #include <climits>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -23,7 +23,7 @@ namespace weft {
 namespace topo {
 namespace {
 
-constexpr int kMaxCpus = 256;     // NUMA domains in one node; every pair gets a kSmp link
+constexpr int kMaxCpus = 256;  // NUMA domains in one node; every pair gets a kSmp link
 constexpr int kMaxLinkCount = 1024;
 
 class Builder {
@@ -105,8 +105,8 @@ class Builder {
   }
 
   void skipElement(const XmlElement& e, const XmlElement& parent) {
-    WEFT_LOG(kInfo, kGraph, "%s: <%s> inside <%s> is not part of the topology format; skipped",
-             where(e.line).c_str(), xmlShown(e.name).c_str(), parent.name.c_str());
+    WEFT_LOG(kInfo, kGraph, "%s: <%s> inside <%s> is not part of the topology format; skipped", where(e.line).c_str(),
+             xmlShown(e.name).c_str(), parent.name.c_str());
   }
 
   Status readInt(const XmlElement& e, const char* name, long long lo, long long hi, long long* out) {
@@ -281,12 +281,18 @@ class Builder {
     if (gpu->arch.empty() && arch != nullptr && !isArchNumber(arch->value)) gpu->arch = arch->value;
     bool nvidiaLinks = false;
     for (const XmlElement& c : g.children) nvidiaLinks = nvidiaLinks || c.name == "nvlink" || c.name == "c2c";
-    if (pci.vendor == kPciVendorNvidia) gpu->vendor = GpuVendor::kNvidia;
-    else if (pci.vendor == kPciVendorAmd) gpu->vendor = GpuVendor::kAmd;
-    else if (startsWithNoCase(gpu->arch, "gfx")) gpu->vendor = GpuVendor::kAmd;
-    else if (nvidiaLinks || startsWithNoCase(gpu->arch, "sm_")) gpu->vendor = GpuVendor::kNvidia;
-    else if (gpu->sm > 0 && sys_->version == 1) gpu->vendor = GpuVendor::kNvidia;
-    if (gpu->vendor == GpuVendor::kNvidia && gpu->arch.empty() && gpu->sm > 0) gpu->arch = "sm_" + std::to_string(gpu->sm);
+    if (pci.vendor == kPciVendorNvidia)
+      gpu->vendor = GpuVendor::kNvidia;
+    else if (pci.vendor == kPciVendorAmd)
+      gpu->vendor = GpuVendor::kAmd;
+    else if (startsWithNoCase(gpu->arch, "gfx"))
+      gpu->vendor = GpuVendor::kAmd;
+    else if (nvidiaLinks || startsWithNoCase(gpu->arch, "sm_"))
+      gpu->vendor = GpuVendor::kNvidia;
+    else if (gpu->sm > 0 && sys_->version == 1)
+      gpu->vendor = GpuVendor::kNvidia;
+    if (gpu->vendor == GpuVendor::kNvidia && gpu->arch.empty() && gpu->sm > 0)
+      gpu->arch = "sm_" + std::to_string(gpu->sm);
     return Status::ok();
   }
 
@@ -308,8 +314,8 @@ class Builder {
         if (cpu < 0) {
           WEFT_LOG(kWarn, kGraph, "%s: <c2c> of a GPU under no <cpu>; skipped", where(c.line).c_str());
         } else if (count > 0) {
-          addLinkOnce(gpu, cpu, LinkType::kC2c, static_cast<int>(count), static_cast<double>(count) * perLinkMBs / 1000.0,
-                      c.line);
+          addLinkOnce(gpu, cpu, LinkType::kC2c, static_cast<int>(count),
+                      static_cast<double>(count) * perLinkMBs / 1000.0, c.line);
         }
         continue;
       }
@@ -338,8 +344,10 @@ class Builder {
     note(e, {});
     std::vector<const XmlElement*> nets;
     for (const XmlElement& c : e.children) {
-      if (c.name == "net") nets.push_back(&c);
-      else skipElement(c, e);
+      if (c.name == "net")
+        nets.push_back(&c);
+      else
+        skipElement(c, e);
     }
     if (nets.empty()) nets.push_back(nullptr);  // a NIC whose ports the file does not list
     for (const XmlElement* net : nets) {
@@ -404,9 +412,12 @@ class Builder {
     } else {
       Node n;
       n.pci = info;
-      if (isNvSwitchClass(info.pciClass)) n.type = NodeType::kNvSwitch;
-      else if (isNetworkClass(info.pciClass)) n.type = NodeType::kNic;
-      else n.type = NodeType::kPciBridge;
+      if (isNvSwitchClass(info.pciClass))
+        n.type = NodeType::kNvSwitch;
+      else if (isNetworkClass(info.pciClass))
+        n.type = NodeType::kNic;
+      else
+        n.type = NodeType::kPciBridge;
       node = addNode(n, root);
     }
     if (root < 0) {
@@ -420,12 +431,17 @@ class Builder {
       if (c.name == "pci") {
         WEFT_TRY(addPci(c, node, root));
       } else if (c.name == "gpu") {
-        if (&c == gpuElem) WEFT_TRY(addGpuLinks(c, node, root));
-        else WEFT_LOG(kWarn, kGraph, "%s: a second <gpu> in one <pci>; ignored", where(c.line).c_str());
+        if (&c == gpuElem)
+          WEFT_TRY(addGpuLinks(c, node, root));
+        else
+          WEFT_LOG(kWarn, kGraph, "%s: a second <gpu> in one <pci>; ignored", where(c.line).c_str());
       } else if (c.name == "nic") {
         if (nicsConsumed) continue;
-        if (type == NodeType::kPciBridge) WEFT_TRY(addNics(c, nullptr, node, root));
-        else WEFT_LOG(kWarn, kGraph, "%s: <nic> inside the <pci> of a %s; ignored", where(c.line).c_str(), nodeTypeName(type));
+        if (type == NodeType::kPciBridge)
+          WEFT_TRY(addNics(c, nullptr, node, root));
+        else
+          WEFT_LOG(kWarn, kGraph, "%s: <nic> inside the <pci> of a %s; ignored", where(c.line).c_str(),
+                   nodeTypeName(type));
       } else if (c.name == "pcilink") {
         note(c, {"target"});
         Pending p{node, LinkType::kPcie, "", 0, 1, linkBw, c.line};
@@ -466,7 +482,8 @@ class Builder {
           p.tclass == kPciClassNvSwitch) {
         t.type = NodeType::kNvSwitch;  // a <pci> of no class that the links say is a switch
       }
-      if (p.type == LinkType::kPcie && nodeRoot_[static_cast<size_t>(p.from)] != nodeRoot_[static_cast<size_t>(target)]) {
+      if (p.type == LinkType::kPcie &&
+          nodeRoot_[static_cast<size_t>(p.from)] != nodeRoot_[static_cast<size_t>(target)]) {
         // Joining two trees would make the link a tree link and move one tree under the other.
         WEFT_LOG(kWarn, kGraph, "%s: pcilink target %s is not under the same CPU; link skipped", where(p.line).c_str(),
                  p.target.c_str());

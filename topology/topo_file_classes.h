@@ -25,9 +25,7 @@ inline bool isNetworkClass(uint32_t c) { return (c >> 16) == 0x02; }
 
 // RCCL writes a number in <gpu arch=...> (feature bits), not a name: such a value is not read
 // as GpuInfo::arch, and an arch that looks like one is not written.
-inline bool isArchNumber(const std::string& arch) {
-  return arch.find_first_not_of("0123456789") == std::string::npos;
-}
+inline bool isArchNumber(const std::string& arch) { return arch.find_first_not_of("0123456789") == std::string::npos; }
 
 }  // namespace topo
 }  // namespace weft

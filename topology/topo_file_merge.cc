@@ -23,7 +23,8 @@ PciTree pciTree(const System& system) {
   std::vector<int> root(static_cast<size_t>(n));
   std::iota(root.begin(), root.end(), 0);
   std::vector<bool> hasCpu(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) hasCpu[static_cast<size_t>(i)] = system.nodes[static_cast<size_t>(i)].type == NodeType::kCpu;
+  for (int i = 0; i < n; ++i)
+    hasCpu[static_cast<size_t>(i)] = system.nodes[static_cast<size_t>(i)].type == NodeType::kCpu;
   auto find = [&](int x) {
     while (root[static_cast<size_t>(x)] != x) {
       root[static_cast<size_t>(x)] = root[static_cast<size_t>(root[static_cast<size_t>(x)])];
@@ -121,60 +122,72 @@ void mergeInto(Node* m, const Node& d) {
   nic.gdr = nic.gdr || d.nic.gdr;
 }
 
-// File nodes by what matches them, so that matching is not quadratic.
+// File nodes by what matches them, so that matching is not quadratic. Each list remembers
+// where its untaken entries start (entries are taken mostly in order).
+struct Candidates {
+  std::vector<int> ids;
+  size_t firstFree = 0;
+
+  // From the first entry not taken yet.
+  const int* begin(const std::vector<bool>& taken) {
+    while (firstFree < ids.size() && taken[static_cast<size_t>(ids[firstFree])]) ++firstFree;
+    return ids.data() + firstFree;
+  }
+  const int* end() const { return ids.data() + ids.size(); }
+};
+
 struct FileIndex {
-  std::map<std::string, std::vector<int>> byBusId;
-  std::map<int, std::vector<int>> cpuByNuma;
-  std::map<std::string, std::vector<int>> bareNicByName;  // NICs without a bus id
-  std::vector<int> cpus;
+  std::map<std::string, Candidates> byBusId;
+  std::map<int, Candidates> cpuByNuma;
+  std::map<std::string, Candidates> bareNicByName;  // NICs without a bus id
+  Candidates cpus;
 
   explicit FileIndex(const System& file) {
     for (size_t f = 0; f < file.nodes.size(); ++f) {
       const Node& n = file.nodes[f];
       int i = static_cast<int>(f);
       if (n.type == NodeType::kCpu) {
-        cpus.push_back(i);
-        if (n.cpu.numaId >= 0) cpuByNuma[n.cpu.numaId].push_back(i);
+        cpus.ids.push_back(i);
+        if (n.cpu.numaId >= 0) cpuByNuma[n.cpu.numaId].ids.push_back(i);
       } else if (!n.pci.busId.empty()) {
-        byBusId[n.pci.busId].push_back(i);
+        byBusId[n.pci.busId].ids.push_back(i);
       } else if (n.type == NodeType::kNic && !n.nic.name.empty()) {
-        bareNicByName[n.nic.name].push_back(i);
+        bareNicByName[n.nic.name].ids.push_back(i);
       }
     }
   }
 };
 
-int firstUntaken(const std::vector<int>* candidates, const std::vector<bool>& taken) {
-  if (candidates == nullptr) return -1;
-  for (int f : *candidates) {
-    if (!taken[static_cast<size_t>(f)]) return f;
-  }
-  return -1;
+template <typename Map, typename Key>
+Candidates* lookUp(Map* map, const Key& key) {
+  auto it = map->find(key);
+  return it == map->end() ? nullptr : &it->second;
 }
 
-template <typename Map, typename Key>
-const std::vector<int>* lookUp(const Map& map, const Key& key) {
-  auto it = map.find(key);
-  return it == map.end() ? nullptr : &it->second;
+int firstUntaken(Candidates* c, const std::vector<bool>& taken) {
+  if (c == nullptr) return -1;
+  const int* f = c->begin(taken);
+  return f == c->end() ? -1 : *f;
 }
 
 // The file node a detected node is, or -1. Strict pass: bus id (and NIC name where both have
 // one), NUMA id; loose pass (NICs only): any untaken NIC with the bus id.
-int findMatch(const Node& d, const System& file, const FileIndex& index, const std::vector<bool>& taken, bool loose,
+int findMatch(const Node& d, const System& file, FileIndex* index, const std::vector<bool>& taken, bool loose,
               bool oneCpuEach) {
   if (d.type == NodeType::kCpu) {
     if (loose) return -1;
-    if (oneCpuEach) return firstUntaken(&index.cpus, taken);
-    return d.cpu.numaId >= 0 ? firstUntaken(lookUp(index.cpuByNuma, d.cpu.numaId), taken) : -1;
+    if (oneCpuEach) return firstUntaken(&index->cpus, taken);
+    return d.cpu.numaId >= 0 ? firstUntaken(lookUp(&index->cpuByNuma, d.cpu.numaId), taken) : -1;
   }
   if (d.pci.busId.empty()) {
     // A NIC without a PCI function (virtual): by name.
     bool byName = !loose && d.type == NodeType::kNic && !d.nic.name.empty();
-    return byName ? firstUntaken(lookUp(index.bareNicByName, d.nic.name), taken) : -1;
+    return byName ? firstUntaken(lookUp(&index->bareNicByName, d.nic.name), taken) : -1;
   }
-  const std::vector<int>* sameBus = lookUp(index.byBusId, d.pci.busId);
+  Candidates* sameBus = lookUp(&index->byBusId, d.pci.busId);
   if (sameBus == nullptr) return -1;
-  for (int f : *sameBus) {
+  for (const int* it = sameBus->begin(taken); it != sameBus->end(); ++it) {
+    int f = *it;
     if (taken[static_cast<size_t>(f)]) continue;
     const Node& n = file.nodes[static_cast<size_t>(f)];
     bool bothNics = d.type == NodeType::kNic && n.type == NodeType::kNic;
@@ -210,7 +223,7 @@ Status mergeTopology(const System& detected, const System& file, System* out) {
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t d = 0; d < nDet; ++d) {
       if (detToMerged[d] >= 0) continue;
-      int f = findMatch(detected.nodes[d], file, index, taken, pass == 1, oneCpuEach);
+      int f = findMatch(detected.nodes[d], file, &index, taken, pass == 1, oneCpuEach);
       if (f < 0) continue;
       taken[static_cast<size_t>(f)] = true;
       mergeInto(&m.nodes[static_cast<size_t>(f)], detected.nodes[d]);
@@ -243,7 +256,8 @@ Status mergeTopology(const System& detected, const System& file, System* out) {
     for (int a = p; a >= 0 && !cycle; a = parent[static_cast<size_t>(a)]) cycle = a == i;
     if (cycle) continue;
     parent[static_cast<size_t>(i)] = p;
-    parentLink[static_cast<size_t>(i)] = &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
+    parentLink[static_cast<size_t>(i)] =
+        &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
   }
   std::map<LinkKey, int> have;
   auto add = [&](int a, int b, const Link& l) {
@@ -254,7 +268,8 @@ Status mergeTopology(const System& detected, const System& file, System* out) {
     m.addLink(a, b, l.type, l.count, l.bwGBs);
   };
   for (int i = 0; i < nMerged; ++i) {
-    if (parent[static_cast<size_t>(i)] >= 0) add(i, parent[static_cast<size_t>(i)], *parentLink[static_cast<size_t>(i)]);
+    if (parent[static_cast<size_t>(i)] >= 0)
+      add(i, parent[static_cast<size_t>(i)], *parentLink[static_cast<size_t>(i)]);
   }
 
   // Every other link: the file's first, then detection's where the file has none of that type

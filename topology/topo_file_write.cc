@@ -2,9 +2,9 @@
 // weft-topo --dump and WEFT_TOPO_DUMP_FILE call these.
 #include <algorithm>
 #include <charconv>
-#include <map>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,7 +27,8 @@ std::string realText(double v) {
   char buf[64];
   double mag = std::fabs(v);
   bool plain = v == 0 || (mag >= 1e-4 && mag < 1e15);  // no exponent where people read the number
-  auto r = plain ? std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed) : std::to_chars(buf, buf + sizeof(buf), v);
+  auto r = plain ? std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed)
+                 : std::to_chars(buf, buf + sizeof(buf), v);
   return std::string(buf, r.ptr);
 }
 
@@ -84,7 +85,7 @@ class XmlWriter {
         roots.push_back(static_cast<int>(i));
       }
     }
-    writeChildren(roots, 1);
+    writeChildren(roots, 1, -1);
     out_ += "</system>\n";
     return out_;
   }
@@ -105,7 +106,8 @@ class XmlWriter {
   // An NVSwitch that only NVLink targets describe: the reader remakes it from them.
   bool impliedByTargets(int i) const {
     const Node& n = node(i);
-    if (n.type != NodeType::kNvSwitch || n.pci.busId.empty() || !children_[static_cast<size_t>(i)].empty()) return false;
+    if (n.type != NodeType::kNvSwitch || n.pci.busId.empty() || !children_[static_cast<size_t>(i)].empty())
+      return false;
     if ((n.pci.pciClass != 0 && n.pci.pciClass != kPciClassNvSwitch) || n.pci.vendor != 0 || n.pci.device != 0 ||
         n.pci.subsystemVendor != 0 || n.pci.subsystemDevice != 0 || n.pci.linkSpeedGTs != 0 || n.pci.linkWidth != 0) {
       return false;
@@ -134,14 +136,15 @@ class XmlWriter {
       return;
     }
     out_ += ">\n";
-    writeChildren(kids, 2);
+    writeChildren(kids, 2, i);
     indent(1);
     out_ += "</cpu>\n";
   }
 
-  void writePciAttrs(const PciInfo& p, uint32_t classOverride = 0) {
+  // `cls` is the class written: the node's own, unless the reader would take that for another
+  // kind of node (see classToWrite).
+  void writePciAttrs(const PciInfo& p, uint32_t cls) {
     if (!p.busId.empty()) attr("busid", p.busId);
-    uint32_t cls = p.pciClass != 0 ? p.pciClass : classOverride;
     if (cls != 0) attr("class", hexText(cls, 6));
     if (p.vendor != 0) attr("vendor", hexText(p.vendor, 4));
     if (p.device != 0) attr("device", hexText(p.device, 4));
@@ -173,23 +176,33 @@ class XmlWriter {
     out_ += "</nic>\n";
   }
 
-  // Devices under one parent, in node order. NICs without a bus id share one <nic>; NICs with
-  // the same bus id (ports of one adapter) share one <pci>.
-  void writeChildren(const std::vector<int>& kids, int depth) {
+  // Devices under one parent (-1: under <system>), in node order. NICs without a bus id or
+  // class share one <nic> (a bare <nic> where the reader takes it as hanging under the parent,
+  // else inside a <pci> of no attributes); NICs with the same bus id (ports of one adapter)
+  // share one <pci>.
+  void writeChildren(const std::vector<int>& kids, int depth, int parent) {
     std::vector<int> bare;
     std::map<std::string, std::vector<int>> ports;  // NICs by bus id
     for (int k : kids) {
       const Node& n = node(k);
       if (n.type != NodeType::kNic) continue;
-      if (n.pci.busId.empty() && n.pci.pciClass == 0) bare.push_back(k);
-      else if (!n.pci.busId.empty()) ports[n.pci.busId].push_back(k);
+      if (n.pci.busId.empty() && n.pci.pciClass == 0)
+        bare.push_back(k);
+      else if (!n.pci.busId.empty())
+        ports[n.pci.busId].push_back(k);
     }
     for (int k : kids) {
       if (written_[static_cast<size_t>(k)]) continue;
       const Node& n = node(k);
       if (n.type == NodeType::kNic && n.pci.busId.empty() && n.pci.pciClass == 0) {
-        for (int b : bare) written_[static_cast<size_t>(b)] = true;
-        writeNicGroup(bare, depth);
+        bool direct = parent < 0 || node(parent).type == NodeType::kCpu || node(parent).type == NodeType::kPciBridge;
+        for (int b : bare) direct = direct && children_[static_cast<size_t>(b)].empty();
+        if (direct) {
+          for (int b : bare) written_[static_cast<size_t>(b)] = true;
+          writeNicGroup(bare, depth);
+        } else {
+          writeDevice(bare, depth);
+        }
         continue;
       }
       if (n.type == NodeType::kNic && !n.pci.busId.empty()) {
@@ -257,6 +270,19 @@ class XmlWriter {
     writeSorted(&lines, depth);
   }
 
+  // The reader decides what a <pci> is by its children, then its class. Where the node's own
+  // class would make it read back as something else, the class of its kind is written instead.
+  uint32_t classToWrite(int i, const std::vector<int>& kids) const {
+    const Node& n = node(i);
+    uint32_t cls = n.pci.pciClass;
+    if (n.type == NodeType::kNvSwitch) return kPciClassNvSwitch;
+    if (n.type != NodeType::kPciBridge || isBridgeClass(cls)) return cls;
+    bool bareNics = false;
+    for (int k : kids)
+      bareNics = bareNics || (node(k).type == NodeType::kNic && node(k).pci.busId.empty() && node(k).pci.pciClass == 0);
+    return bareNics || isGpuClass(cls) || isNetworkClass(cls) || isNvSwitchClass(cls) ? kPciClassBridge : cls;
+  }
+
   void writeDevice(const std::vector<int>& group, int depth) {
     int i = group[0];
     for (int g : group) written_[static_cast<size_t>(g)] = true;
@@ -272,7 +298,7 @@ class XmlWriter {
     }
     indent(depth);
     out_ += "<pci";
-    writePciAttrs(n.pci, n.type == NodeType::kNvSwitch ? kPciClassNvSwitch : 0);
+    writePciAttrs(n.pci, classToWrite(i, kids));
     size_t openEnd = out_.size();
     out_ += ">\n";
     size_t bodyStart = out_.size();
@@ -312,7 +338,7 @@ class XmlWriter {
       bool placeholder = group.size() == 1 && nicInfoIsDefault(n.nic) && isNetworkClass(n.pci.pciClass);
       if (!placeholder) writeNicGroup(group, depth + 1);
     }
-    writeChildren(kids, depth + 1);
+    writeChildren(kids, depth + 1, i);
     for (int g : group) writePciLinks(g, depth + 1);
     if (out_.size() == bodyStart) {
       out_.resize(openEnd);
@@ -408,9 +434,12 @@ class JsonObject {
 
 const char* gpuVendorName(GpuVendor v) {
   switch (v) {
-    case GpuVendor::kNvidia: return "nvidia";
-    case GpuVendor::kAmd: return "amd";
-    case GpuVendor::kUnknown: break;
+    case GpuVendor::kNvidia:
+      return "nvidia";
+    case GpuVendor::kAmd:
+      return "amd";
+    case GpuVendor::kUnknown:
+      break;
   }
   return "unknown";
 }

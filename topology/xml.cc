@@ -14,9 +14,7 @@ bool isNameStart(char c) {
   return (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || u == '_' || u == ':' || u >= 0x80;
 }
 
-bool isNameChar(char c) {
-  return isNameStart(c) || (c >= '0' && c <= '9') || c == '-' || c == '.';
-}
+bool isNameChar(char c) { return isNameStart(c) || (c >= '0' && c <= '9') || c == '-' || c == '.'; }
 
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -113,7 +111,8 @@ class Parser {
   Status skipPast(const char* terminator, const char* what) {
     int openLine = line_;
     size_t end = text_.find(terminator, pos_ + 2);
-    if (end == std::string::npos) return error(openLine, "unclosed %s (no '%s' before the end of input)", what, terminator);
+    if (end == std::string::npos)
+      return error(openLine, "unclosed %s (no '%s' before the end of input)", what, terminator);
     advanceTo(end + std::strlen(terminator));
     return Status::ok();
   }
@@ -123,8 +122,10 @@ class Parser {
     int brackets = 0;
     for (advance(9); !atEnd(); advance()) {
       char c = peek();
-      if (c == '[') ++brackets;
-      else if (c == ']') --brackets;
+      if (c == '[')
+        ++brackets;
+      else if (c == ']')
+        --brackets;
       else if (c == '>' && brackets <= 0) {
         advance();
         return Status::ok();
@@ -137,10 +138,14 @@ class Parser {
   Status skipMisc() {
     for (;;) {
       skipSpace();
-      if (startsWith("<?")) WEFT_TRY(skipPast("?>", "processing instruction <?...?>"));
-      else if (startsWith("<!--")) WEFT_TRY(skipPast("-->", "comment <!--"));
-      else if (startsWith("<!DOCTYPE")) WEFT_TRY(skipDoctype());
-      else return Status::ok();
+      if (startsWith("<?"))
+        WEFT_TRY(skipPast("?>", "processing instruction <?...?>"));
+      else if (startsWith("<!--"))
+        WEFT_TRY(skipPast("-->", "comment <!--"));
+      else if (startsWith("<!DOCTYPE"))
+        WEFT_TRY(skipDoctype());
+      else
+        return Status::ok();
     }
   }
 
@@ -157,11 +162,16 @@ class Parser {
                    shown(attrName).c_str());
     }
     std::string name = text_.substr(pos_ + 1, semi - pos_ - 1);
-    if (name == "lt") *out += '<';
-    else if (name == "gt") *out += '>';
-    else if (name == "amp") *out += '&';
-    else if (name == "quot") *out += '"';
-    else if (name == "apos") *out += '\'';
+    if (name == "lt")
+      *out += '<';
+    else if (name == "gt")
+      *out += '>';
+    else if (name == "amp")
+      *out += '&';
+    else if (name == "quot")
+      *out += '"';
+    else if (name == "apos")
+      *out += '\'';
     else if (name.size() >= 2 && name[0] == '#') {
       bool hex = name[1] == 'x' || name[1] == 'X';
       std::string digits = name.substr(hex ? 2 : 1);
@@ -169,15 +179,20 @@ class Parser {
       bool ok = !digits.empty() && digits.size() <= 8;
       for (char c : digits) {
         int d = -1;
-        if (c >= '0' && c <= '9') d = c - '0';
-        else if (hex && c >= 'a' && c <= 'f') d = c - 'a' + 10;
-        else if (hex && c >= 'A' && c <= 'F') d = c - 'A' + 10;
-        if (d < 0) ok = false;
-        else cp = cp * (hex ? 16 : 10) + static_cast<uint32_t>(d);
+        if (c >= '0' && c <= '9')
+          d = c - '0';
+        else if (hex && c >= 'a' && c <= 'f')
+          d = c - 'a' + 10;
+        else if (hex && c >= 'A' && c <= 'F')
+          d = c - 'A' + 10;
+        if (d < 0)
+          ok = false;
+        else
+          cp = cp * (hex ? 16 : 10) + static_cast<uint32_t>(d);
       }
       if (!ok || !validXmlChar(cp)) {
-        return error(attrLine, "character reference &%s; in attribute %s is not a valid character",
-                     shown(name).c_str(), shown(attrName).c_str());
+        return error(attrLine, "character reference &%s; in attribute %s is not a valid character", shown(name).c_str(),
+                     shown(attrName).c_str());
       }
       appendUtf8(cp, out);
     } else {
@@ -259,7 +274,8 @@ class Parser {
                      shown(text_.substr(pos_, 12)).c_str());
       }
       if (e->attributes.size() >= limits_.maxAttributes) {
-        return error(line_, "<%s> has more than %zu attributes; refused", shown(e->name).c_str(), limits_.maxAttributes);
+        return error(line_, "<%s> has more than %zu attributes; refused", shown(e->name).c_str(),
+                     limits_.maxAttributes);
       }
       WEFT_TRY(readAttribute(e));
     }
@@ -372,10 +388,18 @@ std::string xmlEscape(const std::string& text) {
   for (char ch : text) {
     unsigned char c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
       default:
         if (c < 0x20) {
           // Only tab, newline and carriage return are valid XML characters; as references they

@@ -36,10 +36,10 @@ struct XmlElement {
 };
 
 struct XmlLimits {
-  size_t maxBytes = 16u << 20;   // a real topology file is a few tens of KiB
-  int maxDepth = 64;             // system > cpu > pci > ... nests about 10 deep in practice
-  size_t maxElements = 1u << 16; // NCCL's own reader stops at 4096
-  size_t maxAttributes = 256;    // per element; NCCL's have at most a dozen
+  size_t maxBytes = 16u << 20;    // a real topology file is a few tens of KiB
+  int maxDepth = 64;              // system > cpu > pci > ... nests about 10 deep in practice
+  size_t maxElements = 1u << 16;  // NCCL's own reader stops at 4096
+  size_t maxAttributes = 256;     // per element; NCCL's have at most a dozen
 };
 
 // Parses `text` into its root element. Errors are weftInvalidArgument with messages such as

@@ -27,12 +27,9 @@ struct Expected {
 };
 
 const Expected kFixtures[] = {
-    {"dgx-h100.xml", 1, 2, 4, 8, 8, 4, 20, 1, 32, 0},
-    {"dgx-a100.xml", 1, 2, 5, 8, 8, 6, 27, 1, 48, 0},
-    {"mi300x.xml", 2, 2, 8, 8, 8, 0, 24, 1, 0, 28},
-    {"mi250x.xml", 2, 4, 4, 8, 4, 0, 16, 6, 0, 12},
-    {"pcie-4gpu.xml", 1, 2, 2, 4, 2, 0, 8, 1, 0, 0},
-    {"cloud-vm-skeleton.xml", 1, 4, 4, 8, 8, 0, 20, 6, 0, 0},
+    {"dgx-h100.xml", 1, 2, 4, 8, 8, 4, 20, 1, 32, 0}, {"dgx-a100.xml", 1, 2, 5, 8, 8, 6, 27, 1, 48, 0},
+    {"mi300x.xml", 2, 2, 8, 8, 8, 0, 24, 1, 0, 28},   {"mi250x.xml", 2, 4, 4, 8, 4, 0, 16, 6, 0, 12},
+    {"pcie-4gpu.xml", 1, 2, 2, 4, 2, 0, 8, 1, 0, 0},  {"cloud-vm-skeleton.xml", 1, 4, 4, 8, 8, 0, 20, 6, 0, 0},
 };
 
 System load(const std::string& name) {
@@ -157,8 +154,10 @@ TEST(TopoFileFixtures, DgxH100NvLinkFiveFourFourFiveOverFourSwitches) {
     std::map<NodeType, int> under;
     int cpu = -1;
     for (const auto& [other, l] : linksOf(s, sw, LinkType::kPcie)) {
-      if (s.nodes[static_cast<size_t>(other)].type == NodeType::kCpu) cpu = other;
-      else under[s.nodes[static_cast<size_t>(other)].type]++;
+      if (s.nodes[static_cast<size_t>(other)].type == NodeType::kCpu)
+        cpu = other;
+      else
+        under[s.nodes[static_cast<size_t>(other)].type]++;
     }
     EXPECT_EQ(under[NodeType::kGpu], 2);
     EXPECT_EQ(under[NodeType::kNic], 2);
@@ -310,7 +309,8 @@ TEST(TopoFileWrite, NcclDialectDropsXgmiAndGcn) {
   ASSERT_TRUE(parseTopologyXml(v1, "v1.xml", &back).isOk());
   EXPECT_EQ(countLinks(back, LinkType::kXgmi), 0);
   EXPECT_EQ(countNodes(back, NodeType::kGpu), 8);
-  for (int g : back.nodesOfType(NodeType::kGpu)) EXPECT_EQ(back.nodes[static_cast<size_t>(g)].gpu.vendor, GpuVendor::kAmd);
+  for (int g : back.nodesOfType(NodeType::kGpu))
+    EXPECT_EQ(back.nodes[static_cast<size_t>(g)].gpu.vendor, GpuVendor::kAmd);
 }
 
 TEST(TopoFileWrite, NvidiaFixturesRoundTripThroughRcclDialectToo) {

@@ -2,9 +2,8 @@
 // malformed files and whatever scripts/fuzz-topo found) goes through the parser: it must end
 // in success or a clean weftInvalidArgument, and what parses must survive the writers (the
 // properties fuzz/topo_file_fuzz.cc checks).
-#include <gtest/gtest.h>
-
 #include <dirent.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>

@@ -228,7 +228,8 @@ TEST(TopoFileMerge, OneSideEmptyGivesTheOther) {
   System dWithSmp = d;
   std::vector<int> cpus = d.nodesOfType(NodeType::kCpu);
   for (size_t i = 0; i < cpus.size(); ++i) {
-    for (size_t j = i + 1; j < cpus.size(); ++j) dWithSmp.addLink(cpus[i], cpus[j], LinkType::kSmp, 1, bw::smp("AuthenticAMD"));
+    for (size_t j = i + 1; j < cpus.size(); ++j)
+      dWithSmp.addLink(cpus[i], cpus[j], LinkType::kSmp, 1, bw::smp("AuthenticAMD"));
   }
   EXPECT_EQ(canonical(m), canonical(dWithSmp));
   System f;

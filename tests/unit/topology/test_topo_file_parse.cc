@@ -1,7 +1,6 @@
 // Topology files: malformed input is a clean weftInvalidArgument naming file, line and what was
 // expected; partial and unusual-but-valid input is accepted.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include "test_topo_file_util.h"
@@ -32,26 +31,33 @@ struct BadInput {
 };
 
 const BadInput kBad[] = {
-    {"bad_bus_id", "<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"zz:00\" class=\"0x060400\"/>\n</cpu>\n</system>",
+    {"bad_bus_id",
+     "<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"zz:00\" class=\"0x060400\"/>\n</cpu>\n</system>",
      "topo.xml:3: attribute busid=\"zz:00\" of <pci> is not a PCI bus id"},
     {"unclosed_pci", "<system version=\"1\">\n<cpu>\n\n\n<pci busid=\"0000:01:00.0\">\n<pci busid=\"0000:02:00.0\"/>\n",
      "unclosed <pci> opened at line 5"},
-    {"gpu_tag_not_closed", "<system>\n<cpu>\n<pci>\n<gpu dev=\"0\" sm=\"90\"", "topo.xml:4: expected '>' to close <gpu ...>"},
+    {"gpu_tag_not_closed", "<system>\n<cpu>\n<pci>\n<gpu dev=\"0\" sm=\"90\"",
+     "topo.xml:4: expected '>' to close <gpu ...>"},
     {"gpu_tag_runs_into_child", "<system>\n<cpu>\n<pci>\n<gpu dev=\"0\" sm=\"90\"<nvlink/></gpu></pci></cpu></system>",
      "topo.xml:4: expected '>' to close <gpu ...>, found '<nvlink/>"},
-    {"mismatched_close", "<system>\n<cpu>\n<pci>\n</cpu>\n</system>", "topo.xml:4: </cpu> does not match <pci> opened at line 3"},
-    {"wrong_root", "<topology version=\"1\"/>", "topo.xml:1: expected <system version=\"1\"> as the root element, found <topology>"},
+    {"mismatched_close", "<system>\n<cpu>\n<pci>\n</cpu>\n</system>",
+     "topo.xml:4: </cpu> does not match <pci> opened at line 3"},
+    {"wrong_root", "<topology version=\"1\"/>",
+     "topo.xml:1: expected <system version=\"1\"> as the root element, found <topology>"},
     {"sm_not_a_number", "<system>\n<cpu><pci><gpu sm=\"ninety\"/></pci></cpu></system>",
      "topo.xml:2: attribute sm=\"ninety\" of <gpu> is not an integer"},
     {"numaid_overflows", "<system><cpu numaid=\"99999999999999999999\"/></system>", "attribute numaid"},
-    {"count_out_of_range", "<system><cpu><pci><gpu><nvlink target=\"0000:05:00.0\" count=\"-2\"/></gpu></pci></cpu></system>",
+    {"count_out_of_range",
+     "<system><cpu><pci><gpu><nvlink target=\"0000:05:00.0\" count=\"-2\"/></gpu></pci></cpu></system>",
      "attribute count=\"-2\" of <nvlink> is not an integer in 0..1024"},
-    {"class_not_hex", "<system><cpu><pci class=\"bridge\"/></cpu></system>", "attribute class=\"bridge\" of <pci> is not a hex id"},
+    {"class_not_hex", "<system><cpu><pci class=\"bridge\"/></cpu></system>",
+     "attribute class=\"bridge\" of <pci> is not a hex id"},
     {"link_speed_words", "<system><cpu><pci link_speed=\"fast\"/></cpu></system>", "is not a PCIe link speed"},
     {"speed_infinite", "<system><cpu><nic><net speed=\"inf\"/></nic></cpu></system>", "is not a non-negative number"},
     {"affinity_not_a_mask", "<system><cpu affinity=\"0-15\"/></system>", "is not a CPU mask"},
     {"bus_id_twice",
-     "<system>\n<cpu>\n<pci busid=\"0000:18:00.0\" class=\"0x060400\"/>\n<pci busid=\"18:00.0\" class=\"0x060400\"/>\n</cpu>\n</system>",
+     "<system>\n<cpu>\n<pci busid=\"0000:18:00.0\" class=\"0x060400\"/>\n<pci busid=\"18:00.0\" "
+     "class=\"0x060400\"/>\n</cpu>\n</system>",
      "topo.xml:4: bus id 0000:18:00.0 is already used by the element at line 3"},
     {"empty", "", "topo.xml:1: no root element"},
     {"comments_only", "<!-- nothing -->\n\n", "no root element"},
@@ -154,6 +160,15 @@ TEST(TopoFileParse, XmlSyntaxOfEveryKind) {
   EXPECT_EQ(s.nodes[1].gpu.vendor, GpuVendor::kNvidia);
 }
 
+TEST(TopoFileParse, WindowsLineEndingsAndLineNumbers) {
+  System s;
+  Status st = parse("<system>\r\n<cpu>\r\n<pci busid=\"0000:01:00.0\"\r\n     class=\"bridge\"/>\r\n</cpu></system>", &s);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("topo.xml:4: attribute class=\"bridge\""), std::string::npos) << st.message();
+  s = parseOk("<system>\r\n<cpu numaid=\"0\"\r\n vendor=\"GenuineIntel\"/>\r\n</system>\r\n");
+  EXPECT_EQ(s.nodes[0].cpu.vendor, "GenuineIntel");
+}
+
 TEST(TopoFileParse, EntitiesRoundTripThroughTheWriter) {
   System s = parseOk("<system><cpu vendor=\"&lt;a&amp;b&gt; &quot;c&quot; &apos;d&apos; &#233;\"/></system>");
   EXPECT_EQ(s.nodes[0].cpu.vendor, "<a&b> \"c\" 'd' \xc3\xa9");
@@ -191,7 +206,8 @@ TEST(TopoFileParse, UnknownElementsAndAttributesAreSkipped) {
       "<system version=\"1\" flavour=\"x\">\n"
       "  <cpu numaid=\"0\" cores=\"64\"><widget a=\"b\"><pci busid=\"0000:01:00.0\"/></widget>\n"
       "    <pci busid=\"0000:18:00.0\" class=\"0x030200\" vendor=\"0x10de\" numa=\"0\">\n"
-      "      <gpu dev=\"0\" sm=\"90\" hwid=\"7\"><nvlink target=\"0000:05:00.0\" count=\"2\" tclass=\"0x068000\" bw=\"1\"/>"
+      "      <gpu dev=\"0\" sm=\"90\" hwid=\"7\"><nvlink target=\"0000:05:00.0\" count=\"2\" tclass=\"0x068000\" "
+      "bw=\"1\"/>"
       "<magic/></gpu>\n"
       "    </pci>\n"
       "  </cpu>\n"
@@ -228,9 +244,12 @@ TEST(TopoFileParse, VersionsAndGpuVendor) {
 TEST(TopoFileParse, BothEndsOfALinkBecomeOneLinkWithTheLargerCount) {
   System s = parseOk(
       "<system version=\"2\"><cpu>"
-      "<pci busid=\"0000:01:00.0\" vendor=\"0x10de\"><gpu sm=\"90\"><nvlink target=\"0000:02:00.0\" count=\"4\"/></gpu></pci>"
-      "<pci busid=\"0000:02:00.0\" vendor=\"0x10de\"><gpu sm=\"90\"><nvlink target=\"0000:01:00.0\" count=\"6\"/></gpu></pci>"
-      "<pci busid=\"0000:03:00.0\" vendor=\"0x1002\"><gpu gcn=\"gfx90a\"><xgmi target=\"0000:04:00.0\" count=\"2\"/></gpu></pci>"
+      "<pci busid=\"0000:01:00.0\" vendor=\"0x10de\"><gpu sm=\"90\"><nvlink target=\"0000:02:00.0\" "
+      "count=\"4\"/></gpu></pci>"
+      "<pci busid=\"0000:02:00.0\" vendor=\"0x10de\"><gpu sm=\"90\"><nvlink target=\"0000:01:00.0\" "
+      "count=\"6\"/></gpu></pci>"
+      "<pci busid=\"0000:03:00.0\" vendor=\"0x1002\"><gpu gcn=\"gfx90a\"><xgmi target=\"0000:04:00.0\" "
+      "count=\"2\"/></gpu></pci>"
       "<pci busid=\"0000:04:00.0\" vendor=\"0x1002\"><gpu gcn=\"gfx90a\"/></pci>"
       "</cpu></system>");
   ASSERT_EQ(countLinks(s, LinkType::kNvLink), 1);
@@ -251,11 +270,11 @@ TEST(TopoFileParse, LinksToUnknownOrWrongTargetsAreSkipped) {
       "<system><cpu>"
       "<pci busid=\"0000:01:00.0\" class=\"0x060400\"/>"
       "<pci busid=\"0000:02:00.0\"><gpu sm=\"90\">"
-      "<nvlink target=\"0000:09:00.0\" count=\"2\"/>"    // not in the file, not a switch
-      "<nvlink target=\"0000:01:00.0\" count=\"2\"/>"    // a bridge
-      "<nvlink target=\"0000:02:00.0\" count=\"2\"/>"    // itself
+      "<nvlink target=\"0000:09:00.0\" count=\"2\"/>"  // not in the file, not a switch
+      "<nvlink target=\"0000:01:00.0\" count=\"2\"/>"  // a bridge
+      "<nvlink target=\"0000:02:00.0\" count=\"2\"/>"  // itself
       "<xgmi target=\"0000:0a:00.0\" count=\"1\" tclass=\"0x068000\"/>"
-      "<nvlink count=\"3\"/>"                            // no target
+      "<nvlink count=\"3\"/>"  // no target
       "<nvlink target=\"0000:0b:00.0\" count=\"0\" tclass=\"0x068000\"/>"
       "</gpu></pci></cpu></system>");
   EXPECT_EQ(countLinks(s, LinkType::kNvLink), 0);
@@ -268,11 +287,13 @@ TEST(TopoFileParse, C2cPciLinkAndMultiPortNic) {
       "<system version=\"1\"><cpu numaid=\"0\" arch=\"arm64\">"
       "<pci busid=\"0009:01:00.0\" class=\"0x030200\" vendor=\"0x10de\"><gpu dev=\"0\" sm=\"90\">"
       "<c2c count=\"10\" bw=\"45000\"/></gpu></pci>"
-      "<pci busid=\"0009:02:00.0\" class=\"0x030200\" vendor=\"0x10de\"><gpu dev=\"1\" sm=\"90\"><c2c count=\"2\"/></gpu></pci>"
+      "<pci busid=\"0009:02:00.0\" class=\"0x030200\" vendor=\"0x10de\"><gpu dev=\"1\" sm=\"90\"><c2c "
+      "count=\"2\"/></gpu></pci>"
       "<pci busid=\"0000:10:00.0\" class=\"0x060400\"><pcilink target=\"0000:20:00.0\"/></pci>"
       "<pci busid=\"0000:20:00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\"/>"
       "<pci busid=\"0000:30:00.0\" class=\"0x020700\"><nic>"
-      "<net name=\"mlx5_0\" dev=\"0\" port=\"1\" speed=\"200000\"/><net name=\"mlx5_1\" dev=\"1\" port=\"2\" speed=\"200000\"/>"
+      "<net name=\"mlx5_0\" dev=\"0\" port=\"1\" speed=\"200000\"/><net name=\"mlx5_1\" dev=\"1\" port=\"2\" "
+      "speed=\"200000\"/>"
       "</nic></pci>"
       "</cpu></system>");
   std::vector<double> c2c;
@@ -298,7 +319,8 @@ TEST(TopoFileParse, C2cPciLinkAndMultiPortNic) {
 TEST(TopoFileParse, PciLinkAcrossTreesIsSkipped) {
   // Made a tree link, it would move one CPU's devices under the other's.
   System s = parseOk(
-      "<system><cpu numaid=\"0\"><pci busid=\"0000:10:00.0\" class=\"0x060400\"><pcilink target=\"0000:90:00.0\"/></pci></cpu>"
+      "<system><cpu numaid=\"0\"><pci busid=\"0000:10:00.0\" class=\"0x060400\"><pcilink "
+      "target=\"0000:90:00.0\"/></pci></cpu>"
       "<cpu numaid=\"1\"><pci busid=\"0000:90:00.0\" class=\"0x060400\"/></cpu>"
       "<pci busid=\"0000:a0:00.0\" class=\"0x060400\"><pcilink target=\"0000:10:00.0\"/></pci></system>");
   EXPECT_EQ(countLinks(s, LinkType::kPcie), 2);

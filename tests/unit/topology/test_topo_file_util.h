@@ -54,11 +54,11 @@ inline std::vector<std::string> canonical(const System& s) {
                   "node %s | cpu %d %s %s %s %d %d %llx | pci %s %x %x %x %x %x %g %d | gpu %d %d %d %s %s %d %d | "
                   "nic %s %d %d %g %g %llx %d %d",
                   nodeKey(s, static_cast<int>(i)).c_str(), c.numaId, c.affinity.c_str(), c.arch.c_str(),
-                  c.vendor.c_str(), c.familyId, c.modelId, static_cast<unsigned long long>(c.hostHash),
-                  p.busId.c_str(), p.pciClass, p.vendor, p.device, p.subsystemVendor, p.subsystemDevice,
-                  p.linkSpeedGTs, p.linkWidth, static_cast<int>(g.vendor), g.dev, g.sm, g.arch.c_str(),
-                  g.model.c_str(), g.rank, g.gdr ? 1 : 0, k.name.c_str(), k.dev, k.port, k.speedMbps, k.latencyUs,
-                  static_cast<unsigned long long>(k.guid), k.maxConn, k.gdr ? 1 : 0);
+                  c.vendor.c_str(), c.familyId, c.modelId, static_cast<unsigned long long>(c.hostHash), p.busId.c_str(),
+                  p.pciClass, p.vendor, p.device, p.subsystemVendor, p.subsystemDevice, p.linkSpeedGTs, p.linkWidth,
+                  static_cast<int>(g.vendor), g.dev, g.sm, g.arch.c_str(), g.model.c_str(), g.rank, g.gdr ? 1 : 0,
+                  k.name.c_str(), k.dev, k.port, k.speedMbps, k.latencyUs, static_cast<unsigned long long>(k.guid),
+                  k.maxConn, k.gdr ? 1 : 0);
     out.push_back(buf);
   }
   for (const Link& l : s.links) {
