@@ -35,7 +35,7 @@ const char kUsage[] =
     "                      with the algorithm/protocol/channel count the tuner would pick\n"
     "\n"
     "topology options:\n"
-    "  --file FILE                 read a topology file (NCCL or RCCL XML, as WEFT_TOPO_FILE takes)\n"
+    "  --file FILE                 read a topology file (NCCL or RCCL XML, the format of NCCL_TOPO_FILE)\n"
     "                              instead of inspecting this machine; - or /dev/stdin reads stdin\n"
     "  --nodes K                   also show rings, trees and predictions for K copies of the node (1)\n"
     "  --json                      print the topology as JSON, and nothing else\n"
@@ -60,7 +60,7 @@ const char kUsage[] =
     "  weft-topo --file tests/fixtures/topo/mi300x.xml --nodes 4\n"
     "                                                     4 MI300X nodes: 32-rank rings and predictions\n"
     "  weft-topo --file tests/fixtures/topo/dgx-h100.xml --svg dgx.svg\n"
-    "  weft-topo --xml nccl > topo.xml                    save this machine for WEFT_TOPO_FILE\n"
+    "  weft-topo --xml nccl > topo.xml                    save this machine as an NCCL topology file\n"
     "  weft-topo --schedule allreduce -n 4 --algo ring\n"
     "  weft-topo --params\n"
     "exit status: 0 ok, 1 the request failed (unreadable file, detection failed), 2 bad command line\n";
