@@ -466,6 +466,11 @@ Status detectSystem(const DetectOptions& options, System* out, DetectReport* rep
   } else {
     record(rep, DetectSourceResult{"rocm-smi", SourceState::kSkipped, "disabled"}, true);
   }
+  if (!options.fabricLibrary.empty() && live) {
+    record(rep, readLibfabric(options.fabricLibrary, &inv), true);
+  } else {
+    record(rep, DetectSourceResult{"libfabric", SourceState::kSkipped, live ? "disabled" : "live machine only"}, true);
+  }
   for (const GpuEntry& g : inv.gpus) ensurePci(&inv, sys, g.busId);
   for (const GpuLink& l : inv.gpuLinks) {
     if (l.toSwitch) ensurePci(&inv, sys, l.to);

@@ -57,6 +57,7 @@ struct DetectOptions {
   bool useHwloc = true;
   std::string nvmlLibrary = "libnvidia-ml.so.1";  // "" skips NVML
   std::string rsmiLibrary = "librocm_smi64.so";   // "" skips ROCm SMI (".so.N" names are tried too)
+  std::string fabricLibrary = "libfabric.so.1";   // "" skips libfabric
 };
 
 // Fills *out (replacing its contents) with what the sources find; `report` may be null.

@@ -115,6 +115,10 @@ bool isImportantPciClass(uint32_t pciClass24);
 // ---- NVML (detect_nvml.cc): GPUs and NVLinks. `library` is the name given to dlopen.
 DetectSourceResult readNvml(const std::string& library, Inventory* inv);
 
+// ---- libfabric (detect_ofi.cc): providers per NIC, and NICs only it reports. `library` is
+// the name given to dlopen.
+DetectSourceResult readLibfabric(const std::string& library, Inventory* inv);
+
 // ---- ROCm (detect_rocm.cc).
 DetectSourceResult readKfd(const std::string& root, Inventory* inv);
 DetectSourceResult readRocmSmi(const std::string& library, Inventory* inv);
