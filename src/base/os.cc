@@ -1,5 +1,7 @@
 #include "base/os.h"
 
+#include "base/params.h"
+
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -94,12 +96,18 @@ uint64_t hashBytes(const void* data, size_t bytes, uint64_t seed) {
 
 uint64_t hostHash() {
   static const uint64_t hash = [] {
-    std::string id = hostName();
+    // WEFT_HOSTID names the host outright (containers that share /dev/shm, tests).
+    std::string id = params::HostId();
+    if (!id.empty()) return hashBytes(id.data(), id.size());
+    id = hostName();
     std::ifstream boot("/proc/sys/kernel/random/boot_id");
     std::string bootId;
     if (boot >> bootId) id += ":" + bootId;
-    // Ranks in different network namespaces on one machine share a boot id but not a
-    // hostname when their launcher sets one; the hostname keeps them apart in that case.
+    // Processes in different network namespaces count as different hosts: a container with its
+    // own network usually has its own /dev/shm too, and tests model hosts with namespaces.
+    char ns[64] = {0};
+    ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
+    if (n > 0) id += ":" + std::string(ns, static_cast<size_t>(n));
     return hashBytes(id.data(), id.size());
   }();
   return hash;

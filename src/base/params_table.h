@@ -17,6 +17,7 @@ WEFT_PARAM(int64_t, Rank, "RANK", -1, "this process's rank, for weftCommInitFrom
 WEFT_PARAM(int64_t, NRanks, "NRANKS", -1, "number of ranks, for weftCommInitFromEnv")
 WEFT_PARAM(std::string, RootAddr, "ROOT_ADDR", "", "host:port where rank 0 listens, for weftCommInitFromEnv")
 WEFT_PARAM(std::string, RootSecret, "ROOT_SECRET", "", "32 hex digits all ranks share, for weftCommInitFromEnv")
+WEFT_PARAM(std::string, HostId, "HOSTID", "", "names this rank's host: ranks with the same name share memory (default: hostname, boot id and network namespace)")
 
 // Algorithms and channels
 WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or Doubling (default: chosen by size)")
@@ -31,3 +32,6 @@ WEFT_PARAM(bool, SingleCopy, "SINGLE_COPY", true, "0: never let a rank read a pe
 WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different processes read each other's buffers with process_vm_readv (single-copy across processes; off by default: slower than two copies at slot size on the machines measured)")
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
 WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")
+WEFT_PARAM(std::string, Net, "NET", "auto", "network transport between hosts: socket, ofi (libfabric) or auto (ofi when libfabric has a hardware provider, else socket)")
+WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
+WEFT_PARAM(int64_t, NetStreams, "NET_STREAMS", 1, "TCP connections per network connection (the socket transport splits each slot across them)")
