@@ -51,7 +51,8 @@ inline void cpuRelax() {
 }
 
 std::string hostName();
-// Identifies this host (name and boot id): equal on two ranks means "same host".
+// Identifies this host (WEFT_HOSTID, else hostname, boot id and network namespace): equal on
+// two ranks means "same host".
 uint64_t hostHash();
 // Identifies this process (host, pid and start time): equal means "same process".
 uint64_t processHash();

@@ -1,0 +1,128 @@
+// What every network transport shares: the slot ring between the executor and the proxy, the
+// link state the proxy reports failures through, and the Connection objects the executor sees.
+//
+// A NetLink is one direction of one edge, as the proxy sees it (a ProxyTask). Its ring has
+// nSlots slots of slotBytes bytes in this process's memory:
+//   sending link:   the executor produces (head = slots posted), the proxy consumes (tail =
+//                   slots handed to the network, free to refill);
+//   receiving link: the proxy produces (head = slots filled from the network), the executor
+//                   consumes (tail = slots released).
+// Each counter has one writer; the other side reads it with acquire loads, so a slot's bytes
+// and size are visible once its counter moves. The socket and libfabric transports subclass
+// NetLink with their own progress(); NetSendConnection / NetRecvConnection wrap any of them.
+#ifndef WEFT_TRANSPORTS_NET_NET_LINK_H_
+#define WEFT_TRANSPORTS_NET_NET_LINK_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+#include "transports/net/proxy.h"
+#include "transports/transport.h"
+
+namespace weft {
+namespace net {
+
+// The frame that precedes every message on a byte stream (the socket transport) and the
+// control messages of both transports. 16 bytes, little-endian host order (peers run the same
+// build on the same architecture; the magic catches anything else).
+struct FrameHeader {
+  uint32_t magic = 0;  // kFrameMagic
+  uint32_t type = 0;   // FrameType
+  uint64_t bytes = 0;  // payload bytes that follow (kData)
+};
+static_assert(sizeof(FrameHeader) == 16, "FrameHeader is a wire format");
+constexpr uint32_t kFrameMagic = 0x4e544657u;  // "WFTN"
+enum FrameType : uint32_t { kFrameData = 1, kFrameAbort = 2, kFrameCredit = 3 };
+
+class SlotRing {
+ public:
+  SlotRing(size_t nSlots, size_t slotBytes);
+  ~SlotRing();
+  SlotRing(const SlotRing&) = delete;
+  SlotRing& operator=(const SlotRing&) = delete;
+
+  size_t nSlots() const { return nSlots_; }
+  size_t slotBytes() const { return slotBytes_; }
+  size_t stride() const { return stride_; }
+  char* base() const { return data_; }
+  size_t totalBytes() const { return nSlots_ * stride_; }
+  char* slot(uint64_t counter) const { return data_ + (counter % nSlots_) * stride_; }
+  std::atomic<uint64_t>& size(uint64_t counter) { return sizes_[counter % nSlots_]; }
+
+  alignas(64) std::atomic<uint64_t> head{0};
+  alignas(64) std::atomic<uint64_t> tail{0};
+
+ private:
+  size_t nSlots_;
+  size_t slotBytes_;
+  size_t stride_;
+  char* data_ = nullptr;
+  std::unique_ptr<std::atomic<uint64_t>[]> sizes_;
+};
+
+// How a link failed, written once by whichever side notices first, read by the executor.
+class LinkState {
+ public:
+  // Records the first failure; later ones are dropped. `byPeer`: the peer told us it failed
+  // (an abort frame), which executors treat as a definite failure of the operation.
+  void fail(Status status, bool byPeer);
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  bool peerAborted() const { return peerAborted_.load(std::memory_order_acquire); }
+  Status status() const;
+
+  // The executor's side asked to tell the peer it failed (signalAbort()).
+  std::atomic<bool> abortRequested{false};
+
+ private:
+  mutable std::mutex mutex_;
+  Status status_;
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> peerAborted_{false};
+};
+
+class NetLink : public ProxyTask {
+ public:
+  NetLink(const ConnectRequest& req, bool sending);
+  ~NetLink() override = default;
+
+  bool sending() const { return sending_; }
+  SlotRing& ring() { return ring_; }
+  LinkState& state() { return state_; }
+  // "rank 3 (host b, 198.18.0.2:40112) lane 1": for messages.
+  const std::string& peerText() const { return peerText_; }
+  int peerRank() const { return peerRank_; }
+  int selfRank() const { return selfRank_; }
+  // Sending link: every posted slot has reached the peer's receive slots (or, for a stream
+  // transport, the kernel's socket buffer; see the transport).
+  virtual bool allSendsDelivered() const {
+    return ring_.tail.load(std::memory_order_acquire) == ring_.head.load(std::memory_order_acquire);
+  }
+  // Receiving link: the proxy must hear of every released slot (it returns credits).
+  virtual bool wantsWakeOnRelease() const { return false; }
+  // Sets the peer part of the description once it is known (the address, after connecting).
+  void setPeerText(std::string text) { peerText_ = std::move(text); }
+
+ protected:
+  const bool sending_;
+  const int selfRank_;
+  const int peerRank_;
+  SlotRing ring_;
+  LinkState state_;
+  std::string peerText_;
+};
+
+// Registers `link` with `proxy` for the connection's lifetime and gives the executor the
+// Connection interface over it. The destructor waits (up to `flushDeadline`) for the proxy to
+// put posted slots on the wire, then removes the link.
+std::unique_ptr<Connection> makeNetConnection(std::shared_ptr<NetLink> link, std::shared_ptr<Proxy> proxy,
+                                              double flushSeconds);
+
+}  // namespace net
+}  // namespace weft
+
+#endif  // WEFT_TRANSPORTS_NET_NET_LINK_H_

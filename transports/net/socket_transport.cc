@@ -1,0 +1,493 @@
+#include "transports/net/socket_transport.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "base/log.h"
+#include "base/params.h"
+#include "base/socket.h"
+#include "transports/net/net_link.h"
+#include "transports/net/net_select.h"
+
+namespace weft {
+namespace net {
+namespace {
+
+// Bootstrap tag of the offer for lane L: kOfferTagBase + L.
+constexpr int kOfferTagBase = 0x6e000;
+constexpr uint64_t kOfferMagic = 0x524646304b434f53ull;  // "SOCK0FFR"
+constexpr uint64_t kHelloMagic = 0x4f4c4c454b434f53ull;  // "SOCKELLO"
+// How long an accepted connection may take to introduce itself.
+constexpr double kHelloTimeoutS = 10.0;
+// How long a closing sending end waits for its posted slots to reach the kernel.
+constexpr double kFlushSeconds = 30.0;
+
+// Receiver -> sender through the bootstrap.
+struct Offer {
+  uint64_t magic = 0;
+  uint64_t token = 0;
+  SocketAddress address;
+  int32_t lane = 0;
+  int32_t receiverRank = 0;
+};
+
+// Sender -> receiver, first bytes on a new connection.
+struct Hello {
+  uint64_t magic = 0;
+  uint64_t token = 0;
+  int32_t senderRank = 0;
+  int32_t lane = 0;
+};
+
+bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+}  // namespace
+
+// One direction of one edge over one TCP connection.
+class SocketLink final : public NetLink {
+ public:
+  SocketLink(const ConnectRequest& req, bool sending, Socket socket)
+      : NetLink(req, sending), lane_(req.lane), socket_(std::move(socket)) {
+    if (socket_.valid()) describePeer();
+  }
+
+  int lane() const { return lane_; }
+
+  // Receiving link: the connection the sender opened (proxy thread).
+  void attach(Socket socket) {
+    socket_ = std::move(socket);
+    describePeer();
+  }
+
+  bool progress() override {
+    if (!socket_.valid() || state_.failed()) return false;
+    if (state_.abortRequested.load(std::memory_order_relaxed)) return sendAbort();
+    return sending_ ? progressSend() : progressRecv();
+  }
+
+  int pollFd() const override {
+    if (!socket_.valid() || state_.failed() || abortSent_) return kNothingToWaitFor;
+    return socket_.fd();
+  }
+
+  short pollEvents() const override {
+    if (sending_) {
+      bool pending = ring_.tail.load(std::memory_order_relaxed) != ring_.head.load(std::memory_order_acquire);
+      return static_cast<short>(POLLIN | (pending ? POLLOUT : 0));
+    }
+    return roomForOne() ? POLLIN : 0;
+  }
+
+ private:
+  void describePeer() {
+    char text[224];
+    std::snprintf(text, sizeof(text), "%s, %s", peerText_.c_str(), socket_.peerAddress().toString().c_str());
+    peerText_ = text;
+  }
+
+  bool roomForOne() const {
+    return ring_.head.load(std::memory_order_relaxed) - ring_.tail.load(std::memory_order_acquire) < ring_.nSlots();
+  }
+
+  void failIo(const char* doing, int err) {
+    state_.fail(WEFT_ERROR(weftRemoteError,
+                           "rank %d: the connection to %s failed while %s: %s; its process probably exited or its "
+                           "host or link went down",
+                           selfRank_, peerText_.c_str(), doing, errnoText(err).c_str()),
+                false);
+  }
+
+  void failClosed(bool midMessage) {
+    state_.fail(WEFT_ERROR(weftRemoteError, "rank %d: %s closed the connection%s; its process exited or failed",
+                           selfRank_, peerText_.c_str(), midMessage ? " in the middle of a message" : ""),
+                false);
+  }
+
+  // The one control frame a peer may send on the reverse direction: an abort.
+  bool handleFrame(const FrameHeader& h) {
+    if (h.magic != kFrameMagic || (h.type != kFrameData && h.type != kFrameAbort)) {
+      state_.fail(WEFT_ERROR(weftRemoteError,
+                             "rank %d: %s sent bytes that are not a Weft frame (magic 0x%08x, type %u); another "
+                             "program or another Weft version is on this connection",
+                             selfRank_, peerText_.c_str(), h.magic, h.type),
+                  false);
+      return false;
+    }
+    if (h.type == kFrameAbort) {
+      state_.fail(WEFT_ERROR(weftRemoteError, "rank %d: %s reported a failure; see its log for the cause", selfRank_,
+                             peerText_.c_str()),
+                  true);
+      return false;
+    }
+    if (sending_ || h.bytes > ring_.slotBytes()) {
+      state_.fail(WEFT_ERROR(weftRemoteError,
+                             "rank %d: %s sent a %s message of %llu bytes where slots hold %zu; the ranks run "
+                             "with different WEFT_BUFFSIZE/WEFT_NSLOTS or Weft versions",
+                             selfRank_, peerText_.c_str(), sending_ ? "data" : "",
+                             static_cast<unsigned long long>(h.bytes), ring_.slotBytes()),
+                  false);
+      return false;
+    }
+    return true;
+  }
+
+  bool sendAbort() {
+    if (abortSent_) return false;
+    abortSent_ = true;
+    // At a frame boundary an abort frame tells the peer this side failed; in the middle of a
+    // message the connection is just shut down, which the peer sees as a closed connection.
+    if (headerDone_ == 0 && dataDone_ == 0) {
+      FrameHeader h;
+      h.magic = kFrameMagic;
+      h.type = kFrameAbort;
+      ssize_t w = ::send(socket_.fd(), &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)w;
+    }
+    ::shutdown(socket_.fd(), SHUT_WR);
+    state_.fail(WEFT_ERROR(weftRemoteError, "rank %d: this rank aborted its connection to %s", selfRank_,
+                           peerText_.c_str()),
+                false);
+    return true;
+  }
+
+  // The receiver never sends anything but an abort frame (or closes).
+  bool readControl() {
+    for (;;) {
+      ssize_t r = ::recv(socket_.fd(), reinterpret_cast<char*>(&control_) + controlDone_,
+                         sizeof(control_) - controlDone_, MSG_DONTWAIT);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (wouldBlock(errno)) return false;
+        failIo("reading from it", errno);
+        return true;
+      }
+      if (r == 0) {
+        failClosed(false);
+        return true;
+      }
+      controlDone_ += static_cast<size_t>(r);
+      if (controlDone_ < sizeof(control_)) return true;
+      controlDone_ = 0;
+      handleFrame(control_);
+      return true;
+    }
+  }
+
+  bool progressSend() {
+    bool moved = readControl();
+    if (state_.failed()) return moved;
+    for (;;) {
+      uint64_t tail = ring_.tail.load(std::memory_order_relaxed);
+      if (tail == ring_.head.load(std::memory_order_acquire)) return moved;
+      size_t bytes = ring_.size(tail).load(std::memory_order_relaxed);
+      if (headerDone_ == 0 && dataDone_ == 0) {
+        header_.magic = kFrameMagic;
+        header_.type = kFrameData;
+        header_.bytes = bytes;
+      }
+      iovec iov[2];
+      int n = 0;
+      if (headerDone_ < sizeof(header_)) {
+        iov[n++] = {reinterpret_cast<char*>(&header_) + headerDone_, sizeof(header_) - headerDone_};
+      }
+      if (dataDone_ < bytes) iov[n++] = {ring_.slot(tail) + dataDone_, bytes - dataDone_};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(n);
+      ssize_t w = ::sendmsg(socket_.fd(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (wouldBlock(errno)) return moved;
+        failIo("sending to it", errno);
+        return true;
+      }
+      moved = true;
+      size_t written = static_cast<size_t>(w);
+      size_t toHeader = std::min(written, sizeof(header_) - headerDone_);
+      headerDone_ += toHeader;
+      dataDone_ += written - toHeader;
+      if (headerDone_ < sizeof(header_) || dataDone_ < bytes) return moved;  // the socket is full
+      headerDone_ = dataDone_ = 0;
+      ring_.tail.store(tail + 1, std::memory_order_release);
+    }
+  }
+
+  bool progressRecv() {
+    bool moved = false;
+    for (;;) {
+      uint64_t head = ring_.head.load(std::memory_order_relaxed);
+      if (headerDone_ < sizeof(header_)) {
+        // Take a message only when a slot is free for it; until then it waits in the kernel.
+        if (head - ring_.tail.load(std::memory_order_acquire) >= ring_.nSlots()) return moved;
+        ssize_t r = ::recv(socket_.fd(), reinterpret_cast<char*>(&header_) + headerDone_,
+                           sizeof(header_) - headerDone_, MSG_DONTWAIT);
+        if (r < 0) {
+          if (errno == EINTR) continue;
+          if (wouldBlock(errno)) return moved;
+          failIo("receiving from it", errno);
+          return true;
+        }
+        if (r == 0) {
+          failClosed(headerDone_ != 0);
+          return true;
+        }
+        moved = true;
+        headerDone_ += static_cast<size_t>(r);
+        if (headerDone_ < sizeof(header_)) return moved;
+        if (!handleFrame(header_)) return true;
+      }
+      size_t bytes = static_cast<size_t>(header_.bytes);
+      while (dataDone_ < bytes) {
+        ssize_t r = ::recv(socket_.fd(), ring_.slot(head) + dataDone_, bytes - dataDone_, MSG_DONTWAIT);
+        if (r < 0) {
+          if (errno == EINTR) continue;
+          if (wouldBlock(errno)) return moved;
+          failIo("receiving from it", errno);
+          return true;
+        }
+        if (r == 0) {
+          failClosed(true);
+          return true;
+        }
+        moved = true;
+        dataDone_ += static_cast<size_t>(r);
+      }
+      ring_.size(head).store(bytes, std::memory_order_relaxed);
+      ring_.head.store(head + 1, std::memory_order_release);
+      headerDone_ = dataDone_ = 0;
+      moved = true;
+    }
+  }
+
+  const int lane_;
+  Socket socket_;
+  FrameHeader header_;
+  size_t headerDone_ = 0;
+  size_t dataDone_ = 0;
+  FrameHeader control_;
+  size_t controlDone_ = 0;
+  bool abortSent_ = false;
+};
+
+// Accepts the connections senders open and hands each to the receiving link whose token it
+// presents. Runs on the proxy thread; expect() is called from the ranks' threads.
+class SocketListener final : public ProxyTask {
+ public:
+  SocketListener(Socket socket, int selfRank) : socket_(std::move(socket)), selfRank_(selfRank) {}
+
+  const SocketAddress& address() const { return socket_.localAddress(); }
+
+  void expect(uint64_t token, std::shared_ptr<SocketLink> link) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    expected_[token] = std::move(link);
+  }
+
+  bool progress() override {
+    bool moved = false;
+    for (;;) {
+      Socket s;
+      Status accepted = socket_.tryAccept(&s);
+      if (!accepted.isOk()) {
+        WEFT_LOG(kWarn, kNet, "rank %d: network listener %s: %s", selfRank_, address().toString().c_str(),
+                 accepted.message().c_str());
+        break;
+      }
+      if (!s.valid()) break;
+      pending_.push_back(Pending{std::move(s), Hello(), 0, Deadline::afterSeconds(kHelloTimeoutS)});
+      moved = true;
+    }
+    for (size_t i = 0; i < pending_.size();) {
+      if (servePending(pending_[i], &moved)) {
+        pending_.erase(pending_.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+    return moved;
+  }
+
+  int pollFd() const override { return pending_.empty() ? socket_.fd() : kPollSlice; }
+
+ private:
+  struct Pending {
+    Socket socket;
+    Hello hello;
+    size_t got;
+    Deadline deadline;
+  };
+
+  void drop(const Pending& p, const char* why) {
+    WEFT_LOG(kWarn, kNet,
+             "rank %d: dropped a connection to the network listener %s from %s: %s. A program that is not a rank "
+             "of this communicator connected (a port scanner, another job); nothing was changed",
+             selfRank_, address().toString().c_str(), p.socket.peerAddress().toString().c_str(), why);
+  }
+
+  // True when the pending connection is finished with (handed over or dropped).
+  bool servePending(Pending& p, bool* moved) {
+    size_t got = 0;
+    bool closed = false;
+    Status s = p.socket.recvSome(reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, &got, &closed);
+    if (!s.isOk()) {
+      drop(p, s.message().c_str());
+      return true;
+    }
+    p.got += got;
+    *moved = *moved || got > 0;
+    if (p.got < sizeof(Hello)) {
+      if (closed) {
+        drop(p, "it closed the connection before introducing itself");
+        return true;
+      }
+      if (p.deadline.expired()) {
+        drop(p, "it sent no valid introduction within 10 s");
+        return true;
+      }
+      return false;
+    }
+    if (p.hello.magic != kHelloMagic) {
+      drop(p, "its first bytes are not a Weft introduction");
+      return true;
+    }
+    std::shared_ptr<SocketLink> link;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = expected_.find(p.hello.token);
+      if (it != expected_.end()) {
+        link = it->second.lock();
+        expected_.erase(it);
+      }
+    }
+    if (!link) {
+      drop(p, "it presented a token this rank did not issue");
+      return true;
+    }
+    if (link->peerRank() != p.hello.senderRank || link->lane() != p.hello.lane) {
+      drop(p, "it presented another connection's token");
+      return true;
+    }
+    WEFT_LOG(kInfo, kNet, "rank %d: rank %d lane %d connected from %s", selfRank_, p.hello.senderRank,
+             p.hello.lane, p.socket.peerAddress().toString().c_str());
+    link->attach(std::move(p.socket));
+    return true;
+  }
+
+  Socket socket_;
+  int selfRank_;
+  std::vector<Pending> pending_;  // proxy thread only
+  std::mutex mutex_;              // guards expected_
+  std::map<uint64_t, std::weak_ptr<SocketLink>> expected_;
+};
+
+namespace {
+
+struct Registrar {
+  Registrar() {
+    registerTransport("socket", 10, [] { return std::unique_ptr<Transport>(new SocketTransport()); });
+  }
+} registrar;
+
+Status checkRequest(const ConnectRequest& req) {
+  if (req.exchange == nullptr || req.self.rank < 0 || req.peer.rank < 0 || req.lane < 0 || req.nSlots < 1 ||
+      req.slotBytes < 1) {
+    return WEFT_ERROR(weftInternalError,
+                      "socket transport: bad connect request (rank %d, peer %d, lane %d, %zu slots of %zu bytes, "
+                      "exchange %s); this is a bug in the caller",
+                      req.self.rank, req.peer.rank, req.lane, req.nSlots, req.slotBytes,
+                      req.exchange ? "set" : "missing");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+SocketTransport::SocketTransport() = default;
+
+SocketTransport::~SocketTransport() {
+  if (proxy_ && listener_) proxy_->remove(listener_.get());
+}
+
+bool SocketTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
+  if (selectedNet() != NetKind::kSocket) return false;
+  return self.hostHash != peer.hostHash || params::ShmDisable();
+}
+
+Status SocketTransport::start(int selfRank) {
+  std::lock_guard<std::mutex> lock(startMutex_);
+  if (listener_) return Status::ok();
+  std::vector<NetInterface> ifs;
+  WEFT_TRY(findInterfaces(params::SocketIfname(), &ifs));
+  Socket socket;
+  Status listening = Socket::listen(ifs.front().address, &socket);
+  if (!listening.isOk()) {
+    return std::move(listening).withPrefix("rank " + std::to_string(selfRank) +
+                                           ": the socket transport cannot listen on " + ifs.front().name + ": ");
+  }
+  auto proxy = std::make_shared<Proxy>("weft-net-sock");
+  WEFT_TRY(proxy->start());
+  listener_ = std::make_shared<SocketListener>(std::move(socket), selfRank);
+  WEFT_LOG(kInfo, kNet, "rank %d: socket transport listens on %s (%s); WEFT_SOCKET_IFNAME chooses the interface",
+           selfRank, listener_->address().toString().c_str(), ifs.front().name.c_str());
+  proxy->add(listener_);
+  proxy_ = std::move(proxy);
+  return Status::ok();
+}
+
+Status SocketTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
+  WEFT_TRY(checkRequest(req));
+  WEFT_TRY(start(req.self.rank));
+  auto link = std::make_shared<SocketLink>(req, false, Socket());
+  Offer offer;
+  offer.magic = kOfferMagic;
+  if (!randomBytes(&offer.token, sizeof(offer.token))) offer.token = hashBytes(&link, sizeof(link), nowNs());
+  offer.address = listener_->address();
+  offer.lane = req.lane;
+  offer.receiverRank = req.self.rank;
+  listener_->expect(offer.token, link);
+  Status sent = req.exchange->send(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer));
+  if (!sent.isOk()) return std::move(sent).withPrefix("socket transport: sending the connection offer: ");
+  *out = makeNetConnection(std::move(link), proxy_, kFlushSeconds);
+  return Status::ok();
+}
+
+Status SocketTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
+  WEFT_TRY(checkRequest(req));
+  WEFT_TRY(start(req.self.rank));
+  Offer offer;
+  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer));
+  if (!got.isOk()) return std::move(got).withPrefix("socket transport: waiting for the connection offer: ");
+  if (offer.magic != kOfferMagic || offer.lane != req.lane || offer.receiverRank != req.peer.rank ||
+      !offer.address.valid()) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: rank %d answered the socket transport's connection request with something else "
+                      "(magic 0x%llx, lane %d, rank %d); every rank must use the same WEFT_NET and Weft version",
+                      req.self.rank, req.peer.rank, static_cast<unsigned long long>(offer.magic), offer.lane,
+                      offer.receiverRank);
+  }
+  Socket socket;
+  Status connected = Socket::connect(offer.address, req.deadline, req.abort, &socket);
+  if (!connected.isOk()) {
+    return std::move(connected).withPrefix("rank " + std::to_string(req.self.rank) + ": connecting to rank " +
+                                           std::to_string(req.peer.rank) + " (host " + req.peer.hostName +
+                                           ") over the socket transport: ");
+  }
+  Hello hello;
+  hello.magic = kHelloMagic;
+  hello.token = offer.token;
+  hello.senderRank = req.self.rank;
+  hello.lane = req.lane;
+  WEFT_TRY(socket.sendAll(&hello, sizeof(hello), req.deadline, req.abort));
+  WEFT_LOG(kInfo, kNet, "rank %d: sending to rank %d lane %d over TCP %s -> %s", req.self.rank, req.peer.rank,
+           req.lane, socket.localAddress().toString().c_str(), offer.address.toString().c_str());
+  auto link = std::make_shared<SocketLink>(req, true, std::move(socket));
+  *out = makeNetConnection(std::move(link), proxy_, kFlushSeconds);
+  return Status::ok();
+}
+
+}  // namespace net
+}  // namespace weft
