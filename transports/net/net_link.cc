@@ -41,14 +41,20 @@ class NetSendConnection final : public Connection {
   void* trySendSlot() override {
     if (head_ - cachedTail_ >= ring_.nSlots()) {
       cachedTail_ = ring_.tail.load(std::memory_order_acquire);
-      if (head_ - cachedTail_ >= ring_.nSlots()) return nullptr;
+      if (head_ - cachedTail_ >= ring_.nSlots()) {
+        link_->tryDrive();
+        cachedTail_ = ring_.tail.load(std::memory_order_acquire);
+        if (head_ - cachedTail_ >= ring_.nSlots()) return nullptr;
+      }
     }
     return ring_.slot(head_);
   }
   void postSend(size_t bytes) override {
     ring_.size(head_).store(bytes, std::memory_order_relaxed);
     ring_.head.store(++head_, std::memory_order_release);
-    proxy_->wake();
+    // Put it on the wire now; what does not fit is the proxy's to finish.
+    link_->tryDrive();
+    if (ring_.tail.load(std::memory_order_acquire) != head_) proxy_->wake();
   }
   const void* tryRecv(size_t*) override { return nullptr; }
   void releaseRecv() override {}
@@ -82,7 +88,11 @@ class NetRecvConnection final : public Connection {
   const void* tryRecv(size_t* bytes) override {
     if (cachedHead_ == tail_) {
       cachedHead_ = ring_.head.load(std::memory_order_acquire);
-      if (cachedHead_ == tail_) return nullptr;
+      if (cachedHead_ == tail_) {
+        link_->tryDrive();
+        cachedHead_ = ring_.head.load(std::memory_order_acquire);
+        if (cachedHead_ == tail_) return nullptr;
+      }
     }
     size_t n = ring_.size(tail_).load(std::memory_order_relaxed);
     *bytes = n < ring_.slotBytes() ? n : ring_.slotBytes();

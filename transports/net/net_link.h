@@ -90,6 +90,20 @@ class NetLink : public ProxyTask {
   NetLink(const ConnectRequest& req, bool sending);
   ~NetLink() override = default;
 
+  // Moves what can move now. Both the proxy and the executor's thread call it: the executor
+  // drives the link itself while it waits on it (no thread hand-off on the latency path), the
+  // proxy whenever the executor is elsewhere. Whoever comes second skips (returns false).
+  bool tryDrive() {
+    if (progressing_.exchange(true, std::memory_order_acquire)) return false;
+    bool moved = drive();
+    progressing_.store(false, std::memory_order_release);
+    return moved;
+  }
+  // The proxy's turn. It finishes sends the executor could not complete, and receives only
+  // for links whose executor does not drive them itself (see proxyReceives_).
+  bool progress() final { return (sending_ || proxyReceives_) && tryDrive(); }
+  bool proxyReceives() const { return proxyReceives_; }
+
   bool sending() const { return sending_; }
   SlotRing& ring() { return ring_; }
   LinkState& state() { return state_; }
@@ -108,12 +122,23 @@ class NetLink : public ProxyTask {
   void setPeerText(std::string text) { peerText_ = std::move(text); }
 
  protected:
+  // The transport's progress (one caller at a time).
+  virtual bool drive() = 0;
+
   const bool sending_;
+  // Receiving link: whether the proxy reads the network for it. The host executor polls its
+  // receiving links and reads them itself when it finds them empty, which on a loaded host
+  // beats waking a second thread for every message (measured: perf/RESULTS.md); a device
+  // executor, which cannot make system calls, needs the proxy.
+  bool proxyReceives_ = false;
   const int selfRank_;
   const int peerRank_;
   SlotRing ring_;
   LinkState state_;
   std::string peerText_;
+
+ private:
+  std::atomic<bool> progressing_{false};
 };
 
 // Registers `link` with `proxy` for the connection's lifetime and gives the executor the

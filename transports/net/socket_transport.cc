@@ -53,26 +53,40 @@ class SocketLink final : public NetLink {
  public:
   SocketLink(const ConnectRequest& req, bool sending, Socket socket)
       : NetLink(req, sending), lane_(req.lane), socket_(std::move(socket)) {
-    if (socket_.valid()) describePeer();
+    if (socket_.valid()) {
+      describePeer();
+      fd_.store(socket_.fd());
+    }
   }
 
   int lane() const { return lane_; }
 
-  // Receiving link: the connection the sender opened (proxy thread).
+  // Receiving link: the connection the sender opened, handed over by the listener (proxy
+  // thread); drive() adopts it.
   void attach(Socket socket) {
-    socket_ = std::move(socket);
-    describePeer();
+    std::lock_guard<std::mutex> lock(handoverMutex_);
+    handover_ = std::move(socket);
+    handedOver_.store(true, std::memory_order_release);
   }
 
-  bool progress() override {
-    if (!socket_.valid() || state_.failed()) return false;
+  bool drive() override {
+    if (!socket_.valid()) {
+      if (!handedOver_.load(std::memory_order_acquire)) return false;
+      std::lock_guard<std::mutex> lock(handoverMutex_);
+      socket_ = std::move(handover_);
+      describePeer();
+      fd_.store(socket_.fd(), std::memory_order_release);
+    }
+    if (state_.failed()) return false;
     if (state_.abortRequested.load(std::memory_order_relaxed)) return sendAbort();
     return sending_ ? progressSend() : progressRecv();
   }
 
   int pollFd() const override {
-    if (!socket_.valid() || state_.failed() || abortSent_) return kNothingToWaitFor;
-    return socket_.fd();
+    int fd = fd_.load(std::memory_order_acquire);
+    if (!sending_ && !proxyReceives()) return kNothingToWaitFor;
+    if (fd < 0 || state_.failed() || abortSent_.load(std::memory_order_relaxed)) return kNothingToWaitFor;
+    return fd;
   }
 
   short pollEvents() const override {
@@ -137,8 +151,8 @@ class SocketLink final : public NetLink {
   }
 
   bool sendAbort() {
-    if (abortSent_) return false;
-    abortSent_ = true;
+    if (abortSent_.load(std::memory_order_relaxed)) return false;
+    abortSent_.store(true, std::memory_order_relaxed);
     // At a frame boundary an abort frame tells the peer this side failed; in the middle of a
     // message the connection is just shut down, which the peer sees as a closed connection.
     if (headerDone_ == 0 && dataDone_ == 0) {
@@ -265,13 +279,17 @@ class SocketLink final : public NetLink {
   }
 
   const int lane_;
-  Socket socket_;
+  Socket socket_;                  // touched by drive() only
+  std::atomic<int> fd_{-1};        // socket_'s descriptor once it is set, for pollFd()
+  std::mutex handoverMutex_;       // guards handover_
+  Socket handover_;
+  std::atomic<bool> handedOver_{false};
   FrameHeader header_;
   size_t headerDone_ = 0;
   size_t dataDone_ = 0;
   FrameHeader control_;
   size_t controlDone_ = 0;
-  bool abortSent_ = false;
+  std::atomic<bool> abortSent_{false};
 };
 
 // Accepts the connections senders open and hands each to the receiving link whose token it
