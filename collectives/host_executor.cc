@@ -225,11 +225,19 @@ class Executor {
     // Any peer of this operation that failed ends it, even one this rank is not waiting for:
     // the data this rank waits for may never come because of it.
     for (const auto& key : plan_.keys) {
-      if (provider_->get(key)->peerAborted()) {
+      Connection* conn = provider_->get(key);
+      if (conn->peerAborted()) {
         // What the peer posted before it failed is visible now (release/acquire): use it first.
         if (canAnyTrackMove(tracks)) return Status::ok();
-        Status failed = WEFT_ERROR(weftRemoteError, "%s: rank %d reported a failure; see its log for the cause",
-                                   plan_.what().c_str(), key.peer);
+        int culprit = conn->peerAbortCulprit();
+        Status failed = culprit >= 0 && culprit != key.peer
+                            ? WEFT_ERROR(weftRemoteError,
+                                         "%s: rank %d reported a failure caused by rank %d; see rank %d's log for "
+                                         "the cause",
+                                         plan_.what().c_str(), key.peer, culprit, culprit)
+                            : WEFT_ERROR(weftRemoteError, "%s: rank %d reported a failure; see its log for the cause",
+                                         plan_.what().c_str(), key.peer);
+        provider_->noteCulprit(culprit >= 0 ? culprit : key.peer);
         return provider_->explainPeerFailure(std::move(failed));
       }
     }
@@ -239,22 +247,25 @@ class Executor {
       const Step& step = currentStep(t);
       const LaneRun& run = currentRun(t);
       Status peer;
+      int culprit = -1;
       if (t.waitingRecv) {
         peer = run.recvConns[t.step]->checkPeer();
-        silentPeers.insert(step.recvPeer);
+        silentPeers.insert(culprit = step.recvPeer);
       }
       if (peer.isOk() && t.waitingSend) {
         peer = run.sendConns[t.step]->checkPeer();
-        silentPeers.insert(step.sendPeer);
+        silentPeers.insert(culprit = step.sendPeer);
       }
       if (!peer.isOk()) {
         // A peer that finished its part and exited may have posted what this rank waits for
         // just before it went: look once more before calling it a failure.
         if (canAnyTrackMove(tracks)) return Status::ok();
+        provider_->noteCulprit(culprit);
         return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
       }
     }
     if (!expired) return Status::ok();
+    if (!silentPeers.empty()) provider_->noteCulprit(*silentPeers.begin());
     std::string peers;
     for (int p : silentPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(p);
     std::string where;

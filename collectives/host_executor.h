@@ -55,6 +55,9 @@ class ConnectionProvider {
   // A connection reported its peer failed or gone: adds what the provider knows about the
   // likely cause (e.g. which rank of the communicator died) to the message.
   virtual Status explainPeerFailure(Status failure) { return failure; }
+  // The executor found the rank whose failure (exit, error, silence) ends the operation; the
+  // provider passes it on when it tells the other peers (Connection::signalAbort).
+  virtual void noteCulprit(int rank) {}
   // Single-copy: whether `peer` can read this rank's memory directly, and reading the memory
   // of `peer` (an address it sent in a ReferenceMessage).
   virtual bool peerReadsMyMemory(int peer) { return false; }

@@ -18,8 +18,10 @@ Status chooseAllReduceAlgo(const TunerInput& in, AllReduceAlgo* out) {
   }
   if (in.bytes <= in.doublingMaxBytes) {
     *out = AllReduceAlgo::kDoubling;
-  } else if (in.bytes <= in.treeMaxBytes && in.nRanks > 2) {
+  } else if (in.bytes <= in.treeMaxBytes * std::max(1, in.nNodes) && in.nRanks > 2) {
     // With two ranks the tree and the ring exchange the same bytes once; the ring pipelines better.
+    // Across hosts every ring step pays the network's latency and the ring has 2(n-1) steps to
+    // the tree's 2 log n, so the tree stays ahead for larger sizes: the limit scales with hosts.
     *out = AllReduceAlgo::kTree;
   } else {
     *out = AllReduceAlgo::kRing;

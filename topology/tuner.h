@@ -21,6 +21,7 @@ struct TunerInput {
   std::string forcedAlgo;     // WEFT_ALGO: "", "ring", "tree", "doubling" (any case)
   int64_t treeMaxBytes = 0;   // WEFT_TREE_MAX_BYTES
   int64_t doublingMaxBytes = 0;  // WEFT_DOUBLING_MAX_BYTES
+  int nNodes = 1;             // hosts the ranks span
 };
 
 // weftInvalidArgument when forcedAlgo names no algorithm.

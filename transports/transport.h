@@ -96,11 +96,14 @@ class Connection {
   // (weftRemoteError). Cheap enough to call every few milliseconds while waiting.
   virtual Status checkPeer() const = 0;
   // Tells the peer that this side failed, so that its waits end at once instead of at the
-  // deadline. Safe to call from any thread.
-  virtual void signalAbort() = 0;
+  // deadline. `culprit`: the rank whose failure caused it, as far as this side knows (-1: not
+  // known), passed on so that every rank can name the root cause. Safe from any thread.
+  virtual void signalAbort(int culprit) = 0;
   // True once the peer called signalAbort(): a definite failure, unlike a peer that exited after
   // finishing its part. Cheap; executors poll it on every connection of an operation.
   virtual bool peerAborted() const = 0;
+  // The culprit the peer passed to signalAbort(), or -1.
+  virtual int peerAbortCulprit() const = 0;
 };
 
 class Transport {

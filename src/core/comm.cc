@@ -69,12 +69,37 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   transports_ = makeTransports();
   int sameHost = 0;
   for (const auto& p : peers_) sameHost += p.hostHash == peers_[rank].hostHash;
+  groupByHost();
   // More ranks than cores on this host: yield almost at once when waiting, since the rank
   // waited for may need this core.
   if (sameHost > usableCpus()) Backoff::setSpins(16);
   WEFT_LOG(kInfo, kInit, "rank %d of %d joined communicator %s%s%s (%d ranks on this host, %zu transports)", rank,
            nRanks, commTag_.c_str(), name_.empty() ? "" : " ", name_.c_str(), sameHost, transports_.size());
   return Status::ok();
+}
+
+void Communicator::groupByHost() {
+  std::vector<uint64_t> hosts;  // in order of their lowest rank
+  std::vector<std::vector<int>> members;
+  for (const auto& p : peers_) {
+    size_t h = std::find(hosts.begin(), hosts.end(), p.hostHash) - hosts.begin();
+    if (h == hosts.size()) hosts.push_back(p.hostHash), members.emplace_back();
+    members[h].push_back(p.rank);
+  }
+  nNodes_ = static_cast<int>(hosts.size());
+  nodeOrder_.clear();
+  for (const auto& m : members) nodeOrder_.insert(nodeOrder_.end(), m.begin(), m.end());
+  bool identity = true;
+  for (int i = 0; i < nRanks_; ++i) identity = identity && nodeOrder_[i] == i;
+  if (identity) nodeOrder_.clear();
+  if (rank_ != 0 || nNodes_ == 1) return;
+  std::string text;
+  for (size_t h = 0; h < members.size(); ++h) {
+    text += (h ? "; " : "") + std::string(peers_[members[h][0]].hostName) + ":";
+    for (int r : members[h]) text += " " + std::to_string(r);
+  }
+  WEFT_LOG(kInfo, kInit, "%d ranks on %d hosts (%s); rings and trees visit each host's ranks together%s", nRanks_,
+           nNodes_, text.c_str(), identity ? "" : " (ranks are not numbered host by host: the ring reorders them)");
 }
 
 Status Communicator::agreeSettings(const weftConfig_t* config) {
@@ -119,6 +144,7 @@ topo::TunerInput Communicator::tunerInput(int64_t bytes) const {
   if (settings_.algo[0] != '\0') in.forcedAlgo = settings_.algo;
   in.treeMaxBytes = settings_.treeMaxBytes;
   in.doublingMaxBytes = settings_.doublingMaxBytes;
+  in.nNodes = nNodes_;
   return in;
 }
 
@@ -212,7 +238,9 @@ Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, si
   lastOp_ = nullptr;
   if (ops_.size() >= kMaxCachedSchedules) ops_.clear();
   auto op = std::make_unique<CachedOp>();
-  op->schedule = coll::buildSchedule(p, rank_);
+  coll::ScheduleParams ordered = p;
+  ordered.ringOrder = nodeOrder_;
+  op->schedule = coll::buildSchedule(ordered, rank_);
   op->plan = coll::planCollective(op->schedule, elemSize, static_cast<size_t>(settings_.slotBytes));
   op->plan.timeoutS = settings_.timeoutS;
   op->scratchBytes = static_cast<size_t>(coll::scratchBufferCount(p)) * elemSize;
@@ -232,8 +260,10 @@ std::string Communicator::describe(const CollCall& call, const std::string& algo
 
 Status Communicator::fail(Status status) {
   // Tell the peers at once, so that they fail now rather than at their deadline.
+  // The culprit is this rank itself unless the executor found another.
+  int culprit = culprit_.load();
   std::lock_guard<std::mutex> lock(connMutex_);
-  for (auto& [key, conn] : conns_) conn->signalAbort();
+  for (auto& [key, conn] : conns_) conn->signalAbort(culprit >= 0 ? culprit : rank_);
   return status;
 }
 
@@ -413,7 +443,7 @@ void Communicator::abort() {
   aborted_.store(true);
   if (bootstrap_) bootstrap_->abort();
   std::lock_guard<std::mutex> lock(connMutex_);
-  for (auto& [key, conn] : conns_) conn->signalAbort();
+  for (auto& [key, conn] : conns_) conn->signalAbort(rank_);
 }
 
 Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) {
@@ -437,11 +467,16 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const
         }
       }
       if (transport == nullptr) {
+        std::string names;
+        for (auto& t : transports_) names += std::string(names.empty() ? "" : ", ") + t->name();
         return WEFT_ERROR(weftSystemError,
-                          "rank %d (host %s): no transport reaches rank %d (host %s). This version of Weft connects "
-                          "ranks on one host through shared memory only (network transports come next); check "
-                          "WEFT_SHM_DISABLE",
-                          rank_, peers_[rank_].hostName, key.peer, peer.hostName);
+                          "rank %d (host %s): no transport reaches rank %d (host %s): %s, and WEFT_NET=%s selects "
+                          "a network transport this build lacks (built: %s). Set WEFT_NET=socket, which works on "
+                          "any IP network",
+                          rank_, peers_[rank_].hostName, key.peer, peer.hostName,
+                          peer.hostHash == peers_[rank_].hostHash ? "WEFT_SHM_DISABLE=1 forbids shared memory"
+                                                                  : "it is on another host",
+                          params::Net().c_str(), names.c_str());
       }
       ConnectRequest req;
       req.commTag = commTag_;
@@ -455,10 +490,10 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const
       req.abort = &aborted_;
       std::unique_ptr<Connection> conn;
       WEFT_TRY(key.send ? transport->connectSend(req, &conn) : transport->connectRecv(req, &conn));
-      WEFT_LOG(kInfo, kInit, "rank %d %s rank %d lane %d via %s", rank_, key.send ? "->" : "<-", key.peer, key.lane,
-               transport->name());
+      WEFT_LOG(kInfo, kInit, "rank %d %s rank %d (host %s) lane %d via %s", rank_, key.send ? "->" : "<-", key.peer,
+               peer.hostName, key.lane, transport->name());
       std::lock_guard<std::mutex> lock(connMutex_);
-      if (aborted_.load()) conn->signalAbort();
+      if (aborted_.load()) conn->signalAbort(rank_);
       conns_[key] = std::move(conn);
     }
   }
@@ -478,12 +513,21 @@ Status Communicator::healthCheck() {
   return Status::ok();
 }
 
+void Communicator::noteCulprit(int rank) {
+  int none = -1;
+  if (rank >= 0 && rank < nRanks_ && rank != rank_) culprit_.compare_exchange_strong(none, rank);
+}
+
 Status Communicator::explainPeerFailure(Status failure) {
   // A neighbour may only report that it failed; the rank that caused it is often further
-  // along the ring. Name any rank on this host whose process is gone.
+  // along the ring. When the culprit is known and lived on this host, say whether it is gone;
+  // otherwise name any rank on this host whose process is gone (ranks that exit after failing
+  // themselves are not named when the culprit is known).
   const PeerInfo& self = peers_[rank_];
+  int culprit = culprit_.load();
   std::string gone;
   for (const auto& peer : peers_) {
+    if (culprit >= 0 && peer.rank != culprit) continue;
     if (peer.hostHash != self.hostHash || peer.processHash == self.processHash || processAlive(peer.pid)) continue;
     char named[48];
     std::snprintf(named, sizeof(named), "rank %d (pid", peer.rank);
@@ -494,8 +538,7 @@ Status Communicator::explainPeerFailure(Status failure) {
     gone += text;
   }
   if (gone.empty()) return failure;
-  return std::move(failure).withSuffix("; ranks no longer running: " + gone +
-                                                       ": their exit is the likely cause");
+  return std::move(failure).withSuffix("; ranks no longer running: " + gone + ": their exit is the likely cause");
 }
 
 }  // namespace core

@@ -86,6 +86,7 @@ class Communicator final : public coll::ConnectionProvider {
   Connection* get(const coll::ConnectionKey& key) override;
   Status healthCheck() override;
   Status explainPeerFailure(Status failure) override;
+  void noteCulprit(int rank) override;
   bool peerReadsMyMemory(int peer) override;
   Status readPeerMemory(int peer, uint64_t address, void* dst, size_t bytes) override;
 
@@ -94,6 +95,8 @@ class Communicator final : public coll::ConnectionProvider {
   Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config);
   Status agreeSettings(const weftConfig_t* config);
   Status probeSingleCopy();
+  // Sets nodeOrder_ and nNodes_ from peers_.
+  void groupByHost();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
   // schedule and a connected plan, reused by every later call of the same shape.
   struct CachedOp {
@@ -119,6 +122,10 @@ class Communicator final : public coll::ConnectionProvider {
   CommSettings settings_;
   std::unique_ptr<Bootstrap> bootstrap_;
   std::vector<PeerInfo> peers_;
+  // Ranks grouped by host (hosts in order of their lowest rank): rings and trees follow this
+  // order, so a ring crosses between hosts once per host. Empty when it is 0..n-1 anyway.
+  std::vector<int> nodeOrder_;
+  int nNodes_ = 1;
   std::vector<bool> peerReadsMe_;  // single-copy: peer p can read this rank's memory
   std::vector<std::unique_ptr<Transport>> transports_;
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
@@ -133,6 +140,8 @@ class Communicator final : public coll::ConnectionProvider {
   uint64_t seq_ = 0;
   uint32_t splits_ = 0;
   std::atomic<bool> aborted_{false};
+  // The rank whose failure ended this communicator's operation, when known (-1: not yet).
+  std::atomic<int> culprit_{-1};
 };
 
 }  // namespace core

@@ -60,11 +60,13 @@ class NetSendConnection final : public Connection {
   void releaseRecv() override {}
   bool allSendsConsumed() const override { return link_->allSendsDelivered(); }
   Status checkPeer() const override { return link_->state().status(); }
-  void signalAbort() override {
+  void signalAbort(int culprit) override {
+    link_->state().abortCulprit.store(culprit);
     link_->state().abortRequested.store(true);
     proxy_->wake();
   }
   bool peerAborted() const override { return link_->state().peerAborted(); }
+  int peerAbortCulprit() const override { return link_->state().peerCulprit(); }
 
  private:
   std::shared_ptr<NetLink> link_;
@@ -106,11 +108,13 @@ class NetRecvConnection final : public Connection {
   }
   bool allSendsConsumed() const override { return true; }
   Status checkPeer() const override { return link_->state().status(); }
-  void signalAbort() override {
+  void signalAbort(int culprit) override {
+    link_->state().abortCulprit.store(culprit);
     link_->state().abortRequested.store(true);
     proxy_->wake();
   }
   bool peerAborted() const override { return link_->state().peerAborted(); }
+  int peerAbortCulprit() const override { return link_->state().peerCulprit(); }
 
  private:
   std::shared_ptr<NetLink> link_;

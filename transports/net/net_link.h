@@ -33,7 +33,7 @@ namespace net {
 struct FrameHeader {
   uint32_t magic = 0;  // kFrameMagic
   uint32_t type = 0;   // FrameType
-  uint64_t bytes = 0;  // payload bytes that follow (kData)
+  uint64_t bytes = 0;  // payload bytes that follow (kData); culprit rank + 1 (kAbort); credits
 };
 static_assert(sizeof(FrameHeader) == 16, "FrameHeader is a wire format");
 constexpr uint32_t kFrameMagic = 0x4e544657u;  // "WFTN"
@@ -75,14 +75,19 @@ class LinkState {
   bool peerAborted() const { return peerAborted_.load(std::memory_order_acquire); }
   Status status() const;
 
-  // The executor's side asked to tell the peer it failed (signalAbort()).
+  // The executor's side asked to tell the peer it failed (signalAbort()), and whom it blamed.
   std::atomic<bool> abortRequested{false};
+  std::atomic<int> abortCulprit{-1};
+  // The culprit the peer named in its abort message (-1: none or not known). Set before fail().
+  void setPeerCulprit(int rank) { peerCulprit_.store(rank, std::memory_order_relaxed); }
+  int peerCulprit() const { return peerCulprit_.load(std::memory_order_relaxed); }
 
  private:
   mutable std::mutex mutex_;
   Status status_;
   std::atomic<bool> failed_{false};
   std::atomic<bool> peerAborted_{false};
+  std::atomic<int> peerCulprit_{-1};
 };
 
 class NetLink : public ProxyTask {

@@ -133,6 +133,7 @@ class SocketLink final : public NetLink {
       return false;
     }
     if (h.type == kFrameAbort) {
+      if (h.bytes >= 1 && h.bytes <= (1u << 30)) state_.setPeerCulprit(static_cast<int>(h.bytes - 1));
       state_.fail(WEFT_ERROR(weftRemoteError, "rank %d: %s reported a failure; see its log for the cause", selfRank_,
                              peerText_.c_str()),
                   true);
@@ -159,6 +160,8 @@ class SocketLink final : public NetLink {
       FrameHeader h;
       h.magic = kFrameMagic;
       h.type = kFrameAbort;
+      int culprit = state_.abortCulprit.load();
+      h.bytes = culprit >= 0 ? static_cast<uint64_t>(culprit) + 1 : 0;
       ssize_t w = ::send(socket_.fd(), &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT);
       (void)w;
     }

@@ -365,9 +365,11 @@ Status ShmFifo::checkPeer() const {
   return Status::ok();
 }
 
-void ShmFifo::signalAbort() {
+void ShmFifo::signalAbort(int culprit) {
   std::atomic<uint32_t>& mine = role_ == Role::kSender ? header_->senderAbort : header_->receiverAbort;
-  mine.store(1, std::memory_order_release);
+  uint32_t value = culprit >= 0 ? static_cast<uint32_t>(culprit) + 2 : 1;
+  uint32_t expected = 0;
+  mine.compare_exchange_strong(expected, value, std::memory_order_release);
 }
 
 }  // namespace shm

@@ -152,7 +152,13 @@ class ShmFifo {
   // Ok while the peer lives and has not signalled a failure; weftRemoteError otherwise.
   [[nodiscard]] Status checkPeer() const;
   // Sets this side's abort flag, which the peer's checkPeer() reports.
-  void signalAbort();
+  // The flag holds culprit + 2 (1: culprit unknown).
+  void signalAbort(int culprit);
+  int peerAbortCulprit() const {
+    const std::atomic<uint32_t>& peer = role_ == Role::kSender ? header_->receiverAbort : header_->senderAbort;
+    uint32_t v = peer.load(std::memory_order_acquire);
+    return v >= 2 ? static_cast<int>(v - 2) : -1;
+  }
   // Sender: true when the receiver has released every slot posted so far.
   bool allSendsConsumed() const { return header_->tail.load(std::memory_order_acquire) == head_; }
   // True once the peer set its abort flag (cheap: one load).

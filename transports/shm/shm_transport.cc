@@ -20,8 +20,9 @@ class ShmSendConnection final : public Connection {
   const void* tryRecv(size_t* bytes) override { return nullptr; }
   void releaseRecv() override {}
   Status checkPeer() const override { return fifo_->checkPeer(); }
-  void signalAbort() override { fifo_->signalAbort(); }
+  void signalAbort(int culprit) override { fifo_->signalAbort(culprit); }
   bool peerAborted() const override { return fifo_->peerAborted(); }
+  int peerAbortCulprit() const override { return fifo_->peerAbortCulprit(); }
   bool allSendsConsumed() const override { return fifo_->allSendsConsumed(); }
 
  private:
@@ -38,8 +39,9 @@ class ShmRecvConnection final : public Connection {
   const void* tryRecv(size_t* bytes) override { return fifo_->tryRecv(bytes); }
   void releaseRecv() override { fifo_->releaseRecv(); }
   Status checkPeer() const override { return fifo_->checkPeer(); }
-  void signalAbort() override { fifo_->signalAbort(); }
+  void signalAbort(int culprit) override { fifo_->signalAbort(culprit); }
   bool peerAborted() const override { return fifo_->peerAborted(); }
+  int peerAbortCulprit() const override { return fifo_->peerAbortCulprit(); }
   bool allSendsConsumed() const override { return fifo_->allSendsConsumed(); }
 
  private:

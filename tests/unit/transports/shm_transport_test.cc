@@ -170,7 +170,7 @@ TEST_P(ShmStream, TwoProcessesStreamVerifiedData) {
   ASSERT_TRUE(st.isOk()) << st.message();
   std::string why;
   bool ok = recvStream(recv.get(), count, /*verify=*/true, nullptr, &why, Deadline::afterSeconds(30));
-  if (!ok) recv->signalAbort();
+  if (!ok) recv->signalAbort(-1);
   EXPECT_TRUE(ok) << why;
   EXPECT_TRUE(childSucceeded(child));
   EXPECT_TRUE(recv->checkPeer().code() == weftRemoteError) << "the sender has exited by now";
@@ -275,7 +275,7 @@ TEST(ShmTransport, SignalAbortIsSeenByTheReceiver) {
   ASSERT_TRUE(p.recv && p.send);
   EXPECT_TRUE(p.recv->checkPeer().isOk());
   EXPECT_TRUE(p.send->checkPeer().isOk());
-  p.send->signalAbort();
+  p.send->signalAbort(-1);
   Status st = p.recv->checkPeer();
   EXPECT_EQ(st.code(), weftRemoteError);
   EXPECT_EQ(st.message(), "rank 0 reported a failure; see its log for the cause");
@@ -285,7 +285,7 @@ TEST(ShmTransport, SignalAbortIsSeenByTheReceiver) {
 TEST(ShmTransport, SignalAbortIsSeenByTheSender) {
   ThreadPair p = connectPair(uniqueTag(), 2, 64);
   ASSERT_TRUE(p.recv && p.send);
-  p.recv->signalAbort();
+  p.recv->signalAbort(-1);
   Status st = p.send->checkPeer();
   EXPECT_EQ(st.code(), weftRemoteError);
   EXPECT_EQ(st.message(), "rank 1 reported a failure; see its log for the cause");
