@@ -106,7 +106,11 @@ class NetLink : public ProxyTask {
   }
   // The proxy's turn. It finishes sends the executor could not complete, and receives only
   // for links whose executor does not drive them itself (see proxyReceives_).
-  bool progress() final { return (sending_ || proxyReceives_) && tryDrive(); }
+  // A receiving link's abort request is the proxy's to send too: the executor that asked may
+  // never drive the link again.
+  bool progress() final {
+    return (sending_ || proxyReceives_ || state_.abortRequested.load(std::memory_order_relaxed)) && tryDrive();
+  }
   bool proxyReceives() const { return proxyReceives_; }
 
   bool sending() const { return sending_; }
