@@ -155,7 +155,10 @@ Status Communicator::probeSingleCopy() {
   const PeerInfo& self = peers_[rank_];
   int readable = 0;
   for (const auto& peer : peers_) {
-    if (!params::SingleCopy() || peer.rank == rank_ || peer.hostHash != self.hostHash) continue;
+    // WEFT_SHM_DISABLE forbids every form of shared memory, direct reads included.
+    if (!params::SingleCopy() || params::ShmDisable() || peer.rank == rank_ || peer.hostHash != self.hostHash) {
+      continue;
+    }
     // Across processes it takes cross-memory attach (process_vm_readv), which on the machines
     // measured so far copies slot-sized pieces slower than two memcpys: only on request.
     if (peer.processHash != self.processHash && !params::CrossMemoryAttach()) continue;

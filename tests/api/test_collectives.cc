@@ -34,10 +34,23 @@ Bytes tagged(weftDataType_t type, int rank, size_t count) {
   return b;
 }
 
-class Collectives : public ::testing::TestWithParam<std::tuple<Mode, int>> {
+// (how ranks run, how many, whether they talk over the socket transport instead of shared
+// memory: WEFT_SHM_DISABLE=1 sends all traffic through TCP over the loopback interface).
+class Collectives : public ::testing::TestWithParam<std::tuple<Mode, int, bool>> {
  protected:
+  void SetUp() override {
+    if (!overNetwork()) return;
+    setenv("WEFT_SHM_DISABLE", "1", 1);
+    setenv("WEFT_SOCKET_IFNAME", "lo", 1);
+  }
+  void TearDown() override {
+    if (!overNetwork()) return;
+    unsetenv("WEFT_SHM_DISABLE");
+    unsetenv("WEFT_SOCKET_IFNAME");
+  }
   Mode mode() const { return std::get<0>(GetParam()); }
   int nranks() const { return std::get<1>(GetParam()); }
+  bool overNetwork() const { return std::get<2>(GetParam()); }
   std::vector<size_t> counts() const {
     // Large counts cross many FIFO slots; keep them for a few cases so the suite stays quick.
     return {0, 1, 7, 1531};
@@ -271,10 +284,20 @@ TEST_P(Collectives, BarrierAndSplit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, Collectives,
-                         ::testing::Combine(::testing::Values(Mode::kThreads), ::testing::Values(1, 2, 3, 5, 8)),
+                         ::testing::Combine(::testing::Values(Mode::kThreads), ::testing::Values(1, 2, 3, 5, 8),
+                                            ::testing::Values(false)),
                          [](const auto& p) { return "n" + std::to_string(std::get<1>(p.param)); });
 INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
-                         ::testing::Combine(::testing::Values(Mode::kProcesses), ::testing::Values(2, 4)),
+                         ::testing::Combine(::testing::Values(Mode::kProcesses), ::testing::Values(2, 4),
+                                            ::testing::Values(false)),
+                         [](const auto& p) { return "n" + std::to_string(std::get<1>(p.param)); });
+INSTANTIATE_TEST_SUITE_P(SocketThreads, Collectives,
+                         ::testing::Combine(::testing::Values(Mode::kThreads), ::testing::Values(2, 3, 5),
+                                            ::testing::Values(true)),
+                         [](const auto& p) { return "n" + std::to_string(std::get<1>(p.param)); });
+INSTANTIATE_TEST_SUITE_P(SocketProcesses, Collectives,
+                         ::testing::Combine(::testing::Values(Mode::kProcesses), ::testing::Values(4),
+                                            ::testing::Values(true)),
                          [](const auto& p) { return "n" + std::to_string(std::get<1>(p.param)); });
 
 }  // namespace
