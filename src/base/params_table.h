@@ -34,4 +34,3 @@ WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's F
 WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")
 WEFT_PARAM(std::string, Net, "NET", "auto", "network transport between hosts: socket, ofi (libfabric) or auto (ofi when libfabric has a hardware provider, else socket)")
 WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
-WEFT_PARAM(int64_t, NetStreams, "NET_STREAMS", 1, "TCP connections per network connection (the socket transport splits each slot across them)")
