@@ -230,6 +230,19 @@ class Executor {
         // What the peer posted before it failed is visible now (release/acquire): use it first.
         if (canAnyTrackMove(tracks)) return Status::ok();
         int culprit = conn->peerAbortCulprit();
+        if (culprit >= 0 && culprit == provider_->selfRank()) {
+          // The peer gave up waiting for this rank (a time-out), while this rank waits in turn:
+          // the cause is further along, and this rank knows for whom it waits.
+          std::set<int> waitedFor;
+          std::string where = describeWaits(tracks, &waitedFor);
+          int next = waitedFor.empty() ? -1 : *waitedFor.begin();
+          provider_->noteCulprit(next);
+          Status failed = WEFT_ERROR(weftRemoteError,
+                                     "%s: rank %d gave up waiting for this rank, which is itself still waiting (%s)%s",
+                                     plan_.what().c_str(), key.peer, where.c_str(),
+                                     next >= 0 ? "; the ranks this rank waits for are the likely cause" : "");
+          return provider_->explainPeerFailure(std::move(failed));
+        }
         Status failed = culprit >= 0 && culprit != key.peer
                             ? WEFT_ERROR(weftRemoteError,
                                          "%s: rank %d reported a failure caused by rank %d; see rank %d's log for "
@@ -268,21 +281,29 @@ class Executor {
     if (!silentPeers.empty()) provider_->noteCulprit(*silentPeers.begin());
     std::string peers;
     for (int p : silentPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(p);
-    std::string where;
-    for (const auto& t : tracks) {
-      if (t.done || (!t.waitingRecv && !t.waitingSend)) continue;
-      const Step& step = currentStep(t);
-      char line[256];
-      std::snprintf(line, sizeof(line), "%s lane %d step %zu (%s) of iteration %lld waits %s rank %d",
-                    where.empty() ? "" : ";", currentRun(t).fifoLane, t.step, stepName(step.kind),
-                    static_cast<long long>(t.iteration), t.waitingRecv ? "for data from" : "for a free slot at",
-                    t.waitingRecv ? step.recvPeer : step.sendPeer);
-      where += line;
-    }
+    std::string where = describeWaits(tracks, nullptr);
     return WEFT_ERROR(weftTimeout,
                       "%s timed out after %.0f s without progress: peers not heard from: %s (%s). Check that those "
                       "ranks are alive and called the same collective; raise WEFT_TIMEOUT_S if they are just slow",
                       plan_.what().c_str(), stalledS, peers.c_str(), where.c_str());
+  }
+
+  // "lane 0 step 2 (recv) of iteration 5 waits for data from rank 3; ..." for every track that
+  // waits, and the ranks waited for.
+  std::string describeWaits(const std::vector<TrackState>& tracks, std::set<int>* peers) const {
+    std::string where;
+    for (const auto& t : tracks) {
+      if (t.done || (!t.waitingRecv && !t.waitingSend)) continue;
+      const Step& step = currentStep(t);
+      int peer = t.waitingRecv ? step.recvPeer : step.sendPeer;
+      if (peers) peers->insert(peer);
+      char line[256];
+      std::snprintf(line, sizeof(line), "%slane %d step %zu (%s) of iteration %lld waits %s rank %d",
+                    where.empty() ? "" : "; ", currentRun(t).fifoLane, t.step, stepName(step.kind),
+                    static_cast<long long>(t.iteration), t.waitingRecv ? "for data from" : "for a free slot at", peer);
+      where += line;
+    }
+    return where;
   }
 
   // Memory this rank lent by reference must stay as it is until the peers have read it: the

@@ -58,6 +58,8 @@ class ConnectionProvider {
   // The executor found the rank whose failure (exit, error, silence) ends the operation; the
   // provider passes it on when it tells the other peers (Connection::signalAbort).
   virtual void noteCulprit(int rank) {}
+  // This rank (-1: not known).
+  virtual int selfRank() const { return -1; }
   // Single-copy: whether `peer` can read this rank's memory directly, and reading the memory
   // of `peer` (an address it sent in a ReferenceMessage).
   virtual bool peerReadsMyMemory(int peer) { return false; }

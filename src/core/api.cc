@@ -170,10 +170,13 @@ weftResult_t submit(PendingOp op) {
     return weftSuccess;
   }
   weftComm* comm = op.comm;
+  // The failure is recorded before inFlight drops: weftCommAbort frees the communicator as
+  // soon as nothing is in flight.
   comm->inFlight.fetch_add(1);
   Status s = runOps(comm, &op, 1);
+  weftResult_t result = s.isOk() ? weftSuccess : reportFailure(comm, s);
   comm->inFlight.fetch_sub(1);
-  return s.isOk() ? weftSuccess : reportFailure(comm, s);
+  return result;
 }
 
 weftResult_t submitCollective(weftComm* comm, const CollCall& call) {
@@ -374,8 +377,12 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
   comm->inFlight.fetch_add(1);
   std::unique_ptr<Communicator> impl;
   s = comm->impl->split(color, key, config, &impl);
+  if (!s.isOk()) {
+    weftResult_t result = reportFailure(comm, s);
+    comm->inFlight.fetch_sub(1);
+    return result;
+  }
   comm->inFlight.fetch_sub(1);
-  if (!s.isOk()) return reportFailure(comm, s);
   if (impl) {
     auto* out = new weftComm();
     out->rank = impl->rank();
@@ -536,14 +543,15 @@ weftResult_t weftGroupEnd(void) {
   for (const auto& op : ops) {
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   }
-  std::vector<Status> results(comms.size());
+  std::vector<weftResult_t> results(comms.size(), weftSuccess);
   auto runOne = [&](size_t i) {
     std::vector<PendingOp> mine;
     for (const auto& op : ops) {
       if (op.comm == comms[i]) mine.push_back(op);
     }
     comms[i]->inFlight.fetch_add(1);
-    results[i] = runOps(comms[i], mine.data(), mine.size());
+    Status s = runOps(comms[i], mine.data(), mine.size());
+    if (!s.isOk()) results[i] = reportFailure(comms[i], s);  // before inFlight drops (see submit)
     comms[i]->inFlight.fetch_sub(1);
   };
   if (comms.size() == 1) {
@@ -555,14 +563,10 @@ weftResult_t weftGroupEnd(void) {
     for (size_t i = 0; i < comms.size(); ++i) threads.emplace_back(runOne, i);
     for (auto& t : threads) t.join();
   }
-  weftResult_t first = weftSuccess;
-  for (size_t i = 0; i < comms.size(); ++i) {
-    if (!results[i].isOk()) {
-      weftResult_t r = reportFailure(comms[i], results[i]);
-      if (first == weftSuccess) first = r;
-    }
+  for (weftResult_t r : results) {
+    if (r != weftSuccess) return r;
   }
-  return first;
+  return weftSuccess;
 }
 
 }  // extern "C"

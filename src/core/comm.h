@@ -87,6 +87,7 @@ class Communicator final : public coll::ConnectionProvider {
   Status healthCheck() override;
   Status explainPeerFailure(Status failure) override;
   void noteCulprit(int rank) override;
+  int selfRank() const override { return rank_; }
   bool peerReadsMyMemory(int peer) override;
   Status readPeerMemory(int peer, uint64_t address, void* dst, size_t bytes) override;
 

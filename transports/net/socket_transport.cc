@@ -110,15 +110,15 @@ class SocketLink final : public NetLink {
 
   void failIo(const char* doing, int err) {
     state_.fail(WEFT_ERROR(weftRemoteError,
-                           "rank %d: the connection to %s failed while %s: %s; its process probably exited or its "
-                           "host or link went down",
-                           selfRank_, peerText_.c_str(), doing, errnoText(err).c_str()),
+                           "the connection to %s failed while %s: %s; its process probably exited or its host or "
+                           "link went down",
+                           peerText_.c_str(), doing, errnoText(err).c_str()),
                 false);
   }
 
   void failClosed(bool midMessage) {
-    state_.fail(WEFT_ERROR(weftRemoteError, "rank %d: %s closed the connection%s; its process exited or failed",
-                           selfRank_, peerText_.c_str(), midMessage ? " in the middle of a message" : ""),
+    state_.fail(WEFT_ERROR(weftRemoteError, "%s closed the connection%s; its process exited or failed",
+                           peerText_.c_str(), midMessage ? " in the middle of a message" : ""),
                 false);
   }
 
@@ -126,24 +126,23 @@ class SocketLink final : public NetLink {
   bool handleFrame(const FrameHeader& h) {
     if (h.magic != kFrameMagic || (h.type != kFrameData && h.type != kFrameAbort)) {
       state_.fail(WEFT_ERROR(weftRemoteError,
-                             "rank %d: %s sent bytes that are not a Weft frame (magic 0x%08x, type %u); another "
+                             "%s sent bytes that are not a Weft frame (magic 0x%08x, type %u); another "
                              "program or another Weft version is on this connection",
-                             selfRank_, peerText_.c_str(), h.magic, h.type),
+                             peerText_.c_str(), h.magic, h.type),
                   false);
       return false;
     }
     if (h.type == kFrameAbort) {
       if (h.bytes >= 1 && h.bytes <= (1u << 30)) state_.setPeerCulprit(static_cast<int>(h.bytes - 1));
-      state_.fail(WEFT_ERROR(weftRemoteError, "rank %d: %s reported a failure; see its log for the cause", selfRank_,
-                             peerText_.c_str()),
+      state_.fail(WEFT_ERROR(weftRemoteError, "%s reported a failure; see its log for the cause", peerText_.c_str()),
                   true);
       return false;
     }
     if (sending_ || h.bytes > ring_.slotBytes()) {
       state_.fail(WEFT_ERROR(weftRemoteError,
-                             "rank %d: %s sent a %s message of %llu bytes where slots hold %zu; the ranks run "
+                             "%s sent a %s message of %llu bytes where slots hold %zu; the ranks run "
                              "with different WEFT_BUFFSIZE/WEFT_NSLOTS or Weft versions",
-                             selfRank_, peerText_.c_str(), sending_ ? "data" : "",
+                             peerText_.c_str(), sending_ ? "data" : "",
                              static_cast<unsigned long long>(h.bytes), ring_.slotBytes()),
                   false);
       return false;
@@ -166,8 +165,7 @@ class SocketLink final : public NetLink {
       (void)w;
     }
     ::shutdown(socket_.fd(), SHUT_WR);
-    state_.fail(WEFT_ERROR(weftRemoteError, "rank %d: this rank aborted its connection to %s", selfRank_,
-                           peerText_.c_str()),
+    state_.fail(WEFT_ERROR(weftRemoteError, "this rank aborted its connection to %s", peerText_.c_str()),
                 false);
     return true;
   }

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# netns.sh: several "hosts" on one machine for Weft's multi-host tests, made of Linux network
+# namespaces. A bash library: run_scenario.sh sources it (ctest -L netns runs the scenarios).
+#
+# The topology of one run (every name carries the prefix weftt-<pid of the test script>-):
+#
+#     weftt-<pid>-h0            weftt-<pid>-h1           ...   weftt-<pid>-h<K-1>      "hosts"
+#     lo, eth0 198.18.0.1/24    lo, eth0 198.18.0.2/24         lo, eth0 198.18.0.K/24
+#        | veth                    | veth                           | veth
+#     ---p0---------------------- p1 ----------------------------- p<K-1> --- br0   weftt-<pid>-sw
+#                                                                                    "switch"
+# Each host namespace holds lo and eth0, one end of a veth pair; the other end, p<i>, is a port
+# of bridge br0, which lives in a namespace of its own. Nothing is created in the root namespace,
+# and the addresses (198.18.0.0/15 is reserved for benchmarking, RFC 2544) exist only inside the
+# namespaces. Weft counts processes in different network namespaces as different hosts, so ranks
+# in one namespace talk through shared memory and ranks in different ones through the network.
+#
+# Cleanup: netns_up installs a trap (EXIT, INT, TERM) that kills every process this run started
+# (each runs under `timeout` in a process group of its own) and anything left inside its
+# namespaces, then deletes the namespaces. A run killed with SIGKILL leaves them behind; the
+# next run's netns_up removes weftt-<pid>-* namespaces whose pid no longer exists.
+# Without root (or where `ip netns add` fails, e.g. a container without CAP_SYS_ADMIN) the run
+# exits 77, which ctest reports as skipped.
+#
+# One test by hand (as root, from the repository root, after building build-netns):
+#   tests/netns/run_scenario.sh build-netns/tests/netns/weft-nettest collectives --net socket --hosts 2 --per-host 2
+#   NETNS_KEEP_LOGS=1 tests/netns/run_scenario.sh ... keeps every rank's stdout/stderr (the folder is printed)
+# or interactively:
+#   source tests/netns/netns.sh; netns_up 2; netns_exec 1 ip addr; netns_exec 0 ip neigh; netns_down
+#
+# Functions: netns_up K, netns_down, netns_exec I CMD..., netns_link_down I, netns_netem_all ARGS...,
+# netns_spawn NAME I LIMIT_S [VAR=VALUE...] -- CMD..., netns_kill NAME, netns_wait_all,
+# netns_host I, netns_addr I, netns_skip REASON, netns_log TEXT.
+
+# shellcheck disable=SC2034  # the NETNS_* state is read by the scripts that source this file
+NETNS_PREFIX="weftt-$$-"
+NETNS_K=0
+NETNS_LOGS=""
+NETNS_DOWN_DONE=0
+declare -a NETNS_CREATED=()  # namespaces this run made, in order
+declare -a NETNS_NAMES=()    # processes started by netns_spawn, in order
+declare -A NETNS_PID_OF=()   # name -> pid of its `timeout` (also its process group id)
+declare -A NETNS_NAME_OF=()  # pid -> name
+declare -A NETNS_START=()    # name -> start time, microseconds
+declare -A NETNS_END=()      # name -> end time, microseconds
+declare -A NETNS_RC=()       # name -> exit status (124: timed out, 137: killed)
+
+netns_log() { echo "[netns $(date +%T)] $*" >&2; }
+netns_skip() {
+  echo "SKIP: $*" >&2
+  exit 77
+}
+
+netns_host() { echo "${NETNS_PREFIX}h$1"; }
+netns_switch() { echo "${NETNS_PREFIX}sw"; }
+netns_addr() { echo "198.18.0.$(($1 + 1))"; }
+# Microseconds since the epoch.
+netns_now_us() { echo "${EPOCHREALTIME/[.,]/}"; }
+# "12.345" seconds from two microsecond stamps.
+netns_seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e6 }'; }
+
+# Kills every process inside namespace $1 (processes this library started, or a dead run's).
+_netns_kill_inside() {
+  local p
+  for p in $(ip netns pids "$1" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+}
+
+# Removes weftt-<pid>-* namespaces whose test script (pid) is gone.
+netns_sweep_stale() {
+  local name pid
+  for name in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+    [[ $name =~ ^weftt-([0-9]+)- ]] || continue
+    pid=${BASH_REMATCH[1]}
+    [[ $pid == "$$" ]] && continue
+    kill -0 "$pid" 2>/dev/null && continue
+    netns_log "removing stale namespace $name (the run that made it, pid $pid, is gone)"
+    _netns_kill_inside "$name"
+    ip netns del "$name" 2>/dev/null || netns_log "could not delete $name"
+  done
+  # Log folders of runs that died before cleaning up (kept ones hold a .kept file).
+  local dir
+  for dir in /tmp/weftt-*-logs.*; do
+    [[ -d $dir && ! -e $dir/.kept && $dir =~ /weftt-([0-9]+)-logs ]] || continue
+    pid=${BASH_REMATCH[1]}
+    [[ $pid == "$$" ]] || kill -0 "$pid" 2>/dev/null || rm -rf "$dir"
+  done
+}
+
+# Makes K hosts and the switch, and arms the cleanup.
+netns_up() {
+  local k=$1 i h sw err
+  [[ $(id -u) -eq 0 ]] || netns_skip "the netns tests need root to create network namespaces (run as root or with sudo)"
+  command -v ip > /dev/null || netns_skip "iproute2 ('ip') is not installed"
+  command -v timeout > /dev/null || netns_skip "coreutils 'timeout' is not installed"
+  netns_sweep_stale
+  trap 'netns_down' EXIT
+  trap 'netns_down; exit 130' INT
+  trap 'netns_down; exit 143' TERM
+  NETNS_LOGS=$(mktemp -d "/tmp/weftt-$$-logs.XXXXXX")
+  sw=$(netns_switch)
+  if ! err=$(ip netns add "$sw" 2>&1); then
+    netns_skip "cannot create a network namespace (ip netns add: $err); the netns tests need root with CAP_SYS_ADMIN and CAP_NET_ADMIN"
+  fi
+  NETNS_CREATED+=("$sw")
+  if ! err=$( (ip -n "$sw" link set lo up && ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up) 2>&1); then
+    netns_skip "cannot create a bridge inside a namespace ($err); the kernel needs CONFIG_BRIDGE"
+  fi
+  for ((i = 0; i < k; i++)); do
+    h=$(netns_host "$i")
+    err=$(ip netns add "$h" 2>&1) || netns_skip "cannot create namespace $h: $err"
+    NETNS_CREATED+=("$h")
+    if ! err=$( (ip -n "$sw" link add "p$i" type veth peer name eth0 netns "$h" &&
+      ip -n "$sw" link set "p$i" master br0 up &&
+      ip -n "$h" link set lo up &&
+      ip -n "$h" addr add "$(netns_addr "$i")/24" dev eth0 &&
+      ip -n "$h" link set eth0 up) 2>&1); then
+      netns_skip "cannot connect host $i to the switch with a veth pair ($err); the kernel needs CONFIG_VETH"
+    fi
+  done
+  NETNS_K=$k
+  # The bridge has no STP, so its ports forward as soon as they are up: wait for that.
+  for ((i = 0; i < k; i++)); do
+    local tries=0
+    until ip -n "$(netns_host "$i")" link show eth0 | grep -q 'state UP'; do
+      ((++tries > 100)) && { echo "netns: eth0 of host $i did not come up" >&2; exit 1; }
+      sleep 0.05
+    done
+  done
+  netns_log "$k host(s) up: ${NETNS_PREFIX}h0..h$((k - 1)) (198.18.0.1..$k) on bridge br0 in $sw; logs in $NETNS_LOGS"
+}
+
+# Kills what this run started, deletes its namespaces and (unless NETNS_KEEP_LOGS=1) its logs.
+# Safe to call more than once; keeps the exit status of the script.
+netns_down() {
+  local rc=$? name ns i
+  ((NETNS_DOWN_DONE)) && return "$rc"
+  NETNS_DOWN_DONE=1
+  for name in "${NETNS_NAMES[@]}"; do
+    [[ -n ${NETNS_RC[$name]+x} ]] && continue
+    kill -KILL -- "-${NETNS_PID_OF[$name]}" 2>/dev/null || kill -KILL "${NETNS_PID_OF[$name]}" 2>/dev/null
+  done
+  wait 2> /dev/null
+  for ((i = ${#NETNS_CREATED[@]} - 1; i >= 0; i--)); do
+    ns=${NETNS_CREATED[i]}
+    _netns_kill_inside "$ns"
+    ip netns del "$ns" 2>/dev/null || netns_log "could not delete namespace $ns"
+  done
+  NETNS_CREATED=()
+  if [[ -n $NETNS_LOGS ]]; then
+    if [[ ${NETNS_KEEP_LOGS:-0} == 1 ]]; then
+      touch "$NETNS_LOGS/.kept"
+      netns_log "logs kept in $NETNS_LOGS"
+    else
+      rm -rf "$NETNS_LOGS"
+    fi
+  fi
+  return "$rc"
+}
+
+# Runs a command in host I (in the foreground).
+netns_exec() {
+  local i=$1
+  shift
+  ip netns exec "$(netns_host "$i")" "$@"
+}
+
+# Takes host I off the network: its eth0 goes down (the switch side stays up).
+netns_link_down() { ip -n "$(netns_host "$1")" link set eth0 down; }
+
+# Adds a netem qdisc on every host's eth0, e.g. netns_netem_all delay 200ms loss 1%.
+# Exits 77 when the kernel has no netem (CONFIG_NET_SCH_NETEM).
+netns_netem_all() {
+  local i err
+  for ((i = 0; i < NETNS_K; i++)); do
+    if ! err=$(ip netns exec "$(netns_host "$i")" tc qdisc add dev eth0 root netem "$@" 2>&1); then
+      if [[ $err == *"qdisc kind is unknown"* || $err == *"No such file"* ]]; then
+        netns_skip "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM; tc said: $err)"
+      fi
+      echo "netns: tc qdisc add dev eth0 root netem $* failed in host $i: $err" >&2
+      exit 1
+    fi
+  done
+  netns_log "netem $* on eth0 of every host"
+}
+
+# netns_spawn NAME I LIMIT_S [VAR=VALUE...] -- CMD...: runs CMD in host I in the background with
+# the given environment, under `timeout` (SIGTERM after LIMIT_S, SIGKILL 5 s later), which puts
+# it in a process group of its own. Its stdout and stderr go to $NETNS_LOGS/NAME.{out,err}.
+netns_spawn() {
+  local name=$1 host=$2 limit=$3 pid
+  shift 3
+  local -a envs=()
+  while [[ $# -gt 0 && $1 != -- ]]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  timeout -k 5 "$limit" ip netns exec "$(netns_host "$host")" env "${envs[@]}" "$@" \
+    > "$NETNS_LOGS/$name.out" 2> "$NETNS_LOGS/$name.err" &
+  pid=$!
+  NETNS_NAMES+=("$name")
+  NETNS_PID_OF[$name]=$pid
+  NETNS_NAME_OF[$pid]=$name
+  NETNS_START[$name]=$(netns_now_us)
+}
+
+# SIGKILLs process NAME (its whole group) and reaps it.
+netns_kill() {
+  local name=$1 pid=${NETNS_PID_OF[$1]}
+  kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null  # here, so that bash's "Killed" notice goes nowhere
+  NETNS_RC[$name]=$?
+  NETNS_END[$name]=$(netns_now_us)
+}
+
+# True while process NAME runs.
+netns_running() { [[ -z ${NETNS_RC[$1]+x} ]] && kill -0 "${NETNS_PID_OF[$1]}" 2>/dev/null; }
+
+# Waits for every spawned process; records NETNS_RC[name] and NETNS_END[name].
+netns_wait_all() {
+  local name pid done_pid rc any
+  local -a pending=()
+  while :; do
+    pending=()
+    for name in "${NETNS_NAMES[@]}"; do
+      [[ -z ${NETNS_RC[$name]+x} ]] && pending+=("${NETNS_PID_OF[$name]}")
+    done
+    ((${#pending[@]} > 0)) || return 0
+    done_pid=""
+    wait -n -p done_pid "${pending[@]}" 2>/dev/null
+    rc=$?
+    if [[ -n ${done_pid:-} ]]; then
+      NETNS_RC[${NETNS_NAME_OF[$done_pid]}]=$rc
+      NETNS_END[${NETNS_NAME_OF[$done_pid]}]=$(netns_now_us)
+      continue
+    fi
+    # wait -n had nothing to report (a job bash already reaped): collect the finished ones.
+    any=0
+    for pid in "${pending[@]}"; do
+      kill -0 "$pid" 2>/dev/null && continue
+      wait "$pid" 2>/dev/null
+      rc=$?
+      NETNS_RC[${NETNS_NAME_OF[$pid]}]=$rc
+      NETNS_END[${NETNS_NAME_OF[$pid]}]=$(netns_now_us)
+      any=1
+    done
+    ((any)) || sleep 0.05
+  done
+}
+
+# Prints the last lines of process NAME's stdout and stderr, indented.
+netns_show() {
+  local name=$1 lines=${2:-20}
+  if [[ -s $NETNS_LOGS/$name.out ]]; then
+    echo "  --- $name stdout (last $lines lines)"
+    tail -n "$lines" "$NETNS_LOGS/$name.out" | sed 's/^/  | /'
+  fi
+  if [[ -s $NETNS_LOGS/$name.err ]]; then
+    echo "  --- $name stderr (last $lines lines)"
+    tail -n "$lines" "$NETNS_LOGS/$name.err" | sed 's/^/  | /'
+  fi
+}

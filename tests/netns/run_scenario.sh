@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# run_scenario.sh NETTEST SCENARIO [--net socket|ofi] [--hosts K] [--per-host P] [--missing R]
+#
+# One multi-host test (ctest -L netns; tests/netns/CMakeLists.txt registers them): makes K hosts
+# with netns.sh, starts K*P ranks of weft-nettest (rank r on host r/P, so ranks on one host share
+# memory and ranks on different hosts use the network transport WEFT_NET), and judges them.
+#
+#   collectives  every collective, type and op, bit-exact; passes when every rank exits 0
+#   kill         `loop`; SIGKILL the last rank mid-loop; every survivor must fail within
+#                WEFT_TIMEOUT_S + margin, naming the dead rank
+#   linkdown     `loop`; eth0 of the last host goes down mid-loop; every rank must fail within
+#                WEFT_TIMEOUT_S + margin, naming a peer
+#   neverjoin    rank R (--missing) is never started; the others must fail with a time-out that
+#                names it
+#   stranger     a stranger pokes the bootstrap root (garbage, wrong secret, silence, ...) and a
+#                rank with a wrong secret knocks; the real ranks must init and pass `collectives quick`
+#   netem        200 ms delay and 1% loss on every host; `collectives quick` must pass
+#   abort        `abort`: weftCommAbort unblocks a collective in < 1 s; a new communicator works
+#
+# Exit status: 0 pass, 1 fail, 77 skipped (not root, no namespaces, no netem, no libfabric).
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=netns.sh
+source "$here/netns.sh"
+
+if [[ $# -lt 2 ]]; then
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
+NETTEST=$(readlink -f "$1")
+SCENARIO=$2
+shift 2
+NET=socket
+HOSTS=2
+PER_HOST=2
+MISSING=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --net) NET=$2; shift 2 ;;
+    --hosts) HOSTS=$2; shift 2 ;;
+    --per-host) PER_HOST=$2; shift 2 ;;
+    --missing) MISSING=$2; shift 2 ;;
+    *) echo "run_scenario.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+NRANKS=$((HOSTS * PER_HOST))
+[[ -x $NETTEST ]] || { echo "run_scenario.sh: $NETTEST is not an executable" >&2; exit 2; }
+
+# Fresh namespaces: the root's port is free in host 0 whatever runs on the machine.
+PORT=29500
+SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+declare -a RANK_ENV=("WEFT_NET=$NET")
+if [[ $NET == ofi ]]; then
+  ldconfig -p 2>/dev/null | grep -q 'libfabric\.so\.1 ' ||
+    netns_skip "WEFT_NET=ofi needs libfabric (libfabric.so.1 is not installed)"
+  RANK_ENV+=("WEFT_OFI_PROVIDER=${WEFT_OFI_PROVIDER:-tcp;ofi_rxm}")
+fi
+# Pass the caller's logging choices through (e.g. WEFT_DEBUG=INFO to see the transports chosen).
+for v in WEFT_DEBUG WEFT_DEBUG_SUBSYS WEFT_ALGO WEFT_SHM_DISABLE; do
+  [[ -n ${!v+x} ]] && RANK_ENV+=("$v=${!v}")
+done
+
+FAILED=0
+fail() {
+  echo "FAIL: $*"
+  FAILED=1
+}
+
+# start_rank R LIMIT_S ARGS...: rank R of NRANKS on host R/PER_HOST, with RANK_ENV and EXTRA_ENV.
+declare -a EXTRA_ENV=()
+start_rank() {
+  local r=$1 limit=$2
+  shift 2
+  netns_spawn "rank$r" $((r / PER_HOST)) "$limit" \
+    WEFT_RANK="$r" WEFT_NRANKS="$NRANKS" WEFT_ROOT_ADDR="$(netns_addr 0):$PORT" WEFT_ROOT_SECRET="$SECRET" \
+    "${RANK_ENV[@]}" "${EXTRA_ENV[@]}" -- "$NETTEST" "$@"
+}
+
+# Every rank must have exited 0.
+judge_all_pass() {
+  local name rc
+  for name in "${NETNS_NAMES[@]}"; do
+    [[ $name == rank* ]] || continue
+    rc=${NETNS_RC[$name]}
+    if [[ $rc -ne 0 ]]; then
+      case $rc in
+        124 | 137) fail "$name hung: still running after its time limit (exit $rc)" ;;
+        *) fail "$name exited $rc after $(netns_seconds "${NETNS_START[$name]}" "${NETNS_END[$name]}") s" ;;
+      esac
+      netns_show "$name" 15
+    fi
+  done
+}
+
+# Waits until every running rank printed "iteration N ok"; fails if a rank ends first.
+wait_for_iteration() {
+  local want=$1 limit_s=$2 r name deadline
+  deadline=$(($(netns_now_us) + limit_s * 1000000))
+  while :; do
+    local behind=0
+    for ((r = 0; r < NRANKS; r++)); do
+      name=rank$r
+      if ! grep -q "iteration $want ok" "$NETNS_LOGS/$name.out" 2>/dev/null; then
+        behind=1
+        if ! netns_running "$name"; then
+          echo "FAIL: $name ended before iteration $want of the loop; nothing was tested"
+          netns_wait_all
+          netns_show "$name" 10
+          return 1
+        fi
+      fi
+    done
+    ((behind == 0)) && return 0
+    if (($(netns_now_us) > deadline)); then
+      echo "FAIL: the ranks did not reach iteration $want within $limit_s s"
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# Survivors of a fault: each must fail (not succeed, not hang) within limit_s of the fault at
+# fault_us, and its stderr must match the extended regex `pattern` (with @SELF@ = its rank).
+judge_fault() {
+  local fault_us=$1 limit_s=$2 pattern=$3 what=$4 name rc took r
+  for ((r = 0; r < NRANKS; r++)); do
+    name=rank$r
+    [[ -n ${NETNS_RC[$name]+x} ]] || continue
+    [[ $name == "${VICTIM:-none}" ]] && continue
+    rc=${NETNS_RC[$name]}
+    took=$(netns_seconds "$fault_us" "${NETNS_END[$name]}")
+    local bad=""
+    if [[ $rc -eq 0 ]]; then
+      bad="exited 0: it reported success after $what"
+    elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
+      bad="hung: killed by its time limit $took s after $what"
+    elif awk -v t="$took" -v l="$limit_s" 'BEGIN { exit !(t > l) }'; then
+      bad="failed only $took s after $what (limit $limit_s s)"
+    elif ! check_names "$name" "$r" "$pattern"; then
+      bad="failed $took s after $what, but its message does not name $PATTERN_DESC"
+    fi
+    if [[ -n $bad ]]; then
+      fail "$name $bad"
+      netns_show "$name" 8
+    else
+      echo "ok: $name failed (exit $rc) $took s after $what: $(grep -m1 -v '^$' "$NETNS_LOGS/$name.err" | cut -c1-400)"
+    fi
+  done
+}
+
+# check_names NAME SELF PATTERN: NAME's stderr matches PATTERN; the special pattern "@PEER@"
+# means "names a rank other than SELF".
+check_names() {
+  local name=$1 self=$2 pattern=$3 err=$NETNS_LOGS/$1.err
+  if [[ $pattern == "@PEER@" ]]; then
+    grep -oE 'rank [0-9]+' "$err" | grep -vqx "rank $self"
+  else
+    grep -qE "$pattern" "$err"
+  fi
+}
+
+scenario_collectives() {
+  netns_up "$HOSTS"
+  EXTRA_ENV=(WEFT_TIMEOUT_S=120)
+  for ((r = 0; r < NRANKS; r++)); do start_rank "$r" 500 collectives; done
+  netns_wait_all
+  judge_all_pass
+  grep -h . "$NETNS_LOGS/rank0.out" | sed 's/^/  /'
+}
+
+loop_fault() {
+  local kind=$1 timeout_s=15 margin_s=10
+  netns_up "$HOSTS"
+  EXTRA_ENV=("WEFT_TIMEOUT_S=$timeout_s")
+  for ((r = 0; r < NRANKS; r++)); do start_rank "$r" 120 loop 1000000; done
+  wait_for_iteration 3 60 || exit 1
+  local fault_us
+  fault_us=$(netns_now_us)
+  if [[ $kind == kill ]]; then
+    VICTIM=rank$((NRANKS - 1))
+    netns_log "SIGKILL $VICTIM"
+    netns_kill "$VICTIM"
+    netns_wait_all
+    PATTERN_DESC="the dead rank ($((NRANKS - 1)))"
+    judge_fault "$fault_us" $((timeout_s + margin_s)) "rank $((NRANKS - 1))([^0-9]|$)" "rank $((NRANKS - 1)) was killed"
+  else
+    netns_log "eth0 down in host $((HOSTS - 1))"
+    netns_link_down $((HOSTS - 1))
+    netns_wait_all
+    PATTERN_DESC="a peer"
+    judge_fault "$fault_us" $((timeout_s + margin_s)) "@PEER@" "eth0 of host $((HOSTS - 1)) went down"
+  fi
+}
+
+scenario_neverjoin() {
+  local timeout_s=5 margin_s=10 r missing=${MISSING:-$((NRANKS - 1))}
+  netns_up "$HOSTS"
+  EXTRA_ENV=("WEFT_TIMEOUT_S=$timeout_s")
+  for ((r = 0; r < NRANKS; r++)); do
+    ((r == missing)) || start_rank "$r" 60 collectives quick
+  done
+  netns_wait_all
+  local start_us=${NETNS_START[rank$(((missing + 1) % NRANKS))]}
+  if ((missing == 0)); then
+    # No rank 0, no root: the message must say whom the ranks waited for.
+    PATTERN_DESC="rank 0 or the root's address $(netns_addr 0):$PORT"
+    judge_fault "$start_us" $((timeout_s + margin_s)) "rank 0([^0-9]|$)|$(netns_addr 0):$PORT" "starting without rank 0"
+  else
+    PATTERN_DESC="the missing rank $missing"
+    judge_fault "$start_us" $((timeout_s + margin_s)) "rank $missing([^0-9]|$)" "starting without rank $missing"
+  fi
+  # And it must be a time-out, not some other error.
+  for ((r = 0; r < NRANKS; r++)); do
+    ((r == missing)) && continue
+    grep -qiE 'timeout|timed out|within' "$NETNS_LOGS/rank$r.err" ||
+      fail "rank$r: its message does not say it timed out"
+  done
+}
+
+scenario_stranger() {
+  netns_up "$HOSTS"
+  EXTRA_ENV=(WEFT_TIMEOUT_S=60)
+  # Rank 0 starts the root; the stranger (on the last host, across the network) and a rank with
+  # the wrong secret knock while the root waits; the other ranks come 2 s later.
+  start_rank 0 300 collectives quick
+  netns_spawn stranger $((HOSTS - 1)) 60 -- "$NETTEST" stranger "$(netns_addr 0):$PORT" 8
+  netns_spawn impostor $((HOSTS - 1)) 60 WEFT_RANK=1 WEFT_NRANKS="$NRANKS" WEFT_ROOT_ADDR="$(netns_addr 0):$PORT" \
+    WEFT_ROOT_SECRET=0123456789abcdef0123456789abcdef "${RANK_ENV[@]}" WEFT_TIMEOUT_S=20 -- "$NETTEST" collectives quick
+  sleep 2
+  for ((r = 1; r < NRANKS; r++)); do start_rank "$r" 300 collectives quick; done
+  netns_wait_all
+  judge_all_pass
+  if [[ ${NETNS_RC[stranger]} -ne 0 ]]; then
+    fail "the stranger exited ${NETNS_RC[stranger]}"
+  fi
+  netns_show stranger 30
+  if [[ ${NETNS_RC[impostor]} -eq 0 ]]; then
+    fail "a rank with the wrong secret joined"
+  elif ! grep -qi 'secret' "$NETNS_LOGS/impostor.err"; then
+    fail "the rank with the wrong secret failed, but its message does not mention the secret"
+    netns_show impostor 8
+  else
+    echo "ok: the rank with the wrong secret was turned away: $(head -n1 "$NETNS_LOGS/impostor.err" | cut -c1-300)"
+  fi
+}
+
+scenario_netem() {
+  netns_up "$HOSTS"
+  netns_netem_all delay 200ms loss 1%
+  EXTRA_ENV=(WEFT_TIMEOUT_S=120)
+  for ((r = 0; r < NRANKS; r++)); do start_rank "$r" 240 collectives quick; done
+  netns_wait_all
+  judge_all_pass
+  grep -h . "$NETNS_LOGS/rank0.out" | sed 's/^/  /'
+}
+
+scenario_abort() {
+  netns_up "$HOSTS"
+  EXTRA_ENV=(WEFT_TIMEOUT_S=10)
+  for ((r = 0; r < NRANKS; r++)); do start_rank "$r" 60 abort; done
+  netns_wait_all
+  judge_all_pass
+  for ((r = 0; r < NRANKS; r++)); do grep -h 'abort' "$NETNS_LOGS/rank$r.out" | sed 's/^/  /'; done
+}
+
+case $SCENARIO in
+  collectives) scenario_collectives ;;
+  kill | linkdown) loop_fault "$SCENARIO" ;;
+  neverjoin) scenario_neverjoin ;;
+  stranger) scenario_stranger ;;
+  netem) scenario_netem ;;
+  abort) scenario_abort ;;
+  *) echo "run_scenario.sh: unknown scenario $SCENARIO" >&2; exit 2 ;;
+esac
+
+if ((FAILED)); then
+  echo "netns $SCENARIO ($NRANKS ranks on $HOSTS host(s), WEFT_NET=$NET): FAILED"
+  exit 1
+fi
+echo "netns $SCENARIO ($NRANKS ranks on $HOSTS host(s), WEFT_NET=$NET): passed"
+exit 0
