@@ -100,7 +100,8 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   if (!s.isOk()) {
     return Status::error(s.code(), "bootstrap: rank " + std::to_string(rank) + " cannot reach the root at " + rootName +
                                        ": " + s.message() +
-                                       ". Check that the process that made the unique id still runs and that this "
+                                       ". The root runs in the process that made the unique id (rank 0 when launched from "
+                                       "the environment): check that rank 0 started and still runs, and that this "
                                        "host can reach that address (WEFT_SOCKET_IFNAME picks the interface)");
   }
 

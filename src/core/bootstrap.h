@@ -89,6 +89,8 @@ class Bootstrap : public PeerExchange {
   const std::vector<PeerInfo>& peers() const { return peers_; }
   // "rank 2 (host:1234)".
   std::string describe(int peer) const;
+  // The address rank `peer` listens on for bootstrap messages.
+  const SocketAddress& address(int peer) const { return addrs_[static_cast<size_t>(peer)]; }
 
   // all[r * bytesPerRank ...] receives rank r's `mine`. Collective.
   Status allGather(const void* mine, void* all, size_t bytesPerRank, Deadline deadline);

@@ -63,6 +63,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   Deadline deadline = Deadline::afterSeconds(static_cast<double>(timeoutS));
   WEFT_TRY(Bootstrap::create(id, rank, nRanks, selfInfo(rank), deadline, &bootstrap_));
   peers_ = bootstrap_->peers();
+  nameHostsApart();
   commTag_ = commTagFromId(id);
   WEFT_TRY(agreeSettings(config));
   WEFT_TRY(probeSingleCopy());
@@ -76,6 +77,20 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   WEFT_LOG(kInfo, kInit, "rank %d of %d joined communicator %s%s%s (%d ranks on this host, %zu transports)", rank,
            nRanks, commTag_.c_str(), name_.empty() ? "" : " ", name_.c_str(), sameHost, transports_.size());
   return Status::ok();
+}
+
+void Communicator::nameHostsApart() {
+  std::vector<std::string> names(peers_.size());
+  for (size_t i = 0; i < peers_.size(); ++i) names[i] = peers_[i].hostName;
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    bool clash = false;
+    for (size_t j = 0; j < peers_.size() && !clash; ++j) {
+      clash = names[j] == names[i] && peers_[j].hostHash != peers_[i].hostHash;
+    }
+    if (!clash) continue;
+    std::string named = names[i] + "@" + bootstrap_->address(static_cast<int>(i)).hostString();
+    std::snprintf(peers_[i].hostName, sizeof(peers_[i].hostName), "%s", named.c_str());
+  }
 }
 
 void Communicator::groupByHost() {

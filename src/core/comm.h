@@ -96,6 +96,9 @@ class Communicator final : public coll::ConnectionProvider {
   Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config);
   Status agreeSettings(const weftConfig_t* config);
   Status probeSingleCopy();
+  // Hosts that share a name (containers, network namespaces) get their address appended
+  // ("vm@198.18.0.2"), so that messages tell them apart.
+  void nameHostsApart();
   // Sets nodeOrder_ and nNodes_ from peers_.
   void groupByHost();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
