@@ -1,0 +1,36 @@
+// The registry of peer libraries (see peer_libs.h): a name -> factory map filled before main
+// by the registrars of the implementations linked into the binary.
+#include "perf/peer_libs.h"
+
+#include <map>
+
+namespace weft::perf {
+namespace {
+
+std::map<std::string, PeerFactory>& registry() {
+  static std::map<std::string, PeerFactory> r;  // built on first use, so registrars may run in any order
+  return r;
+}
+
+}  // namespace
+
+bool registerPeer(const char* name, PeerFactory factory) {
+  registry()[name] = factory;
+  return true;
+}
+
+std::vector<std::string> builtPeers() {
+  std::vector<std::string> names;
+  for (const auto& entry : registry()) names.push_back(entry.first);
+  return names;
+}
+
+PeerStatus makePeer(const std::string& name, const PeerSettings& settings, PeerBootstrap& boot,
+                    std::unique_ptr<PeerLib>* out) {
+  const auto it = registry().find(name);
+  if (it == registry().end())
+    return PeerStatus::failure("not built (its library was not found when this binary was configured)");
+  return it->second(settings, boot, out);
+}
+
+}  // namespace weft::perf
