@@ -164,7 +164,10 @@ class Executor {
     char* dst = stepWrites(step.kind) ? regionPointer(run, step.dstBuf, step.dstOffset, slice.first) : nullptr;
     uint32_t divisor = step.final ? run.avgDivisor : 0;
     size_t n = static_cast<size_t>(slice.count);
-    bool sendReference = plan_.sendBufferStable && run.sendByReference[t.step] && bytes >= plan_.referenceMinBytes;
+    char byReference = run.sendByReference[t.step];
+    bool sendReference = plan_.sendBufferStable && bytes >= plan_.referenceMinBytes &&
+                         (byReference == LaneRun::kTransportReads ||
+                          (byReference == LaneRun::kPeerReads && plan_.peersReadReferences));
     if (in && inBytes == 0) {
       // A reference: a plain receive reads straight into its destination (the single copy);
       // anything else reads into a bounce buffer and carries on as with a slot.
@@ -390,8 +393,11 @@ Status connectPlan(ExecPlan* plan, ConnectionProvider* provider) {
         if (step.count == 0 || run.iterations == 0) continue;
         if (stepReceives(step.kind)) run.recvConns[i] = provider->get({step.recvPeer, false, run.fifoLane});
         if (stepSends(step.kind)) run.sendConns[i] = provider->get({step.sendPeer, true, sendFifoLane(run, step)});
-        run.sendByReference[i] =
-            step.kind == StepKind::kSend && step.srcBuf == Buf::kSend && provider->peerReadsMyMemory(step.sendPeer);
+        if (step.kind == StepKind::kSend && step.srcBuf == Buf::kSend) {
+          run.sendByReference[i] = run.sendConns[i]->sendsReferencedBytes()        ? LaneRun::kTransportReads
+                                   : provider->peerReadsMyMemory(step.sendPeer) ? LaneRun::kPeerReads
+                                                                                : 0;
+        }
       }
     }
   }

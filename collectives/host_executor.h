@@ -81,12 +81,14 @@ struct LaneRun {
   int64_t sliceElems = 1;     // elements per slice (at most one slot)
   int64_t iterations = 0;     // iterationsFor(schedule.maxStepCount, sliceElems)
   // Filled by connectPlan(): per step, the connection it receives from and sends to, and
-  // whether it may send a reference to its source instead of the bytes (single-copy: it sends
-  // from the send buffer to a peer that can read this process; the plan's sendBufferStable
-  // decides per call).
+  // whether it may send a reference to its source instead of the bytes (it sends from the send
+  // buffer, and either the connection reads referenced bytes itself (kTransportReads) or the
+  // peer can read this process (kPeerReads); the plan decides per call).
   std::vector<Connection*> recvConns;
   std::vector<Connection*> sendConns;
   std::vector<char> sendByReference;
+  static constexpr char kTransportReads = 1;
+  static constexpr char kPeerReads = 2;
 };
 
 struct Track {
@@ -101,9 +103,13 @@ struct ExecPlan {
   std::vector<ConnectionKey> keys;  // every connection it uses (set by connectPlan)
   bool connected = false;
   // Single-copy: the send buffer stays unchanged for the whole operation (out of place), so a
-  // send from it may pass a reference the peer reads directly, for slices of at least
-  // referenceMinBytes. The operation then returns only after its peers have read them.
+  // send from it may pass a reference instead of the bytes, for slices of at least
+  // referenceMinBytes: to a transport that reads them itself (network), always; to a peer that
+  // reads this process's memory, only when peersReadReferences (the receiver stores the bytes
+  // as they are; a reduction would first copy them into a bounce buffer). The operation then
+  // returns only after the referenced bytes were taken.
   bool sendBufferStable = false;
+  bool peersReadReferences = false;
   size_t referenceMinBytes = 16384;
   // How long the executor may wait with nothing moving (connecting included) before it fails
   // with weftTimeout. A large collective that keeps moving never times out.

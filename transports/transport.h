@@ -104,6 +104,11 @@ class Connection {
   virtual bool peerAborted() const = 0;
   // The culprit the peer passed to signalAbort(), or -1.
   virtual int peerAbortCulprit() const = 0;
+  // Sender: the transport itself turns a posted ReferenceMessage into data, reading the bytes
+  // from this process's memory when it sends them (network transports): the receiver sees an
+  // ordinary message, and the sender saves the copy into the slot. The referenced memory must
+  // stay unchanged until allSendsConsumed().
+  virtual bool sendsReferencedBytes() const { return false; }
 };
 
 class Transport {

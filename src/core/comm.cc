@@ -317,8 +317,8 @@ Status Communicator::runCollective(const CollCall& call) {
   const char* rb = static_cast<const char*>(call.recvbuff);
   size_t sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
   size_t recvBytes = static_cast<size_t>(coll::recvBufferCount(params)) * elemSize;
-  plan.sendBufferStable =
-      copiesAsIs && (sb == nullptr || rb == nullptr || sb + sendBytes <= rb || rb + recvBytes <= sb);
+  plan.sendBufferStable = sb == nullptr || rb == nullptr || sb + sendBytes <= rb || rb + recvBytes <= sb;
+  plan.peersReadReferences = copiesAsIs;
   // Described only when something fails; the cached op remembers the call for that.
   op->lastCall = call;
   op->lastSeq = seq_;

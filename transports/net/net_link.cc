@@ -58,7 +58,12 @@ class NetSendConnection final : public Connection {
   }
   const void* tryRecv(size_t*) override { return nullptr; }
   void releaseRecv() override {}
-  bool allSendsConsumed() const override { return link_->allSendsDelivered(); }
+  bool allSendsConsumed() const override {
+    if (link_->allSendsDelivered()) return true;
+    link_->tryDrive();  // the caller waits for this: move it along
+    return link_->allSendsDelivered();
+  }
+  bool sendsReferencedBytes() const override { return link_->sendsReferencedBytes(); }
   Status checkPeer() const override { return link_->state().status(); }
   void signalAbort(int culprit) override {
     link_->state().abortCulprit.store(culprit);

@@ -125,6 +125,9 @@ class NetLink : public ProxyTask {
   virtual bool allSendsDelivered() const {
     return ring_.tail.load(std::memory_order_acquire) == ring_.head.load(std::memory_order_acquire);
   }
+  // Sending link: drive() sends the bytes a ReferenceMessage slot names (Connection::
+  // sendsReferencedBytes).
+  virtual bool sendsReferencedBytes() const { return false; }
   // Receiving link: the proxy must hear of every released slot (it returns credits).
   virtual bool wantsWakeOnRelease() const { return false; }
   // Sets the peer part of the description once it is known (the address, after connecting).

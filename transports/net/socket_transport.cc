@@ -60,6 +60,7 @@ class SocketLink final : public NetLink {
   }
 
   int lane() const { return lane_; }
+  bool sendsReferencedBytes() const override { return true; }
 
   // Receiving link: the connection the sender opened, handed over by the listener (proxy
   // thread); drive() adopts it.
@@ -200,6 +201,17 @@ class SocketLink final : public NetLink {
       uint64_t tail = ring_.tail.load(std::memory_order_relaxed);
       if (tail == ring_.head.load(std::memory_order_acquire)) return moved;
       size_t bytes = ring_.size(tail).load(std::memory_order_relaxed);
+      const char* data = ring_.slot(tail);
+      if (bytes == 0) {
+        // A reference (transport.h): the bytes are in this process's memory, at the address the
+        // executor put in the slot; it keeps them unchanged until the slot is sent.
+        ReferenceMessage ref;
+        std::memcpy(&ref, data, sizeof(ref));
+        if (ref.magic == kReferenceMagic) {
+          data = reinterpret_cast<const char*>(ref.address);
+          bytes = static_cast<size_t>(ref.bytes);
+        }
+      }
       if (headerDone_ == 0 && dataDone_ == 0) {
         header_.magic = kFrameMagic;
         header_.type = kFrameData;
@@ -210,7 +222,7 @@ class SocketLink final : public NetLink {
       if (headerDone_ < sizeof(header_)) {
         iov[n++] = {reinterpret_cast<char*>(&header_) + headerDone_, sizeof(header_) - headerDone_};
       }
-      if (dataDone_ < bytes) iov[n++] = {ring_.slot(tail) + dataDone_, bytes - dataDone_};
+      if (dataDone_ < bytes) iov[n++] = {const_cast<char*>(data) + dataDone_, bytes - dataDone_};
       msghdr msg{};
       msg.msg_iov = iov;
       msg.msg_iovlen = static_cast<size_t>(n);
