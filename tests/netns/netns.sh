@@ -15,8 +15,18 @@
 # namespaces. Weft counts processes in different network namespaces as different hosts, so ranks
 # in one namespace talk through shared memory and ranks in different ones through the network.
 #
+# Slow, lossy links (netns_netem_all delay 200ms loss 1%): a netem qdisc on each eth0 where the
+# kernel has one. Where it has none (or NETNS_NETEM=hub), the veth pairs and the bridge give way
+# to weft-netem-hub (netem_hub.cc; path in NETNS_HUB), a user-space switch in the switch namespace
+# whose TAP devices become the hosts' eth0:
+#
+#     weftt-<pid>-h0: eth0 (TAP)   ...   weftt-<pid>-h<K-1>: eth0 (TAP)
+#                  \ fd                          / fd
+#                   weft-netem-hub in weftt-<pid>-sw: every frame waits the delay, or is lost
+#
 # Cleanup: netns_up installs a trap (EXIT, INT, TERM) that kills every process this run started
-# (each runs under `timeout` in a process group of its own) and anything left inside its
+# (each runs under `timeout` in a process group of its own) and the hub, if any (it also dies with
+# the script, through PR_SET_PDEATHSIG, and its TAPs with it), and anything left inside its
 # namespaces, then deletes the namespaces. A run killed with SIGKILL leaves them behind; the
 # next run's netns_up removes weftt-<pid>-* namespaces whose pid no longer exists.
 # Without root (or where `ip netns add` fails, e.g. a container without CAP_SYS_ADMIN) the run
@@ -27,10 +37,13 @@
 #   NETNS_KEEP_LOGS=1 tests/netns/run_scenario.sh ... keeps every rank's stdout/stderr (the folder is printed)
 # or interactively:
 #   source tests/netns/netns.sh; netns_up 2; netns_exec 1 ip addr; netns_exec 0 ip neigh; netns_down
+# and the hub (a ping takes twice the delay):
+#   source tests/netns/netns.sh; NETNS_HUB=build-netns/tests/netns/weft-netem-hub NETNS_NETEM=hub
+#   netns_up 2; netns_netem_all delay 200ms loss 1%; netns_exec 0 ping -c 3 198.18.0.2; netns_down
 #
 # Functions: netns_up K, netns_down, netns_exec I CMD..., netns_link_down I, netns_netem_all ARGS...,
-# netns_spawn NAME I LIMIT_S [VAR=VALUE...] -- CMD..., netns_kill NAME, netns_wait_all,
-# netns_host I, netns_addr I, netns_skip REASON, netns_log TEXT.
+# netns_hub_stop, netns_spawn NAME I LIMIT_S [VAR=VALUE...] -- CMD..., netns_kill NAME,
+# netns_wait_all, netns_host I, netns_addr I, netns_skip REASON, netns_log TEXT.
 
 # shellcheck disable=SC2034  # the NETNS_* state is read by the scripts that source this file
 NETNS_PREFIX="weftt-$$-"
@@ -44,6 +57,7 @@ declare -A NETNS_NAME_OF=()  # pid -> name
 declare -A NETNS_START=()    # name -> start time, microseconds
 declare -A NETNS_END=()      # name -> end time, microseconds
 declare -A NETNS_RC=()       # name -> exit status (124: timed out, 137: killed)
+NETNS_HUB_PID=""             # weft-netem-hub, while netns_netem_all has one running
 
 netns_log() { echo "[netns $(date +%T)] $*" >&2; }
 netns_skip() {
@@ -139,6 +153,7 @@ netns_down() {
     [[ -n ${NETNS_RC[$name]+x} ]] && continue
     kill -KILL -- "-${NETNS_PID_OF[$name]}" 2>/dev/null || kill -KILL "${NETNS_PID_OF[$name]}" 2>/dev/null
   done
+  netns_hub_stop >&2
   wait 2> /dev/null
   for ((i = ${#NETNS_CREATED[@]} - 1; i >= 0; i--)); do
     ns=${NETNS_CREATED[i]}
@@ -167,20 +182,123 @@ netns_exec() {
 # Takes host I off the network: its eth0 goes down (the switch side stays up).
 netns_link_down() { ip -n "$(netns_host "$1")" link set eth0 down; }
 
-# Adds a netem qdisc on every host's eth0, e.g. netns_netem_all delay 200ms loss 1%.
-# Exits 77 when the kernel has no netem (CONFIG_NET_SCH_NETEM).
+# Delays and drops every frame on every host's way out, e.g. netns_netem_all delay 200ms loss 1%.
+# With the netem qdisc (CONFIG_NET_SCH_NETEM) that is a qdisc on each host's eth0. Without it (or
+# with NETNS_NETEM=hub) the hosts' veth pairs and the bridge make way for weft-netem-hub
+# ($NETNS_HUB), which does the same in user space: see _netns_hub_all. NETNS_NETEM=qdisc insists
+# on the qdisc. Call it from the script's own shell (not inside $(...)): the hub is its child.
+# Exits 77 when neither way is possible.
 netns_netem_all() {
-  local i err
+  local i err mode=${NETNS_NETEM:-auto}
+  case $mode in
+    auto | qdisc | hub) ;;
+    *) echo "netns: NETNS_NETEM must be auto, qdisc or hub, not '$mode'" >&2; exit 2 ;;
+  esac
+  if [[ $mode == hub ]]; then
+    _netns_hub_all "$@"
+    return
+  fi
   for ((i = 0; i < NETNS_K; i++)); do
     if ! err=$(ip netns exec "$(netns_host "$i")" tc qdisc add dev eth0 root netem "$@" 2>&1); then
-      if [[ $err == *"qdisc kind is unknown"* || $err == *"No such file"* ]]; then
-        netns_skip "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM; tc said: $err)"
+      # The first host finds out whether the kernel has netem at all.
+      if [[ $i -eq 0 && ($err == *"qdisc kind is unknown"* || $err == *"No such file"*) ]]; then
+        [[ $mode == qdisc ]] && netns_skip "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM; tc said: $err)"
+        netns_log "no netem qdisc in this kernel (tc said: $err); weft-netem-hub stands in for it"
+        _netns_hub_all "$@"
+        return
       fi
       echo "netns: tc qdisc add dev eth0 root netem $* failed in host $i: $err" >&2
       exit 1
     fi
   done
   netns_log "netem $* on eth0 of every host"
+}
+
+# _netns_hub_all delay D loss P%: rewires the hosts through weft-netem-hub. The hub runs in the
+# switch namespace and makes TAP devices tap0..tap<K-1> there; each moves into its host as eth0
+# (same address, MTU 1500; a TAP without offloads hands the hub frames of at most the MTU). A
+# frame sent by any host waits D in the hub and is lost with probability P, as with netem on
+# every eth0. The hub keeps the TAPs' file descriptors: when it exits, the TAPs vanish. Its
+# stdout (the seed; the counters when it stops) goes to $NETNS_LOGS/hub.out. NETNS_HUB_SEED=S
+# repeats a run's losses (as far as the traffic repeats).
+_netns_hub_all() {
+  local delay_ms=0 loss=0 sw i h err tries
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      delay)
+        [[ ${2:-} =~ ^([0-9]+(\.[0-9]+)?)(us|usec|ms|msec|s|sec)$ ]] ||
+          { echo "netns: netem delay '${2:-}' is not a time such as 200ms" >&2; exit 2; }
+        delay_ms=$(awk -v v="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[3]}" \
+          'BEGIN { printf "%g", u ~ /^us/ ? v / 1000 : u ~ /^ms/ ? v : v * 1000 }')
+        shift 2 ;;
+      loss)
+        [[ ${2:-} == random ]] && shift
+        [[ ${2:-} =~ ^([0-9]+(\.[0-9]+)?)%$ ]] ||
+          { echo "netns: netem loss '${2:-}' is not a percentage such as 1%" >&2; exit 2; }
+        loss=${BASH_REMATCH[1]}
+        shift 2 ;;
+      *) echo "netns: weft-netem-hub emulates only 'delay D' and 'loss P%', not '$1'" >&2; exit 2 ;;
+    esac
+  done
+  [[ -n ${NETNS_HUB:-} && -x ${NETNS_HUB:-} ]] ||
+    netns_skip "this kernel has no netem qdisc, and weft-netem-hub (NETNS_HUB='${NETNS_HUB:-}') is not there to stand in for it; build it or set NETNS_HUB"
+  [[ -c /dev/net/tun ]] ||
+    netns_skip "this kernel has neither the netem qdisc (CONFIG_NET_SCH_NETEM) nor TAP devices (/dev/net/tun, CONFIG_TUN)"
+  sw=$(netns_switch)
+  # Away with the veth pairs (deleting one end deletes both) and the bridge.
+  for ((i = 0; i < NETNS_K; i++)); do ip -n "$sw" link del "p$i" 2>/dev/null; done
+  ip -n "$sw" link del br0 2>/dev/null
+  # --exit-with-parent: a run killed outright (SIGKILL) takes its hub with it.
+  ip netns exec "$sw" "$NETNS_HUB" --taps "$NETNS_K" --prefix tap --delay-ms "$delay_ms" --loss "$loss" \
+    ${NETNS_HUB_SEED:+--seed "$NETNS_HUB_SEED"} --exit-with-parent > "$NETNS_LOGS/hub.out" 2> "$NETNS_LOGS/hub.err" &
+  NETNS_HUB_PID=$!
+  tries=0
+  until grep -q 'ready:' "$NETNS_LOGS/hub.out" 2>/dev/null; do
+    if ! kill -0 "$NETNS_HUB_PID" 2>/dev/null || ((++tries > 200)); then
+      echo "netns: weft-netem-hub ($NETNS_HUB) did not start:" >&2
+      sed 's/^/  | /' "$NETNS_LOGS/hub.err" >&2
+      netns_hub_stop > /dev/null
+      exit 1
+    fi
+    sleep 0.05
+  done
+  for ((i = 0; i < NETNS_K; i++)); do
+    h=$(netns_host "$i")
+    if ! err=$( (ip -n "$sw" link set "tap$i" netns "$h" &&
+      ip -n "$h" link set "tap$i" name eth0 &&
+      ip -n "$h" link set eth0 mtu 1500 &&
+      ip -n "$h" addr add "$(netns_addr "$i")/24" dev eth0 &&
+      ip -n "$h" link set eth0 up) 2>&1); then
+      echo "netns: cannot move the hub's TAP tap$i into host $i as eth0: $err" >&2
+      exit 1
+    fi
+  done
+  # A TAP's operational state stays UNKNOWN; LOWER_UP says it has its carrier (the hub's fd).
+  for ((i = 0; i < NETNS_K; i++)); do
+    tries=0
+    until ip -n "$(netns_host "$i")" link show eth0 | grep -q 'LOWER_UP'; do
+      ((++tries > 100)) && { echo "netns: eth0 of host $i (a TAP of the hub) did not come up" >&2; exit 1; }
+      sleep 0.05
+    done
+  done
+  netns_log "every host's eth0 is now a TAP of weft-netem-hub in $sw: $(head -n1 "$NETNS_LOGS/hub.out")"
+}
+
+# Stops weft-netem-hub, if one runs, and prints its counters (frames forwarded, lost, dropped).
+netns_hub_stop() {
+  local pid=${NETNS_HUB_PID:-} tries=0
+  [[ -n $pid ]] || return 0
+  NETNS_HUB_PID=""
+  kill -TERM "$pid" 2>/dev/null
+  while kill -0 "$pid" 2>/dev/null && ((++tries < 40)); do sleep 0.05; done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  if grep -q ': received [0-9]* frames' "$NETNS_LOGS/hub.out" 2>/dev/null; then
+    echo "  $(tail -n1 "$NETNS_LOGS/hub.out")"
+  else
+    echo "  weft-netem-hub left no counters; its stderr:"
+    sed 's/^/  | /' "$NETNS_LOGS/hub.err" 2>/dev/null
+  fi
 }
 
 # netns_spawn NAME I LIMIT_S [VAR=VALUE...] -- CMD...: runs CMD in host I in the background with

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_scenario.sh NETTEST SCENARIO [--net socket|ofi] [--hosts K] [--per-host P] [--missing R]
+# run_scenario.sh NETTEST SCENARIO [--net socket|ofi] [--hosts K] [--per-host P] [--missing R] [--hub HUB]
 #
 # One multi-host test (ctest -L netns; tests/netns/CMakeLists.txt registers them): makes K hosts
 # with netns.sh, starts K*P ranks of weft-nettest (rank r on host r/P, so ranks on one host share
@@ -14,17 +14,20 @@
 #                names it
 #   stranger     a stranger pokes the bootstrap root (garbage, wrong secret, silence, ...) and a
 #                rank with a wrong secret knocks; the real ranks must init and pass `collectives quick`
-#   netem        200 ms delay and 1% loss on every host; `collectives quick` must pass
+#   netem        200 ms delay and 1% loss on every host; `collectives quick` must pass. Without
+#                the netem qdisc, weft-netem-hub does it (HUB, by default next to NETTEST;
+#                NETNS_NETEM=hub uses it even where the qdisc exists)
 #   abort        `abort`: weftCommAbort unblocks a collective in < 1 s; a new communicator works
 #
-# Exit status: 0 pass, 1 fail, 77 skipped (not root, no namespaces, no netem, no libfabric).
+# Exit status: 0 pass, 1 fail, 77 skipped (not root, no namespaces, neither netem nor the hub, no
+# libfabric).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=netns.sh
 source "$here/netns.sh"
 
 if [[ $# -lt 2 ]]; then
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 NETTEST=$(readlink -f "$1")
@@ -34,17 +37,20 @@ NET=socket
 HOSTS=2
 PER_HOST=2
 MISSING=""
+HUB=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --net) NET=$2; shift 2 ;;
     --hosts) HOSTS=$2; shift 2 ;;
     --per-host) PER_HOST=$2; shift 2 ;;
     --missing) MISSING=$2; shift 2 ;;
+    --hub) HUB=$2; shift 2 ;;
     *) echo "run_scenario.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 NRANKS=$((HOSTS * PER_HOST))
 [[ -x $NETTEST ]] || { echo "run_scenario.sh: $NETTEST is not an executable" >&2; exit 2; }
+NETNS_HUB=$(readlink -f "${HUB:-$(dirname "$NETTEST")/weft-netem-hub}")
 
 # Fresh namespaces: the root's port is free in host 0 whatever runs on the machine.
 PORT=29500
@@ -252,6 +258,7 @@ scenario_netem() {
   netns_wait_all
   judge_all_pass
   grep -h . "$NETNS_LOGS/rank0.out" | sed 's/^/  /'
+  netns_hub_stop
 }
 
 scenario_abort() {
