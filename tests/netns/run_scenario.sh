@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # run_scenario.sh NETTEST SCENARIO [--net socket|ofi] [--hosts K] [--per-host P] [--missing R] [--hub HUB]
+#                 [--placement block|cyclic]
 #
 # One multi-host test (ctest -L netns; tests/netns/CMakeLists.txt registers them): makes K hosts
 # with netns.sh, starts K*P ranks of weft-nettest (rank r on host r/P, so ranks on one host share
@@ -38,6 +39,7 @@ HOSTS=2
 PER_HOST=2
 MISSING=""
 HUB=""
+PLACEMENT=block
 while [[ $# -gt 0 ]]; do
   case $1 in
     --net) NET=$2; shift 2 ;;
@@ -45,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     --per-host) PER_HOST=$2; shift 2 ;;
     --missing) MISSING=$2; shift 2 ;;
     --hub) HUB=$2; shift 2 ;;
+    --placement) PLACEMENT=$2; shift 2 ;;
     *) echo "run_scenario.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -72,12 +75,18 @@ fail() {
   FAILED=1
 }
 
-# start_rank R LIMIT_S ARGS...: rank R of NRANKS on host R/PER_HOST, with RANK_ENV and EXTRA_ENV.
+# host_of R: rank R's host: R/PER_HOST (block: ranks numbered host by host, as mpirun does by
+# default) or R%HOSTS (cyclic: neighbours in rank order on different hosts, so Weft must reorder
+# its rings to cross between hosts only once per host).
+host_of() {
+  if [[ $PLACEMENT == cyclic ]]; then echo $(($1 % HOSTS)); else echo $(($1 / PER_HOST)); fi
+}
+# start_rank R LIMIT_S ARGS...: rank R of NRANKS on host_of R, with RANK_ENV and EXTRA_ENV.
 declare -a EXTRA_ENV=()
 start_rank() {
   local r=$1 limit=$2
   shift 2
-  netns_spawn "rank$r" $((r / PER_HOST)) "$limit" \
+  netns_spawn "rank$r" "$(host_of "$r")" "$limit" \
     WEFT_RANK="$r" WEFT_NRANKS="$NRANKS" WEFT_ROOT_ADDR="$(netns_addr 0):$PORT" WEFT_ROOT_SECRET="$SECRET" \
     "${RANK_ENV[@]}" "${EXTRA_ENV[@]}" -- "$NETTEST" "$@"
 }
