@@ -3,26 +3,45 @@
 // and runs `check` more calls whose results are compared element by element. Times and wrong
 // counts travel to every rank through one weftAllReduce (int64 sum) per row, so every rank
 // computes the same table and the same exit status.
+//
+// With --compare, the other libraries (peer_libs.h) run every half too, on the same buffers:
+// the iterations are split into blocks and the order of the libraries rotates from block to
+// block, so that drift of the machine (frequency, other load) hits all alike. They meet through
+// the Weft communicator (a broadcast and a barrier are all they need), so the same code serves
+// mpirun, forked ranks and a lone process. A library that cannot start is a note; one whose
+// call fails on any rank leaves the run on every rank. The nccl-tests table stays Weft's alone;
+// the side-by-side table follows the footer, and --json/--csv/--plot hold every library's rows.
 #include "perf/bench.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "perf/datatypes.h"
 #include "perf/expected.h"
+#include "perf/peer_libs.h"
 #include "perf/report.h"
+#include "perf/results.h"
 #include "perf/sizes.h"
 
 namespace weft::perf {
 namespace {
+
+// Timed blocks per half when several libraries take turns.
+constexpr int kCompareBlocks = 4;
 
 // A page-aligned host buffer.
 class HostBuffer {
@@ -48,6 +67,86 @@ struct RankInfo {
 };
 static_assert(sizeof(RankInfo) == 64, "RankInfo travels as 64 bytes");
 
+// The peers' rendezvous channel: the Weft communicator under test.
+class CommBootstrap : public PeerBootstrap {
+ public:
+  CommBootstrap(weftComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  PeerStatus broadcast(void* data, size_t bytes, int root) override {
+    return check(weftBroadcast(data, data, bytes, weftUint8, root, comm_, nullptr), "weftBroadcast");
+  }
+  PeerStatus barrier() override { return check(weftBarrier(comm_, nullptr), "weftBarrier"); }
+
+ private:
+  PeerStatus check(weftResult_t r, const char* what) {
+    if (r == weftSuccess) return PeerStatus::success();
+    return PeerStatus::failure(std::string(what) + " (peer bootstrap): " + weftGetErrorString(r) + ": " +
+                               weftGetLastError(comm_));
+  }
+  weftComm_t comm_;
+  int rank_;
+  int size_;
+};
+
+// One library in the run: Weft through the communicator (peer null), or a peer library.
+struct Lib {
+  std::string name;
+  std::unique_ptr<PeerLib> peer;
+  std::string description;  // rank 0's, for the report
+  std::string unsupported;  // why it cannot run the current type and op, or ""
+  bool failed = false;
+  std::string failure;  // "at 1024 B, rank 1: ..."
+  int64_t wrong = 0;    // over the whole run
+};
+
+// One (type, op, root) pass of the side-by-side table.
+struct Section {
+  std::string title;  // "float sum", "int32 none root 1"
+  std::string notes;  // "# gloo: n/a, ..." lines
+  std::vector<std::vector<LibRow>> rows;
+};
+
+std::string versionText(int v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+std::string utcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Whether this host is a virtual machine (the CPU flags carry "hypervisor").
+bool runsInVm() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("flags", 0) == 0) return l.find(" hypervisor") != std::string::npos;
+  return false;
+}
+
+// NVIDIA GPUs the driver lists on this host (no CUDA call: forked ranks come later).
+int nvidiaGpus() {
+  DIR* d = opendir("/proc/driver/nvidia/gpus");
+  if (!d) return 0;
+  int n = 0;
+  while (const dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
+// The interface Gloo's TCP transport binds to: WEFT_SOCKET_IFNAME when it names one, loopback
+// on one host, else the address of the host name.
+std::string glooInterface(int nhosts) {
+  const char* v = std::getenv("WEFT_SOCKET_IFNAME");
+  if (v && *v && !std::strpbrk(v, ",^=")) return v;
+  return nhosts == 1 ? "lo" : "";
+}
+
 class Bench {
  public:
   Bench(const Options& o, const char* program, weftComm_t comm, int group)
@@ -64,13 +163,22 @@ class Bench {
 
   bool ok(weftResult_t r, const char* what);
   bool printDevices();
+  bool startPeers();
+  bool everyRankOk(const PeerStatus& s, std::string* message, int* badRank);
+  void settle(size_t l, const PeerStatus& s, const DataSpec& d);
+  bool active(size_t l) const { return l == 0 || (libs_[l].peer && libs_[l].unsupported.empty()); }
   weftResult_t call(const void* send, void* recv, const CollCounts& c, weftDataType_t t, weftRedOp_t op, int root);
   bool iterate(int n, const void* send, void* recv, const CollCounts& c, weftDataType_t t, weftRedOp_t op, int root);
+  PeerStatus runLib(size_t l, int iters, bool once, const void* send, void* recv, const DataSpec& d);
   void setup(bool inPlace, const DataSpec& d, void** send, void** recv, bool fill);
-  bool runHalf(bool inPlace, const DataSpec& d, Half* out);
+  bool runHalf(bool inPlace, const DataSpec& d, std::vector<Half>* halves);
   bool runRow(size_t bytes, weftDataType_t t, weftRedOp_t op, int root);
+  void startSection(int cycle, weftDataType_t t, weftRedOp_t op, int root);
   // What one row moves: this collective at `bytes` in type t with op and root.
   DataSpec spec(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) const;
+  std::string comparison() const;
+  RunSummary summary() const;
+  bool writeFiles() const;
   void print(const std::string& s) {
     if (rank_ != 0) return;
     std::fputs(s.c_str(), stdout);
@@ -85,7 +193,13 @@ class Bench {
   int nranks_ = 1;
   HostBuffer* send_ = nullptr;
   HostBuffer* recv_ = nullptr;
-  std::vector<Row> rows_;
+  std::vector<std::string> hosts_;  // per rank
+  std::unique_ptr<CommBootstrap> boot_;
+  std::vector<Lib> libs_;           // Weft first
+  std::vector<std::string> notes_;  // for the summary: skipped and failed libraries
+  int peerFailures_ = 0;
+  std::vector<Section> sections_;
+  std::vector<Measurement> measurements_;
   BusBwAverage avg_;
   int64_t wrong_ = 0;
   bool callFailed_ = false;
@@ -114,11 +228,88 @@ bool Bench::printDevices() {
   for (int r = 0; r < nranks_; ++r) {
     const RankInfo& i = all[static_cast<size_t>(r)];
     const bool host = i.device < 0;
+    hosts_.emplace_back(i.host, strnlen(i.host, sizeof i.host));
     s += formatDeviceLine(r, i.group, i.pid, i.host, i.device, host ? "host" : "gpu",
                           host ? "host memory" : "device memory");
   }
   print(s);
   return true;
+}
+
+// Whether s is ok on every rank; if not, *message and *badRank are the lowest failing rank's.
+// A failed Weft call also returns false (callFailed_ says which).
+bool Bench::everyRankOk(const PeerStatus& s, std::string* message, int* badRank) {
+  int64_t firstBad = s.ok ? INT64_MAX : rank_;
+  if (!ok(weftAllReduce(&firstBad, &firstBad, 1, weftInt64, weftMin, comm_, nullptr), "weftAllReduce (peer status)"))
+    return false;
+  if (firstBad == INT64_MAX) return true;
+  char text[1024] = {0};
+  if (rank_ == firstBad) std::snprintf(text, sizeof text, "%s", s.error.c_str());
+  if (!ok(weftBroadcast(text, text, sizeof text, weftUint8, static_cast<int>(firstBad), comm_, nullptr),
+          "weftBroadcast (peer status)"))
+    return false;
+  *message = text;
+  *badRank = static_cast<int>(firstBad);
+  return false;
+}
+
+// Makes the --compare libraries, collectively. One that is not built or finds nothing to run
+// on is a note; one that fails to start is a failure; neither stops the run.
+bool Bench::startPeers() {
+  Lib weft;
+  weft.name = "weft";
+  int v = 0;
+  (void)weftGetVersion(&v);
+  weft.description = "Weft " + versionText(v) + " (the communicator of the table above)";
+  libs_.push_back(std::move(weft));
+  if (o_.compare.empty()) return true;
+
+  boot_ = std::make_unique<CommBootstrap>(comm_, rank_, nranks_);
+  PeerSettings settings;
+  settings.timeoutS = o_.timeoutS;
+  settings.storeDir = o_.peerStoreDir;
+  settings.iface = glooInterface(static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size()));
+  std::string s;
+  for (const std::string& name : o_.compare) {
+    Lib lib;
+    lib.name = name;
+    const PeerStatus st = makePeer(name, settings, *boot_, &lib.peer);
+    std::string why;
+    int bad = 0;
+    if (!everyRankOk(st, &why, &bad)) {
+      if (callFailed_) return false;
+      lib.peer.reset();
+      const bool benign = why.rfind("not built", 0) == 0 || why.rfind("skipped:", 0) == 0;
+      if (why.rfind("not built", 0) == 0) why = "not built";
+      const std::string note =
+          name + ": " + (benign ? why : "FAILED at start, rank " + std::to_string(bad) + ": " + why);
+      if (!benign) ++peerFailures_;
+      notes_.push_back(note);
+      s += "# Compare: " + note + "\n";
+      continue;
+    }
+    if (rank_ == 0) lib.description = lib.peer->description();
+    s += "# Compare: " + name + ": " + lib.description + "\n";
+    libs_.push_back(std::move(lib));
+  }
+  print(s);
+  return true;
+}
+
+// After every rank ran peer l: if it failed anywhere, it leaves the run everywhere.
+void Bench::settle(size_t l, const PeerStatus& s, const DataSpec& d) {
+  std::string why;
+  int bad = 0;
+  if (l == 0 || everyRankOk(s, &why, &bad)) return;
+  if (callFailed_) return;
+  Lib& lib = libs_[l];
+  lib.peer.reset();
+  lib.failed = true;
+  lib.failure =
+      "at " + std::to_string(rowBytes(d.counts, typeSize(d.type))) + " B, rank " + std::to_string(bad) + ": " + why;
+  notes_.push_back(lib.name + ": FAILED " + lib.failure);
+  ++peerFailures_;
+  print("# Compare: " + lib.name + " FAILED " + lib.failure + "\n");
 }
 
 weftResult_t Bench::call(const void* send, void* recv, const CollCounts& c, weftDataType_t t, weftRedOp_t op,
@@ -165,6 +356,31 @@ bool Bench::iterate(int n, const void* send, void* recv, const CollCounts& c, we
   return true;
 }
 
+// Library l: `iters` iterations of -m calls (peers make the calls one by one), or with `once`
+// a single call. A failed Weft call sets callFailed_; a peer's failure comes back.
+PeerStatus Bench::runLib(size_t l, int iters, bool once, const void* send, void* recv, const DataSpec& d) {
+  const Lib& lib = libs_[l];
+  if (!lib.peer) {
+    const bool good = once ? ok(call(send, recv, d.counts, d.type, d.op, d.root), collectiveName(o_.coll))
+                           : iterate(iters, send, recv, d.counts, d.type, d.op, d.root);
+    return good ? PeerStatus::success() : PeerStatus::failure("a Weft call failed");
+  }
+  PeerCall c;
+  c.coll = o_.coll;
+  c.send = send;
+  c.recv = recv;
+  c.count = d.counts.paramCount;
+  c.type = d.type;
+  c.op = d.op;
+  c.root = d.root;
+  const int calls = once ? 1 : iters * o_.aggIters;
+  for (int i = 0; i < calls; ++i) {
+    PeerStatus s = lib.peer->run(c);
+    if (!s.ok) return s;
+  }
+  return PeerStatus::success();
+}
+
 // Points send/recv at the buffers for this half and, with fill, writes the inputs for d.rep
 // (and the sentinel where the result lands in a separate buffer).
 void Bench::setup(bool inPlace, const DataSpec& d, void** send, void** recv, bool fill) {
@@ -194,21 +410,43 @@ void Bench::setup(bool inPlace, const DataSpec& d, void** send, void** recv, boo
   }
 }
 
-bool Bench::runHalf(bool inPlace, const DataSpec& d, Half* out) {
+// One half (out of place or in place) for every active library: the timed blocks, then the
+// checks on fresh inputs. (*halves)[2 * l + inPlace] gets library l's time per call and wrong count.
+bool Bench::runHalf(bool inPlace, const DataSpec& d, std::vector<Half>* halves) {
+  const size_t nl = libs_.size(), h = inPlace ? 1 : 0;
   void* send = nullptr;
   void* recv = nullptr;
   setup(inPlace, d, &send, &recv, true);
-  if (!ok(weftBarrier(comm_, nullptr), "weftBarrier")) return false;
-  const auto t0 = std::chrono::steady_clock::now();
-  if (!iterate(o_.iters, send, recv, d.counts, d.type, d.op, d.root)) return false;
-  const auto t1 = std::chrono::steady_clock::now();
-  out->seconds = std::chrono::duration<double>(t1 - t0).count() / (static_cast<double>(o_.iters) * o_.aggIters);
+  const int blocks = nl > 1 ? std::min(kCompareBlocks, o_.iters) : 1;
+  std::vector<double> seconds(nl, 0.0);
+  for (int b = 0; b < blocks; ++b) {
+    const int iters = o_.iters / blocks + (b < o_.iters % blocks ? 1 : 0);
+    for (size_t k = 0; k < nl; ++k) {
+      const size_t l = (static_cast<size_t>(b) + k) % nl;
+      if (!active(l)) continue;
+      if (!ok(weftBarrier(comm_, nullptr), "weftBarrier")) return false;
+      const auto t0 = std::chrono::steady_clock::now();
+      const PeerStatus s = runLib(l, iters, false, send, recv, d);
+      seconds[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (callFailed_) return false;
+      settle(l, s, d);
+      if (callFailed_) return false;
+    }
+  }
+  for (size_t l = 0; l < nl; ++l)
+    (*halves)[2 * l + h].seconds = seconds[l] / (static_cast<double>(o_.iters) * o_.aggIters);
   for (int rep = 0; rep < o_.check; ++rep) {
     DataSpec c = d;
     c.rep = rep;
-    setup(inPlace, c, &send, &recv, true);
-    if (!ok(call(send, recv, c.counts, c.type, c.op, c.root), collectiveName(o_.coll))) return false;
-    out->wrong += countWrong(c, recv);
+    for (size_t l = 0; l < nl; ++l) {
+      if (!active(l)) continue;
+      setup(inPlace, c, &send, &recv, true);
+      const PeerStatus s = runLib(l, 1, true, send, recv, c);
+      if (callFailed_) return false;
+      if (s.ok) (*halves)[2 * l + h].wrong += countWrong(c, recv);
+      settle(l, s, c);
+      if (callFailed_) return false;
+    }
   }
   return true;
 }
@@ -227,48 +465,141 @@ DataSpec Bench::spec(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) c
 
 bool Bench::runRow(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) {
   DataSpec d = spec(bytes, t, op, root);
-  Half halves[2];
-  if (!runHalf(false, d, &halves[0]) || !runHalf(true, d, &halves[1])) return false;
+  const size_t nl = libs_.size(), n = static_cast<size_t>(nranks_);
+  std::vector<Half> halves(2 * nl);
+  if (!runHalf(false, d, &halves) || !runHalf(true, d, &halves)) return false;
 
-  // Every rank's times and the wrong counts, summed into place on every rank.
-  const size_t n = static_cast<size_t>(nranks_);
-  std::vector<int64_t> stats(2 * n + 2, 0);
-  for (size_t h = 0; h < 2; ++h) {
-    stats[h * n + static_cast<size_t>(rank_)] = std::llround(halves[h].seconds * 1e12);  // picoseconds
-    stats[2 * n + h] = halves[h].wrong;
+  // Every rank's times and the wrong counts of every library and half, summed into place on
+  // every rank: [library][half][rank] picoseconds, then [library][half] wrong elements.
+  std::vector<int64_t> stats(2 * nl * n + 2 * nl, 0);
+  for (size_t i = 0; i < 2 * nl; ++i) {
+    stats[i * n + static_cast<size_t>(rank_)] = std::llround(halves[i].seconds * 1e12);
+    stats[2 * nl * n + i] = halves[i].wrong;
   }
   if (!ok(weftAllReduce(stats.data(), stats.data(), stats.size(), weftInt64, weftSum, comm_, nullptr),
           "weftAllReduce (times and wrong counts)"))
     return false;
 
-  Row row;
-  row.bytes = rowBytes(d.counts, typeSize(t));
-  row.count = d.counts.paramCount;
-  row.type = typeName(t);
-  row.op = collectiveReduces(o_.coll) ? opName(op) : "none";
-  row.root = collectiveRooted(o_.coll) ? root : -1;
-  row.checked = o_.check > 0;
-  for (size_t h = 0; h < 2; ++h) {
-    const int64_t* ps = &stats[h * n];
-    double combined = static_cast<double>(ps[0]);
-    for (size_t r = 1; r < n; ++r) {
-      const double v = static_cast<double>(ps[r]);
-      if (o_.average == 1) combined += v;
-      if (o_.average == 2 && v < combined) combined = v;
-      if (o_.average == 3 && v > combined) combined = v;
+  std::vector<LibRow> libRows(nl);
+  for (size_t l = 0; l < nl; ++l) {
+    LibRow& lr = libRows[l];
+    Row& row = lr.row;
+    row.bytes = rowBytes(d.counts, typeSize(t));
+    row.count = d.counts.paramCount;
+    row.type = typeName(t);
+    row.op = collectiveReduces(o_.coll) ? opName(op) : "none";
+    row.root = collectiveRooted(o_.coll) ? root : -1;
+    row.checked = o_.check > 0;
+    if (libs_[l].failed) {
+      lr.state = LibState::kFailed;
+      lr.status = "failed: " + libs_[l].failure;
+    } else if (!libs_[l].unsupported.empty()) {
+      lr.state = LibState::kUnsupported;
+      lr.status = "n/a: " + libs_[l].unsupported;
     }
-    if (o_.average == 1) combined /= static_cast<double>(n);
-    const double sec = combined * 1e-12;
-    RowHalf& out = h == 0 ? row.outOfPlace : row.inPlace;
-    out.timeUs = sec * 1e6;
-    out.wrong = stats[2 * n + h];
-    bandwidth(o_.coll, d.counts.paramCount, typeSize(t), nranks_, sec, &out.algBw, &out.busBw);
-    wrong_ += out.wrong;
+    for (size_t h = 0; h < 2 && lr.state == LibState::kRan; ++h) {
+      const int64_t* ps = &stats[(2 * l + h) * n];
+      double combined = static_cast<double>(ps[0]);
+      for (size_t r = 1; r < n; ++r) {
+        const double v = static_cast<double>(ps[r]);
+        if (o_.average == 1) combined += v;
+        if (o_.average == 2 && v < combined) combined = v;
+        if (o_.average == 3 && v > combined) combined = v;
+      }
+      if (o_.average == 1) combined /= static_cast<double>(n);
+      const double sec = combined * 1e-12;
+      RowHalf& out = h == 0 ? row.outOfPlace : row.inPlace;
+      out.timeUs = sec * 1e6;
+      out.wrong = stats[2 * nl * n + 2 * l + h];
+      bandwidth(o_.coll, d.counts.paramCount, typeSize(t), nranks_, sec, &out.algBw, &out.busBw);
+      libs_[l].wrong += out.wrong;
+    }
+    appendMeasurements(libs_[l].name, o_.coll, lr, &measurements_);
   }
-  avg_.add(row);
-  rows_.push_back(row);
-  print(formatRow(row));
+  const Row& weft = libRows[0].row;
+  wrong_ += weft.outOfPlace.wrong + weft.inPlace.wrong;
+  avg_.add(weft);
+  print(formatRow(weft));
+  if (nl > 1) sections_.back().rows.push_back(std::move(libRows));
   return true;
+}
+
+// Asks each peer whether it can run this type and op; opens the side-by-side section.
+void Bench::startSection(int cycle, weftDataType_t t, weftRedOp_t op, int root) {
+  if (libs_.size() <= 1) return;
+  Section sec;
+  sec.title = std::string(typeName(t)) + (collectiveReduces(o_.coll) ? std::string(" ") + opName(op) : "") +
+              (collectiveRooted(o_.coll) ? " root " + std::to_string(root) : "") +
+              (o_.runCycles != 1 ? ", cycle " + std::to_string(cycle + 1) : "");
+  for (Lib& lib : libs_) {
+    lib.unsupported = lib.peer ? lib.peer->unsupported(o_.coll, t, op) : "";
+    if (!lib.unsupported.empty()) sec.notes += "# " + lib.name + ": n/a, " + lib.unsupported + "\n";
+  }
+  sections_.push_back(std::move(sec));
+}
+
+// The side-by-side table and the verdict on the peers, for rank 0 to print after the footer.
+std::string Bench::comparison() const {
+  std::vector<std::string> names;
+  for (const Lib& lib : libs_) names.push_back(lib.name);
+  const int blocks = std::min(kCompareBlocks, o_.iters);
+  std::string s = "#\n# Side by side: " + std::string(collectiveName(o_.coll)) + ", " + std::to_string(nranks_) +
+                  (nranks_ == 1 ? " rank, " : " ranks, ") + memName(o_.mem) + " memory, the same buffers; per size " +
+                  std::to_string(blocks) +
+                  " timed blocks with the library order rotating; times combined over ranks as -a " +
+                  std::to_string(o_.average) + "\n";
+  s += "# " + names[0] + "/X speed = X's time / " + names[0] + "'s time (> 1: " + names[0] + " is faster)\n";
+  for (const Lib& lib : libs_) s += "# " + lib.name + ": " + lib.description + "\n";
+  for (const Section& sec : sections_) {
+    s += "#\n# " + sec.title + "\n" + sec.notes + formatSideBySideHeader(names);
+    for (const std::vector<LibRow>& row : sec.rows) s += formatSideBySideRows(row, names);
+  }
+  std::string wrong;
+  int64_t any = 0;
+  for (const Lib& lib : libs_) {
+    wrong += (wrong.empty() ? "" : ", ") + lib.name + " " + std::to_string(lib.wrong);
+    any += lib.wrong;
+  }
+  s += "#\n# Compare: wrong elements: " + wrong + (any ? ": FAILED" : ": OK") + "\n";
+  for (const Lib& lib : libs_)
+    if (lib.failed) s += "# Compare: " + lib.name + " FAILED " + lib.failure + "\n";
+  return s;
+}
+
+RunSummary Bench::summary() const {
+  RunSummary run;
+  run.program = program_;
+  run.collective = collectiveName(o_.coll);
+  run.host = hosts_.empty() ? "unknown" : hosts_[0];
+  run.date = utcNow();
+  run.memory = memName(o_.mem);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  run.topology = topologySummary(nranks_, static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size()),
+                                 runsInVm(), cpus > 0 ? static_cast<int>(cpus) : 1, nvidiaGpus(), "NVIDIA");
+  int v = 0;
+  (void)weftGetVersion(&v);
+  run.weftVersion = versionText(v);
+  run.nranks = nranks_;
+  for (const Lib& lib : libs_) run.libraries.push_back(lib.name);
+  run.notes = o_.notes;
+  run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
+  return run;
+}
+
+// --json (-J), --csv and --plot, written by rank 0.
+bool Bench::writeFiles() const {
+  if (rank_ != 0 || (o_.jsonFile.empty() && o_.csvFile.empty() && o_.plotFile.empty())) return true;
+  const RunSummary run = summary();
+  bool good = true;
+  const std::pair<const std::string*, std::string (*)(const RunSummary&, const std::vector<Measurement>&)> files[] = {
+      {&o_.jsonFile, formatResultsJson}, {&o_.csvFile, formatResultsCsv}, {&o_.plotFile, plotResultsSvg}};
+  for (const auto& [path, render] : files) {
+    std::string error;
+    if (path->empty() || writeTextFile(*path, render(run, measurements_), &error)) continue;
+    std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
+    good = false;
+  }
+  return good;
 }
 
 int Bench::run() {
@@ -282,6 +613,7 @@ int Bench::run() {
                    o_.root, nranks_, nranks_ - 1);
     return 2;
   }
+  if (!startPeers()) return 1;
 
   HostBuffer send(o_.maxBytes), recv(o_.maxBytes);
   int64_t allocFailed = send.get() && recv.get() ? 0 : 1;
@@ -308,13 +640,20 @@ int Bench::run() {
     for (weftDataType_t t : o_.types) {
       for (weftRedOp_t op : ops) {
         for (int root : roots) {
+          startSection(cycle, t, op, root);
           // Warm up at the largest and the smallest size, as nccl-tests does.
           for (size_t bytes : {o_.maxBytes, o_.minBytes}) {
-            DataSpec d = spec(bytes, t, op, root);
+            const DataSpec d = spec(bytes, t, op, root);
             void* s = nullptr;
             void* r = nullptr;
             setup(false, d, &s, &r, true);
-            if (!iterate(o_.warmupIters, s, r, d.counts, t, op, root)) return 1;
+            for (size_t l = 0; l < libs_.size(); ++l) {
+              if (!active(l)) continue;
+              const PeerStatus st = runLib(l, o_.warmupIters, false, s, r, d);
+              if (callFailed_) return 1;
+              settle(l, st, d);
+              if (callFailed_) return 1;
+            }
           }
           for (size_t bytes : sizes)
             if (!runRow(bytes, t, op, root)) return 1;
@@ -327,18 +666,15 @@ int Bench::run() {
   const Verdict v =
       finalVerdict(wrong_, avg_.value(), std::getenv("WEFT_PERF_MIN_BW"), std::getenv("NCCL_TESTS_MIN_BW"));
   print(v.message);
-  if (rank_ == 0 && !o_.jsonFile.empty()) {
-    const std::string json = formatJson(o_, program_, nranks_, rows_, wrong_, avg_.value());
-    FILE* f = std::fopen(o_.jsonFile.c_str(), "w");
-    bool written = f && std::fputs(json.c_str(), f) >= 0;
-    if (f && std::fclose(f) != 0) written = false;
-    if (!written) {
-      std::fprintf(stderr, "weft-perf: cannot write the JSON report to %s: %s\n", o_.jsonFile.c_str(),
-                   std::strerror(errno));
-      return v.exitCode ? v.exitCode : 1;
-    }
+  int rc = v.exitCode;
+  if (libs_.size() > 1) print(comparison());
+  if (!o_.compare.empty()) {
+    bool peersBad = peerFailures_ > 0;
+    for (size_t l = 1; l < libs_.size(); ++l) peersBad = peersBad || libs_[l].wrong > 0;
+    if (peersBad && rc == 0) rc = 1;
   }
-  return v.exitCode;
+  if (!writeFiles() && rc == 0) rc = 1;
+  return rc;
 }
 
 }  // namespace

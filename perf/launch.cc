@@ -1,18 +1,22 @@
-// weft-perf's launchers (see launch.h). MPI is used for the unique id alone; everything else
-// (rank lists, times, wrong counts) goes through Weft.
+// weft-perf's launchers (see launch.h). MPI is used for the unique id alone (and, with
+// --compare mpi, as the library compared); everything else (rank lists, times, wrong counts,
+// the other libraries' rendezvous) goes through Weft.
 #include "perf/launch.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -201,6 +205,123 @@ int runForked(const Options& o, const char* program) {
   return exitCode;
 }
 
+// Set in the environment of a re-run under mpirun, to the mpirun command line. Not WEFT_*: the
+// library warns about every WEFT_ variable that is not one of its parameters.
+constexpr const char* kReexecVar = "WEFTPERF_REEXEC";
+
+// Why device memory cannot be used, or nullptr when a GPU backend can run the collectives.
+const char* noGpuBackendReason() {
+  return "this build of Weft runs collectives on host memory only (its CUDA and HIP backends are not built yet)";
+}
+
+// The executable `name` in PATH, or "".
+std::string findInPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (!path) return "";
+  const std::string p = path;
+  for (size_t start = 0; start <= p.size();) {
+    const size_t colon = std::min(p.find(':', start), p.size());
+    const std::string dir = colon > start ? p.substr(start, colon - start) : ".";
+    const std::string file = dir + "/" + name;
+    struct stat st;
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) return file;
+    start = colon + 1;
+  }
+  return "";
+}
+
+// This program as the re-run must name it: argv[0] made absolute, not resolved (a link named
+// all_reduce_perf picks the collective).
+std::string selfPath(const char* argv0) {
+  const std::string a = argv0 ? argv0 : "";
+  if (a.find('/') == std::string::npos) {
+    const std::string found = findInPath(a);
+    if (!found.empty()) return found;
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? a : exe.string();
+  }
+  if (a[0] == '/') return a;
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  return ec ? a : (cwd / a).string();
+}
+
+bool isOpenMpi() {
+#ifdef OMPI_MAJOR_VERSION
+  return true;
+#else
+  return false;
+#endif
+}
+
+// --compare mpi without mpirun: replaces this process with `mpirun -np N <this command>` when
+// it can. When it cannot, returns with MPI taken out of o->compare and the reason in o->notes.
+void rerunUnderMpirun(Options* o, int argc, char** argv) {
+  const auto mpi = std::find(o->compare.begin(), o->compare.end(), "mpi");
+  if (mpi == o->compare.end()) return;
+  std::string why;
+#ifndef WEFT_PERF_WITH_MPI
+  why = "not built (MPI was not found when weft-perf was configured)";
+#else
+  const std::string mpirun = findInPath("mpirun");
+  const char* asRoot = std::getenv("OMPI_ALLOW_RUN_AS_ROOT");
+  const char* confirm = std::getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
+  if (std::getenv(kReexecVar)) {
+    why = std::string("needs mpirun (this process was started by ") + std::getenv(kReexecVar) +
+          " but sees no MPI environment)";
+  } else if (mpirun.empty()) {
+    why = "needs mpirun, and there is none in PATH; run weft-perf under mpirun to include MPI";
+  } else if (isOpenMpi() && geteuid() == 0 && !(asRoot && *asRoot && confirm && *confirm)) {
+    why =
+        "needs mpirun, which refuses to run as root unless OMPI_ALLOW_RUN_AS_ROOT=1 and "
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 are set";
+  } else {
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const std::vector<std::string> cmd =
+        mpirunCommand(mpirun, isOpenMpi(), std::max(o->nranks, 1), cpus > 0 ? static_cast<int>(cpus) : 1,
+                      selfPath(argv[0]), argc, argv);
+    std::string line;
+    for (size_t i = 0; i < cmd.size(); ++i) line += (i ? " " : "") + (i ? cmd[i] : std::string("mpirun"));
+    setenv(kReexecVar, line.c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& c : cmd) args.push_back(const_cast<char*>(c.c_str()));
+    args.push_back(nullptr);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    execv(mpirun.c_str(), args.data());
+    why = "needs mpirun, and " + mpirun + " could not be started: " + std::strerror(errno);
+    unsetenv(kReexecVar);
+  }
+#endif
+  (void)argc;
+  (void)argv;
+  o->compare.erase(mpi);
+  o->notes.push_back("mpi: " + why);
+}
+
+// Removes a directory tree when the launcher is done with it.
+class TempDir {
+ public:
+  TempDir() = default;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // Makes a fresh directory under $TMPDIR (or /tmp); "" on failure.
+  const std::string& make(const char* stem) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + stem + "-XXXXXX";
+    if (mkdtemp(&templ[0])) path_ = templ;
+    return path_;
+  }
+
+ private:
+  std::string path_;
+};
+
 #ifdef WEFT_PERF_WITH_MPI
 int runMpi(const Options& o, const char* program) {
   MPI_Init(nullptr, nullptr);
@@ -249,13 +370,22 @@ bool chooseLaunch(const Options& o, bool mpiEnv, LaunchMode* mode, const char** 
   return true;
 }
 
-int launch(const Options& o, const char* program) {
-  LaunchMode mode;
-  const char* error = nullptr;
-  if (!chooseLaunch(o, mpiEnvironment(), &mode, &error)) {
-    std::fprintf(stderr, "weft-perf: %s\n", error);
+int launch(Options o, const char* program, int argc, char** argv) {
+  std::string error;
+  if (!resolveMemory(o.mem, noGpuBackendReason(), &o.mem, &error)) {
+    std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
     return 2;
   }
+  LaunchMode mode;
+  const char* modeError = nullptr;
+  if (!chooseLaunch(o, mpiEnvironment(), &mode, &modeError)) {
+    std::fprintf(stderr, "weft-perf: %s\n", modeError);
+    return 2;
+  }
+  if (mode != LaunchMode::kMpi) rerunUnderMpirun(&o, argc, argv);
+  if (mode == LaunchMode::kMpi && std::getenv(kReexecVar))
+    o.notes.push_back(std::string("started under ") + std::getenv(kReexecVar) +
+                      " by weft-perf (--compare mpi needs MPI, which cannot start in forked ranks)");
   switch (mode) {
     case LaunchMode::kMpi:
 #ifdef WEFT_PERF_WITH_MPI
@@ -267,8 +397,13 @@ int launch(const Options& o, const char* program) {
                    "weft-perf -np N ...\n");
       return 2;
 #endif
-    case LaunchMode::kFork:
+    case LaunchMode::kFork: {
+      // Gloo's ranks meet in a directory made before the fork and removed after the last rank.
+      TempDir store;
+      if (std::find(o.compare.begin(), o.compare.end(), "gloo") != o.compare.end())
+        o.peerStoreDir = store.make("weft-perf");
       return runForked(o, program);
+    }
     case LaunchMode::kSingle:
       return runSingle(o, program);
   }

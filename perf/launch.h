@@ -1,6 +1,8 @@
 // How weft-perf's ranks come to be: under mpirun (MPI carries the unique id, nothing else),
 // standalone with -np N (the parent makes the id and forks N ranks), or alone (one process;
-// -t threads make more ranks in every case).
+// -t threads make more ranks in every case). --compare mpi needs MPI, which cannot start in
+// forked ranks: without mpirun, weft-perf runs itself again under `mpirun -np N` when one is
+// in PATH, else leaves MPI out with a note.
 #ifndef WEFT_PERF_LAUNCH_H_
 #define WEFT_PERF_LAUNCH_H_
 
@@ -15,8 +17,10 @@ enum class LaunchMode { kMpi, kFork, kSingle };
 bool chooseLaunch(const Options& o, bool mpiEnv, LaunchMode* mode, const char** error);
 bool mpiEnvironment();
 
-// Runs every rank of this process (o.nThreads of them) and returns the process exit status.
-int launch(const Options& o, const char* program);
+// Runs every rank of this process (o.nThreads of them) and returns the process exit status;
+// argv is the command line, for a re-run under mpirun. May not return (the re-run replaces
+// this process).
+int launch(Options o, const char* program, int argc, char** argv);
 
 }  // namespace weft::perf
 

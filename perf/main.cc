@@ -1,5 +1,6 @@
-// weft-perf: the perf tester, a drop-in for nccl-tests on host memory. Run as weft-perf
-// [collective] [flags], or through its all_reduce_perf, all_gather_perf, ... links.
+// weft-perf: the perf tester, a drop-in for nccl-tests on host memory, which can also run the
+// same sweep through MPI, Gloo and NCCL (--compare). Run as weft-perf [collective] [flags], or
+// through its all_reduce_perf, all_gather_perf, ... links.
 #include <cstdio>
 
 #include "perf/launch.h"
@@ -18,5 +19,5 @@ int main(int argc, char** argv) {
     std::fputs(usageText(argv[0]).c_str(), stdout);
     return 0;
   }
-  return launch(o, collectiveProgram(o.coll));
+  return launch(o, collectiveProgram(o.coll), argc, argv);
 }

@@ -1,11 +1,13 @@
 // The option parser: a table of the nccl-tests flags, each with its short letter, long name
-// and how its value is read. Accepts "-b 8", "-b8", "--minbytes 8" and "--minbytes=8".
+// and how its value is read, then weft-perf's own long-only flags. Accepts "-b 8", "-b8",
+// "--minbytes 8" and "--minbytes=8".
 #include "perf/options.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "perf/compare_report.h"
 #include "perf/datatypes.h"
 
 namespace weft::perf {
@@ -33,6 +35,10 @@ enum class Flag {
   kCpuTime,
   kAverage,
   kJson,
+  kCsv,
+  kPlot,
+  kCompare,
+  kMem,
   kColl,
   kNranks,
   kHelp,
@@ -40,7 +46,7 @@ enum class Flag {
 
 struct FlagSpec {
   Flag flag;
-  const char* shortName;  // without the dash
+  const char* shortName;  // without the dash; "" for long-only flags
   const char* longName;   // without the dashes
   const char* alias;      // a second long name, or nullptr
   bool takesValue;
@@ -68,6 +74,10 @@ const FlagSpec kFlags[] = {
     {Flag::kCpuTime, "C", "report_cputime", nullptr, true},
     {Flag::kAverage, "a", "average", nullptr, true},
     {Flag::kJson, "J", "json", "output_file", true},
+    {Flag::kCsv, "", "csv", nullptr, true},
+    {Flag::kPlot, "", "plot", nullptr, true},
+    {Flag::kCompare, "", "compare", nullptr, true},
+    {Flag::kMem, "", "mem", nullptr, true},
     {Flag::kColl, "x", "coll", "collective", true},
     {Flag::kNranks, "np", "nranks", "np", true},
     {Flag::kHelp, "h", "help", nullptr, false},
@@ -75,7 +85,7 @@ const FlagSpec kFlags[] = {
 
 const FlagSpec* findShort(const std::string& name) {
   for (const FlagSpec& f : kFlags)
-    if (name == f.shortName) return &f;
+    if (*f.shortName && name == f.shortName) return &f;
   return nullptr;
 }
 
@@ -95,7 +105,10 @@ bool parseInt(const std::string& text, long long lo, long long hi, long long* ou
   return true;
 }
 
-std::string flagLabel(const FlagSpec& f) { return std::string("-") + f.shortName + "/--" + f.longName; }
+std::string flagLabel(const FlagSpec& f) {
+  if (!*f.shortName) return std::string("--") + f.longName;
+  return std::string("-") + f.shortName + "/--" + f.longName;
+}
 
 // Applies one flag's value; returns an error sentence or "".
 std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
@@ -156,8 +169,27 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
     case Flag::kNranks:
       return intIn(1, 4096, &o->nranks);
     case Flag::kJson:
+    case Flag::kCsv:
+    case Flag::kPlot: {
       if (value.empty()) return flagLabel(f) + " wants a file name";
-      o->jsonFile = value;
+      std::string& file = f.flag == Flag::kJson ? o->jsonFile : f.flag == Flag::kCsv ? o->csvFile : o->plotFile;
+      file = value;
+      return "";
+    }
+    case Flag::kCompare: {
+      std::string error;
+      if (parseLibList(value, comparePeerNames(), &o->compare, &error)) return "";
+      if (error.find("'weft'") != std::string::npos)
+        error = "Weft is always measured; name the libraries to run beside it (mpi, gloo, nccl)";
+      return flagLabel(f) + ": " + error;
+    }
+    case Flag::kMem:
+      if (value == "host")
+        o->mem = MemKind::kHost;
+      else if (value == "device")
+        o->mem = MemKind::kDevice;
+      else
+        return flagLabel(f) + " wants host or device, not '" + value + "'";
       return "";
     case Flag::kOp: {
       if (value == "all") {
@@ -203,6 +235,10 @@ std::string finish(Options* o) {
            std::to_string(o->maxBytes) + ")";
   if (o->stepFactor <= 1 && o->stepBytes == 0 && o->minBytes < o->maxBytes)
     return "-i/--stepbytes 0 with no -f/--stepfactor > 1 never reaches -e/--maxbytes; give -i > 0 or -f > 1";
+  if (!o->compare.empty() && o->nThreads > 1)
+    return "--compare runs one rank per process (the other libraries have no threads-as-ranks mode); drop "
+           "-t/--nthreads " +
+           std::to_string(o->nThreads) + " and raise -np or mpirun's -np instead";
   if (o->nGpus > 1)
     o->notes.push_back("-g " + std::to_string(o->nGpus) +
                        ": GPUs per thread apply once the GPU backend lands; host memory runs 1 rank per thread");
@@ -341,7 +377,14 @@ std::string usageText(const char* prog) {
          "  -r,--root <rank>        root of broadcast/reduce, -1 for every rank in turn (0)\n"
          "  -a,--average <0-3>      combine ranks' times: 0 rank 0, 1 avg, 2 min, 3 max (1)\n"
          "  -T,--timeout <s>        seconds any wait may take (0: WEFT_TIMEOUT_S)\n"
-         "  -J,--json <file>        also write the results as JSON\n"
+         "  -J,--json <file>        also write every measurement as JSON (the results.h schema)\n"
+         "  --csv <file>            ... as CSV, one line per library, size and placement\n"
+         "  --plot <file.svg>       ... as an SVG plot of bus bandwidth and time against size\n"
+         "  --compare <libs>        also run mpi, gloo and/or nccl (comma-separated) on the same sizes, types,\n"
+         "                          ops and roots, interleaved per size; a side-by-side table follows the\n"
+         "                          nccl-tests one. mpi needs mpirun: with -np (or alone) weft-perf re-runs\n"
+         "                          itself under mpirun -np N when one is in PATH\n"
+         "  --mem <host|device>     where the buffers live (device when a GPU backend is available, else host)\n"
          "  -t,--nthreads <n>       ranks (threads) per process (1)\n"
          "  -g,--ngpus <n>          GPUs per thread (1; GPU backend only)\n"
          "  -z,--blocking <0/1>     blocking calls (0; host memory calls always block)\n"
@@ -352,8 +395,77 @@ std::string usageText(const char* prog) {
          "  -np,--nranks <n>        standalone: fork n ranks (without mpirun)\n"
          "  -h,--help               this text\n"
          "  Launch: under mpirun (one rank per process), with -np N (forks N ranks), or alone (1 rank).\n"
-         "  Exit status: 0 ok, 1 wrong results / failure / bus bandwidth under 0.9 x WEFT_PERF_MIN_BW\n"
-         "  (or NCCL_TESTS_MIN_BW), 2 bad command line.\n";
+         "  Exit status: 0 ok, 1 wrong results (of any library compared) / a failed call / bus bandwidth\n"
+         "  under 0.9 x WEFT_PERF_MIN_BW (or NCCL_TESTS_MIN_BW), 2 bad command line or a request this\n"
+         "  run cannot meet (--mem device without a GPU backend, a root outside the ranks). A compared\n"
+         "  library that is not built or finds no GPU is a note, not a failure.\n";
+}
+
+const std::vector<std::string>& comparePeerNames() {
+  static const std::vector<std::string> names = {"mpi", "gloo", "nccl"};
+  return names;
+}
+
+const char* memName(MemKind m) {
+  switch (m) {
+    case MemKind::kHost:
+      return "host";
+    case MemKind::kDevice:
+      return "device";
+    case MemKind::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+bool resolveMemory(MemKind requested, const char* noGpuReason, MemKind* out, std::string* error) {
+  if (requested == MemKind::kDevice && noGpuReason) {
+    *error = std::string("--mem device: no GPU backend: ") + noGpuReason + "; run with --mem host";
+    return false;
+  }
+  if (requested == MemKind::kAuto) requested = noGpuReason ? MemKind::kHost : MemKind::kDevice;
+  *out = requested;
+  return true;
+}
+
+std::vector<std::string> argsWithoutRankCount(int argc, const char* const* argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const FlagSpec* spec = nullptr;
+    bool attached = false;  // the value is part of arg
+    if (arg == "-np") {
+      spec = findShort("np");
+    } else if (arg.size() > 2 && arg[0] == '-' && arg[1] == '-') {
+      const size_t eq = arg.find('=');
+      spec = findLong(arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
+      attached = eq != std::string::npos;
+    } else if (arg.size() >= 2 && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9')) {
+      spec = findShort(arg.substr(1, 1));
+      attached = arg.size() > 2;
+    }
+    const bool separateValue = spec && spec->takesValue && !attached && i + 1 < argc;
+    if (spec && spec->flag == Flag::kNranks) {
+      if (separateValue) ++i;
+      continue;
+    }
+    out.push_back(arg);
+    if (separateValue) out.push_back(argv[++i]);
+  }
+  return out;
+}
+
+std::vector<std::string> mpirunCommand(const std::string& mpirun, bool openMpi, int nranks, int cpus,
+                                       const std::string& self, int argc, const char* const* argv) {
+  std::vector<std::string> cmd = {mpirun, "-np", std::to_string(nranks)};
+  if (openMpi && nranks > cpus) cmd.push_back("--oversubscribe");
+  if (openMpi) {
+    cmd.push_back("--bind-to");
+    cmd.push_back("none");
+  }
+  cmd.push_back(self);
+  for (const std::string& a : argsWithoutRankCount(argc, argv)) cmd.push_back(a);
+  return cmd;
 }
 
 }  // namespace weft::perf

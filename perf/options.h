@@ -1,6 +1,7 @@
 // weft-perf's command line: the nccl-tests flags (same letters, long names and defaults), plus
-// the collective choice (positional, --coll/-x, or the program name such as all_reduce_perf)
-// and the standalone launcher's -np/--nranks. Pure parsing; main.cc and the tests call it.
+// the collective choice (positional, --coll/-x, or the program name such as all_reduce_perf),
+// the standalone launcher's -np/--nranks, and weft-perf's own --compare, --mem, --json, --csv
+// and --plot. Pure parsing; main.cc and the tests call it.
 #ifndef WEFT_PERF_OPTIONS_H_
 #define WEFT_PERF_OPTIONS_H_
 
@@ -13,6 +14,9 @@
 #include "weft/weft.h"
 
 namespace weft::perf {
+
+// Where the buffers live (--mem). kAuto: device memory when a GPU backend is available, else host.
+enum class MemKind { kAuto, kHost, kDevice };
 
 struct Options {
   Collective coll = Collective::kAllReduce;
@@ -36,10 +40,16 @@ struct Options {
   int cudaGraph = 0;                                  // -G
   int reportCpuTime = 0;                              // -C
   int streamNull = 0;                                 // -y
-  std::string jsonFile;                               // -J
+  std::string jsonFile;                               // -J / --json: results.h's JSON
+  std::string csvFile;                                // --csv
+  std::string plotFile;                               // --plot: an SVG picture
+  std::vector<std::string> compare;                   // --compare: peer libraries run beside Weft, in order
+  MemKind mem = MemKind::kAuto;                       // --mem
   int nranks = 0;                                     // -np / --nranks (0: not given)
   bool help = false;                                  // --help / -h
-  std::vector<std::string> notes;                     // "# Note: ..." lines for accepted-but-inactive flags
+  std::vector<std::string> notes;                     // "# Note: ..." lines: inactive flags, launcher decisions
+  // Filled by the launcher, not by flags: where Gloo's ranks meet ("" = a fresh directory in /tmp).
+  std::string peerStoreDir;
 };
 
 // What parsing decided. ok with opts->help set: print the usage and exit 0.
@@ -58,6 +68,28 @@ ParseResult parseOptions(int argc, const char* const* argv, Options* opts);
 bool parseSize(const std::string& text, size_t* bytes);
 
 std::string usageText(const char* prog);
+
+// The libraries --compare accepts ("mpi", "gloo", "nccl"); Weft itself is always measured.
+const std::vector<std::string>& comparePeerNames();
+
+// "host" / "device" ("auto" for kAuto).
+const char* memName(MemKind m);
+
+// The memory a run uses: kAuto becomes device when a GPU backend is available, else host.
+// noGpuReason is nullptr when one is, else why not; asking for device memory without one fails
+// with "--mem device: no GPU backend: <reason>" in *error.
+bool resolveMemory(MemKind requested, const char* noGpuReason, MemKind* out, std::string* error);
+
+// argv[1..argc) without -np/--nranks and its value: the command line a re-run under mpirun
+// takes (mpirun makes the ranks instead). Values of other flags are skipped over, never taken
+// for flags.
+std::vector<std::string> argsWithoutRankCount(int argc, const char* const* argv);
+
+// The command that runs this one again under mpirun: `mpirun -np N [--oversubscribe] [--bind-to
+// none] self args`, args being argv's without -np. Open MPI (openMpi) gets --bind-to none, so
+// ranks float as forked ones do, and --oversubscribe when N is above cpus (it refuses otherwise).
+std::vector<std::string> mpirunCommand(const std::string& mpirun, bool openMpi, int nranks, int cpus,
+                                       const std::string& self, int argc, const char* const* argv);
 
 }  // namespace weft::perf
 

@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "perf/datatypes.h"
 
@@ -41,26 +42,8 @@ std::string formatHalf(const RowHalf& h, bool checked) {
   return s + format("  %5s", "N/A");
 }
 
-std::string jsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += format("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string jsonHalf(const RowHalf& h, bool checked) {
-  return format("{\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": ", h.timeUs, h.algBw,
-                h.busBw) +
-         (checked ? std::to_string(h.wrong) : std::string("null")) + "}";
-}
+// A side-by-side table cell: 11 characters, right-aligned, after two spaces.
+std::string sideCell(const std::string& text) { return format("  %11s", text.c_str()); }
 
 }  // namespace
 
@@ -147,26 +130,112 @@ Verdict finalVerdict(int64_t wrong, double avgBusBw, const char* weftPerfMinBw, 
   return v;
 }
 
-std::string formatJson(const Options& o, const char* program, int nranks, const std::vector<Row>& rows, int64_t wrong,
-                       double avgBusBw) {
-  std::string s = "{\n";
-  s += "  \"program\": " + jsonString(program) + ",\n";
-  s += "  \"collective\": " + jsonString(collectiveName(o.coll)) + ",\n";
-  s += format("  \"nranks\": %d,\n  \"iters\": %d,\n  \"warmup_iters\": %d,\n  \"agg_iters\": %d,\n", nranks, o.iters,
-              o.warmupIters, o.aggIters);
-  s += format("  \"check\": %d,\n  \"average\": %d,\n", o.check, o.average);
-  s += "  \"results\": [";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    s += i ? ",\n    " : "\n    ";
-    s += format("{\"size\": %zu, \"count\": %zu, \"type\": ", r.bytes, r.count) + jsonString(r.type) +
-         ", \"redop\": " + jsonString(r.op) + format(", \"root\": %d, ", r.root) +
-         "\"out_of_place\": " + jsonHalf(r.outOfPlace, r.checked) +
-         ", \"in_place\": " + jsonHalf(r.inPlace, r.checked) + "}";
+void appendMeasurements(const std::string& library, Collective coll, const LibRow& r, std::vector<Measurement>* out) {
+  for (int h = 0; h < 2; ++h) {
+    const RowHalf& half = h == 0 ? r.row.outOfPlace : r.row.inPlace;
+    Measurement m;
+    m.library = library;
+    m.collective = collectiveName(coll);
+    m.type = r.row.type;
+    m.op = r.row.op;
+    m.root = r.row.root;
+    m.bytes = r.row.bytes;
+    m.count = r.row.count;
+    m.inPlace = h == 1;
+    m.checked = r.row.checked;
+    m.status = r.status;
+    if (r.state == LibState::kRan) {
+      m.timeUs = half.timeUs;
+      m.algBw = half.algBw;
+      m.busBw = half.busBw;
+      m.wrong = half.wrong;
+    }
+    out->push_back(m);
   }
-  s += rows.empty() ? "],\n" : "\n  ],\n";
-  s += format("  \"wrong\": %lld,\n  \"avg_busbw_gbs\": %.6g\n}\n", static_cast<long long>(wrong), avgBusBw);
+}
+
+std::string formatSideBySideHeader(const std::vector<std::string>& names) {
+  std::string top = format("#%10s  %5s", "size", "place");
+  std::string bottom = format("#%10s  %5s", "(B)", "");
+  for (const std::string& n : names) {
+    top += sideCell(n) + sideCell(n);
+    bottom += sideCell("time (us)") + sideCell("busbw GB/s");
+  }
+  for (size_t i = 1; i < names.size(); ++i) {
+    top += sideCell(names[0] + "/" + names[i]);
+    bottom += sideCell("speed");
+  }
+  return line(top + "  check") + line(bottom);
+}
+
+std::string formatSideBySideRows(const std::vector<LibRow>& libs, const std::vector<std::string>& names) {
+  if (libs.empty()) return "";
+  std::string s;
+  for (int h = 0; h < 2; ++h) {
+    auto half = [&](const LibRow& l) -> const RowHalf& { return h == 0 ? l.row.outOfPlace : l.row.inPlace; };
+    auto sample = [&](const LibRow& l) {
+      LibSample x;
+      x.state = l.state;
+      x.seconds = half(l).timeUs * 1e-6;
+      x.wrong = half(l).wrong;
+      return x;
+    };
+    std::string t = format("#%10zu  %5s", libs[0].row.bytes, h == 0 ? "out" : "in");
+    for (const LibRow& l : libs) {
+      switch (l.state) {
+        case LibState::kRan: {
+          const std::string time = formatTime(half(l).timeUs);
+          t += sideCell(time.substr(time.find_first_not_of(' '))) + sideCell(format("%.3f", half(l).busBw));
+          break;
+        }
+        case LibState::kFailed:
+          t += sideCell("failed") + sideCell("-");
+          break;
+        case LibState::kUnsupported:
+          t += sideCell("n/a") + sideCell("n/a");
+          break;
+      }
+    }
+    for (size_t i = 1; i < libs.size(); ++i) {
+      const double r = speedRatio(sample(libs[0]), sample(libs[i]));
+      t += sideCell(r > 0 ? format("%.3f", r) : "-");
+    }
+    std::string check;
+    bool anyRan = false, unchecked = false;
+    for (size_t i = 0; i < libs.size(); ++i) {
+      if (libs[i].state != LibState::kRan) continue;
+      anyRan = true;
+      unchecked = unchecked || !libs[i].row.checked;
+      if (half(libs[i]).wrong != 0)
+        check += " " + (i < names.size() ? names[i] : std::to_string(i)) + "=" + std::to_string(half(libs[i]).wrong);
+    }
+    t += "  " + (!anyRan ? std::string("-") : !check.empty() ? "WRONG" + check : unchecked ? "N/A" : "ok");
+    s += line(t);
+  }
   return s;
+}
+
+std::string topologySummary(int nranks, int nhosts, bool vm, int cpus, int gpus, const char* gpuVendor) {
+  std::string s =
+      format("%d rank%s on %d host%s%s, %d CPU%s%s, ", nranks, nranks == 1 ? "" : "s", nhosts, nhosts == 1 ? "" : "s",
+             vm ? " (vm)" : "", cpus, cpus == 1 ? "" : "s", nhosts > 1 ? " on rank 0's host" : "");
+  if (gpus <= 0) return s + "no GPU";
+  return s + format("%d %s GPU%s", gpus, gpuVendor, gpus == 1 ? "" : "s");
+}
+
+bool writeTextFile(const std::string& path, const std::string& text, std::string* error) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    *error = "cannot open " + path + " for writing: " + std::strerror(errno);
+    return false;
+  }
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int err = errno;
+  if (std::fclose(f) != 0 || !wrote) {
+    *error = "cannot write " + path + ": " + std::strerror(wrote ? errno : err);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace weft::perf

@@ -1,7 +1,8 @@
 // weft-perf's output, byte for byte in the nccl-tests layout (formats.md §1): the '#' header,
 // the device list, the two column-header lines, one row per size, and the footer whose
 // "# Avg bus bandwidth" line scripts grep (its last field is always the number). Also the
-// final verdict (exit status) and the optional JSON file.
+// final verdict (exit status), --compare's side-by-side table, and the rows as results.h
+// Measurements for --json, --csv and --plot.
 #ifndef WEFT_PERF_REPORT_H_
 #define WEFT_PERF_REPORT_H_
 
@@ -10,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "perf/compare_report.h"
 #include "perf/options.h"
+#include "perf/results.h"
 
 namespace weft::perf {
 
@@ -69,9 +72,31 @@ struct Verdict {
 // bandwidth is below 0.9 x the minimum.
 Verdict finalVerdict(int64_t wrong, double avgBusBw, const char* weftPerfMinBw, const char* ncclTestsMinBw);
 
-// The whole run as JSON, for -J.
-std::string formatJson(const Options& o, const char* program, int nranks, const std::vector<Row>& rows, int64_t wrong,
-                       double avgBusBw);
+// One library's result at one size: the row it would print in the nccl-tests table, and what
+// became of it (state kRan, or why there are no numbers).
+struct LibRow {
+  LibState state = LibState::kRan;
+  std::string status;  // "" when it ran; "n/a: ..." or "failed: ..." otherwise (results.h's status)
+  Row row;
+};
+
+// The two Measurements (out of place, then in place) of one library's row.
+void appendMeasurements(const std::string& library, Collective coll, const LibRow& r, std::vector<Measurement>* out);
+
+// --compare's side-by-side table. Every line starts with '#', so that the parsers of the
+// nccl-tests table above it (which skip comment lines) read only Weft's rows. `names` are the
+// libraries in column order, Weft first. The header: the column names and units.
+std::string formatSideBySideHeader(const std::vector<std::string>& names);
+// One size, two lines (out of place, in place): per library time and busbw, then Weft's speed
+// relative to each other library (their time / Weft's time, > 1: Weft faster), then the check.
+std::string formatSideBySideRows(const std::vector<LibRow>& libs, const std::vector<std::string>& names);
+
+// The one-line machine summary of results.h: "2 ranks on 1 host (vm), 2 CPUs, no GPU". cpus
+// are rank 0's host's; gpus counts that host's GPUs of gpuVendor ("NVIDIA").
+std::string topologySummary(int nranks, int nhosts, bool vm, int cpus, int gpus, const char* gpuVendor);
+
+// Writes text to path (replacing it); false with a sentence in *error.
+bool writeTextFile(const std::string& path, const std::string& text, std::string* error);
 
 }  // namespace weft::perf
 

@@ -248,6 +248,8 @@ TEST(PerfOptions, Help) {
         "-t,--nthreads",     "-g,--ngpus",     "-G,--cudagraph",  "-C,--report_cputime", "-y,--stream_null",
         "-J,--json",         "-x,--coll",      "-np,--nranks"})
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
+  for (const char* flag : {"--csv <file>", "--plot <file.svg>", "--compare <libs>", "--mem <host|device>"})
+    EXPECT_NE(u.find(flag), std::string::npos) << flag;
 }
 
 TEST(PerfOptions, GpuOnlyFlagsAreAcceptedWithANote) {
@@ -285,6 +287,16 @@ TEST(PerfOptions, ErrorsNameTheProblem) {
       {{"frobnicate"}, "'frobnicate'"},
       {{"--help=1"}, "takes no value"},
       {{"-J", ""}, "file name"},
+      {{"--csv", ""}, "--csv wants a file name"},
+      {{"--plot="}, "--plot wants a file name"},
+      {{"--compare", "ucc"}, "unknown library 'ucc'"},
+      {{"--compare", "weft,mpi"}, "Weft is always measured"},
+      {{"--compare", "mpi,gloo,mpi"}, "named twice"},
+      {{"--compare", "mpi,"}, "empty name"},
+      {{"--compare"}, "needs a value"},
+      {{"--compare", "gloo", "-t", "2"}, "one rank per process"},
+      {{"--mem", "gpu"}, "--mem wants host or device, not 'gpu'"},
+      {{"--mem", ""}, "--mem wants host or device"},
   };
   for (const auto& [words, needle] : cases) {
     std::vector<const char*> argv = {"weft-perf"};
@@ -294,6 +306,87 @@ TEST(PerfOptions, ErrorsNameTheProblem) {
     EXPECT_FALSE(r.ok) << words[0];
     EXPECT_NE(r.error.find(needle), std::string::npos) << "error '" << r.error << "' lacks '" << needle << "'";
   }
+}
+
+TEST(PerfOptions, CompareMemAndOutputFiles) {
+  Options d;
+  ASSERT_TRUE(parse({}, &d).ok);
+  EXPECT_TRUE(d.compare.empty());
+  EXPECT_EQ(d.mem, MemKind::kAuto);
+  EXPECT_TRUE(d.csvFile.empty());
+  EXPECT_TRUE(d.plotFile.empty());
+
+  Options o;
+  const ParseResult r = parse(
+      {"--compare", "mpi,gloo,nccl", "--mem", "host", "--csv", "r.csv", "--plot=p.svg", "--json", "r.json", "-np", "2"},
+      &o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(o.compare, (std::vector<std::string>{"mpi", "gloo", "nccl"}));
+  EXPECT_EQ(o.mem, MemKind::kHost);
+  EXPECT_EQ(o.csvFile, "r.csv");
+  EXPECT_EQ(o.plotFile, "p.svg");
+  EXPECT_EQ(o.jsonFile, "r.json");
+
+  // Any subset, in the order given; -J is --json's nccl-tests name.
+  Options s;
+  ASSERT_TRUE(parse({"--compare=nccl,mpi", "--mem=device", "-J", "j.json"}, &s).ok);
+  EXPECT_EQ(s.compare, (std::vector<std::string>{"nccl", "mpi"}));
+  EXPECT_EQ(s.mem, MemKind::kDevice);
+  EXPECT_EQ(s.jsonFile, "j.json");
+  EXPECT_EQ(comparePeerNames(), (std::vector<std::string>{"mpi", "gloo", "nccl"}));
+  EXPECT_STREQ(memName(MemKind::kHost), "host");
+  EXPECT_STREQ(memName(MemKind::kDevice), "device");
+}
+
+// --mem: auto follows the GPU backend; device without one fails and says why.
+TEST(PerfOptions, ResolveMemory) {
+  const char* noGpu = "this build has no GPU backend";
+  MemKind m = MemKind::kAuto;
+  std::string error;
+  ASSERT_TRUE(resolveMemory(MemKind::kAuto, noGpu, &m, &error));
+  EXPECT_EQ(m, MemKind::kHost);
+  ASSERT_TRUE(resolveMemory(MemKind::kAuto, nullptr, &m, &error));
+  EXPECT_EQ(m, MemKind::kDevice);
+  ASSERT_TRUE(resolveMemory(MemKind::kHost, nullptr, &m, &error));
+  EXPECT_EQ(m, MemKind::kHost);
+  ASSERT_TRUE(resolveMemory(MemKind::kDevice, nullptr, &m, &error));
+  EXPECT_EQ(m, MemKind::kDevice);
+  m = MemKind::kAuto;
+  EXPECT_FALSE(resolveMemory(MemKind::kDevice, noGpu, &m, &error));
+  EXPECT_EQ(error, "--mem device: no GPU backend: this build has no GPU backend; run with --mem host");
+  EXPECT_EQ(m, MemKind::kAuto);
+}
+
+std::vector<std::string> withoutRankCount(std::initializer_list<const char*> words) {
+  std::vector<const char*> argv = {"weft-perf"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  return argsWithoutRankCount(static_cast<int>(argv.size()), argv.data());
+}
+
+// The re-run under mpirun keeps every argument but the rank count, whichever way it was spelt,
+// and never mistakes another flag's value for it.
+TEST(PerfOptions, ArgsWithoutRankCount) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(withoutRankCount({"-np", "2", "--compare", "mpi,gloo", "-b", "1K"}),
+            (V{"--compare", "mpi,gloo", "-b", "1K"}));
+  EXPECT_EQ(withoutRankCount({"allgather", "--nranks=4", "-e64M"}), (V{"allgather", "-e64M"}));
+  EXPECT_EQ(withoutRankCount({"--nranks", "4", "--np", "3", "--np=2"}), V{});
+  EXPECT_EQ(withoutRankCount({"-J", "-np", "-b", "8"}), (V{"-J", "-np", "-b", "8"}));  // a file named -np
+  EXPECT_EQ(withoutRankCount({"-h", "-np", "2"}), V{"-h"});
+  EXPECT_EQ(withoutRankCount({}), V{});
+}
+
+TEST(PerfOptions, MpirunCommand) {
+  using V = std::vector<std::string>;
+  const char* argv[] = {"weft-perf", "-np", "4", "--compare", "mpi", "-b", "1K"};
+  EXPECT_EQ(mpirunCommand("/usr/bin/mpirun", true, 4, 2, "/b/perf/all_gather_perf", 7, argv),
+            (V{"/usr/bin/mpirun", "-np", "4", "--oversubscribe", "--bind-to", "none", "/b/perf/all_gather_perf",
+               "--compare", "mpi", "-b", "1K"}));
+  EXPECT_EQ(mpirunCommand("/usr/bin/mpirun", true, 2, 2, "/w", 7, argv),
+            (V{"/usr/bin/mpirun", "-np", "2", "--bind-to", "none", "/w", "--compare", "mpi", "-b", "1K"}));
+  // Not Open MPI (MPICH's hydra oversubscribes as it is, and knows neither flag).
+  EXPECT_EQ(mpirunCommand("/opt/mpich/bin/mpirun", false, 8, 2, "/w", 7, argv),
+            (V{"/opt/mpich/bin/mpirun", "-np", "8", "/w", "--compare", "mpi", "-b", "1K"}));
 }
 
 TEST(PerfOptions, EqualSizesNeedNoStep) {

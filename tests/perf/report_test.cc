@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -193,24 +196,128 @@ TEST(PerfReport, VerdictOnMinimumBandwidth) {
   for (const std::string& l : lines(both.message)) EXPECT_NE(l.rfind("# Avg bus bandwidth", 0), 0u);
 }
 
-TEST(PerfReport, Json) {
-  Options o;
-  o.coll = Collective::kReduce;
-  std::vector<Row> rows = {referenceRow(), referenceRow()};
-  rows[1].checked = false;
-  const std::string j = formatJson(o, "reduce_perf", 8, rows, 0, 51.965);
-  EXPECT_NE(j.find("\"collective\": \"reduce\""), std::string::npos);
-  EXPECT_NE(j.find("\"nranks\": 8"), std::string::npos);
-  EXPECT_NE(j.find("\"size\": 1048576"), std::string::npos);
-  EXPECT_NE(j.find("\"wrong\": null"), std::string::npos);
-  EXPECT_NE(j.find("\"avg_busbw_gbs\": 51.965"), std::string::npos);
-  int depth = 0;
-  for (char c : j) {
-    depth += (c == '{' || c == '[') - (c == '}' || c == ']');
-    EXPECT_GE(depth, 0);
+// Each library's row becomes two Measurements (out of place, in place) carrying the same
+// numbers the table prints; a library that did not run keeps its reason and no numbers.
+TEST(PerfReport, RowsBecomeMeasurements) {
+  LibRow ran;
+  ran.row = referenceRow();
+  ran.row.outOfPlace.wrong = 3;
+  LibRow na;
+  na.row = referenceRow();
+  na.state = LibState::kUnsupported;
+  na.status = "n/a: Gloo has no bfloat16 type";
+  std::vector<Measurement> m;
+  appendMeasurements("weft", Collective::kAllReduce, ran, &m);
+  appendMeasurements("gloo", Collective::kAllReduce, na, &m);
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].library, "weft");
+  EXPECT_EQ(m[0].collective, "allreduce");
+  EXPECT_EQ(m[0].type, "float");
+  EXPECT_EQ(m[0].op, "sum");
+  EXPECT_EQ(m[0].root, -1);
+  EXPECT_EQ(m[0].bytes, 1048576u);
+  EXPECT_EQ(m[0].count, 262144u);
+  EXPECT_FALSE(m[0].inPlace);
+  EXPECT_DOUBLE_EQ(m[0].timeUs, 35.61);
+  EXPECT_DOUBLE_EQ(m[0].algBw, 29.45);
+  EXPECT_DOUBLE_EQ(m[0].busBw, 51.53);
+  EXPECT_EQ(m[0].wrong, 3);
+  EXPECT_TRUE(m[0].status.empty());
+  EXPECT_TRUE(m[1].inPlace);
+  EXPECT_DOUBLE_EQ(m[1].timeUs, 35.02);
+  EXPECT_EQ(m[1].wrong, 0);
+  EXPECT_EQ(m[2].library, "gloo");
+  EXPECT_EQ(m[2].status, "n/a: Gloo has no bfloat16 type");
+  EXPECT_EQ(m[2].timeUs, 0.0);
+  EXPECT_EQ(m[2].busBw, 0.0);
+  EXPECT_TRUE(m[3].inPlace);
+}
+
+LibRow sideRow(double outUs, double inUs, double busBw, int64_t wrong = 0) {
+  LibRow l;
+  l.row = referenceRow();
+  l.row.outOfPlace = {outUs, busBw / 2, busBw, wrong};
+  l.row.inPlace = {inUs, busBw / 2, busBw, 0};
+  return l;
+}
+
+// The side-by-side table: every line a comment (nccl-tests parsers skip it), two lines per size,
+// columns that line up with the header, Weft's speed relative to each library, the check.
+TEST(PerfReport, SideBySideTable) {
+  const std::vector<std::string> names = {"weft", "mpi", "gloo"};
+  LibRow na;
+  na.row = referenceRow();
+  na.state = LibState::kUnsupported;
+  const std::string head = formatSideBySideHeader(names);
+  const std::string rows = formatSideBySideRows({sideRow(10, 20, 1.5), sideRow(40, 10, 0.25), na}, names);
+  const std::vector<std::string> h = lines(head), r = lines(rows);
+  ASSERT_EQ(h.size(), 2u);
+  ASSERT_EQ(r.size(), 2u);
+  for (const std::string& l : h) EXPECT_EQ(l[0], '#') << l;
+  for (const std::string& l : r) EXPECT_EQ(l[0], '#') << l;
+  EXPECT_EQ(fields(h[0]), (std::vector<std::string>{"#", "size", "place", "weft", "weft", "mpi", "mpi", "gloo", "gloo",
+                                                    "weft/mpi", "weft/gloo", "check"}));
+  EXPECT_EQ(h[1],
+            "#       (B)           time (us)   busbw GB/s    time (us)   busbw GB/s    time (us)   busbw GB/s        "
+            "speed        speed");
+  EXPECT_EQ(r[0],
+            "#   1048576    out        10.00        1.500        40.00        0.250          n/a          n/a        "
+            "4.000            -  ok");
+  // In place, MPI was twice as fast as Weft: a ratio below 1.
+  EXPECT_EQ(fields(r[1]), (std::vector<std::string>{"#", "1048576", "in", "20.00", "1.500", "10.00", "0.250", "n/a",
+                                                    "n/a", "0.500", "-", "ok"}));
+  // Every value ends where a header word of its column ends.
+  auto ends = [](const std::string& s) {
+    std::vector<size_t> e;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] != ' ' && (i + 1 == s.size() || s[i + 1] == ' ')) e.push_back(i + 1);
+    return e;
+  };
+  std::vector<size_t> he = ends(h[0]);
+  for (size_t e : ends(h[1])) he.push_back(e);
+  for (const std::string& row : r) {
+    const std::vector<size_t> re = ends(row);
+    for (size_t i = 0; i + 1 < re.size(); ++i)  // the check column is free-form
+      EXPECT_NE(std::find(he.begin(), he.end(), re[i]), he.end()) << "a value ends at " << re[i] << " in\n" << row;
   }
-  EXPECT_EQ(depth, 0);
-  EXPECT_NE(formatJson(o, "reduce_perf", 1, {}, 0, 0).find("\"results\": []"), std::string::npos);
+
+  // A wrong result names the library and blanks its ratio; a failed library shows "failed".
+  LibRow failed;
+  failed.row = referenceRow();
+  failed.state = LibState::kFailed;
+  const std::vector<std::string> w =
+      lines(formatSideBySideRows({sideRow(10, 10, 1), sideRow(20, 20, 1, 7), failed}, names));
+  EXPECT_EQ(fields(w[0]), (std::vector<std::string>{"#", "1048576", "out", "10.00", "1.000", "20.00", "1.000", "failed",
+                                                    "-", "-", "-", "WRONG", "mpi=7"}));
+  EXPECT_EQ(fields(w[1]).back(), "ok");
+  // -c 0: nothing was checked.
+  LibRow unchecked = sideRow(10, 10, 1);
+  unchecked.row.checked = false;
+  EXPECT_EQ(fields(lines(formatSideBySideRows({unchecked}, {"weft"}))[0]).back(), "N/A");
+  EXPECT_EQ(formatSideBySideRows({}, names), "");
+  // Two libraries: one ratio column.
+  EXPECT_EQ(fields(lines(formatSideBySideHeader({"weft", "nccl"}))[0]),
+            (std::vector<std::string>{"#", "size", "place", "weft", "weft", "nccl", "nccl", "weft/nccl", "check"}));
+}
+
+TEST(PerfReport, TopologySummary) {
+  EXPECT_EQ(topologySummary(2, 1, true, 2, 0, "NVIDIA"), "2 ranks on 1 host (vm), 2 CPUs, no GPU");
+  EXPECT_EQ(topologySummary(1, 1, false, 1, 1, "NVIDIA"), "1 rank on 1 host, 1 CPU, 1 NVIDIA GPU");
+  EXPECT_EQ(topologySummary(16, 2, false, 224, 8, "NVIDIA"),
+            "16 ranks on 2 hosts, 224 CPUs on rank 0's host, 8 NVIDIA GPUs");
+}
+
+TEST(PerfReport, WriteTextFile) {
+  const std::string path = ::testing::TempDir() + "/weft_perf_report_test.txt";
+  std::string error;
+  ASSERT_TRUE(writeTextFile(path, "one\ntwo\n", &error)) << error;
+  std::ifstream in(path);
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_EQ(got.str(), "one\ntwo\n");
+  std::remove(path.c_str());
+  EXPECT_FALSE(writeTextFile("/nonexistent-dir/x.json", "x", &error));
+  EXPECT_NE(error.find("/nonexistent-dir/x.json"), std::string::npos) << error;
 }
 
 }  // namespace
