@@ -13,7 +13,6 @@
 // the side-by-side table follows the footer, and --json/--csv/--plot hold every library's rows.
 #include "perf/bench.h"
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,13 +22,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "perf/bench_support.h"
 #include "perf/datatypes.h"
 #include "perf/expected.h"
 #include "perf/peer_libs.h"
@@ -43,21 +41,6 @@ namespace {
 // Timed blocks per half when several libraries take turns.
 constexpr int kCompareBlocks = 4;
 
-// A page-aligned host buffer.
-class HostBuffer {
- public:
-  explicit HostBuffer(size_t bytes) {
-    if (posix_memalign(&p_, 4096, bytes < 64 ? 64 : bytes) != 0) p_ = nullptr;
-  }
-  ~HostBuffer() { std::free(p_); }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  char* get() const { return static_cast<char*>(p_); }
-
- private:
-  void* p_ = nullptr;
-};
-
 // What one rank tells the others for the "Using devices" block.
 struct RankInfo {
   int32_t pid;
@@ -66,28 +49,6 @@ struct RankInfo {
   char host[52];
 };
 static_assert(sizeof(RankInfo) == 64, "RankInfo travels as 64 bytes");
-
-// The peers' rendezvous channel: the Weft communicator under test.
-class CommBootstrap : public PeerBootstrap {
- public:
-  CommBootstrap(weftComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  PeerStatus broadcast(void* data, size_t bytes, int root) override {
-    return check(weftBroadcast(data, data, bytes, weftUint8, root, comm_, nullptr), "weftBroadcast");
-  }
-  PeerStatus barrier() override { return check(weftBarrier(comm_, nullptr), "weftBarrier"); }
-
- private:
-  PeerStatus check(weftResult_t r, const char* what) {
-    if (r == weftSuccess) return PeerStatus::success();
-    return PeerStatus::failure(std::string(what) + " (peer bootstrap): " + weftGetErrorString(r) + ": " +
-                               weftGetLastError(comm_));
-  }
-  weftComm_t comm_;
-  int rank_;
-  int size_;
-};
 
 // One library in the run: Weft through the communicator (peer null), or a peer library.
 struct Lib {
@@ -106,46 +67,6 @@ struct Section {
   std::string notes;  // "# gloo: n/a, ..." lines
   std::vector<std::vector<LibRow>> rows;
 };
-
-std::string versionText(int v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-}
-
-std::string utcNow() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-// Whether this host is a virtual machine (the CPU flags carry "hypervisor").
-bool runsInVm() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string l; std::getline(in, l);)
-    if (l.rfind("flags", 0) == 0) return l.find(" hypervisor") != std::string::npos;
-  return false;
-}
-
-// NVIDIA GPUs the driver lists on this host (no CUDA call: forked ranks come later).
-int nvidiaGpus() {
-  DIR* d = opendir("/proc/driver/nvidia/gpus");
-  if (!d) return 0;
-  int n = 0;
-  while (const dirent* e = readdir(d))
-    if (e->d_name[0] != '.') ++n;
-  closedir(d);
-  return n;
-}
-
-// The interface Gloo's TCP transport binds to: WEFT_SOCKET_IFNAME when it names one, loopback
-// on one host, else the address of the host name.
-std::string glooInterface(int nhosts) {
-  const char* v = std::getenv("WEFT_SOCKET_IFNAME");
-  if (v && *v && !std::strpbrk(v, ",^=")) return v;
-  return nhosts == 1 ? "lo" : "";
-}
 
 class Bench {
  public:
