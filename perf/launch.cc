@@ -400,7 +400,7 @@ int launch(Options o, const char* program, int argc, char** argv) {
     case LaunchMode::kFork: {
       // Gloo's ranks meet in a directory made before the fork and removed after the last rank.
       TempDir store;
-      if (std::find(o.compare.begin(), o.compare.end(), "gloo") != o.compare.end())
+      if (o.peerStoreDir.empty() && std::find(o.compare.begin(), o.compare.end(), "gloo") != o.compare.end())
         o.peerStoreDir = store.make("weft-perf");
       return runForked(o, program);
     }

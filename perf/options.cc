@@ -38,6 +38,7 @@ enum class Flag {
   kCsv,
   kPlot,
   kCompare,
+  kGlooStore,
   kMem,
   kColl,
   kNranks,
@@ -76,6 +77,7 @@ const FlagSpec kFlags[] = {
     {Flag::kJson, "J", "json", "output_file", true},
     {Flag::kCsv, "", "csv", nullptr, true},
     {Flag::kPlot, "", "plot", nullptr, true},
+    {Flag::kGlooStore, "", "gloo-store", nullptr, true},
     {Flag::kCompare, "", "compare", nullptr, true},
     {Flag::kMem, "", "mem", nullptr, true},
     {Flag::kColl, "x", "coll", "collective", true},
@@ -176,6 +178,10 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
       file = value;
       return "";
     }
+    case Flag::kGlooStore:
+      if (value.empty()) return flagLabel(f) + " wants a directory every rank's host can see";
+      o->peerStoreDir = value;
+      return "";
     case Flag::kCompare: {
       std::string error;
       if (parseLibList(value, comparePeerNames(), &o->compare, &error)) return "";
@@ -380,6 +386,8 @@ std::string usageText(const char* prog) {
          "  -J,--json <file>        also write every measurement as JSON (the results.h schema)\n"
          "  --csv <file>            ... as CSV, one line per library, size and placement\n"
          "  --plot <file.svg>       ... as an SVG plot of bus bandwidth and time against size\n"
+         "  --gloo-store <dir>      where Gloo's ranks meet (--compare gloo across hosts: a directory\n"
+         "                          every host sees, e.g. on NFS; default a fresh one in /tmp)\n"
          "  --compare <libs>        also run mpi, gloo and/or nccl (comma-separated) on the same sizes, types,\n"
          "                          ops and roots, interleaved per size; a side-by-side table follows the\n"
          "                          nccl-tests one. mpi needs mpirun: with -np (or alone) weft-perf re-runs\n"

@@ -48,7 +48,8 @@ struct Options {
   int nranks = 0;                                     // -np / --nranks (0: not given)
   bool help = false;                                  // --help / -h
   std::vector<std::string> notes;                     // "# Note: ..." lines: inactive flags, launcher decisions
-  // Filled by the launcher, not by flags: where Gloo's ranks meet ("" = a fresh directory in /tmp).
+  // --gloo-store, else filled by the fork launcher: where Gloo's ranks meet ("" = a fresh
+  // directory in /tmp on rank 0's host, which only ranks on that host see).
   std::string peerStoreDir;
 };
 

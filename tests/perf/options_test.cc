@@ -333,6 +333,15 @@ TEST(PerfOptions, CompareMemAndOutputFiles) {
   EXPECT_EQ(s.compare, (std::vector<std::string>{"nccl", "mpi"}));
   EXPECT_EQ(s.mem, MemKind::kDevice);
   EXPECT_EQ(s.jsonFile, "j.json");
+
+  // Gloo across hosts meets in a directory every host sees.
+  Options g;
+  ASSERT_TRUE(parse({"--compare", "gloo", "--gloo-store", "/shared/weft"}, &g).ok);
+  EXPECT_EQ(g.peerStoreDir, "/shared/weft");
+  Options bad;
+  const ParseResult empty = parse({"--gloo-store="}, &bad);
+  EXPECT_FALSE(empty.ok);
+  EXPECT_NE(empty.error.find("directory"), std::string::npos) << empty.error;
   EXPECT_EQ(comparePeerNames(), (std::vector<std::string>{"mpi", "gloo", "nccl"}));
   EXPECT_STREQ(memName(MemKind::kHost), "host");
   EXPECT_STREQ(memName(MemKind::kDevice), "device");
