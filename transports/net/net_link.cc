@@ -19,11 +19,32 @@ size_t strideFor(size_t slotBytes) {
   return (slotBytes + align - 1) / align * align;
 }
 
+// What both ends share: the link, its proxy, and the failure reporting.
+class NetConnection : public Connection {
+ public:
+  NetConnection(std::shared_ptr<NetLink> link, std::shared_ptr<Proxy> proxy)
+      : link_(std::move(link)), proxy_(std::move(proxy)), ring_(link_->ring()) {}
+  size_t slotBytes() const override { return ring_.slotBytes(); }
+  Status checkPeer() const override { return link_->state().status(); }
+  void signalAbort(int culprit) override {
+    link_->state().abortCulprit.store(culprit);
+    link_->state().abortRequested.store(true);
+    proxy_->wake();
+  }
+  bool peerAborted() const override { return link_->state().peerAborted(); }
+  int peerAbortCulprit() const override { return link_->state().peerCulprit(); }
+
+ protected:
+  std::shared_ptr<NetLink> link_;
+  std::shared_ptr<Proxy> proxy_;
+  SlotRing& ring_;
+};
+
 // The sending end, as the executor sees it.
-class NetSendConnection final : public Connection {
+class NetSendConnection final : public NetConnection {
  public:
   NetSendConnection(std::shared_ptr<NetLink> link, std::shared_ptr<Proxy> proxy, double flushSeconds)
-      : link_(std::move(link)), proxy_(std::move(proxy)), ring_(link_->ring()), flushSeconds_(flushSeconds) {}
+      : NetConnection(std::move(link), std::move(proxy)), flushSeconds_(flushSeconds) {}
 
   ~NetSendConnection() override {
     // Slots posted by the last operation may still be on their way: let the proxy send them
@@ -37,7 +58,6 @@ class NetSendConnection final : public Connection {
     proxy_->remove(link_.get());
   }
 
-  size_t slotBytes() const override { return ring_.slotBytes(); }
   void* trySendSlot() override {
     if (head_ - cachedTail_ >= ring_.nSlots()) {
       cachedTail_ = ring_.tail.load(std::memory_order_acquire);
@@ -64,32 +84,20 @@ class NetSendConnection final : public Connection {
     return link_->allSendsDelivered();
   }
   bool sendsReferencedBytes() const override { return link_->sendsReferencedBytes(); }
-  Status checkPeer() const override { return link_->state().status(); }
-  void signalAbort(int culprit) override {
-    link_->state().abortCulprit.store(culprit);
-    link_->state().abortRequested.store(true);
-    proxy_->wake();
-  }
-  bool peerAborted() const override { return link_->state().peerAborted(); }
-  int peerAbortCulprit() const override { return link_->state().peerCulprit(); }
 
  private:
-  std::shared_ptr<NetLink> link_;
-  std::shared_ptr<Proxy> proxy_;
-  SlotRing& ring_;
   double flushSeconds_;
   uint64_t head_ = 0;
   uint64_t cachedTail_ = 0;
 };
 
 // The receiving end, as the executor sees it.
-class NetRecvConnection final : public Connection {
+class NetRecvConnection final : public NetConnection {
  public:
   NetRecvConnection(std::shared_ptr<NetLink> link, std::shared_ptr<Proxy> proxy)
-      : link_(std::move(link)), proxy_(std::move(proxy)), ring_(link_->ring()) {}
+      : NetConnection(std::move(link), std::move(proxy)) {}
   ~NetRecvConnection() override { proxy_->remove(link_.get()); }
 
-  size_t slotBytes() const override { return ring_.slotBytes(); }
   void* trySendSlot() override { return nullptr; }
   void postSend(size_t) override {}
   const void* tryRecv(size_t* bytes) override {
@@ -112,19 +120,8 @@ class NetRecvConnection final : public Connection {
     if (wasFull || link_->wantsWakeOnRelease()) proxy_->wake();
   }
   bool allSendsConsumed() const override { return true; }
-  Status checkPeer() const override { return link_->state().status(); }
-  void signalAbort(int culprit) override {
-    link_->state().abortCulprit.store(culprit);
-    link_->state().abortRequested.store(true);
-    proxy_->wake();
-  }
-  bool peerAborted() const override { return link_->state().peerAborted(); }
-  int peerAbortCulprit() const override { return link_->state().peerCulprit(); }
 
  private:
-  std::shared_ptr<NetLink> link_;
-  std::shared_ptr<Proxy> proxy_;
-  SlotRing& ring_;
   uint64_t tail_ = 0;
   uint64_t cachedHead_ = 0;
 };

@@ -171,27 +171,37 @@ class SocketLink final : public NetLink {
     return true;
   }
 
-  // The receiver never sends anything but an abort frame (or closes).
-  bool readControl() {
-    for (;;) {
-      ssize_t r = ::recv(socket_.fd(), reinterpret_cast<char*>(&control_) + controlDone_,
-                         sizeof(control_) - controlDone_, MSG_DONTWAIT);
+  enum class Read { kComplete, kWouldBlock, kFailed };
+  // Reads into p[*done, bytes) without waiting; *moved when any byte came. kFailed: the link
+  // failed (closed, reset) and the failure is recorded; `midMessage` words a close.
+  Read readInto(char* p, size_t bytes, size_t* done, bool midMessage, bool* moved) {
+    while (*done < bytes) {
+      ssize_t r = ::recv(socket_.fd(), p + *done, bytes - *done, MSG_DONTWAIT);
       if (r < 0) {
         if (errno == EINTR) continue;
-        if (wouldBlock(errno)) return false;
-        failIo("reading from it", errno);
-        return true;
+        if (wouldBlock(errno)) return Read::kWouldBlock;
+        failIo("receiving from it", errno);
+        return Read::kFailed;
       }
       if (r == 0) {
-        failClosed(false);
-        return true;
+        failClosed(midMessage || *done != 0);
+        return Read::kFailed;
       }
-      controlDone_ += static_cast<size_t>(r);
-      if (controlDone_ < sizeof(control_)) return true;
+      *moved = true;
+      *done += static_cast<size_t>(r);
+    }
+    return Read::kComplete;
+  }
+
+  // The receiver never sends anything but an abort frame (or closes).
+  bool readControl() {
+    bool moved = false;
+    Read r = readInto(reinterpret_cast<char*>(&control_), sizeof(control_), &controlDone_, false, &moved);
+    if (r == Read::kComplete) {
       controlDone_ = 0;
       handleFrame(control_);
-      return true;
     }
+    return moved || r == Read::kFailed;
   }
 
   bool progressSend() {
@@ -251,39 +261,13 @@ class SocketLink final : public NetLink {
       if (headerDone_ < sizeof(header_)) {
         // Take a message only when a slot is free for it; until then it waits in the kernel.
         if (head - ring_.tail.load(std::memory_order_acquire) >= ring_.nSlots()) return moved;
-        ssize_t r = ::recv(socket_.fd(), reinterpret_cast<char*>(&header_) + headerDone_,
-                           sizeof(header_) - headerDone_, MSG_DONTWAIT);
-        if (r < 0) {
-          if (errno == EINTR) continue;
-          if (wouldBlock(errno)) return moved;
-          failIo("receiving from it", errno);
-          return true;
-        }
-        if (r == 0) {
-          failClosed(headerDone_ != 0);
-          return true;
-        }
-        moved = true;
-        headerDone_ += static_cast<size_t>(r);
-        if (headerDone_ < sizeof(header_)) return moved;
+        Read r = readInto(reinterpret_cast<char*>(&header_), sizeof(header_), &headerDone_, false, &moved);
+        if (r != Read::kComplete) return moved || r == Read::kFailed;
         if (!handleFrame(header_)) return true;
       }
       size_t bytes = static_cast<size_t>(header_.bytes);
-      while (dataDone_ < bytes) {
-        ssize_t r = ::recv(socket_.fd(), ring_.slot(head) + dataDone_, bytes - dataDone_, MSG_DONTWAIT);
-        if (r < 0) {
-          if (errno == EINTR) continue;
-          if (wouldBlock(errno)) return moved;
-          failIo("receiving from it", errno);
-          return true;
-        }
-        if (r == 0) {
-          failClosed(true);
-          return true;
-        }
-        moved = true;
-        dataDone_ += static_cast<size_t>(r);
-      }
+      Read r = readInto(ring_.slot(head), bytes, &dataDone_, true, &moved);
+      if (r != Read::kComplete) return moved || r == Read::kFailed;
       ring_.size(head).store(bytes, std::memory_order_relaxed);
       ring_.head.store(head + 1, std::memory_order_release);
       headerDone_ = dataDone_ = 0;
