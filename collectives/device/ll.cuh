@@ -1,0 +1,121 @@
+// The low-latency (LL) line format for small messages: the sender writes each 4 bytes of data
+// together with a 4-byte flag as one 8-byte store; the receiver polls the line with one 8-byte
+// load and takes the data once the flag is the one it expects. No separate "ready" flag, no
+// fence between data and flag: an aligned 8-byte access is a single transaction on every GPU
+// and on x86-64, so data and flag are seen together. The price is half the bandwidth, which
+// the tuner pays only for small messages (DESIGN.md, "Performance model").
+//
+// Line i of a message holds its bytes [4i, 4i + 4) in the low 32 bits (in memory order on the
+// little-endian machines we run on) and the flag in the high 32 bits; the last line of a
+// message whose size is not a multiple of 4 is padded with zero bytes. Lines are 8-byte aligned.
+//
+// Flags: the sender of step n of a buffer writes flag n, with n never 0 and never the flag of
+// the previous use of the same lines, so a line left over from before is never taken as ready
+// (a buffer starts zeroed). Data bits do not matter: any 4 bytes are valid data.
+//
+// The functions take (tid, nthreads) like reduce_copy.cuh: thread tid handles lines tid,
+// tid + nthreads, ... The host tests run them for every tid.
+#ifndef WEFT_COLLECTIVES_DEVICE_LL_CUH_
+#define WEFT_COLLECTIVES_DEVICE_LL_CUH_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "collectives/device/pack.cuh"
+#include "device/platform.h"
+
+namespace weft {
+namespace coll {
+namespace kernel {
+
+constexpr size_t kLLDataBytes = 4;  // data bytes per line
+constexpr size_t kLLLineBytes = 8;
+
+WEFT_HOST_DEVICE inline uint64_t llMakeLine(uint32_t data, uint32_t flag) {
+  return (static_cast<uint64_t>(flag) << 32) | data;
+}
+WEFT_HOST_DEVICE inline uint32_t llLineData(uint64_t line) { return static_cast<uint32_t>(line); }
+WEFT_HOST_DEVICE inline uint32_t llLineFlag(uint64_t line) { return static_cast<uint32_t>(line >> 32); }
+
+// Lines needed for nbytes of data.
+WEFT_HOST_DEVICE inline size_t llLineCount(size_t nbytes) { return (nbytes + kLLDataBytes - 1) / kLLDataBytes; }
+
+// The 4 data bytes of line i of a message of nbytes at src (any alignment; zero past the end).
+WEFT_HOST_DEVICE inline uint32_t llGatherWord(const void* src, size_t nbytes, size_t i) {
+  const size_t at = i * kLLDataBytes;
+  if (reinterpret_cast<uintptr_t>(src) % kLLDataBytes == 0 && at + kLLDataBytes <= nbytes) {
+#if WEFT_KERNEL_DEVICE_PASS
+    return static_cast<const uint32_t*>(src)[i];
+#else
+    uint32_t word;  // the host reads the bytes of any type through memcpy, not a uint32_t lvalue
+    memcpy(&word, static_cast<const unsigned char*>(src) + at, sizeof word);
+    return word;
+#endif
+  }
+  const unsigned char* p = static_cast<const unsigned char*>(src);
+  uint32_t word = 0;
+  for (size_t b = 0; b < kLLDataBytes && at + b < nbytes; ++b) word |= static_cast<uint32_t>(p[at + b]) << (8 * b);
+  return word;
+}
+
+// Stores the data bytes of line i (those below nbytes) to dst (any alignment).
+WEFT_HOST_DEVICE inline void llScatterWord(void* dst, size_t nbytes, size_t i, uint32_t word) {
+  const size_t at = i * kLLDataBytes;
+  if (reinterpret_cast<uintptr_t>(dst) % kLLDataBytes == 0 && at + kLLDataBytes <= nbytes) {
+#if WEFT_KERNEL_DEVICE_PASS
+    static_cast<uint32_t*>(dst)[i] = word;
+#else
+    memcpy(static_cast<unsigned char*>(dst) + at, &word, sizeof word);
+#endif
+    return;
+  }
+  unsigned char* p = static_cast<unsigned char*>(dst);
+  for (size_t b = 0; b < kLLDataBytes && at + b < nbytes; ++b) p[at + b] = static_cast<unsigned char>(word >> (8 * b));
+}
+
+// One 8-byte store of a whole line (volatile: the peer polls it).
+WEFT_HOST_DEVICE inline void llStoreLine(volatile uint64_t* line, uint32_t data, uint32_t flag) {
+  *line = llMakeLine(data, flag);
+}
+
+// One 8-byte load of a line: true, with its data, if it carries `flag`.
+WEFT_HOST_DEVICE inline bool llTryLoadLine(const volatile uint64_t* line, uint32_t flag, uint32_t* data) {
+  const uint64_t v = *line;
+  if (llLineFlag(v) != flag) return false;
+  *data = llLineData(v);
+  return true;
+}
+
+WEFT_HOST_DEVICE inline bool llReady(const volatile uint64_t* line, uint32_t flag) { return llLineFlag(*line) == flag; }
+
+// Writes the lines of nbytes at src, flagged `flag`, to `lines` (thread tid's share).
+WEFT_HOST_DEVICE inline void llPack(volatile uint64_t* lines, const void* src, size_t nbytes, uint32_t flag, size_t tid,
+                                    size_t nthreads) {
+  const size_t n = llLineCount(nbytes);
+  for (size_t i = tid; i < n; i += nthreads) llStoreLine(lines + i, llGatherWord(src, nbytes, i), flag);
+}
+
+// Copies the data of the lines of thread tid's share that carry `flag` to dst (nbytes in all)
+// and returns how many of its lines do not yet: the caller polls again (against its deadline)
+// until that is 0. Lines already taken are taken again, harmlessly.
+WEFT_HOST_DEVICE inline size_t llTryUnpack(void* dst, const volatile uint64_t* lines, size_t nbytes, uint32_t flag,
+                                           size_t tid, size_t nthreads) {
+  const size_t n = llLineCount(nbytes);
+  size_t pending = 0;
+  for (size_t i = tid; i < n; i += nthreads) {
+    uint32_t word;
+    if (llTryLoadLine(lines + i, flag, &word)) {
+      llScatterWord(dst, nbytes, i, word);
+    } else {
+      ++pending;
+    }
+  }
+  return pending;
+}
+
+}  // namespace kernel
+}  // namespace coll
+}  // namespace weft
+
+#endif  // WEFT_COLLECTIVES_DEVICE_LL_CUH_
