@@ -33,4 +33,5 @@ WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different process
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
 WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")
 WEFT_PARAM(std::string, Net, "NET", "auto", "network transport between hosts: socket, ofi (libfabric) or auto (ofi when libfabric has a hardware provider, else socket)")
+WEFT_PARAM(std::string, GpuBackend, "GPU_BACKEND", "auto", "GPU module to load: auto (libweft-cuda.so, then libweft-hip.so), cuda, hip or none")
 WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")

@@ -1,34 +1,130 @@
-// The device runtime interface: where a buffer lives and how to reach it. The host
-// implementation is always present; the CUDA and HIP implementations (libweft-cuda.so,
-// libweft-hip.so, loaded at run time) arrive with the GPU backends.
+// The device runtime interface: memory, copies, streams, events, IPC handles and kernel launch
+// on whatever holds a buffer. Three implementations: the host runtime (always present, plain
+// memory, no devices) and the CUDA and HIP runtimes, one source (gpu_runtime.cu) built twice
+// into libweft-cuda.so and libweft-hip.so and loaded at run time by gpuRuntime(), so one install
+// runs on NVIDIA, AMD and CPU-only machines. Transports and executors call it; src/core owns
+// the choice of runtime per buffer.
+//
+// Every fallible method returns a Status whose message names the call, the device and the
+// runtime's own error text, e.g. "cudaMalloc(1 GiB) on device 3: out of memory
+// (cudaErrorMemoryAllocation)". A module implements this class across a shared-library
+// boundary: changing it (or ReduceCopyArgs) means bumping kGpuModuleAbi in gpu_module.h.
 #ifndef WEFT_DEVICE_DEVICE_H_
 #define WEFT_DEVICE_DEVICE_H_
 
-#include <memory>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "base/status.h"
+#include "device/kernel_api.h"
 
 namespace weft {
 namespace device {
 
-enum class MemoryKind { kHost, kDevice, kUnknown };
+// Where a buffer lives, as the runtime that owns it sees it.
+enum class MemoryKind {
+  kHost,        // ordinary (pageable) host memory, or any memory the runtime does not know
+  kPinnedHost,  // host memory the runtime allocated or registered (page-locked, device-visible)
+  kDevice,      // memory on one device
+  kManaged,     // unified memory that migrates between host and devices
+};
+const char* memoryKindName(MemoryKind kind);
+
+struct PointerInfo {
+  MemoryKind kind = MemoryKind::kHost;
+  int device = -1;  // the device that owns the buffer; -1 for host memory
+};
+
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice, kDefault /* inferred from the pointers */ };
+
+struct DeviceProps {
+  std::string name;         // "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X"
+  std::string arch;         // "sm_90", "gfx942"
+  std::string pciBusId;     // "0000:17:00.0", to match the device against the topology
+  int warpSize = 0;         // 32 on NVIDIA and RDNA, 64 on CDNA: never assume one
+  int multiProcessors = 0;  // SMs (NVIDIA) or CUs (AMD)
+  uint64_t totalMemoryBytes = 0;
+};
+
+// An exported device allocation, opaque, sent to another process on the same host.
+struct IpcHandle {
+  uint8_t bytes[64];
+};
+static_assert(sizeof(IpcHandle) == 64, "IpcHandle travels in 64 bytes");
+
+// A stream or event of the runtime that made it: cudaStream_t / hipStream_t behind an opaque
+// pointer. A null Stream is the runtime's default stream.
+struct StreamTag;
+struct EventTag;
+using Stream = StreamTag*;
+using Event = EventTag*;
 
 class Runtime {
  public:
   virtual ~Runtime() = default;
-  virtual const char* name() const = 0;
+  virtual const char* name() const = 0;  // "host", "cuda", "hip"
+  // One line for logs: runtime and driver versions, the devices.
+  virtual std::string description() const = 0;
+  // Devices this process can use (0 for the host runtime).
   virtual int deviceCount() const = 0;
-  // Which kind of memory a pointer refers to (host memory for the host runtime).
-  virtual MemoryKind pointerKind(const void* ptr) const = 0;
+  virtual Status deviceProps(int device, DeviceProps* out) const = 0;
+  // The calling thread's current device.
+  virtual Status setDevice(int device) = 0;
+  virtual Status getDevice(int* device) const = 0;
+  virtual Status canAccessPeer(int device, int peer, bool* out) const = 0;
+  // Lets the current device read and write `peer`'s memory (already enabled is not an error).
+  virtual Status enablePeerAccess(int peer) = 0;
+
+  // Memory on the current device; 0 bytes gives nullptr. Freeing nullptr does nothing.
+  virtual Status allocDevice(size_t bytes, void** out) = 0;
+  virtual Status freeDevice(void* ptr) = 0;
+  // Page-locked host memory that devices can reach (plain memory for the host runtime).
+  virtual Status allocHost(size_t bytes, void** out) = 0;
+  virtual Status freeHost(void* ptr) = 0;
+  virtual Status pointerInfo(const void* ptr, PointerInfo* out) const = 0;
+
+  virtual Status copy(void* dst, const void* src, size_t bytes, CopyKind kind) = 0;
+  virtual Status copyAsync(void* dst, const void* src, size_t bytes, CopyKind kind, Stream stream) = 0;
+  virtual Status memset(void* dst, int value, size_t bytes) = 0;
+  virtual Status memsetAsync(void* dst, int value, size_t bytes, Stream stream) = 0;
+
+  virtual Status streamCreate(Stream* out) = 0;
+  virtual Status streamDestroy(Stream stream) = 0;
+  virtual Status streamSynchronize(Stream stream) = 0;
+  // *done: all work queued on the stream has finished.
+  virtual Status streamQuery(Stream stream, bool* done) = 0;
+
+  virtual Status eventCreate(Event* out) = 0;
+  virtual Status eventDestroy(Event event) = 0;
+  virtual Status eventRecord(Event event, Stream stream) = 0;
+  virtual Status eventSynchronize(Event event) = 0;
+  virtual Status eventQuery(Event event, bool* done) = 0;
+  // Milliseconds between two recorded, completed events.
+  virtual Status eventElapsedMs(Event start, Event end, float* ms) = 0;
+
+  // IPC: `ptr` must be the start of an allocDevice allocation. The importing process gets a
+  // pointer to the same memory, which it releases with ipcClose.
+  virtual Status ipcExport(void* ptr, IpcHandle* out) = 0;
+  virtual Status ipcImport(const IpcHandle& handle, void** out) = 0;
+  virtual Status ipcClose(void* ptr) = 0;
+
+  // Runs the reduce-copy kernel (collectives/device) on `stream`: dsts[j][i] = op(srcs[*][i]).
+  virtual Status launchReduceCopy(const ReduceCopyArgs& args, Stream stream) = 0;
 };
 
-// The host runtime: plain memory, no devices.
-const Runtime& hostRuntime();
+// The host runtime: plain memory, no devices, streams and events that complete at once.
+Runtime& hostRuntime();
 
-// The GPU runtimes that loaded on this machine (none on a CPU-only host), with a line each
-// for those that did not and why, logged at INFO.
-const Runtime* gpuRuntime();
+// The GPU runtime of this machine: the first of libweft-cuda.so and libweft-hip.so that loads
+// and finds a device, looked for next to libweft.so and then on the library search path; null
+// on a machine without one. Decided once per process and logged at INFO, with the reason each
+// module was not used ("no GPU backend: libweft-cuda.so: ...; libweft-hip.so: ...").
+Runtime* gpuRuntime();
+
+// Checks the parts of ReduceCopyArgs every runtime checks the same way: counts in range, no
+// null buffer when there is data, a known type and op, a divisor for weftAvg.
+Status checkReduceCopyArgs(const ReduceCopyArgs& args);
 
 }  // namespace device
 }  // namespace weft

@@ -1,0 +1,425 @@
+// The GPU runtime: the device interface (device.h) over the CUDA or the HIP runtime, written
+// once against gpu_api.h. nvcc builds it into libweft-cuda.so and hipcc into libweft-hip.so,
+// each with collectives/device/kernels.cu beside it; libweft.so loads them at run time
+// (gpu_loader.cc) through the one entry point at the bottom of this file.
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <vector>
+
+#include "device/device.h"
+#include "device/gpu_api.h"
+#include "device/gpu_module.h"
+
+namespace weft {
+namespace device {
+namespace {
+
+// base/os.h's formatBytes, which lives in an object this module does not link.
+std::string bytesText(size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof(buf), v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+// "out of memory (cudaErrorMemoryAllocation)"; just the name where the runtime has no
+// sentence for it (HIP 5 answers some errors with their name).
+std::string gpuErrorText(GpuError err) {
+  std::string text = WEFT_GPU(GetErrorString)(err);
+  std::string name = WEFT_GPU(GetErrorName)(err);
+  return text == name ? name : text + " (" + name + ")";
+}
+
+// A failed runtime call as a person reads it: "cudaMalloc(1 GiB) on device 3: out of memory
+// (cudaErrorMemoryAllocation)". Clears the runtime's last error, so that the next check does
+// not report this failure again.
+Status gpuFailure(GpuError err, const char* call, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+Status gpuFailure(GpuError err, const char* call, const char* file, int line, const char* fmt, ...) {
+  (void)WEFT_GPU(GetLastError)();
+  int device = -1;
+  if (WEFT_GPU(GetDevice)(&device) != kGpuSuccess) device = -1;
+  char detail[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(detail, sizeof(detail), fmt, ap);
+  va_end(ap);
+  return makeError(weftUnhandledDeviceError, "%s(%s) on device %d: %s", call, detail, device, gpuErrorText(err).c_str())
+      .withSite(file, line);
+}
+
+#define WEFT_GPU_NAME(name) WEFT_GPU_PREFIX #name
+
+// Calls cudaName / hipName with `args`; on failure returns the Status that names it.
+#define WEFT_GPU_TRY(name, args, ...)                                                         \
+  do {                                                                                        \
+    GpuError weft_gpu_err_ = WEFT_GPU(name) args;                                             \
+    if (weft_gpu_err_ != kGpuSuccess) {                                                       \
+      return gpuFailure(weft_gpu_err_, WEFT_GPU_NAME(name), __FILE__, __LINE__, __VA_ARGS__); \
+    }                                                                                         \
+  } while (0)
+
+GpuStream gpuStream(Stream s) { return reinterpret_cast<GpuStream>(s); }
+GpuEvent gpuEvent(Event e) { return reinterpret_cast<GpuEvent>(e); }
+
+WEFT_GPU(MemcpyKind) gpuCopyKind(CopyKind kind) {
+  switch (kind) {
+    case CopyKind::kHostToDevice:
+      return WEFT_GPU(MemcpyHostToDevice);
+    case CopyKind::kDeviceToHost:
+      return WEFT_GPU(MemcpyDeviceToHost);
+    case CopyKind::kDeviceToDevice:
+      return WEFT_GPU(MemcpyDeviceToDevice);
+    case CopyKind::kDefault:
+      break;
+  }
+  return WEFT_GPU(MemcpyDefault);
+}
+
+class GpuRuntime final : public Runtime {
+ public:
+  // What each device can do, queried once when the module starts.
+  struct DeviceLimits {
+    int warpSize = 0;
+    int multiProcessors = 0;
+    bool pageableAccess = false;  // kernels may touch pageable host memory (HMM, ATS)
+  };
+
+  GpuRuntime(std::vector<DeviceLimits> devices, std::string description)
+      : devices_(std::move(devices)), description_(std::move(description)) {}
+
+  const char* name() const override { return WEFT_GPU_BACKEND_NAME; }
+  std::string description() const override { return description_; }
+  int deviceCount() const override { return static_cast<int>(devices_.size()); }
+
+  Status deviceProps(int device, DeviceProps* out) const override {
+    GpuDeviceProp p;
+    WEFT_GPU_TRY(GetDeviceProperties, (&p, device), "device %d", device);
+    char bus[64] = "";
+    WEFT_GPU_TRY(DeviceGetPCIBusId, (bus, sizeof(bus), device), "device %d", device);
+    out->name = p.name;
+    out->arch = gpuArchName(p);
+    out->pciBusId = bus;
+    out->warpSize = p.warpSize;
+    out->multiProcessors = p.multiProcessorCount;
+    out->totalMemoryBytes = p.totalGlobalMem;
+    return Status::ok();
+  }
+  Status setDevice(int device) override {
+    WEFT_GPU_TRY(SetDevice, (device), "%d", device);
+    return Status::ok();
+  }
+  Status getDevice(int* device) const override {
+    WEFT_GPU_TRY(GetDevice, (device), "%s", "");
+    return Status::ok();
+  }
+  Status canAccessPeer(int device, int peer, bool* out) const override {
+    int can = 0;
+    WEFT_GPU_TRY(DeviceCanAccessPeer, (&can, device, peer), "device %d, peer %d", device, peer);
+    *out = can != 0;
+    return Status::ok();
+  }
+  Status enablePeerAccess(int peer) override {
+    GpuError err = WEFT_GPU(DeviceEnablePeerAccess)(peer, 0);
+    if (err == WEFT_GPU(ErrorPeerAccessAlreadyEnabled)) {
+      (void)WEFT_GPU(GetLastError)();
+      return Status::ok();
+    }
+    if (err != kGpuSuccess) {
+      return gpuFailure(err, WEFT_GPU_NAME(DeviceEnablePeerAccess), __FILE__, __LINE__, "peer %d", peer);
+    }
+    return Status::ok();
+  }
+
+  Status allocDevice(size_t bytes, void** out) override {
+    *out = nullptr;
+    if (bytes == 0) return Status::ok();
+    WEFT_GPU_TRY(Malloc, (out, bytes), "%s", bytesText(bytes).c_str());
+    return Status::ok();
+  }
+  Status freeDevice(void* ptr) override {
+    WEFT_GPU_TRY(Free, (ptr), "%p", ptr);
+    return Status::ok();
+  }
+  Status allocHost(size_t bytes, void** out) override {
+    *out = nullptr;
+    if (bytes == 0) return Status::ok();
+    GpuError err = gpuHostAlloc(out, bytes);
+    if (err != kGpuSuccess) {
+      return gpuFailure(err, kGpuHostAllocName, __FILE__, __LINE__, "%s", bytesText(bytes).c_str());
+    }
+    return Status::ok();
+  }
+  Status freeHost(void* ptr) override {
+    if (ptr == nullptr) return Status::ok();
+    GpuError err = gpuHostFree(ptr);
+    if (err != kGpuSuccess) return gpuFailure(err, kGpuHostFreeName, __FILE__, __LINE__, "%p", ptr);
+    return Status::ok();
+  }
+  Status pointerInfo(const void* ptr, PointerInfo* out) const override {
+    if (ptr == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: pointerInfo(null)", name());
+    GpuPointerAttributes a;
+    std::memset(&a, 0, sizeof(a));
+    GpuError err = WEFT_GPU(PointerGetAttributes)(&a, ptr);
+    if (err != kGpuSuccess && gpuIsUnregisteredHostError(err)) {
+      (void)WEFT_GPU(GetLastError)();
+      *out = PointerInfo{MemoryKind::kHost, -1};
+      return Status::ok();
+    }
+    if (err != kGpuSuccess) return gpuFailure(err, WEFT_GPU_NAME(PointerGetAttributes), __FILE__, __LINE__, "%p", ptr);
+    MemoryKind kind = gpuMemoryKind(a);
+    bool onDevice = kind == MemoryKind::kDevice || kind == MemoryKind::kManaged;
+    *out = PointerInfo{kind, onDevice ? a.device : -1};
+    return Status::ok();
+  }
+
+  Status copy(void* dst, const void* src, size_t bytes, CopyKind kind) override {
+    if (bytes == 0) return Status::ok();
+    if (dst == nullptr || src == nullptr) return nullPointer("copy", bytes);
+    WEFT_GPU_TRY(Memcpy, (dst, src, bytes, gpuCopyKind(kind)), "%p <- %p, %s", dst, src, bytesText(bytes).c_str());
+    return Status::ok();
+  }
+  Status copyAsync(void* dst, const void* src, size_t bytes, CopyKind kind, Stream stream) override {
+    if (bytes == 0) return Status::ok();
+    if (dst == nullptr || src == nullptr) return nullPointer("copyAsync", bytes);
+    WEFT_GPU_TRY(MemcpyAsync, (dst, src, bytes, gpuCopyKind(kind), gpuStream(stream)), "%p <- %p, %s, stream %p", dst,
+                 src, bytesText(bytes).c_str(), static_cast<void*>(stream));
+    return Status::ok();
+  }
+  Status memset(void* dst, int value, size_t bytes) override {
+    if (bytes == 0) return Status::ok();
+    if (dst == nullptr) return nullPointer("memset", bytes);
+    WEFT_GPU_TRY(Memset, (dst, value, bytes), "%p, %d, %s", dst, value, bytesText(bytes).c_str());
+    return Status::ok();
+  }
+  Status memsetAsync(void* dst, int value, size_t bytes, Stream stream) override {
+    if (bytes == 0) return Status::ok();
+    if (dst == nullptr) return nullPointer("memsetAsync", bytes);
+    WEFT_GPU_TRY(MemsetAsync, (dst, value, bytes, gpuStream(stream)), "%p, %d, %s, stream %p", dst, value,
+                 bytesText(bytes).c_str(), static_cast<void*>(stream));
+    return Status::ok();
+  }
+
+  Status streamCreate(Stream* out) override {
+    GpuStream s = nullptr;
+    WEFT_GPU_TRY(StreamCreateWithFlags, (&s, WEFT_GPU(StreamNonBlocking)), "non-blocking");
+    *out = reinterpret_cast<Stream>(s);
+    return Status::ok();
+  }
+  Status streamDestroy(Stream stream) override {
+    if (stream == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: streamDestroy(default stream)", name());
+    WEFT_GPU_TRY(StreamDestroy, (gpuStream(stream)), "%p", static_cast<void*>(stream));
+    return Status::ok();
+  }
+  Status streamSynchronize(Stream stream) override {
+    WEFT_GPU_TRY(StreamSynchronize, (gpuStream(stream)), "%p", static_cast<void*>(stream));
+    return Status::ok();
+  }
+  Status streamQuery(Stream stream, bool* done) override {
+    GpuError err = WEFT_GPU(StreamQuery)(gpuStream(stream));
+    return readiness(err, WEFT_GPU_NAME(StreamQuery), static_cast<void*>(stream), done);
+  }
+
+  Status eventCreate(Event* out) override {
+    GpuEvent e = nullptr;
+    WEFT_GPU_TRY(EventCreateWithFlags, (&e, WEFT_GPU(EventDefault)), "timing");
+    *out = reinterpret_cast<Event>(e);
+    return Status::ok();
+  }
+  Status eventDestroy(Event event) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: eventDestroy(null)", name());
+    WEFT_GPU_TRY(EventDestroy, (gpuEvent(event)), "%p", static_cast<void*>(event));
+    return Status::ok();
+  }
+  Status eventRecord(Event event, Stream stream) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: eventRecord(null)", name());
+    WEFT_GPU_TRY(EventRecord, (gpuEvent(event), gpuStream(stream)), "%p, stream %p", static_cast<void*>(event),
+                 static_cast<void*>(stream));
+    return Status::ok();
+  }
+  Status eventSynchronize(Event event) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: eventSynchronize(null)", name());
+    WEFT_GPU_TRY(EventSynchronize, (gpuEvent(event)), "%p", static_cast<void*>(event));
+    return Status::ok();
+  }
+  Status eventQuery(Event event, bool* done) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: eventQuery(null)", name());
+    GpuError err = WEFT_GPU(EventQuery)(gpuEvent(event));
+    return readiness(err, WEFT_GPU_NAME(EventQuery), static_cast<void*>(event), done);
+  }
+  Status eventElapsedMs(Event start, Event end, float* ms) override {
+    if (start == nullptr || end == nullptr) {
+      return WEFT_ERROR(weftInvalidArgument, "%s runtime: eventElapsedMs: null event", name());
+    }
+    WEFT_GPU_TRY(EventElapsedTime, (ms, gpuEvent(start), gpuEvent(end)), "%p, %p", static_cast<void*>(start),
+                 static_cast<void*>(end));
+    return Status::ok();
+  }
+
+  Status ipcExport(void* ptr, IpcHandle* out) override {
+    static_assert(sizeof(GpuIpcMemHandle) == sizeof(IpcHandle), "the runtime's IPC handle is 64 bytes");
+    GpuIpcMemHandle h;
+    WEFT_GPU_TRY(IpcGetMemHandle, (&h, ptr), "%p", ptr);
+    std::memcpy(out->bytes, &h, sizeof(h));
+    return Status::ok();
+  }
+  Status ipcImport(const IpcHandle& handle, void** out) override {
+    GpuIpcMemHandle h;
+    std::memcpy(&h, handle.bytes, sizeof(h));
+    WEFT_GPU_TRY(IpcOpenMemHandle, (out, h, WEFT_GPU(IpcMemLazyEnablePeerAccess)), "handle from another process");
+    return Status::ok();
+  }
+  Status ipcClose(void* ptr) override {
+    WEFT_GPU_TRY(IpcCloseMemHandle, (ptr), "%p", ptr);
+    return Status::ok();
+  }
+
+  Status launchReduceCopy(const ReduceCopyArgs& args, Stream stream) override {
+    WEFT_TRY(checkReduceCopyArgs(args));
+    if (args.count == 0) return Status::ok();
+    for (int i = 0; i < args.nSrcs; ++i) WEFT_TRY(checkReachable(args.srcs[i], "srcs", i));
+    for (int j = 0; j < args.nDsts; ++j) WEFT_TRY(checkReachable(args.dsts[j], "dsts", j));
+#if WEFT_HAVE_KERNELS
+    int device = 0;
+    WEFT_TRY(getDevice(&device));
+    if (device < 0 || device >= deviceCount()) {
+      return WEFT_ERROR(weftInternalError, "%s runtime: current device %d is not one of the %d this runtime found",
+                        name(), device, deviceCount());
+    }
+    const DeviceLimits& limits = devices_[static_cast<size_t>(device)];
+    int rc = weftKernelSetLaunchLimits(limits.warpSize, limits.multiProcessors);
+    if (rc != 0) {
+      return gpuFailure(static_cast<GpuError>(rc), "weftKernelSetLaunchLimits", __FILE__, __LINE__,
+                        "warp size %d, %d blocks", limits.warpSize, limits.multiProcessors);
+    }
+    rc = weftKernelReduceCopy(&args, reinterpret_cast<void*>(gpuStream(stream)));
+    if (rc != 0) {
+      return gpuFailure(static_cast<GpuError>(rc), "weftKernelReduceCopy", __FILE__, __LINE__,
+                        "type %d, op %d, %d srcs, %d dsts, %llu elements, stream %p", static_cast<int>(args.type),
+                        static_cast<int>(args.op), args.nSrcs, args.nDsts, static_cast<unsigned long long>(args.count),
+                        static_cast<void*>(stream));
+    }
+    return Status::ok();
+#else
+    (void)stream;
+    return WEFT_ERROR(
+        weftInternalError,
+        "%s runtime: launchReduceCopy: this libweft-%s.so was built without collectives/device/kernels.cu", name(),
+        name());
+#endif
+  }
+
+ private:
+  Status nullPointer(const char* call, size_t bytes) const {
+    return WEFT_ERROR(weftInvalidArgument, "%s runtime: %s(%s): null pointer", name(), call, bytesText(bytes).c_str());
+  }
+
+  // A query's answer: finished, still running (not an error), or the failure.
+  Status readiness(GpuError err, const char* call, void* what, bool* done) const {
+    if (err == WEFT_GPU(ErrorNotReady)) {
+      (void)WEFT_GPU(GetLastError)();
+      *done = false;
+      return Status::ok();
+    }
+    if (err != kGpuSuccess) return gpuFailure(err, call, __FILE__, __LINE__, "%p", what);
+    *done = true;
+    return Status::ok();
+  }
+
+  // A kernel on the current device can read and write the buffer: device or managed memory,
+  // pinned host memory, or any host memory where the device reads pageable memory (HMM, ATS).
+  Status checkReachable(const void* ptr, const char* array, int index) const {
+    PointerInfo info;
+    WEFT_TRY(pointerInfo(ptr, &info));
+    if (info.kind != MemoryKind::kHost) return Status::ok();
+    int device = 0;
+    WEFT_TRY(getDevice(&device));
+    if (device >= 0 && device < deviceCount() && devices_[device].pageableAccess) return Status::ok();
+    return WEFT_ERROR(weftInvalidArgument,
+                      "reduce-copy: %s[%d] = %p is pageable host memory, which device %d cannot reach; allocate it "
+                      "with allocDevice or allocHost",
+                      array, index, ptr, device);
+  }
+
+  std::vector<DeviceLimits> devices_;
+  std::string description_;
+};
+
+// "CUDA runtime 13.0, driver 12.8; 8 devices: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, warp 32), ...".
+std::string describe(int count) {
+  int runtimeVersion = 0, driverVersion = 0;
+  (void)WEFT_GPU(RuntimeGetVersion)(&runtimeVersion);
+  (void)WEFT_GPU(DriverGetVersion)(&driverVersion);
+  char text[512];
+  std::snprintf(text, sizeof(text), "%s runtime %s, driver %s; %d device%s", WEFT_GPU_RUNTIME,
+                gpuVersionText(runtimeVersion).c_str(), gpuVersionText(driverVersion).c_str(), count,
+                count == 1 ? "" : "s");
+  std::string out = text;
+  GpuDeviceProp p;
+  if (count > 0 && WEFT_GPU(GetDeviceProperties)(&p, 0) == kGpuSuccess) {
+    std::snprintf(text, sizeof(text), ": %s (%s, %d %s, warp %d)%s", p.name, gpuArchName(p).c_str(),
+                  p.multiProcessorCount, WEFT_GPU_UNITS, p.warpSize, count > 1 ? ", ..." : "");
+    out += text;
+  }
+  (void)WEFT_GPU(GetLastError)();
+  return out;
+}
+
+}  // namespace
+}  // namespace device
+}  // namespace weft
+
+// The module's only exported symbol (gpu_module.h).
+extern "C" __attribute__((visibility("default"))) weft::device::Runtime* weftCreateGpuRuntime(int abiVersion,
+                                                                                              char* whyNot,
+                                                                                              size_t whyNotBytes) {
+  using namespace weft::device;
+  if (whyNotBytes > 0) whyNot[0] = '\0';
+  if (!gpuModuleAbiMatches(abiVersion, whyNot, whyNotBytes)) return nullptr;
+  try {
+    int count = 0;
+    GpuError err = WEFT_GPU(GetDeviceCount)(&count);
+    if (err != kGpuSuccess || count == 0) {
+      (void)WEFT_GPU(GetLastError)();
+      if (err != kGpuSuccess) {
+        std::snprintf(whyNot, whyNotBytes, "no %s device: %s: %s%s", WEFT_GPU_VENDOR, WEFT_GPU_NAME(GetDeviceCount),
+                      gpuErrorText(err).c_str(), gpuDriverHint());
+      } else {
+        std::snprintf(whyNot, whyNotBytes, "no %s device: %s found none%s", WEFT_GPU_VENDOR,
+                      WEFT_GPU_NAME(GetDeviceCount), gpuDriverHint());
+      }
+      return nullptr;
+    }
+    std::vector<GpuRuntime::DeviceLimits> devices(count);
+    for (int d = 0; d < count; ++d) {
+      GpuDeviceProp p;
+      err = WEFT_GPU(GetDeviceProperties)(&p, d);
+      if (err != kGpuSuccess) {
+        std::snprintf(whyNot, whyNotBytes, "%s(device %d): %s", WEFT_GPU_NAME(GetDeviceProperties), d,
+                      gpuErrorText(err).c_str());
+        (void)WEFT_GPU(GetLastError)();
+        return nullptr;
+      }
+      devices[d].warpSize = p.warpSize;
+      devices[d].multiProcessors = p.multiProcessorCount;
+      int pageable = 0;
+      if (WEFT_GPU(DeviceGetAttribute)(&pageable, kGpuPageableMemoryAccess, d) == kGpuSuccess) {
+        devices[d].pageableAccess = pageable != 0;
+      }
+    }
+    (void)WEFT_GPU(GetLastError)();
+    return new GpuRuntime(std::move(devices), describe(count));
+  } catch (const std::exception& e) {
+    std::snprintf(whyNot, whyNotBytes, "%s runtime failed to start: %s", WEFT_GPU_BACKEND_NAME, e.what());
+    return nullptr;
+  }
+}
