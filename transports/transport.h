@@ -22,6 +22,13 @@
 
 #include "base/os.h"
 #include "base/status.h"
+#include "device/kernel_api.h"
+
+namespace weft {
+namespace device {
+class Runtime;
+}
+}  // namespace weft
 
 namespace weft {
 
@@ -33,7 +40,7 @@ struct PeerInfo {
   uint64_t hostHash = 0;     // equal: same host
   uint64_t processHash = 0;  // equal: same process
   int32_t device = -1;       // GPU index, -1 for host memory ranks
-  int32_t reserved = 0;
+  int32_t deviceUnits = 0;   // SMs / CUs of that GPU (0: none or not known yet)
   // Address of this process's memory probe (memoryProbeAddress()): a peer that can read it
   // can read this rank's buffers directly (single-copy).
   uint64_t probeAddress = 0;
@@ -57,6 +64,11 @@ class PeerExchange {
   virtual ~PeerExchange() = default;
   virtual Status send(int peer, int tag, const void* data, size_t bytes) = 0;
   virtual Status recv(int peer, int tag, void* data, size_t bytes) = 0;
+  // The same, giving up at `deadline` (connecting waits no longer than the request allows).
+  virtual Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline) {
+    (void)deadline;
+    return recv(peer, tag, data, bytes);
+  }
 };
 
 struct ConnectRequest {
@@ -70,6 +82,9 @@ struct ConnectRequest {
   PeerExchange* exchange = nullptr;  // may be null for transports that need no exchange
   // Waits in connectSend() give up (weftRemoteError) once this becomes true (weftCommAbort).
   const std::atomic<bool>* abort = nullptr;
+  // Device executor connections (their FIFO is read by the lane program, deviceFifo()): the
+  // runtime that owns the ranks' buffers; null for host-executor connections.
+  device::Runtime* runtime = nullptr;
 };
 
 // One direction of one edge. A connection made by connectSend() uses the sender methods, one
@@ -109,6 +124,11 @@ class Connection {
   // ordinary message, and the sender saves the copy into the slot. The referenced memory must
   // stay unchanged until allSendsConsumed().
   virtual bool sendsReferencedBytes() const { return false; }
+  // Device executor: the FIFO as the lane program reads and writes it (slots and counters in
+  // memory the devices of both ranks reach), or false when this connection only works through
+  // the methods above (the host executor's). A connection that gives one is not used through
+  // the methods above.
+  virtual bool deviceFifo(device::FifoView* out) { return false; }
 };
 
 class Transport {
@@ -116,6 +136,9 @@ class Transport {
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
   virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  // True for transports whose connections are read by the device executor (deviceFifo()): they
+  // serve only its FIFOs, and the host executor's never.
+  virtual bool forDevices() const { return false; }
   // The receiving side of an edge creates its FIFO; returns at once.
   virtual Status connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) = 0;
   // The sending side attaches to the FIFO its peer creates, waiting until req.deadline for it.

@@ -1,55 +1,26 @@
-// The GPU kernels of the collectives and their dispatcher, one translation unit compiled by
-// nvcc into libweft-cuda.so and by hipcc into libweft-hip.so (DESIGN.md, "Device code").
+// The reduce-copy kernels and their dispatcher, one translation unit compiled by nvcc into
+// libweft-cuda.so and by hipcc into libweft-hip.so (DESIGN.md, "Device code"); lane_kernels.cu,
+// beside it in both modules, holds the lane program's.
 //
 // A kernel is reduce_copy.cuh's element-wise loop with (tid, nthreads) = (global thread index,
 // threads in the grid); there is one per (datatype, op) and one copy per element size. The
 // runtime module calls weftKernelReduceCopy (declared with ReduceCopyArgs), which picks the
 // kernel for (type, op), sizes the grid from the message and the device's limits, and launches.
 //
-// The only runtime calls here are the launch and the error query, through the few names below;
-// everything else about the device (streams, memory, attributes) is the runtime module's.
-#if defined(__HIPCC__)
-#include <hip/hip_runtime.h>
-#elif defined(__CUDACC__)
-#include <cuda_runtime.h>
-#else
-#error "kernels.cu is compiled by nvcc or hipcc"
-#endif
-
+// The only runtime calls here are the launch and the error query (kernel_launch.cuh).
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+#include "collectives/device/kernel_launch.cuh"
 #include "collectives/device/launch_shape.h"
 #include "collectives/device/reduce_copy.cuh"
 #include "device/kernel_api.h"
-
-// Tells the kernels the device's warp size and the most blocks one launch may use; the runtime
-// module calls it once it has queried the device (until then: warp size 32 for CUDA, 64 for HIP,
-// and 64 blocks). Returns 0, or the invalid-value code when deviceWarpSize is not 1..512 or
-// maxBlocks < 1. (Its declaration belongs in device/kernel_api.h next to weftKernelReduceCopy.)
-extern "C" int weftKernelSetLaunchLimits(int deviceWarpSize, int maxBlocks);
 
 namespace weft {
 namespace coll {
 namespace kernel {
 namespace {
-
-#if defined(__HIPCC__)
-using GpuStream = hipStream_t;
-using GpuError = hipError_t;
-constexpr GpuError kGpuSuccess = hipSuccess;
-constexpr GpuError kGpuInvalidValue = hipErrorInvalidValue;
-constexpr int kDefaultWarpSize = 64;  // the larger AMD wavefront: its multiples suit RDNA too
-GpuError gpuLaunchError() { return hipGetLastError(); }
-#else
-using GpuStream = cudaStream_t;
-using GpuError = cudaError_t;
-constexpr GpuError kGpuSuccess = cudaSuccess;
-constexpr GpuError kGpuInvalidValue = cudaErrorInvalidValue;
-constexpr int kDefaultWarpSize = 32;
-GpuError gpuLaunchError() { return cudaGetLastError(); }
-#endif
 
 static_assert(kMaxSrcs == device::kMaxReduceSrcs && kMaxDsts == device::kMaxReduceDsts,
               "reduce_copy.cuh and kernel_api.h agree on the source and destination counts");
@@ -58,6 +29,10 @@ std::atomic<int> gWarpSize{kDefaultWarpSize};
 std::atomic<int> gMaxBlocks{64};
 
 }  // namespace
+
+LaunchLimits currentLaunchLimits() {
+  return LaunchLimits{gWarpSize.load(std::memory_order_relaxed), gMaxBlocks.load(std::memory_order_relaxed)};
+}
 
 // One thread per (tid, nthreads) share of the message. The bound is the block size launchShapeFor
 // never exceeds: hipcc then gives each thread the registers of the unrolled packs (its default
@@ -74,8 +49,7 @@ namespace {
 
 template <typename T, typename Step>
 int launch(const device::ReduceCopyArgs& args, const Step& step, GpuStream stream) {
-  const LaunchLimits limits{gWarpSize.load(std::memory_order_relaxed), gMaxBlocks.load(std::memory_order_relaxed)};
-  const LaunchShape shape = launchShapeFor(args.count * sizeof(T), limits, kUnroll);
+  const LaunchShape shape = launchShapeFor(args.count * sizeof(T), currentLaunchLimits(), kUnroll);
   reduceCopyKernel<T, Step><<<shape.blocks, shape.threadsPerBlock, 0, stream>>>(args, step);
   return static_cast<int>(gpuLaunchError());
 }
@@ -115,34 +89,7 @@ int launchCopy(const device::ReduceCopyArgs& args, size_t elemSize, GpuStream st
 }
 
 int launchTyped(const device::ReduceCopyArgs& args, GpuStream stream) {
-  switch (args.type) {
-    case weftInt8:
-      return launchOp<int8_t>(args, stream);
-    case weftUint8:
-      return launchOp<uint8_t>(args, stream);
-    case weftInt32:
-      return launchOp<int32_t>(args, stream);
-    case weftUint32:
-      return launchOp<uint32_t>(args, stream);
-    case weftInt64:
-      return launchOp<int64_t>(args, stream);
-    case weftUint64:
-      return launchOp<uint64_t>(args, stream);
-    case weftFloat16:
-      return launchOp<Half>(args, stream);
-    case weftFloat32:
-      return launchOp<float>(args, stream);
-    case weftFloat64:
-      return launchOp<double>(args, stream);
-    case weftBfloat16:
-      return launchOp<BFloat16>(args, stream);
-    case weftFloat8e4m3:
-      return launchOp<Fp8E4M3>(args, stream);
-    case weftFloat8e5m2:
-      return launchOp<Fp8E5M2>(args, stream);
-    default:
-      return static_cast<int>(kGpuInvalidValue);
-  }
+  return withType(args.type, [&](auto t) { return launchOp<typename decltype(t)::type>(args, stream); });
 }
 
 bool validArgs(const device::ReduceCopyArgs& a) {

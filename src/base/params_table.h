@@ -28,10 +28,11 @@ WEFT_PARAM(int64_t, MaxNChannels, "MAX_NCHANNELS", 4, "most channels (parallel r
 
 // Transports
 WEFT_PARAM(bool, ShmDisable, "SHM_DISABLE", false, "1: never use the shared-memory transport")
+WEFT_PARAM(bool, P2pDisable, "P2P_DISABLE", false, "1: never let GPUs write each other's memory (device buffers are then staged through pinned host memory over shared memory or the network)")
 WEFT_PARAM(bool, SingleCopy, "SINGLE_COPY", true, "0: never let a rank read a peer's buffers directly; always copy through shared memory")
 WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different processes read each other's buffers with process_vm_readv (single-copy across processes; off by default: slower than two copies at slot size on the machines measured)")
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
 WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")
 WEFT_PARAM(std::string, Net, "NET", "auto", "network transport between hosts: socket, ofi (libfabric) or auto (ofi when libfabric has a hardware provider, else socket)")
-WEFT_PARAM(std::string, GpuBackend, "GPU_BACKEND", "auto", "GPU module to load: auto (libweft-cuda.so, then libweft-hip.so), cuda, hip or none")
+WEFT_PARAM(std::string, GpuBackend, "GPU_BACKEND", "auto", "GPU module to load: auto (libweft-cuda.so, then libweft-hip.so), cuda, hip, none, or emulated (for testing: host memory posing as one GPU)")
 WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")

@@ -15,6 +15,7 @@
 #include "collectives/datatypes.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
+#include "device/device.h"
 #include "weft/weft.h"
 
 using weft::Status;
@@ -94,9 +95,41 @@ Status checkComm(weftComm* comm, const char* fn) {
 
 Status checkStream(weftComm* comm, weftStream_t stream, const char* fn) {
   if (stream == nullptr) return Status::ok();
-  return Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn +
-                                                ": a device stream was given but this build of Weft has no GPU "
-                                                "backend; pass stream = NULL for host memory");
+  if (weft::device::gpuRuntime() == nullptr) {
+    return Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn +
+                                                  ": a device stream was given but no GPU backend is loaded (WEFT_DEBUG=INFO "
+                                                  "says why); pass stream = NULL for host memory");
+  }
+  if (comm->impl->device() < 0) {
+    return Status::error(weftInvalidUsage, "rank " + std::to_string(comm->rank) + ": " + fn +
+                                               ": a device stream was given but no GPU was current when this "
+                                               "communicator was created; call cudaSetDevice / hipSetDevice before "
+                                               "weftCommInitRank");
+  }
+  return Status::ok();
+}
+
+// With a stream, buffers must be memory this rank's GPU reaches: its device memory, managed
+// memory, or pinned host memory.
+Status checkDeviceBuffer(weftComm* comm, const void* buf, size_t bytes, const char* what, const char* fn) {
+  if (buf == nullptr || bytes == 0) return Status::ok();
+  weft::device::Runtime* runtime = weft::device::gpuRuntime();
+  weft::device::PointerInfo info;
+  Status s = runtime->pointerInfo(buf, &info);
+  if (!s.isOk()) return std::move(s).withPrefix("rank " + std::to_string(comm->rank) + ": " + fn + ": " + what + ": ");
+  const int dev = comm->impl->device();
+  bool ok = info.kind == weft::device::MemoryKind::kManaged || info.kind == weft::device::MemoryKind::kPinnedHost ||
+            (info.kind == weft::device::MemoryKind::kDevice && info.device == dev);
+  if (ok) return Status::ok();
+  std::string where = info.kind == weft::device::MemoryKind::kDevice
+                          ? "memory of device " + std::to_string(info.device)
+                          : std::string("pageable host memory");
+  return Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn + ": " + what + " (" +
+                                                std::to_string(bytes) + " bytes) is " + where +
+                                                ", but with a stream buffers must be on this rank's device " +
+                                                std::to_string(dev) +
+                                                " (or managed / pinned host memory); pass stream = NULL for host "
+                                                "buffers");
 }
 
 Status checkTypeOp(weftComm* comm, weftDataType_t type, const weftRedOp_t* op, const char* fn) {
@@ -133,6 +166,7 @@ Status checkCount(weftComm* comm, size_t count, size_t elemSize, size_t multiple
 
 struct PendingOp {
   weftComm* comm = nullptr;
+  weftStream_t stream = nullptr;  // non-null: device buffers, enqueued on this stream
   bool isP2p = false;
   CollCall coll;
   P2pCall p2p;
@@ -146,19 +180,69 @@ struct GroupState {
 
 thread_local GroupState tlsGroup;
 
-// Runs one communicator's share of a group: collectives in call order, then every send and
-// receive concurrently.
+bool overlaps(const CollCall& a, const CollCall& b) {
+  auto range = [](const void* p, size_t bytes) {
+    auto v = reinterpret_cast<uintptr_t>(p);
+    return std::make_pair(v, v + bytes);
+  };
+  // Generous extents (n blocks for the blocked collectives): fusing is an optimisation.
+  size_t n = 1u << 20;
+  auto bytesOf = [&](const CollCall& c) { return c.count * weft::coll::dataTypeSize(c.type) * n; };
+  std::pair<uintptr_t, uintptr_t> ra[2] = {range(a.sendbuff, bytesOf(a)), range(a.recvbuff, bytesOf(a))};
+  std::pair<uintptr_t, uintptr_t> rb[2] = {range(b.sendbuff, bytesOf(b)), range(b.recvbuff, bytesOf(b))};
+  for (auto& x : ra) {
+    for (auto& y : rb) {
+      if (x.first != 0 && y.first != 0 && x.first < y.second && y.first < x.second) return true;
+    }
+  }
+  return false;
+}
+
+// Device collectives of a group: consecutive calls on one stream with one type and op whose
+// buffers are apart are fused into one launch (they run side by side); the others go alone.
+Status runDeviceOps(Communicator* impl, const PendingOp* ops, size_t nOps) {
+  size_t i = 0;
+  while (i < nOps) {
+    std::vector<CollCall> batch{ops[i].coll};
+    size_t j = i + 1;
+    while (j < nOps && batch.size() < static_cast<size_t>(weft::device::kMaxFusedOps) &&
+           ops[j].stream == ops[i].stream && ops[j].coll.type == ops[i].coll.type &&
+           ops[j].coll.op == ops[i].coll.op) {
+      bool apart = true;
+      for (const CollCall& c : batch) apart = apart && !overlaps(c, ops[j].coll);
+      if (!apart) break;
+      batch.push_back(ops[j].coll);
+      ++j;
+    }
+    WEFT_TRY(impl->runDevice(batch, ops[i].stream));
+    i = j;
+  }
+  return Status::ok();
+}
+
+// Runs one communicator's share of a group: collectives in call order (device ones enqueued,
+// fused where they can be), then every send and receive concurrently.
 Status runOps(weftComm* comm, const PendingOp* ops, size_t nOps) {
   Communicator* impl = comm->impl.get();
   std::vector<P2pCall> p2p;
+  std::vector<PendingOp> device;
   for (size_t i = 0; i < nOps; ++i) {
     const PendingOp& op = ops[i];
+    if (op.stream != nullptr && !op.isP2p) {
+      device.push_back(op);
+      continue;
+    }
+    if (!device.empty()) {
+      WEFT_TRY(runDeviceOps(impl, device.data(), device.size()));
+      device.clear();
+    }
     if (op.isP2p) {
       p2p.push_back(op.p2p);
     } else {
       WEFT_TRY(impl->runCollective(op.coll));
     }
   }
+  if (!device.empty()) WEFT_TRY(runDeviceOps(impl, device.data(), device.size()));
   if (!p2p.empty()) WEFT_TRY(impl->runP2p(p2p));
   return Status::ok();
 }
@@ -179,9 +263,10 @@ weftResult_t submit(PendingOp op) {
   return result;
 }
 
-weftResult_t submitCollective(weftComm* comm, const CollCall& call) {
+weftResult_t submitCollective(weftComm* comm, const CollCall& call, weftStream_t stream = nullptr) {
   PendingOp op;
   op.comm = comm;
+  op.stream = stream;
   op.coll = call;
   return submit(op);
 }
@@ -209,13 +294,27 @@ Status validateCollective(weftComm* comm, const CollCall& c, weftStream_t stream
   bool needsRecv = !(c.kind == weft::coll::CollKind::kReduce && !isRoot);
   if (needsSend) WEFT_TRY(checkBuffer(comm, c.sendbuff, c.count, "sendbuff", fn));
   if (needsRecv) WEFT_TRY(checkBuffer(comm, c.recvbuff, c.count, "recvbuff", fn));
+  if (stream != nullptr) {
+    using weft::coll::CollKind;
+    size_t bytes = c.count * weft::coll::dataTypeSize(c.type);
+    size_t sendBytes = (c.kind == CollKind::kReduceScatter || c.kind == CollKind::kAllToAll) ? bytes * n : bytes;
+    size_t recvBytes = (c.kind == CollKind::kAllGather || c.kind == CollKind::kAllToAll) ? bytes * n : bytes;
+    if (needsSend) WEFT_TRY(checkDeviceBuffer(comm, c.sendbuff, sendBytes, "sendbuff", fn));
+    if (needsRecv) WEFT_TRY(checkDeviceBuffer(comm, c.recvbuff, recvBytes, "recvbuff", fn));
+    // A failure of device work enqueued earlier puts the communicator in its error state.
+    Status async = comm->impl->deviceAsyncError();
+    if (!async.isOk()) {
+      reportFailure(comm, async);
+      return checkComm(comm, fn);
+    }
+  }
   return Status::ok();
 }
 
 weftResult_t collective(weftComm* comm, const CollCall& call, weftStream_t stream, const char* fn) {
   Status s = validateCollective(comm, call, stream, fn);
   if (!s.isOk()) return report(comm, s);
-  return submitCollective(comm, call);
+  return submitCollective(comm, call, stream);
 }
 
 Status initComm(weftComm* handle, const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config) {
@@ -331,7 +430,6 @@ weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId c
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
   if (comms == nullptr) return report(nullptr, invalid("weftCommInitAll: comms is NULL"));
   if (ndev < 1) return report(nullptr, invalid("weftCommInitAll: ndev is %s%lld; it must be at least 1", "", ndev));
-  (void)devlist;  // device indices matter once GPU backends exist
   weftUniqueId id;
   weftResult_t r = weftGetUniqueId(&id);
   if (r != weftSuccess) return r;
@@ -340,6 +438,16 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
   std::vector<std::thread> threads;
   for (int i = 0; i < ndev; ++i) {
     threads.emplace_back([&, i] {
+      // Each rank uses its device from devlist (several ranks may name the same one).
+      weft::device::Runtime* runtime = weft::device::gpuRuntime();
+      if (devlist != nullptr && runtime != nullptr) {
+        Status s = runtime->setDevice(devlist[i]);
+        if (!s.isOk()) {
+          results[i] = s.code();
+          errors[i] = "weftCommInitAll: devlist[" + std::to_string(i) + "]: " + s.message();
+          return;
+        }
+      }
       results[i] = weftCommInitRank(&comms[i], ndev, id, i);
       if (results[i] != weftSuccess) errors[i] = tlsLastError;
     });
@@ -395,8 +503,13 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
 
 weftResult_t weftCommFinalize(weftComm_t comm) {
   if (comm == nullptr) return report(nullptr, invalid("weftCommFinalize: comm is NULL"));
-  // Host-memory calls complete before they return: nothing is pending.
+  // Host-memory calls complete before they return; device work may still be queued.
   if (comm->initThread.joinable()) comm->initThread.join();
+  if (comm->impl) {
+    Status s = comm->impl->synchronizeDevice();
+    if (s.isOk()) s = comm->impl->deviceAsyncError();
+    if (!s.isOk()) return reportFailure(comm, s);
+  }
   return weftSuccess;
 }
 
@@ -423,6 +536,10 @@ weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
   if (comm == nullptr || asyncError == nullptr) {
     return report(comm, invalid("weftCommGetAsyncError: comm or asyncError is NULL"));
   }
+  if (comm->state.load() == weftSuccess && comm->impl) {
+    Status s = comm->impl->deviceAsyncError();
+    if (!s.isOk()) reportFailure(comm, s);
+  }
   *asyncError = static_cast<weftResult_t>(comm->state.load());
   return weftSuccess;
 }
@@ -441,7 +558,7 @@ weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
 
 weftResult_t weftCommDevice(const weftComm_t comm, int* device) {
   if (comm == nullptr || device == nullptr) return report(comm, invalid("weftCommDevice: comm or device is NULL"));
-  *device = -1;
+  *device = comm->impl ? comm->impl->device() : -1;
   return weftSuccess;
 }
 
@@ -486,6 +603,11 @@ static weftResult_t pointToPoint(bool send, const void* sendbuff, void* recvbuff
                                  const char* fn) {
   Status s = checkComm(comm, fn);
   if (s.isOk()) s = checkStream(comm, stream, fn);
+  if (s.isOk() && stream != nullptr) {
+    s = Status::error(weftInvalidUsage, "rank " + std::to_string(comm->rank) + ": " + fn +
+                                            " on device buffers is not supported yet; use host buffers (stream = "
+                                            "NULL) or weftAllToAll");
+  }
   if (s.isOk()) s = checkTypeOp(comm, datatype, nullptr, fn);
   if (s.isOk() && (peer < 0 || peer >= comm->nRanks)) {
     s = Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn + ": peer " +
@@ -503,6 +625,7 @@ static weftResult_t pointToPoint(bool send, const void* sendbuff, void* recvbuff
   op.p2p.recvbuff = recvbuff;
   op.p2p.bytes = count * weft::coll::dataTypeSize(datatype);
   op.p2p.peer = peer;
+  op.stream = stream;
   return submit(op);
 }
 
@@ -519,6 +642,11 @@ weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int
 weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream) {
   Status s = checkComm(comm, "weftBarrier");
   if (s.isOk()) s = checkStream(comm, stream, "weftBarrier");
+  if (s.isOk() && stream != nullptr) {
+    s = Status::error(weftInvalidUsage, "rank " + std::to_string(comm->rank) +
+                                            ": weftBarrier on a stream is not supported yet; call it with stream = "
+                                            "NULL (it then waits on the host)");
+  }
   if (!s.isOk()) return report(comm, s);
   static const uint8_t kZero = 0;
   static thread_local uint8_t sink = 0;

@@ -105,7 +105,7 @@ class Bootstrap : public PeerExchange {
   Status send(int peer, int tag, const void* data, size_t bytes) override;
   Status recv(int peer, int tag, void* data, size_t bytes) override;
   Status send(int peer, int tag, const void* data, size_t bytes, Deadline deadline);
-  Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline);
+  Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline) override;
 
   // From any thread: every call in progress or to come returns weftRemoteError ("aborted")
   // within about 0.1 s.

@@ -17,7 +17,9 @@
 #include "collectives/host_executor.h"
 #include "collectives/schedule.h"
 #include "core/bootstrap.h"
+#include "core/device_path.h"
 #include "topology/tuner.h"
+#include "transports/net/proxy.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
 
@@ -69,6 +71,15 @@ class Communicator final : public coll::ConnectionProvider {
   const std::string& name() const { return name_; }
 
   Status runCollective(const CollCall& call);
+  // Enqueues collectives on device buffers (one type and op, at most device::kMaxFusedOps, in
+  // call order) as one launch on `stream`; returns once they are queued.
+  Status runDevice(const std::vector<CollCall>& calls, void* stream);
+  // The GPU this rank uses (-1: none; host memory only).
+  int device() const { return peers_.empty() ? -1 : peers_[static_cast<size_t>(rank_)].device; }
+  // Failures of device work enqueued earlier (ok when none, or no device work yet).
+  Status deviceAsyncError();
+  // Waits for device work enqueued so far (finalize, destroy).
+  Status synchronizeDevice();
   // Runs a group's sends and receives concurrently (calls to one peer in one direction stay in
   // call order).
   Status runP2p(const std::vector<P2pCall>& calls);
@@ -99,6 +110,8 @@ class Communicator final : public coll::ConnectionProvider {
   // Hosts that share a name (containers, network namespaces) get their address appended
   // ("vm@198.18.0.2"), so that messages tell them apart.
   void nameHostsApart();
+  // Sets maxDeviceLanes_ from the peers' devices (several ranks may share one GPU).
+  void limitDeviceLanes();
   // Sets nodeOrder_ and nNodes_ from peers_.
   void groupByHost();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
@@ -146,6 +159,13 @@ class Communicator final : public coll::ConnectionProvider {
   std::atomic<bool> aborted_{false};
   // The rank whose failure ended this communicator's operation, when known (-1: not yet).
   std::atomic<int> culprit_{-1};
+  // Device executor: created by the first device call (guarded by connMutex_ against abort()).
+  std::unique_ptr<DevicePath> devicePath_;
+  // Moves the slots of bridged device FIFOs (network, or GPUs without peer access); made by the
+  // first bridge.
+  std::unique_ptr<net::Proxy> bridgeProxy_;
+  Status bridgeProxy();
+  int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
 };
 
 }  // namespace core

@@ -1,10 +1,26 @@
-// What every runtime shares: names for logs and the argument checks of a reduce-copy launch.
-// Also linked into the GPU modules, so the host and the GPUs reject the same arguments with
-// the same words.
+// What every runtime shares: names for logs, the argument checks of a reduce-copy launch and of
+// a lane launch, and the host lane runner's registration. Also linked into the GPU modules, so
+// the host and the GPUs reject the same arguments with the same words.
 #include "device/device.h"
+
+#include <atomic>
 
 namespace weft {
 namespace device {
+
+namespace {
+std::atomic<HostLaneRunner> gHostLaneRunner{nullptr};
+
+// One block per lane: CUDA's and HIP's largest grid is far larger, but no schedule needs more
+// lanes than this, and a larger count is a corrupted launch.
+constexpr int32_t kMaxLanes = 1024;
+// The largest block the lane kernels are compiled for (collectives/device/lane_kernels.cu);
+// both vendors allow 1024, but hipcc would then spill the registers of more of them.
+constexpr int32_t kMaxThreadsPerLane = 512;
+}  // namespace
+
+void setHostLaneRunner(HostLaneRunner runner) { gHostLaneRunner.store(runner); }
+HostLaneRunner hostLaneRunner() { return gHostLaneRunner.load(); }
 
 const char* memoryKindName(MemoryKind kind) {
   switch (kind) {
@@ -53,6 +69,62 @@ Status checkReduceCopyArgs(const ReduceCopyArgs& a) {
     if (a.dsts[j] == nullptr) {
       return WEFT_ERROR(weftInvalidArgument, "reduce-copy: dsts[%d] is null with %llu elements to write", j,
                         static_cast<unsigned long long>(a.count));
+    }
+  }
+  return Status::ok();
+}
+
+Status checkLaneLaunch(const LaneLaunch& l) {
+  if (static_cast<int>(l.type) < 0 || static_cast<int>(l.type) >= weftNumTypes) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: datatype %d is not a weftDataType_t",
+                      static_cast<int>(l.type));
+  }
+  if (static_cast<int>(l.op) < 0 || static_cast<int>(l.op) >= weftNumOps) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: op %d is not a weftRedOp_t", static_cast<int>(l.op));
+  }
+  if (l.op == weftAvg && l.divisor < 1) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: weftAvg with divisor 0; pass the rank count");
+  }
+  if (l.nLanes < 1 || l.nLanes > kMaxLanes) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: nLanes is %d; it must be 1 to %d", l.nLanes, kMaxLanes);
+  }
+  if (l.lanes == nullptr || l.steps == nullptr) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: the %s table is null", l.lanes == nullptr ? "lane" : "step");
+  }
+  if (l.error == nullptr) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "lane launch: error is null; it must point to a zeroed LaneError the host and the device reach");
+  }
+  if (l.nFifos < 0) return WEFT_ERROR(weftInvalidArgument, "lane launch: nFifos is %d", l.nFifos);
+  if (l.nFifos > 0 && l.fifos == nullptr) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: the FIFO table is null with nFifos %d", l.nFifos);
+  }
+  if (l.nBuffers < 1 || l.nBuffers > kMaxFusedOps) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: nBuffers is %d; it must be 1 to %d", l.nBuffers, kMaxFusedOps);
+  }
+  if (l.threadsPerLane < 0 || l.threadsPerLane > kMaxThreadsPerLane) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "lane launch: threadsPerLane is %d; it must be 1 to %d, or 0 for the default", l.threadsPerLane,
+                      kMaxThreadsPerLane);
+  }
+  for (int32_t i = 0; i < l.nLanes; ++i) {
+    const LaneDesc& d = l.lanes[i];
+    if (d.firstStep < 0 || d.nSteps < 0) {
+      return WEFT_ERROR(weftInvalidArgument,
+                        "lane launch: lane %d has firstStep %d and nSteps %d; neither may be negative", i, d.firstStep,
+                        d.nSteps);
+    }
+    if (d.buffers < 0 || d.buffers >= l.nBuffers) {
+      return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d names buffers %d of a launch with %d", i, d.buffers,
+                        l.nBuffers);
+    }
+    if (d.sliceElems < 1) {
+      return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has sliceElems %lld; it must be at least 1", i,
+                        static_cast<long long>(d.sliceElems));
+    }
+    if (d.iterations < 0) {
+      return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has %lld iterations", i,
+                        static_cast<long long>(d.iterations));
     }
   }
   return Status::ok();

@@ -111,6 +111,16 @@ class Runtime {
 
   // Runs the reduce-copy kernel (collectives/device) on `stream`: dsts[j][i] = op(srcs[*][i]).
   virtual Status launchReduceCopy(const ReduceCopyArgs& args, Stream stream) = 0;
+
+  // Runs the lane program (collectives/device/lane_program.cuh) on `stream`, one block per lane.
+  // Returns once it is queued; failures of the lanes land in *launch.error.
+  virtual Status launchLanes(const LaneLaunch& launch, Stream stream) = 0;
+  // Work queued on `stream` after this call waits for `event` (recorded on any stream).
+  virtual Status streamWaitEvent(Stream stream, Event event) = 0;
+  // Makes host memory the runtime did not allocate (a shared-memory segment) reachable by the
+  // devices at the same address; page-aligned ranges. Unregister before unmapping it.
+  virtual Status hostRegister(void* ptr, size_t bytes) = 0;
+  virtual Status hostUnregister(void* ptr) = 0;
 };
 
 // The host runtime: plain memory, no devices, streams and events that complete at once.
@@ -125,6 +135,16 @@ Runtime* gpuRuntime();
 // Checks the parts of ReduceCopyArgs every runtime checks the same way: counts in range, no
 // null buffer when there is data, a known type and op, a divisor for weftAvg.
 Status checkReduceCopyArgs(const ReduceCopyArgs& args);
+// The same for a lane launch: counts in range, tables present, steps that name lanes, FIFOs
+// and buffers that exist.
+Status checkLaneLaunch(const LaneLaunch& launch);
+
+// The lane program on host threads, which the host runtime's launchLanes runs (the collectives
+// layer registers it: collectives/device/lanes_host.cc): every lane of `launch` to its end, one
+// thread per lane. Returns the LaneErrorCode of the first failure, also left in *launch.error.
+using HostLaneRunner = uint32_t (*)(const LaneLaunch& launch);
+void setHostLaneRunner(HostLaneRunner runner);
+HostLaneRunner hostLaneRunner();  // null until registered
 
 }  // namespace device
 }  // namespace weft

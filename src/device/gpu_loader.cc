@@ -134,9 +134,16 @@ std::string thisBinaryDir() {
 
 GpuLoadResult loadGpuRuntime(const GpuLoadOptions& options) {
   GpuLoadResult result;
+  // Only ever by name: a test machine asks for it, and "auto" must not pass it off as a GPU.
+  if (options.backend == "emulated") {
+    result.runtime = makeEmulatedRuntime();
+    result.report = "GPU backend: emulated (host memory posing as one GPU; for tests)";
+    return result;
+  }
   std::vector<std::string> names = options.modules;
   if (names.empty() && !gpuModuleNames(options.backend, &names)) {
-    result.report = "no GPU backend: WEFT_GPU_BACKEND=" + options.backend + " is not one of auto, cuda, hip, none";
+    result.report =
+        "no GPU backend: WEFT_GPU_BACKEND=" + options.backend + " is not one of auto, cuda, hip, none, emulated";
     return result;
   }
   if (names.empty()) {

@@ -1,5 +1,6 @@
 // Finding and loading the GPU modules (libweft-cuda.so, libweft-hip.so) at run time, for
-// gpuRuntime() (device.h). Split out so tests can point it at other directories and modules.
+// gpuRuntime() (device.h), or the emulated device built into libweft.so. Split out so tests can
+// point it at other directories and modules.
 #ifndef WEFT_DEVICE_GPU_LOADER_H_
 #define WEFT_DEVICE_GPU_LOADER_H_
 
@@ -14,7 +15,8 @@ namespace weft {
 namespace device {
 
 struct GpuLoadOptions {
-  // "auto" (CUDA, then HIP), "cuda", "hip" or "none".
+  // "auto" (CUDA, then HIP), "cuda", "hip", "none", or "emulated" (for testing: host memory
+  // posing as one GPU; no module is loaded, and `modules` and `dirs` do not matter).
   std::string backend = "auto";
   // Module file names to try in order; empty: those the backend names.
   std::vector<std::string> modules;
@@ -38,8 +40,17 @@ struct GpuLoadResult {
 // exit handlers that do not survive being unloaded.
 GpuLoadResult loadGpuRuntime(const GpuLoadOptions& options);
 
-// The module file names for a backend ("auto", "cuda", "hip", "none"); false for another word.
+// The module file names for a backend ("auto", "cuda", "hip", "none"); false for another word,
+// "emulated" included (it is no module).
 bool gpuModuleNames(const std::string& backend, std::vector<std::string>* names);
+
+// The emulated device (emulated_runtime.cc): host memory posing as one GPU, so that tests run
+// the device path on machines without one. WEFT_GPU_BACKEND=emulated makes gpuRuntime() use
+// it; "auto" never does. Its state (which addresses are device memory) belongs to the process,
+// so every instance is a view of the same device: emulatedRuntime() and gpuRuntime() agree on
+// every pointer.
+Runtime& emulatedRuntime();
+std::unique_ptr<Runtime> makeEmulatedRuntime();
 
 // The directory of the binary this code is linked into (libweft.so, or a test executable).
 std::string thisBinaryDir();

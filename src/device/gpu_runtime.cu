@@ -1,6 +1,6 @@
 // The GPU runtime: the device interface (device.h) over the CUDA or the HIP runtime, written
 // once against gpu_api.h. nvcc builds it into libweft-cuda.so and hipcc into libweft-hip.so,
-// each with collectives/device/kernels.cu beside it; libweft.so loads them at run time
+// each with the kernels of collectives/device/*.cu beside it; libweft.so loads them at run time
 // (gpu_loader.cc) through the one entry point at the bottom of this file.
 #include <cstdarg>
 #include <cstdio>
@@ -289,19 +289,8 @@ class GpuRuntime final : public Runtime {
     for (int i = 0; i < args.nSrcs; ++i) WEFT_TRY(checkReachable(args.srcs[i], "srcs", i));
     for (int j = 0; j < args.nDsts; ++j) WEFT_TRY(checkReachable(args.dsts[j], "dsts", j));
 #if WEFT_HAVE_KERNELS
-    int device = 0;
-    WEFT_TRY(getDevice(&device));
-    if (device < 0 || device >= deviceCount()) {
-      return WEFT_ERROR(weftInternalError, "%s runtime: current device %d is not one of the %d this runtime found",
-                        name(), device, deviceCount());
-    }
-    const DeviceLimits& limits = devices_[static_cast<size_t>(device)];
-    int rc = weftKernelSetLaunchLimits(limits.warpSize, limits.multiProcessors);
-    if (rc != 0) {
-      return gpuFailure(static_cast<GpuError>(rc), "weftKernelSetLaunchLimits", __FILE__, __LINE__,
-                        "warp size %d, %d blocks", limits.warpSize, limits.multiProcessors);
-    }
-    rc = weftKernelReduceCopy(&args, reinterpret_cast<void*>(gpuStream(stream)));
+    WEFT_TRY(setLaunchLimits());
+    const int rc = weftKernelReduceCopy(&args, reinterpret_cast<void*>(gpuStream(stream)));
     if (rc != 0) {
       return gpuFailure(static_cast<GpuError>(rc), "weftKernelReduceCopy", __FILE__, __LINE__,
                         "type %d, op %d, %d srcs, %d dsts, %llu elements, stream %p", static_cast<int>(args.type),
@@ -316,6 +305,75 @@ class GpuRuntime final : public Runtime {
         "%s runtime: launchReduceCopy: this libweft-%s.so was built without collectives/device/kernels.cu", name(),
         name());
 #endif
+  }
+
+  Status launchLanes(const LaneLaunch& launch, Stream stream) override {
+    // checkLaneLaunch reads the lane table on the host, so it must be memory the host reads.
+    PointerInfo lanes;
+    if (launch.lanes != nullptr) {
+      WEFT_TRY(pointerInfo(launch.lanes, &lanes));
+      if (lanes.kind == MemoryKind::kDevice) {
+        return WEFT_ERROR(weftInvalidArgument,
+                          "lane launch: the lane table %p is in device memory, which the runtime cannot check before "
+                          "the launch; put it in pinned host memory (allocHost)",
+                          static_cast<const void*>(launch.lanes));
+      }
+    }
+    WEFT_TRY(checkLaneLaunch(launch));
+    WEFT_TRY(checkReachable(launch.lanes, lanes, "lane launch", "lanes"));
+    WEFT_TRY(checkReachable(launch.steps, "lane launch", "steps"));
+    if (launch.nFifos > 0) WEFT_TRY(checkReachable(launch.fifos, "lane launch", "fifos"));
+    WEFT_TRY(checkReachable(launch.error, "lane launch", "error"));
+    if (launch.abortFlag != nullptr) WEFT_TRY(checkReachable(launch.abortFlag, "lane launch", "abortFlag"));
+#if WEFT_HAVE_KERNELS
+    WEFT_TRY(setLaunchLimits());
+    const int rc = weftKernelLaunchLanes(&launch, reinterpret_cast<void*>(gpuStream(stream)));
+    if (rc != 0) {
+      return gpuFailure(static_cast<GpuError>(rc), "weftKernelLaunchLanes", __FILE__, __LINE__,
+                        "type %d, op %d, %d lanes, %d threads per lane, stream %p", static_cast<int>(launch.type),
+                        static_cast<int>(launch.op), launch.nLanes, launch.threadsPerLane, static_cast<void*>(stream));
+    }
+    return Status::ok();
+#else
+    (void)stream;
+    return WEFT_ERROR(weftInternalError,
+                      "%s runtime: launchLanes: this libweft-%s.so was built without collectives/device/kernels.cu",
+                      name(), name());
+#endif
+  }
+
+  Status streamWaitEvent(Stream stream, Event event) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: streamWaitEvent(null event)", name());
+    WEFT_GPU_TRY(StreamWaitEvent, (gpuStream(stream), gpuEvent(event), 0), "stream %p, event %p",
+                 static_cast<void*>(stream), static_cast<void*>(event));
+    return Status::ok();
+  }
+
+  Status hostRegister(void* ptr, size_t bytes) override {
+    if (bytes == 0) return Status::ok();
+    if (ptr == nullptr) return nullPointer("hostRegister", bytes);
+    WEFT_GPU_TRY(HostRegister, (ptr, bytes, WEFT_GPU(HostRegisterPortable) | WEFT_GPU(HostRegisterMapped)), "%p, %s",
+                 ptr, bytesText(bytes).c_str());
+    // Callers hand the same pointer to kernels: the devices must see the memory where the host does.
+    void* onDevice = nullptr;
+    GpuError err = WEFT_GPU(HostGetDevicePointer)(&onDevice, ptr, 0);
+    if (err != kGpuSuccess || onDevice != ptr) {
+      Status why = err != kGpuSuccess
+                       ? gpuFailure(err, WEFT_GPU_NAME(HostGetDevicePointer), __FILE__, __LINE__, "%p", ptr)
+                       : WEFT_ERROR(weftUnhandledDeviceError,
+                                    "%s runtime: hostRegister(%p, %s): the devices see the memory at %p, not at the "
+                                    "host's address",
+                                    name(), ptr, bytesText(bytes).c_str(), onDevice);
+      (void)WEFT_GPU(HostUnregister)(ptr);
+      (void)WEFT_GPU(GetLastError)();
+      return why;
+    }
+    return Status::ok();
+  }
+  Status hostUnregister(void* ptr) override {
+    if (ptr == nullptr) return Status::ok();
+    WEFT_GPU_TRY(HostUnregister, (ptr), "%p", ptr);
+    return Status::ok();
   }
 
  private:
@@ -338,17 +396,44 @@ class GpuRuntime final : public Runtime {
   // A kernel on the current device can read and write the buffer: device or managed memory,
   // pinned host memory, or any host memory where the device reads pageable memory (HMM, ATS).
   Status checkReachable(const void* ptr, const char* array, int index) const {
+    char what[64];
+    std::snprintf(what, sizeof(what), "%s[%d]", array, index);
+    return checkReachable(ptr, "reduce-copy", what);
+  }
+  Status checkReachable(const void* ptr, const char* launch, const char* what) const {
     PointerInfo info;
     WEFT_TRY(pointerInfo(ptr, &info));
+    return checkReachable(ptr, info, launch, what);
+  }
+  Status checkReachable(const void* ptr, const PointerInfo& info, const char* launch, const char* what) const {
     if (info.kind != MemoryKind::kHost) return Status::ok();
     int device = 0;
     WEFT_TRY(getDevice(&device));
     if (device >= 0 && device < deviceCount() && devices_[device].pageableAccess) return Status::ok();
     return WEFT_ERROR(weftInvalidArgument,
-                      "reduce-copy: %s[%d] = %p is pageable host memory, which device %d cannot reach; allocate it "
-                      "with allocDevice or allocHost",
-                      array, index, ptr, device);
+                      "%s: %s = %p is pageable host memory, which device %d cannot reach; allocate it with "
+                      "allocDevice or allocHost, or register it with hostRegister",
+                      launch, what, ptr, device);
   }
+
+#if WEFT_HAVE_KERNELS
+  // Tells the kernels the current device's warp size and block count before a launch.
+  Status setLaunchLimits() const {
+    int device = 0;
+    WEFT_TRY(getDevice(&device));
+    if (device < 0 || device >= deviceCount()) {
+      return WEFT_ERROR(weftInternalError, "%s runtime: current device %d is not one of the %d this runtime found",
+                        name(), device, deviceCount());
+    }
+    const DeviceLimits& limits = devices_[static_cast<size_t>(device)];
+    const int rc = weftKernelSetLaunchLimits(limits.warpSize, limits.multiProcessors);
+    if (rc != 0) {
+      return gpuFailure(static_cast<GpuError>(rc), "weftKernelSetLaunchLimits", __FILE__, __LINE__,
+                        "warp size %d, %d blocks", limits.warpSize, limits.multiProcessors);
+    }
+    return Status::ok();
+  }
+#endif
 
   std::vector<DeviceLimits> devices_;
   std::string description_;

@@ -140,6 +140,32 @@ class HostRuntime final : public Runtime {
                       "reduces host buffers on CPU threads");
   }
 
+  // The lane program on host threads (collectives/device/lanes_host.cc registers the runner). It
+  // runs to its end before the call returns; like a kernel's, the lanes' failures stay in
+  // *launch.error and the launch itself succeeds.
+  Status launchLanes(const LaneLaunch& launch, Stream) override {
+    WEFT_TRY(checkLaneLaunch(launch));
+    HostLaneRunner run = hostLaneRunner();
+    if (run == nullptr) {
+      return WEFT_ERROR(weftInternalError,
+                        "host runtime: launchLanes: the host lane runner is not registered (link libweft's "
+                        "collectives)");
+    }
+    (void)run(launch);
+    return Status::ok();
+  }
+  // Streams complete their work at once, so there is never anything to wait for.
+  Status streamWaitEvent(Stream, Event event) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "host runtime: streamWaitEvent(null event)");
+    return Status::ok();
+  }
+  // Host memory is already reachable by everything this runtime runs.
+  Status hostRegister(void* ptr, size_t bytes) override {
+    if (ptr == nullptr && bytes > 0) return nullPointer("hostRegister", bytes);
+    return Status::ok();
+  }
+  Status hostUnregister(void*) override { return Status::ok(); }
+
  private:
   static Status allocate(const char* call, size_t bytes, void** out) {
     *out = nullptr;

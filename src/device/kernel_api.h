@@ -29,6 +29,107 @@ struct ReduceCopyArgs {
   uint64_t divisor = 1;  // at most 2^32 - 1
 };
 
+
+// ---- The lane program (collectives/device/lane_program.cuh) --------------------------------
+// The device executor runs a collective's schedule (collectives/schedule.h) as one block per
+// lane: the steps below, over slices, moving data through FIFOs whose slots and counters sit in
+// memory both ranks can reach (a GPU's memory, pinned host memory, a shared-memory segment).
+
+// One direction of one edge as the lane program sees it. The layout of the counters is the
+// shared-memory FIFO's (transports/shm/shm_fifo.h): the sender fills slot (head % nSlots), sets
+// its byte count, then advances head; the receiver reads it, then advances tail.
+struct FifoView {
+  char* data = nullptr;  // slot i starts at data + i * stride
+  uint64_t stride = 0;
+  uint64_t nSlots = 0;
+  uint64_t slotBytes = 0;
+  uint64_t* sizes = nullptr;  // per slot: the bytes the sender put in it
+  uint64_t* head = nullptr;   // slots posted: written by the sender only
+  uint64_t* tail = nullptr;   // slots released: written by the receiver only
+  // This side's own count (sender: posted, receiver: released), kept in this rank's memory so
+  // that the lane never reads its own progress back across a link. It persists across launches.
+  uint64_t* cursor = nullptr;
+  uint32_t* selfAbort = nullptr;        // set by this side when it fails (culprit + 2; 1: unknown)
+  const uint32_t* peerAbort = nullptr;  // set by the peer when it fails
+  int32_t peer = -1;                    // the other rank, for messages
+  int32_t reserved = 0;
+};
+
+// One step of a lane (collectives::Step, flattened; kinds and buffers keep their enum values).
+struct LaneStep {
+  uint8_t kind = 0;    // coll::StepKind
+  uint8_t srcBuf = 0;  // coll::Buf: 0 send, 1 receive, 2 scratch
+  uint8_t dstBuf = 1;
+  uint8_t final = 0;   // the result is complete: avg divides here
+  int32_t recvFifo = -1;  // index into LaneLaunch::fifos, when the step receives
+  int32_t sendFifo = -1;  // index into LaneLaunch::fifos, when the step sends
+  int32_t reserved = 0;
+  int64_t srcOffset = 0;  // elements
+  int64_t dstOffset = 0;
+  int64_t count = 0;
+};
+
+struct LaneDesc {
+  int32_t firstStep = 0;  // index into LaneLaunch::steps
+  int32_t nSteps = 0;
+  int32_t buffers = 0;  // index into LaneLaunch::buffers: the collective this lane belongs to
+  int32_t reserved = 0;
+  int64_t sliceElems = 1;  // at most one slot
+  int64_t iterations = 0;  // every lane of a launch has the same
+};
+
+// Why a lane stopped early. The first lane to fail records itself in LaneLaunch::error.
+enum LaneErrorCode : uint32_t {
+  kLaneOk = 0,
+  kLaneTimeout = 1,      // nothing moved for timeoutNs
+  kLaneAborted = 2,      // the host set abortFlag (weftCommAbort, or a failure seen by the host)
+  kLanePeerAborted = 3,  // the peer of a FIFO set its abort flag
+  kLaneBadMessage = 4,   // a slot held another byte count than the step expects
+  kLaneSiblingFailed = 5,  // another lane of this launch failed first
+};
+
+struct LaneError {
+  uint32_t code = kLaneOk;  // LaneErrorCode
+  int32_t lane = -1;
+  int32_t step = -1;        // within the lane
+  int32_t fifo = -1;        // the FIFO it waited on or read from
+  int64_t iteration = -1;
+  uint64_t detail = 0;      // kLaneBadMessage: the byte count found; kLanePeerAborted: the peer's flag
+};
+
+// The user's buffers of one collective of a launch.
+struct LaneBuffers {
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  void* scratch = nullptr;  // coll::Buf::kScratch
+};
+constexpr int kMaxFusedOps = 8;
+
+// One launch of the lane program: every lane of one collective, or of up to kMaxFusedOps
+// collectives of one group that share type and op (each lane names its collective's buffers).
+// Passed by value to the kernel, so a graph that captured it replays it as it was; the tables it
+// points to must be readable by the device (device memory or pinned host memory) and stay
+// unchanged while any launch (or captured graph) that uses them may run.
+struct LaneLaunch {
+  weftDataType_t type = weftFloat32;
+  weftRedOp_t op = weftSum;
+  uint32_t divisor = 1;  // avg: the rank count
+  int32_t nLanes = 0;
+  const LaneDesc* lanes = nullptr;
+  const LaneStep* steps = nullptr;
+  const FifoView* fifos = nullptr;
+  int32_t nFifos = 0;
+  int32_t nBuffers = 0;
+  LaneBuffers buffers[kMaxFusedOps] = {};
+  // Nonzero: stop now (host memory the device can read). May be null.
+  const uint32_t* abortFlag = nullptr;
+  // The first failure (device-visible host memory, zeroed before the launch). Never null.
+  LaneError* error = nullptr;
+  uint64_t timeoutNs = 0;  // 0: wait for ever (only the host's own deadline then applies)
+  int32_t threadsPerLane = 0;  // 0: the runtime picks
+  int32_t reserved = 0;
+};
+
 }  // namespace device
 }  // namespace weft
 
@@ -42,5 +143,9 @@ extern "C" int weftKernelReduceCopy(const weft::device::ReduceCopyArgs* args, vo
 // use (its SM / CU count), which size the grid. The runtime sets them before each launch.
 // Returns 0, or the runtime's invalid-value code for warpSize outside 1..1024 or maxBlocks < 1.
 extern "C" int weftKernelSetLaunchLimits(int warpSize, int maxBlocks);
+
+// Also defined by kernels.cu: launches the lane program, one block per lane, on `stream`.
+// Returns 0 or the runtime's error code; the runtime has checked the launch (checkLaneLaunch).
+extern "C" int weftKernelLaunchLanes(const weft::device::LaneLaunch* launch, void* stream);
 
 #endif  // WEFT_DEVICE_KERNEL_API_H_

@@ -29,4 +29,99 @@
 #define WEFT_WARP_SIZE 1  // host: one "lane"
 #endif
 
+// ---- Flags between ranks --------------------------------------------------------------------
+// The lane program's counters and abort flags live in memory another rank (another GPU, another
+// process, the host) reads. A writer makes its data visible before the counter that announces
+// it (release); a reader sees the data after it saw the counter (acquire). On the GPUs that is a
+// system-wide fence around a volatile access; on the host, the compiler's atomics.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define WEFT_FLAGS_DEVICE 1
+#else
+#define WEFT_FLAGS_DEVICE 0
+#include <chrono>
+#include <thread>
+#endif
+
+#include <stdint.h>
+
+namespace weft {
+
+WEFT_HOST_DEVICE inline uint64_t weftLoadAcquire(const uint64_t* p) {
+#if WEFT_FLAGS_DEVICE
+  const uint64_t v = *reinterpret_cast<const volatile uint64_t*>(p);
+  __threadfence_system();
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+WEFT_HOST_DEVICE inline void weftStoreRelease(uint64_t* p, uint64_t v) {
+#if WEFT_FLAGS_DEVICE
+  __threadfence_system();
+  *reinterpret_cast<volatile uint64_t*>(p) = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+WEFT_HOST_DEVICE inline uint32_t weftLoadAcquire32(const uint32_t* p) {
+#if WEFT_FLAGS_DEVICE
+  const uint32_t v = *reinterpret_cast<const volatile uint32_t*>(p);
+  __threadfence_system();
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+WEFT_HOST_DEVICE inline void weftStoreRelease32(uint32_t* p, uint32_t v) {
+#if WEFT_FLAGS_DEVICE
+  __threadfence_system();
+  *reinterpret_cast<volatile uint32_t*>(p) = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+// Stores `desired` when *p == expected; returns what *p held. Only lanes of one launch race on
+// the words it is used for, so device scope is enough.
+WEFT_HOST_DEVICE inline uint32_t weftCompareSwap32(uint32_t* p, uint32_t expected, uint32_t desired) {
+#if WEFT_FLAGS_DEVICE
+  return atomicCAS(reinterpret_cast<unsigned int*>(p), expected, desired);
+#else
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  return expected;
+#endif
+}
+
+// Nanoseconds from an arbitrary start, for the lanes' time-outs.
+WEFT_HOST_DEVICE inline uint64_t weftNowNs() {
+#if defined(__CUDA_ARCH__)
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#elif defined(__HIP_DEVICE_COMPILE__)
+  return wall_clock64() * 10;  // the constant 100 MHz clock of gfx9 and later
+#else
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+#endif
+}
+
+// Lets others run while a lane polls a flag.
+WEFT_HOST_DEVICE inline void weftSpinPause() {
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 700
+  __nanosleep(64);
+#endif
+#elif defined(__HIP_DEVICE_COMPILE__)
+  __builtin_amdgcn_s_sleep(1);
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace weft
+
 #endif  // WEFT_DEVICE_PLATFORM_H_

@@ -474,7 +474,7 @@ Status SocketTransport::connectSend(const ConnectRequest& req, std::unique_ptr<C
   WEFT_TRY(checkRequest(req));
   WEFT_TRY(start(req.self.rank));
   Offer offer;
-  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer));
+  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
   if (!got.isOk()) return std::move(got).withPrefix("socket transport: waiting for the connection offer: ");
   if (offer.magic != kOfferMagic || offer.lane != req.lane || offer.receiverRank != req.peer.rank ||
       !offer.address.valid()) {

@@ -51,7 +51,7 @@ TEST(GpuLoader, BackendNoneAndUnknown) {
   o.backend = "cdua";
   r = loadGpuRuntime(o);
   EXPECT_EQ(r.runtime, nullptr);
-  EXPECT_EQ(r.report, "no GPU backend: WEFT_GPU_BACKEND=cdua is not one of auto, cuda, hip, none");
+  EXPECT_EQ(r.report, "no GPU backend: WEFT_GPU_BACKEND=cdua is not one of auto, cuda, hip, none, emulated");
 }
 
 TEST(GpuLoader, MissingModulesAreNamedWithWhereTheyWereLookedFor) {

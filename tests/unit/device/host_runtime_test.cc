@@ -164,6 +164,38 @@ TEST(HostRuntime, EventsMeasureTime) {
   EXPECT_EQ(rt.eventRecord(nullptr, nullptr).code(), weftInvalidArgument);
 }
 
+TEST(HostRuntime, StreamsWaitForEventsAtOnce) {
+  Runtime& rt = hostRuntime();
+  Stream s = nullptr;
+  Event e = nullptr;
+  ASSERT_TRUE(rt.streamCreate(&s).isOk());
+  ASSERT_TRUE(rt.eventCreate(&e).isOk());
+  ASSERT_TRUE(rt.eventRecord(e, nullptr).isOk());
+  EXPECT_TRUE(rt.streamWaitEvent(s, e).isOk());
+  EXPECT_TRUE(rt.streamWaitEvent(nullptr, e).isOk()) << "the default stream waits too";
+  Status bad = rt.streamWaitEvent(s, nullptr);
+  EXPECT_EQ(bad.code(), weftInvalidArgument);
+  EXPECT_NE(bad.message().find("streamWaitEvent(null event)"), std::string::npos) << bad.message();
+  EXPECT_TRUE(rt.eventDestroy(e).isOk());
+  EXPECT_TRUE(rt.streamDestroy(s).isOk());
+}
+
+TEST(HostRuntime, RegisteringHostMemoryIsANoOp) {
+  Runtime& rt = hostRuntime();
+  std::vector<uint8_t> buf(8192, 7);
+  ASSERT_TRUE(rt.hostRegister(buf.data(), buf.size()).isOk());
+  EXPECT_EQ(buf, std::vector<uint8_t>(8192, 7)) << "registering leaves the contents alone";
+  PointerInfo info;
+  ASSERT_TRUE(rt.pointerInfo(buf.data(), &info).isOk());
+  EXPECT_EQ(info.kind, MemoryKind::kHost);
+  EXPECT_TRUE(rt.hostUnregister(buf.data()).isOk());
+  EXPECT_TRUE(rt.hostRegister(nullptr, 0).isOk());
+  EXPECT_TRUE(rt.hostUnregister(nullptr).isOk());
+  Status s = rt.hostRegister(nullptr, 4096);
+  EXPECT_EQ(s.code(), weftInvalidArgument);
+  EXPECT_NE(s.message().find("hostRegister(4 KiB): null pointer"), std::string::npos) << s.message();
+}
+
 TEST(HostRuntime, IpcNeedsAGpuRuntime) {
   Runtime& rt = hostRuntime();
   IpcHandle handle{};

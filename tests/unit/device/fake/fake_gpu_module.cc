@@ -55,6 +55,10 @@ class FakeRuntime final : public Runtime {
   Status ipcImport(const IpcHandle&, void**) override { return Status(); }
   Status ipcClose(void*) override { return Status(); }
   Status launchReduceCopy(const ReduceCopyArgs&, Stream) override { return Status(); }
+  Status launchLanes(const LaneLaunch&, Stream) override { return Status(); }
+  Status streamWaitEvent(Stream, Event) override { return Status(); }
+  Status hostRegister(void*, size_t) override { return Status(); }
+  Status hostUnregister(void*) override { return Status(); }
 
  private:
   int devices_;

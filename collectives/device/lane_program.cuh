@@ -1,0 +1,200 @@
+// The lane program: one lane of a collective's schedule (schedule.h), run by the threads of one
+// GPU block, moving data through FIFOs in memory both ranks reach (device/kernel_api.h's
+// FifoView). kernels.cu runs it with a block per lane; lanes_host.cc runs the same code on host
+// threads, which is how the CPU-only test suite proves the device executor's protocol.
+//
+// Per iteration and step, as the host executor does it: the leader thread waits for the slot to
+// read (the peer's head past our count) and for a free slot to write (our count less the peer's
+// tail below nSlots); every thread then reduces or copies its share of the slice (reduce_copy.cuh)
+// from the step's sources into its destinations, the incoming slot and the outgoing slot among
+// them; after a barrier the leader publishes the outgoing slot (byte count, then head, release)
+// and hands the incoming one back (tail, release).
+//
+// Nothing waits for ever: the leader gives up after timeoutNs without progress, when the host
+// sets abortFlag, when a FIFO's peer sets its abort flag, or when another lane of the launch
+// failed. The first failure lands in LaneLaunch::error; the failing lane also sets this rank's
+// abort flag on every FIFO of the launch, so that its peers stop too instead of timing out.
+#ifndef WEFT_COLLECTIVES_DEVICE_LANE_PROGRAM_CUH_
+#define WEFT_COLLECTIVES_DEVICE_LANE_PROGRAM_CUH_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collectives/device/reduce_copy.cuh"
+#include "device/kernel_api.h"
+#include "device/platform.h"
+
+namespace weft {
+namespace coll {
+namespace kernel {
+
+// StepKind values (schedule.h), which this header cannot include (it is host-only C++).
+enum LaneStepKind : uint8_t {
+  kLaneSend = 0,
+  kLaneRecv = 1,
+  kLaneRecvReduceSend = 2,
+  kLaneRecvReduceCopy = 3,
+  kLaneRecvReduceCopySend = 4,
+  kLaneRecvCopySend = 5,
+  kLaneCopy = 6,
+};
+
+WEFT_HOST_DEVICE inline bool laneStepReceives(uint8_t k) { return k >= kLaneRecv && k <= kLaneRecvCopySend; }
+WEFT_HOST_DEVICE inline bool laneStepSends(uint8_t k) {
+  return k == kLaneSend || k == kLaneRecvReduceSend || k == kLaneRecvReduceCopySend || k == kLaneRecvCopySend;
+}
+
+// How often (in polls) a waiting leader looks at the abort flags and the clock.
+constexpr uint32_t kPollsPerCheck = 128;
+
+// The leader's value, seen by every thread of the lane. Ctx provides tid(), nthreads(),
+// leader(), barrier() and word(), a uint32_t the lane's threads share.
+template <typename Ctx>
+WEFT_HOST_DEVICE inline uint32_t laneAgree(Ctx& ctx, uint32_t leaderValue) {
+  if (ctx.leader()) ctx.word() = leaderValue;
+  ctx.barrier();
+  const uint32_t v = ctx.word();
+  ctx.barrier();
+  return v;
+}
+
+// Leader: polls ready() until it holds or the wait must end; returns a LaneErrorCode.
+template <typename Ready>
+WEFT_HOST_DEVICE inline uint32_t laneWait(const device::LaneLaunch& launch, const device::FifoView& fifo,
+                                          Ready ready, uint64_t* detail) {
+  uint64_t start = 0;
+  for (uint32_t polls = 1; !ready(); ++polls) {
+    if (polls % kPollsPerCheck == 0) {
+      if (launch.abortFlag != nullptr && weftLoadAcquire32(launch.abortFlag) != 0) return device::kLaneAborted;
+      if (weftLoadAcquire32(&launch.error->code) != device::kLaneOk) return device::kLaneSiblingFailed;
+      const uint32_t peer = fifo.peerAbort != nullptr ? weftLoadAcquire32(fifo.peerAbort) : 0;
+      if (peer != 0) {
+        *detail = peer;
+        return device::kLanePeerAborted;
+      }
+      if (launch.timeoutNs != 0) {
+        const uint64_t now = weftNowNs();
+        if (start == 0) {
+          start = now;
+        } else if (now - start > launch.timeoutNs) {
+          return device::kLaneTimeout;
+        }
+      }
+    }
+    weftSpinPause();
+  }
+  return device::kLaneOk;
+}
+
+// Leader: records the lane's failure (the first one wins) and tells every peer of the launch.
+WEFT_HOST_DEVICE inline void laneFail(const device::LaneLaunch& launch, uint32_t code, int lane, int step,
+                                      int64_t iteration, int fifo, uint64_t detail) {
+  if (code != device::kLaneSiblingFailed &&
+      weftCompareSwap32(&launch.error->code, device::kLaneOk, code) == device::kLaneOk) {
+    launch.error->lane = lane;
+    launch.error->step = step;
+    launch.error->fifo = fifo;
+    launch.error->iteration = iteration;
+    launch.error->detail = detail;
+  }
+  for (int32_t i = 0; i < launch.nFifos; ++i) {
+    if (launch.fifos[i].selfAbort != nullptr && weftLoadAcquire32(launch.fifos[i].selfAbort) == 0) {
+      weftStoreRelease32(launch.fifos[i].selfAbort, 1);  // 1: culprit unknown to the device
+    }
+  }
+}
+
+WEFT_HOST_DEVICE inline char* laneSlot(const device::FifoView& f, uint64_t count) {
+  return f.data + (count % f.nSlots) * f.stride;
+}
+
+// Runs lane `lane` of `launch` to its end or its first failure. Step is reduce_copy.cuh's
+// combining step for the launch's op: `step` for partial results, `finalStep` for steps marked
+// final (avg divides there).
+template <typename T, typename Step, typename Ctx>
+WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane, const Step& step,
+                                     const Step& finalStep, Ctx& ctx) {
+  const device::LaneDesc desc = launch.lanes[lane];
+  const device::LaneBuffers& b = launch.buffers[desc.buffers];
+  char* const bufs[3] = {const_cast<char*>(static_cast<const char*>(b.sendbuff)), static_cast<char*>(b.recvbuff),
+                         static_cast<char*>(b.scratch)};
+  for (int64_t it = 0; it < desc.iterations; ++it) {
+    for (int32_t s = 0; s < desc.nSteps; ++s) {
+      const device::LaneStep st = launch.steps[desc.firstStep + s];
+      const int64_t first = it * desc.sliceElems;
+      if (first >= st.count) continue;  // this step's regions are done; its peer's step is empty too
+      const int64_t n = st.count - first < desc.sliceElems ? st.count - first : desc.sliceElems;
+      const uint64_t bytes = static_cast<uint64_t>(n) * sizeof(T);
+      const bool receives = laneStepReceives(st.kind);
+      const bool sends = laneStepSends(st.kind);
+      const device::FifoView* in = receives ? &launch.fifos[st.recvFifo] : nullptr;
+      const device::FifoView* out = sends ? &launch.fifos[st.sendFifo] : nullptr;
+
+      uint32_t code = device::kLaneOk;
+      if (ctx.leader()) {
+        uint64_t detail = 0;
+        int fifo = -1;
+        if (in != nullptr) {
+          fifo = st.recvFifo;
+          const uint64_t c = *in->cursor;
+          code = laneWait(launch, *in, [&] { return weftLoadAcquire(in->head) > c; }, &detail);
+          if (code == device::kLaneOk) {
+            const uint64_t found = weftLoadAcquire(&in->sizes[c % in->nSlots]);
+            if (found != bytes) {
+              code = device::kLaneBadMessage;
+              detail = found;
+            }
+          }
+        }
+        if (code == device::kLaneOk && out != nullptr) {
+          fifo = st.sendFifo;
+          const uint64_t c = *out->cursor;
+          code = laneWait(launch, *out, [&] { return c - weftLoadAcquire(out->tail) < out->nSlots; }, &detail);
+        }
+        if (code != device::kLaneOk) laneFail(launch, code, lane, s, it, fifo, detail);
+      }
+      if (laneAgree(ctx, code) != device::kLaneOk) return;
+
+      char* src = bufs[st.srcBuf] + static_cast<size_t>(st.srcOffset + first) * sizeof(T);
+      char* dst = bufs[st.dstBuf] + static_cast<size_t>(st.dstOffset + first) * sizeof(T);
+      const void* srcs[2];
+      void* dsts[2];
+      int nSrcs = 0;
+      int nDsts = 0;
+      if (st.kind == kLaneSend || st.kind == kLaneRecvReduceSend || st.kind == kLaneRecvReduceCopy ||
+          st.kind == kLaneRecvReduceCopySend || st.kind == kLaneCopy) {
+        srcs[nSrcs++] = src;
+      }
+      if (in != nullptr) srcs[nSrcs++] = laneSlot(*in, *in->cursor);
+      if (st.kind == kLaneRecv || st.kind == kLaneRecvReduceCopy || st.kind == kLaneRecvReduceCopySend ||
+          st.kind == kLaneRecvCopySend || st.kind == kLaneCopy) {
+        dsts[nDsts++] = dst;
+      }
+      if (out != nullptr) dsts[nDsts++] = laneSlot(*out, *out->cursor);
+      if (!(st.kind == kLaneCopy && src == dst)) {
+        reduceCopy<T>(st.final ? finalStep : step, nSrcs, srcs, nDsts, dsts, static_cast<size_t>(n), ctx.tid(),
+                      ctx.nthreads());
+      }
+      ctx.barrier();  // every thread's share is written (and the incoming slot read)
+      if (ctx.leader()) {
+        if (out != nullptr) {
+          const uint64_t c = *out->cursor;
+          weftStoreRelease(&out->sizes[c % out->nSlots], bytes);
+          weftStoreRelease(out->head, c + 1);
+          *out->cursor = c + 1;
+        }
+        if (in != nullptr) {
+          const uint64_t c = *in->cursor;
+          weftStoreRelease(in->tail, c + 1);
+          *in->cursor = c + 1;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kernel
+}  // namespace coll
+}  // namespace weft
+
+#endif  // WEFT_COLLECTIVES_DEVICE_LANE_PROGRAM_CUH_

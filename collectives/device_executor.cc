@@ -1,0 +1,156 @@
+// Schedules as lane-program tables, their device-visible copies, and lane failures as sentences.
+#include "collectives/device_executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "base/os.h"
+
+namespace weft {
+namespace coll {
+namespace {
+
+int fifoIndex(DeviceProgram* program, std::map<ConnectionKey, int>* index, const ConnectionKey& key) {
+  auto it = index->find(key);
+  if (it != index->end()) return it->second;
+  int i = static_cast<int>(program->fifos.size());
+  program->fifos.push_back(key);
+  index->emplace(key, i);
+  return i;
+}
+
+size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, size_t elemSize, size_t slotBytes) {
+  if (program->nOps >= device::kMaxFusedOps) {
+    return WEFT_ERROR(weftInternalError, "device program: a launch holds at most %d collectives", device::kMaxFusedOps);
+  }
+  if (elemSize == 0 || slotBytes < elemSize) {
+    return WEFT_ERROR(weftInternalError, "device program: slot of %zu bytes for %zu-byte elements", slotBytes, elemSize);
+  }
+  if (static_cast<int>(schedule.lanes.size()) > kDeviceFifoLanesPerOp) {
+    return WEFT_ERROR(weftInternalError, "device program: %zu lanes, more than the %d a collective may use",
+                      schedule.lanes.size(), kDeviceFifoLanesPerOp);
+  }
+  std::map<ConnectionKey, int> index;
+  for (size_t i = 0; i < program->fifos.size(); ++i) index.emplace(program->fifos[i], static_cast<int>(i));
+  const int laneBase = kDeviceFifoLaneBase + program->nOps * kDeviceFifoLanesPerOp;
+  const int64_t sliceElems = static_cast<int64_t>(slotBytes / elemSize);
+  const int64_t iterations = iterationsFor(schedule.maxStepCount, sliceElems);
+  for (size_t l = 0; l < schedule.lanes.size(); ++l) {
+    const Lane& lane = schedule.lanes[l];
+    device::LaneDesc desc;
+    desc.firstStep = static_cast<int32_t>(program->steps.size());
+    desc.buffers = program->nOps;
+    desc.sliceElems = sliceElems;
+    desc.iterations = iterations;
+    for (const Step& step : lane.steps) {
+      if (step.count == 0) continue;  // moves nothing in any iteration, like its peer's step
+      device::LaneStep ls;
+      ls.kind = static_cast<uint8_t>(step.kind);
+      ls.srcBuf = static_cast<uint8_t>(step.srcBuf);
+      ls.dstBuf = static_cast<uint8_t>(step.dstBuf);
+      ls.final = step.final ? 1 : 0;
+      ls.srcOffset = step.srcOffset;
+      ls.dstOffset = step.dstOffset;
+      ls.count = step.count;
+      if (stepReceives(step.kind)) {
+        ls.recvFifo = fifoIndex(program, &index, {step.recvPeer, false, laneBase + static_cast<int>(l)});
+      }
+      if (stepSends(step.kind)) {
+        int sendLane = step.sendLane >= 0 ? step.sendLane : static_cast<int>(l);
+        ls.sendFifo = fifoIndex(program, &index, {step.sendPeer, true, laneBase + sendLane});
+      }
+      program->steps.push_back(ls);
+    }
+    desc.nSteps = static_cast<int32_t>(program->steps.size()) - desc.firstStep;
+    program->lanes.push_back(desc);
+  }
+  program->nOps++;
+  return Status::ok();
+}
+
+Status deviceFifosOf(const DeviceProgram& program, ConnectionProvider* provider, std::vector<device::FifoView>* out) {
+  out->assign(program.fifos.size(), device::FifoView{});
+  for (size_t i = 0; i < program.fifos.size(); ++i) {
+    const ConnectionKey& key = program.fifos[i];
+    Connection* conn = provider->get(key);
+    if (conn == nullptr || !conn->deviceFifo(&(*out)[i])) {
+      return WEFT_ERROR(weftInternalError, "device executor: the connection %s rank %d (lane %d) has no device FIFO",
+                        key.send ? "to" : "from", key.peer, key.lane - kDeviceFifoLaneBase);
+    }
+  }
+  return Status::ok();
+}
+
+Status DeviceTables::create(device::Runtime* runtime, const DeviceProgram& program,
+                            const std::vector<device::FifoView>& fifos, std::unique_ptr<DeviceTables>* out) {
+  if (fifos.size() != program.fifos.size()) {
+    return WEFT_ERROR(weftInternalError, "device tables: %zu FIFO views for %zu FIFOs", fifos.size(),
+                      program.fifos.size());
+  }
+  const size_t lanesBytes = program.lanes.size() * sizeof(device::LaneDesc);
+  const size_t stepsOffset = alignUp(lanesBytes, 64);
+  const size_t stepsBytes = program.steps.size() * sizeof(device::LaneStep);
+  const size_t fifosOffset = alignUp(stepsOffset + stepsBytes, 64);
+  const size_t total = fifosOffset + fifos.size() * sizeof(device::FifoView);
+  std::unique_ptr<DeviceTables> t(new DeviceTables());
+  t->runtime_ = runtime;
+  WEFT_TRY(runtime->allocHost(std::max<size_t>(total, 64), &t->memory_));
+  char* base = static_cast<char*>(t->memory_);
+  if (lanesBytes) std::memcpy(base, program.lanes.data(), lanesBytes);
+  if (stepsBytes) std::memcpy(base + stepsOffset, program.steps.data(), stepsBytes);
+  if (!fifos.empty()) std::memcpy(base + fifosOffset, fifos.data(), fifos.size() * sizeof(device::FifoView));
+  t->base_.nLanes = static_cast<int32_t>(program.lanes.size());
+  t->base_.lanes = reinterpret_cast<const device::LaneDesc*>(base);
+  t->base_.steps = reinterpret_cast<const device::LaneStep*>(base + stepsOffset);
+  t->base_.fifos = reinterpret_cast<const device::FifoView*>(base + fifosOffset);
+  t->base_.nFifos = static_cast<int32_t>(fifos.size());
+  t->base_.nBuffers = program.nOps;
+  *out = std::move(t);
+  return Status::ok();
+}
+
+DeviceTables::~DeviceTables() {
+  if (memory_ != nullptr) (void)runtime_->freeHost(memory_);
+}
+
+device::LaneLaunch DeviceTables::launch() const { return base_; }
+
+std::string describeLaneError(const device::LaneError& error, const DeviceProgram& program) {
+  const ConnectionKey* key = error.fifo >= 0 && static_cast<size_t>(error.fifo) < program.fifos.size()
+                                 ? &program.fifos[static_cast<size_t>(error.fifo)]
+                                 : nullptr;
+  std::string where = "lane " + std::to_string(error.lane) + ", step " + std::to_string(error.step) + ", slice " +
+                      std::to_string(error.iteration);
+  std::string peer = key ? "rank " + std::to_string(key->peer) : std::string("a peer");
+  switch (error.code) {
+    case device::kLaneOk:
+      return "no failure";
+    case device::kLaneTimeout:
+      return where + ": " +
+             (key && key->send ? "no free slot towards " + peer + " (it stopped reading)"
+                               : "no data from " + peer) +
+             " within the time-out";
+    case device::kLaneAborted:
+      return where + ": the communicator was aborted";
+    case device::kLanePeerAborted: {
+      std::string text = where + ": " + peer + " reported a failure";
+      if (error.detail >= 2) text += " caused by rank " + std::to_string(error.detail - 2);
+      return text;
+    }
+    case device::kLaneBadMessage:
+      return where + ": a message of " + std::to_string(error.detail) + " bytes from " + peer +
+             " where the schedule expects another size (the ranks called different collectives or counts)";
+    case device::kLaneSiblingFailed:
+      return where + ": another lane failed";
+    default:
+      return where + ": unknown lane failure " + std::to_string(error.code);
+  }
+}
+
+}  // namespace coll
+}  // namespace weft

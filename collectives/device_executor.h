@@ -1,0 +1,88 @@
+// The device executor (../shared/DESIGN.md, "Data flow of one call", step 4): the same schedules
+// the host executor runs, turned into the lane program's tables (device/kernel_api.h) and run as
+// one GPU block per lane (collectives/device/kernels.cu) through FIFOs whose slots and counters
+// both ranks' devices reach (Connection::deviceFifo). The call that enqueues it returns at once;
+// failures land in a LaneError that src/core reads later.
+//
+// The same tables run on host threads (runLanesOnHost, lane_program.cuh compiled by the host
+// compiler): the host runtime's launchLanes does that, and so do the CPU-only tests, which is how
+// the device executor's protocol is checked on a machine without a GPU.
+#ifndef WEFT_COLLECTIVES_DEVICE_EXECUTOR_H_
+#define WEFT_COLLECTIVES_DEVICE_EXECUTOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "collectives/host_executor.h"
+#include "collectives/schedule.h"
+#include "device/device.h"
+#include "device/kernel_api.h"
+
+namespace weft {
+namespace coll {
+
+// Device FIFOs are connections of their own: FIFO lane kDeviceFifoLaneBase + k is lane k of the
+// device executor, never shared with the host executor's lane k (each side keeps its own counts).
+constexpr int kDeviceFifoLaneBase = 1 << 16;
+// The FIFO lanes one collective of a fused launch may use; the i-th collective of a launch uses
+// kDeviceFifoLaneBase + i * kDeviceFifoLanesPerOp + lane, so collectives that run side by side
+// never share a FIFO.
+constexpr int kDeviceFifoLanesPerOp = 4 * kMaxScheduleChannels;
+
+// One rank's lanes of one launch: the tables the lane program reads, with the connection each
+// FIFO index stands for.
+struct DeviceProgram {
+  std::vector<device::LaneDesc> lanes;
+  std::vector<device::LaneStep> steps;
+  std::vector<ConnectionKey> fifos;  // FifoView index -> connection
+  int nOps = 0;                      // collectives appended; lane.buffers is the op's index
+};
+
+// Appends `schedule` as the next collective of the launch (at most device::kMaxFusedOps):
+// slices of at most slotBytes, FIFO lanes as above. Fails on a full launch or a schedule the
+// tables cannot hold.
+Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, size_t elemSize, size_t slotBytes);
+
+// The FifoViews of a program's connections, from the provider (which must have connected them
+// as device connections): an error names a connection that has no device FIFO.
+Status deviceFifosOf(const DeviceProgram& program, ConnectionProvider* provider,
+                     std::vector<device::FifoView>* out);
+
+// A program's tables in memory the device reads (the runtime's pinned host memory), kept for as
+// long as launches or captured graphs may use them.
+class DeviceTables {
+ public:
+  static Status create(device::Runtime* runtime, const DeviceProgram& program,
+                       const std::vector<device::FifoView>& fifos, std::unique_ptr<DeviceTables>* out);
+  ~DeviceTables();
+  DeviceTables(const DeviceTables&) = delete;
+  DeviceTables& operator=(const DeviceTables&) = delete;
+
+  // A launch with the tables filled in; the caller sets type, op, divisor, buffers, error,
+  // abortFlag and timeout.
+  device::LaneLaunch launch() const;
+
+ private:
+  DeviceTables() = default;
+  device::Runtime* runtime_ = nullptr;
+  void* memory_ = nullptr;
+  device::LaneLaunch base_;
+};
+
+// What a failed lane recorded, as a sentence: "allreduce #12 (ring) lane 3, step 2 (recvReduceSend
+// from rank 1), slice 5: no data from rank 1 for 30 s". fifoPeers maps FIFO indices to ranks.
+std::string describeLaneError(const device::LaneError& error, const DeviceProgram& program);
+
+// Runs every lane of `launch` on host threads (one per lane) to the end or the first failure;
+// returns the LaneErrorCode (also in *launch.error). Registered as the host runtime's lane runner
+// by registerHostLaneRunner().
+uint32_t runLanesOnHost(const device::LaneLaunch& launch);
+void registerHostLaneRunner();
+
+}  // namespace coll
+}  // namespace weft
+
+#endif  // WEFT_COLLECTIVES_DEVICE_EXECUTOR_H_

@@ -1,0 +1,85 @@
+// The lane program compiled by the host compiler: every (type, op) instantiation of runLane with
+// one thread per lane. The host runtime's launchLanes runs it, and so do the CPU-only tests.
+#include <thread>
+#include <vector>
+
+#include "collectives/device/lane_program.cuh"
+#include "collectives/device_executor.h"
+
+namespace weft {
+namespace coll {
+namespace {
+
+using kernel::AvgStep;
+using kernel::PairwiseStep;
+
+// One host thread is a lane's whole block.
+struct HostLaneCtx {
+  uint32_t shared = 0;
+  size_t tid() const { return 0; }
+  size_t nthreads() const { return 1; }
+  bool leader() const { return true; }
+  void barrier() {}
+  uint32_t& word() { return shared; }
+};
+
+template <typename T>
+void runTyped(const device::LaneLaunch& launch, int lane) {
+  HostLaneCtx ctx;
+  switch (launch.op) {
+    case weftSum:
+      kernel::runLane<T>(launch, lane, PairwiseStep<T, OpSum<T>>{}, PairwiseStep<T, OpSum<T>>{}, ctx);
+      return;
+    case weftProd:
+      kernel::runLane<T>(launch, lane, PairwiseStep<T, OpProd<T>>{}, PairwiseStep<T, OpProd<T>>{}, ctx);
+      return;
+    case weftMax:
+      kernel::runLane<T>(launch, lane, PairwiseStep<T, OpMax<T>>{}, PairwiseStep<T, OpMax<T>>{}, ctx);
+      return;
+    case weftMin:
+      kernel::runLane<T>(launch, lane, PairwiseStep<T, OpMin<T>>{}, PairwiseStep<T, OpMin<T>>{}, ctx);
+      return;
+    case weftAvg:
+      kernel::runLane<T>(launch, lane, AvgStep<T>{0}, AvgStep<T>{launch.divisor}, ctx);
+      return;
+    default:
+      return;
+  }
+}
+
+void runOne(const device::LaneLaunch& launch, int lane) {
+  switch (launch.type) {
+    case weftInt8: return runTyped<int8_t>(launch, lane);
+    case weftUint8: return runTyped<uint8_t>(launch, lane);
+    case weftInt32: return runTyped<int32_t>(launch, lane);
+    case weftUint32: return runTyped<uint32_t>(launch, lane);
+    case weftInt64: return runTyped<int64_t>(launch, lane);
+    case weftUint64: return runTyped<uint64_t>(launch, lane);
+    case weftFloat16: return runTyped<Half>(launch, lane);
+    case weftFloat32: return runTyped<float>(launch, lane);
+    case weftFloat64: return runTyped<double>(launch, lane);
+    case weftBfloat16: return runTyped<BFloat16>(launch, lane);
+    case weftFloat8e4m3: return runTyped<Fp8E4M3>(launch, lane);
+    case weftFloat8e5m2: return runTyped<Fp8E5M2>(launch, lane);
+    default: return;
+  }
+}
+
+}  // namespace
+
+uint32_t runLanesOnHost(const device::LaneLaunch& launch) {
+  if (launch.nLanes == 1) {
+    runOne(launch, 0);
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(launch.nLanes));
+    for (int lane = 0; lane < launch.nLanes; ++lane) threads.emplace_back(runOne, std::cref(launch), lane);
+    for (auto& t : threads) t.join();
+  }
+  return launch.error->code;
+}
+
+void registerHostLaneRunner() { device::setHostLaneRunner(&runLanesOnHost); }
+
+}  // namespace coll
+}  // namespace weft

@@ -1,0 +1,221 @@
+#include "core/device_path.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+#include "collectives/datatypes.h"
+
+namespace weft {
+namespace core {
+namespace {
+
+constexpr size_t kAlign = 256;
+constexpr size_t kMaxCachedLaunches = 256;
+
+size_t alignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Makes `device` current for the scope and restores the caller's device afterwards.
+class DeviceScope {
+ public:
+  DeviceScope(device::Runtime* runtime, int device) : runtime_(runtime) {
+    if (device < 0 || !runtime_->getDevice(&previous_).isOk()) return;
+    if (previous_ != device) status_ = runtime_->setDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0 && status_.isOk()) (void)runtime_->setDevice(previous_);
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  device::Runtime* runtime_;
+  int previous_ = -1;
+  Status status_;
+};
+
+weftResult_t resultOf(uint32_t code) {
+  switch (code) {
+    case device::kLaneTimeout:
+      return weftTimeout;
+    case device::kLaneBadMessage:
+      return weftInvalidUsage;
+    default:
+      return weftRemoteError;
+  }
+}
+
+}  // namespace
+
+Status DevicePath::create(device::Runtime* runtime, int device, int rank, double timeoutS,
+                          std::unique_ptr<DevicePath>* out) {
+  std::unique_ptr<DevicePath> p(new DevicePath());
+  p->runtime_ = runtime;
+  p->device_ = device;
+  p->rank_ = rank;
+  p->timeoutNs_ = static_cast<uint64_t>(std::max(1.0, timeoutS) * 1e9);
+  DeviceScope scope(runtime, device);
+  WEFT_TRY(scope.status());
+  WEFT_TRY(runtime->streamCreate(&p->stream_));
+  WEFT_TRY(runtime->eventCreate(&p->userReady_));
+  WEFT_TRY(runtime->eventCreate(&p->done_));
+  WEFT_TRY(runtime->allocHost(sizeof(device::LaneError) + 64, &p->pinned_));
+  std::memset(p->pinned_, 0, sizeof(device::LaneError) + 64);
+  p->error_ = new (p->pinned_) device::LaneError();
+  p->abortFlag_ = reinterpret_cast<uint32_t*>(static_cast<char*>(p->pinned_) + sizeof(device::LaneError));
+  WEFT_LOG(kInfo, kInit, "rank %d: device executor on %s device %d", rank, runtime->name(), device);
+  *out = std::move(p);
+  return Status::ok();
+}
+
+DevicePath::~DevicePath() {
+  if (launched_) (void)synchronize();
+  for (auto& [key, launch] : launches_) {
+    if (launch->scratch) (void)runtime_->freeDevice(launch->scratch);
+  }
+  launches_.clear();
+  if (staging_) (void)runtime_->freeDevice(staging_);
+  if (done_) (void)runtime_->eventDestroy(done_);
+  if (userReady_) (void)runtime_->eventDestroy(userReady_);
+  if (stream_) (void)runtime_->streamDestroy(stream_);
+  if (pinned_) (void)runtime_->freeHost(pinned_);
+}
+
+Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, size_t elemSize, size_t slotBytes,
+                             coll::ConnectionProvider* provider, Launch** out) {
+  std::vector<int64_t> key{static_cast<int64_t>(elemSize), static_cast<int64_t>(slotBytes)};
+  for (const DeviceCall& c : calls) {
+    key.push_back(-1);
+    key.insert(key.end(), c.shape.begin(), c.shape.end());
+  }
+  auto it = launches_.find(key);
+  if (it != launches_.end()) {
+    *out = it->second.get();
+    return Status::ok();
+  }
+  if (launches_.size() >= kMaxCachedLaunches) {
+    // Tables may be in use by launches in flight: wait for them before dropping any.
+    WEFT_TRY(synchronize());
+    for (auto& [k, l] : launches_) {
+      if (l->scratch) (void)runtime_->freeDevice(l->scratch);
+    }
+    launches_.clear();
+    last_ = nullptr;
+  }
+  auto launch = std::make_unique<Launch>();
+  size_t scratchBytes = 0;
+  for (const DeviceCall& c : calls) {
+    WEFT_TRY(coll::appendToProgram(&launch->program, *c.schedule, elemSize, slotBytes));
+    launch->scratchOffsets.push_back(scratchBytes);
+    scratchBytes += alignUp(c.scratchBytes);
+  }
+  if (scratchBytes) WEFT_TRY(runtime_->allocDevice(scratchBytes, &launch->scratch));
+  Status s = provider->connect(launch->program.fifos, Deadline::afterSeconds(static_cast<double>(timeoutNs_) / 1e9));
+  std::vector<device::FifoView> fifos;
+  if (s.isOk()) s = coll::deviceFifosOf(launch->program, provider, &fifos);
+  if (s.isOk()) s = coll::DeviceTables::create(runtime_, launch->program, fifos, &launch->tables);
+  if (!s.isOk()) {
+    if (launch->scratch) (void)runtime_->freeDevice(launch->scratch);
+    return std::move(s).withPrefix(calls.front().what + ": ");
+  }
+  *out = launch.get();
+  launches_.emplace(std::move(key), std::move(launch));
+  return Status::ok();
+}
+
+Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, weftDataType_t type, weftRedOp_t op,
+                           uint32_t divisor, size_t slotBytes, void* stream, coll::ConnectionProvider* provider) {
+  if (calls.empty() || calls.size() > static_cast<size_t>(device::kMaxFusedOps)) {
+    return WEFT_ERROR(weftInternalError, "rank %d: a device launch of %zu collectives", rank_, calls.size());
+  }
+  WEFT_TRY(asyncError());
+  DeviceScope scope(runtime_, device_);
+  WEFT_TRY(scope.status());
+  Launch* launch = nullptr;
+  WEFT_TRY(launchFor(calls, coll::dataTypeSize(type), slotBytes, provider, &launch));
+
+  // Sends of in-place all-to-alls go from copies taken on our stream, before the lanes run.
+  size_t stageBytes = 0;
+  for (const DeviceCall& c : calls) stageBytes += c.stageSend ? alignUp(c.sendBytes) : 0;
+  if (stageBytes > stagingBytes_) {
+    WEFT_TRY(synchronize());
+    if (staging_) (void)runtime_->freeDevice(staging_);
+    staging_ = nullptr;
+    stagingBytes_ = 0;
+    WEFT_TRY(runtime_->allocDevice(stageBytes, &staging_));
+    stagingBytes_ = stageBytes;
+  }
+
+  device::Stream user = reinterpret_cast<device::Stream>(stream);
+  WEFT_TRY(runtime_->eventRecord(userReady_, user));
+  WEFT_TRY(runtime_->streamWaitEvent(stream_, userReady_));
+  device::LaneLaunch l = launch->tables->launch();
+  l.type = type;
+  l.op = op;
+  l.divisor = divisor == 0 ? 1 : divisor;
+  l.abortFlag = abortFlag_;
+  l.error = error_;
+  l.timeoutNs = timeoutNs_;
+  size_t staged = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const DeviceCall& c = calls[i];
+    const void* send = c.sendbuff;
+    if (c.stageSend) {
+      char* copy = static_cast<char*>(staging_) + staged;
+      WEFT_TRY(runtime_->copyAsync(copy, c.sendbuff, c.sendBytes, device::CopyKind::kDeviceToDevice, stream_));
+      staged += alignUp(c.sendBytes);
+      send = copy;
+    }
+    void* scratch = launch->scratch ? static_cast<char*>(launch->scratch) + launch->scratchOffsets[i] : nullptr;
+    l.buffers[i] = device::LaneBuffers{send, c.recvbuff, scratch};
+  }
+  WEFT_TRY(runtime_->launchLanes(l, stream_));
+  WEFT_TRY(runtime_->eventRecord(done_, stream_));
+  WEFT_TRY(runtime_->streamWaitEvent(user, done_));
+  launched_ = true;
+  last_ = launch;
+  lastWhat_.resize(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) lastWhat_[i] = calls[i].what;
+  return Status::ok();
+}
+
+Status DevicePath::asyncError() const {
+  uint32_t code = __atomic_load_n(&error_->code, __ATOMIC_ACQUIRE);
+  if (code == device::kLaneOk) return Status::ok();
+  std::string what = "rank " + std::to_string(rank_) + ": a collective";
+  std::string detail = "lane " + std::to_string(error_->lane) + " failed (code " + std::to_string(code) + ")";
+  if (last_ != nullptr) {
+    int lane = error_->lane;
+    if (lane >= 0 && static_cast<size_t>(lane) < last_->program.lanes.size()) {
+      int op = last_->program.lanes[static_cast<size_t>(lane)].buffers;
+      if (op >= 0 && static_cast<size_t>(op) < lastWhat_.size()) what = lastWhat_[static_cast<size_t>(op)];
+    }
+    detail = coll::describeLaneError(*error_, last_->program);
+  }
+  std::string hint;
+  switch (code) {
+    case device::kLaneTimeout:
+      hint = "; check that every rank called the same collectives in the same order (WEFT_DEBUG=INFO logs them), "
+             "or raise WEFT_TIMEOUT_S";
+      break;
+    case device::kLaneBadMessage:
+      hint = "; every rank must call the same collectives with the same counts and types";
+      break;
+    case device::kLaneAborted:
+      hint = "; destroy the communicator and create a new one";
+      break;
+    default:
+      break;
+  }
+  return Status::error(resultOf(code), what + " failed on " + runtime_->name() + " device " +
+                                           std::to_string(device_) + ": " + detail + hint);
+}
+
+void DevicePath::abort() { __atomic_store_n(abortFlag_, 1u, __ATOMIC_RELEASE); }
+
+Status DevicePath::synchronize() {
+  if (!launched_) return Status::ok();
+  return runtime_->eventSynchronize(done_);
+}
+
+}  // namespace core
+}  // namespace weft

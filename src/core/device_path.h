@@ -1,0 +1,97 @@
+// The device side of a communicator: collectives on GPU buffers, run by the device executor
+// (collectives/device_executor.h) and enqueued on the caller's stream.
+//
+// Every launch goes through the communicator's own stream: it waits for the work the caller
+// queued before the call (an event), runs, and the caller's stream waits for it in turn. So the
+// call returns at once, launches of one communicator never overlap on its FIFOs whatever streams
+// the caller uses, and capture into a CUDA/HIP graph sees the usual fork and join of two streams.
+//
+// Lanes record their first failure in a LaneError in pinned host memory, and stop when the host
+// sets the abort flag beside it; asyncError() turns the record into a sentence. Created on a
+// communicator's first device call, so that host-only users never create a GPU context.
+#ifndef WEFT_CORE_DEVICE_PATH_H_
+#define WEFT_CORE_DEVICE_PATH_H_
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "collectives/device_executor.h"
+#include "collectives/schedule.h"
+#include "device/device.h"
+
+namespace weft {
+namespace core {
+
+// One collective of a launch, ready to run: its schedule and buffers.
+struct DeviceCall {
+  const coll::RankSchedule* schedule = nullptr;
+  std::vector<int64_t> shape;  // what makes two calls' tables equal (kind, algo, root, channels, count, ...)
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t scratchBytes = 0;
+  size_t sendBytes = 0;  // an in-place all-to-all is sent from a copy of this many bytes
+  bool stageSend = false;
+  std::string what;  // "rank 0: allreduce #12 (ring, 1024 x float sum)"
+};
+
+class DevicePath {
+ public:
+  static Status create(device::Runtime* runtime, int device, int rank, double timeoutS,
+                       std::unique_ptr<DevicePath>* out);
+  ~DevicePath();
+  DevicePath(const DevicePath&) = delete;
+  DevicePath& operator=(const DevicePath&) = delete;
+
+  device::Runtime* runtime() const { return runtime_; }
+  int device() const { return device_; }
+
+  // Enqueues `calls` (one type and op, at most device::kMaxFusedOps) as one launch after the
+  // work already queued on `stream`; the first launch of a shape connects its FIFOs through the
+  // provider and builds its tables.
+  Status enqueue(const std::vector<DeviceCall>& calls, weftDataType_t type, weftRedOp_t op, uint32_t divisor,
+                 size_t slotBytes, void* stream, coll::ConnectionProvider* provider);
+  // The first lane failure so far (ok when none).
+  Status asyncError() const;
+  // Lanes stop at once (weftCommAbort, or a failure the host saw).
+  void abort();
+  // Waits for every launch so far.
+  Status synchronize();
+
+ private:
+  struct Launch {
+    coll::DeviceProgram program;
+    std::unique_ptr<coll::DeviceTables> tables;
+    void* scratch = nullptr;
+    std::vector<size_t> scratchOffsets;
+  };
+  DevicePath() = default;
+  Status launchFor(const std::vector<DeviceCall>& calls, size_t elemSize, size_t slotBytes,
+                   coll::ConnectionProvider* provider, Launch** out);
+  Status stage(const DeviceCall& call, const void** sendbuff);
+
+  device::Runtime* runtime_ = nullptr;
+  int device_ = -1;
+  int rank_ = -1;
+  uint64_t timeoutNs_ = 0;
+  device::Stream stream_ = nullptr;
+  device::Event userReady_ = nullptr;
+  device::Event done_ = nullptr;
+  bool launched_ = false;
+  void* pinned_ = nullptr;  // the LaneError and the abort flag
+  device::LaneError* error_ = nullptr;
+  uint32_t* abortFlag_ = nullptr;
+  void* staging_ = nullptr;  // the send side of an in-place all-to-all
+  size_t stagingBytes_ = 0;
+  std::map<std::vector<int64_t>, std::unique_ptr<Launch>> launches_;
+  const Launch* last_ = nullptr;  // for naming the operation of a failure
+  std::vector<std::string> lastWhat_;  // the collectives of the latest launch
+};
+
+}  // namespace core
+}  // namespace weft
+
+#endif  // WEFT_CORE_DEVICE_PATH_H_

@@ -1,0 +1,509 @@
+// The emulated device: host memory posing as one GPU, so that the device executor's whole path
+// (src/core with a stream, the p2p transport, IPC handles between processes) runs and is tested
+// on a machine without a GPU. WEFT_GPU_BACKEND=emulated selects it (gpu_loader.cc); "auto"
+// never does.
+//
+// Device memory is a memfd mapped MAP_SHARED, so that another process can map the same pages
+// from an IPC handle, through /proc/<pid>/fd/<fd>. Copies are memmove; streams and events are
+// tokens whose work is done before the call returns, as in the host runtime; the lane program
+// runs on host threads through the runner the collectives layer registers (hostLaneRunner()).
+// Where CUDA refuses something (an IPC handle opened in the process that made it, freeing a
+// pointer it does not know, registering memory twice), this runtime refuses it too, so that
+// code tested here does not fail first on a GPU.
+//
+// Like a GPU driver's, the device's state belongs to the process: every EmulatedRuntime object
+// is a view of the one registry below, so emulatedRuntime() and gpuRuntime() agree on every
+// pointer.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "base/os.h"
+#include "device/device.h"
+#include "device/gpu_loader.h"
+
+namespace weft {
+namespace device {
+namespace {
+
+constexpr size_t kHostAlignment = 256;                 // allocHost, like cudaMallocHost
+constexpr uint64_t kIpcMagic = 0x31554d4554464557ull;  // "WEFTEMU1" in memory order
+
+// What the 64 bytes of an IpcHandle hold here. The memfd's inode and device tell its file from
+// another that later took the same fd number in the exporting process.
+struct EmulatedIpcHandle {
+  uint64_t magic;
+  int32_t pid;     // the exporting process
+  int32_t fd;      // its memfd
+  uint64_t bytes;  // the allocation's size, as asked for
+  uint64_t inode;
+  uint64_t fsDevice;
+  uint64_t reserved[3];
+};
+static_assert(sizeof(EmulatedIpcHandle) == sizeof(IpcHandle), "the emulated IPC handle is 64 bytes");
+
+enum class Region {
+  kDevice,      // allocDevice: a memfd of this process
+  kImported,    // ipcImport: another process's memfd, mapped here
+  kPinnedHost,  // allocHost
+  kRegistered,  // hostRegister: memory this runtime did not allocate
+};
+
+struct Allocation {
+  Region region = Region::kDevice;
+  size_t bytes = 0;   // as asked for: pointerInfo answers for [base, base + bytes)
+  size_t mapped = 0;  // the mapping's length (kDevice, kImported)
+  int fd = -1;        // the memfd (kDevice)
+};
+
+// Which addresses are the device's, keyed by base address.
+class Registry {
+ public:
+  void add(const void* base, const Allocation& a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_[address(base)] = a;
+  }
+  // The allocation that starts exactly at `base`.
+  bool findBase(const void* base, Allocation* out) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(address(base));
+    if (it == map_.end()) return false;
+    *out = it->second;
+    return true;
+  }
+  // The allocation holding `ptr` anywhere in [base, base + bytes).
+  bool findContaining(const void* ptr, Allocation* out) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.upper_bound(address(ptr));
+    if (it == map_.begin()) return false;
+    --it;
+    if (address(ptr) - it->first >= it->second.bytes) return false;
+    *out = it->second;
+    return true;
+  }
+  // Whether [ptr, ptr + bytes) shares an address with any allocation.
+  bool overlaps(const void* ptr, size_t bytes) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    uintptr_t begin = address(ptr), end = begin + bytes;
+    auto it = map_.lower_bound(begin);
+    if (it != map_.end() && it->first < end) return true;
+    if (it == map_.begin()) return false;
+    --it;
+    return it->first + it->second.bytes > begin;
+  }
+  // Removes the allocation at `base` if it is of `region`; false (nothing removed) otherwise.
+  bool take(const void* base, Region region, Allocation* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(address(base));
+    if (it == map_.end() || it->second.region != region) return false;
+    *out = it->second;
+    map_.erase(it);
+    return true;
+  }
+
+ private:
+  static uintptr_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+  mutable std::mutex mu_;
+  std::map<uintptr_t, Allocation> map_;
+};
+
+// Never destroyed: a static destructor elsewhere may still free device memory at exit.
+Registry& registry() {
+  static Registry* const r = new Registry;
+  return *r;
+}
+
+size_t pageSize() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+size_t roundToPage(size_t bytes) { return (bytes + pageSize() - 1) / pageSize() * pageSize(); }
+
+const char* regionName(Region r) {
+  switch (r) {
+    case Region::kDevice:
+      return "device memory from allocDevice";
+    case Region::kImported:
+      return "device memory from ipcImport";
+    case Region::kPinnedHost:
+      return "pinned host memory from allocHost";
+    case Region::kRegistered:
+      return "host memory registered with hostRegister";
+  }
+  return "unknown";
+}
+// The call that releases a region.
+const char* releaseCall(Region r) {
+  switch (r) {
+    case Region::kDevice:
+      return "freeDevice";
+    case Region::kImported:
+      return "ipcClose";
+    case Region::kPinnedHost:
+      return "freeHost";
+    case Region::kRegistered:
+      return "hostUnregister";
+  }
+  return "unknown";
+}
+
+// Why `ptr` cannot be released by `call`, which releases `wanted`.
+Status cannotRelease(const char* call, const void* ptr, Region wanted) {
+  Allocation a;
+  if (registry().findBase(ptr, &a)) {
+    return WEFT_ERROR(weftInvalidUsage, "emulated runtime: %s(%p): that is %s; release it with %s", call, ptr,
+                      regionName(a.region), releaseCall(a.region));
+  }
+  if (registry().findContaining(ptr, &a)) {
+    return WEFT_ERROR(weftInvalidArgument, "emulated runtime: %s(%p): points inside %s, not at its start", call, ptr,
+                      regionName(a.region));
+  }
+  return WEFT_ERROR(weftInvalidArgument, "emulated runtime: %s(%p): not %s (never allocated, or already released)",
+                    call, ptr, regionName(wanted));
+}
+
+Status oneDevice(const char* call, int device) {
+  return WEFT_ERROR(weftInvalidArgument, "emulated runtime: %s(%d): there is one device, 0", call, device);
+}
+
+Status nullPointer(const char* call, size_t bytes) {
+  return WEFT_ERROR(weftInvalidArgument, "emulated runtime: %s(%s): null pointer", call, formatBytes(bytes).c_str());
+}
+
+struct EmulatedEvent {
+  bool recorded = false;
+  uint64_t atNs = 0;
+};
+struct EmulatedStream {};
+
+EmulatedEvent* emulatedEvent(Event e) { return reinterpret_cast<EmulatedEvent*>(e); }
+
+int cpuCount() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+class EmulatedRuntime final : public Runtime {
+ public:
+  const char* name() const override { return "emulated"; }
+  std::string description() const override {
+    return "emulated device: host memory posing as one GPU, for tests (" + std::to_string(cpuCount()) + " CPUs)";
+  }
+  int deviceCount() const override { return 1; }
+  Status deviceProps(int device, DeviceProps* out) const override {
+    if (device != 0) return oneDevice("deviceProps", device);
+    DeviceProps p;
+    p.name = "Weft emulated device";
+    p.arch = "emulated";
+    p.pciBusId = "0000:00:00.0";
+    p.warpSize = 1;
+    p.multiProcessors = cpuCount() * 4;
+    long pages = sysconf(_SC_PHYS_PAGES);
+    p.totalMemoryBytes = pages > 0 ? static_cast<uint64_t>(pages) * pageSize() : 0;
+    *out = p;
+    return Status::ok();
+  }
+  Status setDevice(int device) override { return device == 0 ? Status::ok() : oneDevice("setDevice", device); }
+  Status getDevice(int* device) const override {
+    *device = 0;
+    return Status::ok();
+  }
+  Status canAccessPeer(int device, int peer, bool* out) const override {
+    if (device != 0) return oneDevice("canAccessPeer", device);
+    if (peer != 0) return oneDevice("canAccessPeer", peer);
+    *out = true;
+    return Status::ok();
+  }
+  Status enablePeerAccess(int peer) override { return peer == 0 ? Status::ok() : oneDevice("enablePeerAccess", peer); }
+
+  // A memfd, so that ipcExport can hand the same pages to another process.
+  Status allocDevice(size_t bytes, void** out) override {
+    *out = nullptr;
+    if (bytes == 0) return Status::ok();
+    const size_t mapped = roundToPage(bytes);
+    int fd = memfd_create("weft-emulated-device", MFD_CLOEXEC);
+    if (fd < 0) return systemError("allocDevice", bytes, "memfd_create", errno);
+    if (ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
+      int err = errno;
+      close(fd);
+      return systemError("allocDevice", bytes, "ftruncate", err);
+    }
+    void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      close(fd);
+      return systemError("allocDevice", bytes, "mmap", err);
+    }
+    registry().add(p, Allocation{Region::kDevice, bytes, mapped, fd});
+    *out = p;
+    return Status::ok();
+  }
+  Status freeDevice(void* ptr) override {
+    if (ptr == nullptr) return Status::ok();
+    Allocation a;
+    if (!registry().take(ptr, Region::kDevice, &a)) return cannotRelease("freeDevice", ptr, Region::kDevice);
+    munmap(ptr, a.mapped);
+    close(a.fd);
+    return Status::ok();
+  }
+  Status allocHost(size_t bytes, void** out) override {
+    *out = nullptr;
+    if (bytes == 0) return Status::ok();
+    int err = posix_memalign(out, kHostAlignment, bytes);
+    if (err != 0) {
+      *out = nullptr;
+      return systemError("allocHost", bytes, "posix_memalign", err);
+    }
+    registry().add(*out, Allocation{Region::kPinnedHost, bytes, 0, -1});
+    return Status::ok();
+  }
+  Status freeHost(void* ptr) override {
+    if (ptr == nullptr) return Status::ok();
+    Allocation a;
+    if (!registry().take(ptr, Region::kPinnedHost, &a)) return cannotRelease("freeHost", ptr, Region::kPinnedHost);
+    std::free(ptr);
+    return Status::ok();
+  }
+  Status pointerInfo(const void* ptr, PointerInfo* out) const override {
+    if (ptr == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: pointerInfo(null)");
+    Allocation a;
+    if (!registry().findContaining(ptr, &a)) {
+      *out = PointerInfo{MemoryKind::kHost, -1};
+    } else if (a.region == Region::kDevice || a.region == Region::kImported) {
+      *out = PointerInfo{MemoryKind::kDevice, 0};
+    } else {
+      *out = PointerInfo{MemoryKind::kPinnedHost, -1};
+    }
+    return Status::ok();
+  }
+
+  Status copy(void* dst, const void* src, size_t bytes, CopyKind) override {
+    if (bytes == 0) return Status::ok();
+    if (dst == nullptr || src == nullptr) return nullPointer("copy", bytes);
+    std::memmove(dst, src, bytes);
+    return Status::ok();
+  }
+  Status copyAsync(void* dst, const void* src, size_t bytes, CopyKind kind, Stream) override {
+    return copy(dst, src, bytes, kind);
+  }
+  Status memset(void* dst, int value, size_t bytes) override {
+    if (bytes == 0) return Status::ok();
+    if (dst == nullptr) return nullPointer("memset", bytes);
+    std::memset(dst, value, bytes);
+    return Status::ok();
+  }
+  Status memsetAsync(void* dst, int value, size_t bytes, Stream) override { return memset(dst, value, bytes); }
+
+  Status streamCreate(Stream* out) override {
+    *out = reinterpret_cast<Stream>(new EmulatedStream);
+    return Status::ok();
+  }
+  Status streamDestroy(Stream stream) override {
+    if (stream == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: streamDestroy(default stream)");
+    delete reinterpret_cast<EmulatedStream*>(stream);
+    return Status::ok();
+  }
+  Status streamSynchronize(Stream) override { return Status::ok(); }
+  Status streamQuery(Stream, bool* done) override {
+    *done = true;
+    return Status::ok();
+  }
+
+  Status eventCreate(Event* out) override {
+    *out = reinterpret_cast<Event>(new EmulatedEvent);
+    return Status::ok();
+  }
+  Status eventDestroy(Event event) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventDestroy(null)");
+    delete emulatedEvent(event);
+    return Status::ok();
+  }
+  Status eventRecord(Event event, Stream) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventRecord(null)");
+    *emulatedEvent(event) = EmulatedEvent{true, nowNs()};
+    return Status::ok();
+  }
+  Status eventSynchronize(Event event) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventSynchronize(null)");
+    return Status::ok();
+  }
+  Status eventQuery(Event event, bool* done) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventQuery(null)");
+    *done = true;
+    return Status::ok();
+  }
+  Status eventElapsedMs(Event start, Event end, float* ms) override {
+    if (start == nullptr || end == nullptr) {
+      return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventElapsedMs: null event");
+    }
+    if (!emulatedEvent(start)->recorded || !emulatedEvent(end)->recorded) {
+      return WEFT_ERROR(weftInvalidUsage, "emulated runtime: eventElapsedMs: %s event was never recorded",
+                        emulatedEvent(start)->recorded ? "the end" : "the start");
+    }
+    const int64_t ns = static_cast<int64_t>(emulatedEvent(end)->atNs - emulatedEvent(start)->atNs);
+    *ms = static_cast<float>(static_cast<double>(ns) / 1e6);
+    return Status::ok();
+  }
+
+  Status ipcExport(void* ptr, IpcHandle* out) override {
+    Allocation a;
+    if (ptr == nullptr || !registry().findBase(ptr, &a) || a.region != Region::kDevice) {
+      return WEFT_ERROR(weftInvalidArgument,
+                        "emulated runtime: ipcExport(%p): not the start of an allocDevice "
+                        "allocation of this process",
+                        ptr);
+    }
+    struct stat st;
+    if (fstat(a.fd, &st) != 0) {
+      return WEFT_ERROR(weftSystemError, "emulated runtime: ipcExport(%p): fstat of its memfd: %s", ptr,
+                        errnoText(errno).c_str());
+    }
+    EmulatedIpcHandle h{};
+    h.magic = kIpcMagic;
+    h.pid = static_cast<int32_t>(getpid());
+    h.fd = a.fd;
+    h.bytes = a.bytes;
+    h.inode = st.st_ino;
+    h.fsDevice = st.st_dev;
+    std::memcpy(out->bytes, &h, sizeof(h));
+    return Status::ok();
+  }
+  Status ipcImport(const IpcHandle& handle, void** out) override {
+    *out = nullptr;
+    EmulatedIpcHandle h;
+    std::memcpy(&h, handle.bytes, sizeof(h));
+    if (h.magic != kIpcMagic) {
+      return WEFT_ERROR(weftInvalidArgument,
+                        "emulated runtime: ipcImport: not an IPC handle of the emulated runtime (it starts with "
+                        "%016llx); both processes must run with WEFT_GPU_BACKEND=emulated",
+                        static_cast<unsigned long long>(h.magic));
+    }
+    if (h.pid <= 0 || h.fd < 0 || h.bytes == 0) {
+      return WEFT_ERROR(weftInvalidArgument,
+                        "emulated runtime: ipcImport: corrupted handle (pid %d, fd %d, %llu bytes)", h.pid, h.fd,
+                        static_cast<unsigned long long>(h.bytes));
+    }
+    // cudaIpcOpenMemHandle fails in the process that exported the handle; so does this.
+    if (h.pid == static_cast<int32_t>(getpid())) {
+      return WEFT_ERROR(weftInvalidUsage,
+                        "emulated runtime: ipcImport: IPC handles are for other processes; in the same process use "
+                        "the pointer (this handle is from this process, pid %d)",
+                        h.pid);
+    }
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", h.pid, h.fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return openFailure(h, path, errno);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_ino != h.inode || st.st_dev != h.fsDevice ||
+        static_cast<uint64_t>(st.st_size) < h.bytes) {
+      close(fd);
+      return freedByExporter(h);
+    }
+    const size_t mapped = roundToPage(h.bytes);
+    void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    close(fd);  // the mapping keeps the memory
+    if (p == MAP_FAILED) return systemError("ipcImport", h.bytes, "mmap", err);
+    registry().add(p, Allocation{Region::kImported, h.bytes, mapped, -1});
+    *out = p;
+    return Status::ok();
+  }
+  Status ipcClose(void* ptr) override {
+    Allocation a;
+    if (ptr == nullptr || !registry().take(ptr, Region::kImported, &a)) {
+      return cannotRelease("ipcClose", ptr, Region::kImported);
+    }
+    munmap(ptr, a.mapped);
+    return Status::ok();
+  }
+
+  Status launchReduceCopy(const ReduceCopyArgs& args, Stream) override {
+    WEFT_TRY(checkReduceCopyArgs(args));
+    return WEFT_ERROR(weftInternalError,
+                      "emulated runtime: launchReduceCopy: the emulated device runs only the lane program "
+                      "(launchLanes); the reduce-copy kernel needs libweft-cuda.so or libweft-hip.so");
+  }
+
+  // The lane program on host threads, to its end before the call returns; like a kernel's, the
+  // lanes' failures stay in *launch.error and the launch itself succeeds.
+  Status launchLanes(const LaneLaunch& launch, Stream) override {
+    WEFT_TRY(checkLaneLaunch(launch));
+    HostLaneRunner run = hostLaneRunner();
+    if (run == nullptr) {
+      return WEFT_ERROR(weftInternalError,
+                        "emulated runtime: launchLanes: the host lane runner is not registered (link libweft's "
+                        "collectives)");
+    }
+    (void)run(launch);
+    return Status::ok();
+  }
+  // Streams complete their work at once, so there is never anything to wait for.
+  Status streamWaitEvent(Stream, Event event) override {
+    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: streamWaitEvent(null event)");
+    return Status::ok();
+  }
+  // Host memory is already reachable by the emulated device; the registry only remembers it, for
+  // pointerInfo and to refuse what cudaHostRegister refuses.
+  Status hostRegister(void* ptr, size_t bytes) override {
+    if (bytes == 0) return Status::ok();
+    if (ptr == nullptr) return nullPointer("hostRegister", bytes);
+    if (registry().overlaps(ptr, bytes)) {
+      return WEFT_ERROR(weftInvalidUsage,
+                        "emulated runtime: hostRegister(%p, %s): the range overlaps memory the runtime already "
+                        "knows (allocated by it, or registered before); CUDA refuses this too",
+                        ptr, formatBytes(bytes).c_str());
+    }
+    registry().add(ptr, Allocation{Region::kRegistered, bytes, 0, -1});
+    return Status::ok();
+  }
+  Status hostUnregister(void* ptr) override {
+    if (ptr == nullptr) return Status::ok();
+    Allocation a;
+    if (!registry().take(ptr, Region::kRegistered, &a))
+      return cannotRelease("hostUnregister", ptr, Region::kRegistered);
+    return Status::ok();
+  }
+
+ private:
+  static Status systemError(const char* call, size_t bytes, const char* what, int err) {
+    return WEFT_ERROR(weftSystemError, "emulated runtime: %s(%s): %s: %s", call, formatBytes(bytes).c_str(), what,
+                      errnoText(err).c_str());
+  }
+  static Status freedByExporter(const EmulatedIpcHandle& h) {
+    return WEFT_ERROR(weftRemoteError,
+                      "emulated runtime: ipcImport: process %d no longer holds the allocation this handle names (fd "
+                      "%d, %s): it was freed",
+                      h.pid, h.fd, formatBytes(h.bytes).c_str());
+  }
+  static Status openFailure(const EmulatedIpcHandle& h, const char* path, int err) {
+    if (!processAlive(h.pid)) {
+      return WEFT_ERROR(weftRemoteError,
+                        "emulated runtime: ipcImport: process %d, which exported the handle, has exited", h.pid);
+    }
+    if (err == ENOENT) return freedByExporter(h);
+    return WEFT_ERROR(weftSystemError,
+                      "emulated runtime: ipcImport: open(%s): %s; both processes must run as the same user, and "
+                      "the exporting one must be dumpable",
+                      path, errnoText(err).c_str());
+  }
+};
+
+}  // namespace
+
+Runtime& emulatedRuntime() {
+  static EmulatedRuntime runtime;
+  return runtime;
+}
+
+std::unique_ptr<Runtime> makeEmulatedRuntime() { return std::make_unique<EmulatedRuntime>(); }
+
+}  // namespace device
+}  // namespace weft

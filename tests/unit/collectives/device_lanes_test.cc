@@ -1,0 +1,403 @@
+// The device executor's protocol on host threads: every algorithm's schedules turned into
+// lane-program tables (appendToProgram) and run by the host instantiation of lane_program.cuh
+// (runLanesOnHost), ranks as threads, FIFOs laid out in host memory as the p2p transport lays
+// them out in device memory. Results are checked element by element against a reference; the
+// failure paths (time-out, abort, a peer's abort with its culprit, a message of the wrong size)
+// end every rank's lanes with the right LaneError instead of hanging.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "collectives/device_executor.h"
+#include "collectives/schedule.h"
+
+namespace weft {
+namespace coll {
+namespace {
+
+// One FIFO (sender -> receiver, lane) in host memory, with each side's own cursor.
+struct HostFifo {
+  HostFifo(size_t slots, size_t bytes) : nSlots(slots), stride((bytes + 63) / 64 * 64), slotBytes(bytes) {
+    data.assign(nSlots * stride, 0);
+    sizes.assign(nSlots, 0);
+  }
+  device::FifoView view(bool sender, int peer) {
+    device::FifoView v;
+    v.data = data.data();
+    v.stride = stride;
+    v.nSlots = nSlots;
+    v.slotBytes = slotBytes;
+    v.sizes = sizes.data();
+    v.head = &head;
+    v.tail = &tail;
+    v.cursor = sender ? &sendCursor : &recvCursor;
+    v.selfAbort = sender ? &senderAbort : &receiverAbort;
+    v.peerAbort = sender ? &receiverAbort : &senderAbort;
+    v.peer = peer;
+    return v;
+  }
+  size_t nSlots, stride, slotBytes;
+  std::vector<char> data;
+  std::vector<uint64_t> sizes;
+  uint64_t head = 0, tail = 0, sendCursor = 0, recvCursor = 0;
+  uint32_t senderAbort = 0, receiverAbort = 0;
+};
+
+// Ranks as threads over host FIFOs.
+class LaneWorld {
+ public:
+  LaneWorld(int nRanks, size_t nSlots, size_t slotBytes) : nRanks_(nRanks), nSlots_(nSlots), slotBytes_(slotBytes) {
+    programs_.resize(static_cast<size_t>(nRanks));
+    views_.resize(static_cast<size_t>(nRanks));
+    errors_.resize(static_cast<size_t>(nRanks));
+    launches_.resize(static_cast<size_t>(nRanks));
+  }
+
+  // Adds a collective to every rank's launch.
+  void append(const ScheduleParams& p, size_t elemSize) {
+    for (int r = 0; r < nRanks_; ++r) {
+      Status s = appendToProgram(&programs_[static_cast<size_t>(r)], buildSchedule(p, r), elemSize, slotBytes_);
+      ASSERT_TRUE(s.isOk()) << s.message();
+    }
+  }
+
+  // Adds one rank's own schedule (ranks that disagree, for the failure tests).
+  void appendRank(int rank, const RankSchedule& schedule, size_t elemSize) {
+    Status s = appendToProgram(&programs_[static_cast<size_t>(rank)], schedule, elemSize, slotBytes_);
+    ASSERT_TRUE(s.isOk()) << s.message();
+  }
+
+  // Fixes the tables; buffers are set per op with setBuffers.
+  void finish(weftDataType_t type, weftRedOp_t op, uint64_t timeoutNs) {
+    for (int r = 0; r < nRanks_; ++r) {
+      DeviceProgram& prog = programs_[static_cast<size_t>(r)];
+      auto& views = views_[static_cast<size_t>(r)];
+      for (const ConnectionKey& k : prog.fifos) {
+        auto key = k.send ? std::make_tuple(r, k.peer, k.lane) : std::make_tuple(k.peer, r, k.lane);
+        auto& fifo = fifos_[key];
+        if (!fifo) fifo = std::make_unique<HostFifo>(nSlots_, slotBytes_);
+        views.push_back(fifo->view(k.send, k.peer));
+      }
+      device::LaneLaunch& l = launches_[static_cast<size_t>(r)];
+      l.type = type;
+      l.op = op;
+      l.divisor = static_cast<uint32_t>(nRanks_);
+      l.nLanes = static_cast<int32_t>(prog.lanes.size());
+      l.lanes = prog.lanes.data();
+      l.steps = prog.steps.data();
+      l.fifos = views.data();
+      l.nFifos = static_cast<int32_t>(views.size());
+      l.nBuffers = prog.nOps;
+      l.error = &errors_[static_cast<size_t>(r)];
+      l.abortFlag = &abort_;
+      l.timeoutNs = timeoutNs;
+    }
+  }
+
+  void setBuffers(int rank, int op, const void* send, void* recv, void* scratch) {
+    launches_[static_cast<size_t>(rank)].buffers[op] = device::LaneBuffers{send, recv, scratch};
+  }
+
+  // Runs the listed ranks (all when empty) concurrently to their end.
+  void run(const std::vector<int>& ranks = {}) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < nRanks_; ++r) {
+      if (!ranks.empty() && std::find(ranks.begin(), ranks.end(), r) == ranks.end()) continue;
+      threads.emplace_back([this, r] { runLanesOnHost(launches_[static_cast<size_t>(r)]); });
+    }
+    for (auto& t : threads) t.join();
+  }
+
+  const device::LaneError& error(int rank) const { return errors_[static_cast<size_t>(rank)]; }
+  const DeviceProgram& program(int rank) const { return programs_[static_cast<size_t>(rank)]; }
+  device::FifoView& view(int rank, size_t i) { return views_[static_cast<size_t>(rank)][i]; }
+  uint32_t* abortFlag() { return &abort_; }
+
+ private:
+  int nRanks_;
+  size_t nSlots_, slotBytes_;
+  std::vector<DeviceProgram> programs_;
+  std::vector<std::vector<device::FifoView>> views_;
+  std::vector<device::LaneError> errors_;
+  std::vector<device::LaneLaunch> launches_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<HostFifo>> fifos_;
+  uint32_t abort_ = 0;
+};
+
+int32_t inputOf(int rank, int64_t i) { return static_cast<int32_t>((rank * 31 + i * 7) % 97) - 40; }
+
+// The expected receive buffer of `rank` for an int32 sum (or max) of inputOf.
+std::vector<int32_t> expected(const ScheduleParams& p, int rank, bool max) {
+  const int n = p.nRanks;
+  const int64_t c = p.count;
+  auto reduced = [&](int64_t i) {
+    int32_t acc = inputOf(0, i);
+    for (int r = 1; r < n; ++r) acc = max ? std::max(acc, inputOf(r, i)) : acc + inputOf(r, i);
+    return acc;
+  };
+  std::vector<int32_t> out(static_cast<size_t>(recvBufferCount(p)), 0);
+  for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
+    int32_t& v = out[static_cast<size_t>(i)];
+    switch (p.kind) {
+      case CollKind::kAllReduce: v = reduced(i); break;
+      case CollKind::kReduce: v = rank == p.root ? reduced(i) : 0; break;
+      case CollKind::kAllGather: v = inputOf(static_cast<int>(i / c), i % c); break;
+      case CollKind::kReduceScatter: v = reduced(rank * c + i); break;
+      case CollKind::kBroadcast: v = inputOf(p.root, i); break;
+      case CollKind::kAllToAll: v = inputOf(static_cast<int>(i / c), rank * c + i % c); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+struct AlgoCase {
+  CollKind kind;
+  Algo algo;
+};
+
+const AlgoCase kAlgos[] = {
+    {CollKind::kAllReduce, Algo::kRing},    {CollKind::kAllReduce, Algo::kTree},
+    {CollKind::kAllReduce, Algo::kRecursiveDoubling},
+    {CollKind::kAllGather, Algo::kRing},    {CollKind::kReduceScatter, Algo::kRing},
+    {CollKind::kBroadcast, Algo::kRing},    {CollKind::kBroadcast, Algo::kTree},
+    {CollKind::kReduce, Algo::kRing},       {CollKind::kReduce, Algo::kTree},
+    {CollKind::kAllToAll, Algo::kPairwise},
+};
+
+// Runs one collective on every rank and checks every rank's receive buffer.
+void checkCollective(const ScheduleParams& p, bool max, size_t nSlots, size_t slotBytes) {
+  std::string what = std::string(collName(p.kind)) + "/" + algoName(p.algo) + " n=" + std::to_string(p.nRanks) +
+                     " count=" + std::to_string(p.count) + " channels=" + std::to_string(p.nChannels) +
+                     " root=" + std::to_string(p.root) + " slot=" + std::to_string(slotBytes);
+  SCOPED_TRACE(what);
+  LaneWorld world(p.nRanks, nSlots, slotBytes);
+  world.append(p, sizeof(int32_t));
+  world.finish(weftInt32, max ? weftMax : weftSum, 20ull * 1000 * 1000 * 1000);
+  std::vector<std::vector<int32_t>> send(static_cast<size_t>(p.nRanks)), recv(send.size()), scratch(send.size());
+  for (int r = 0; r < p.nRanks; ++r) {
+    auto& s = send[static_cast<size_t>(r)];
+    s.resize(static_cast<size_t>(sendBufferCount(p)));
+    for (size_t i = 0; i < s.size(); ++i) s[i] = inputOf(r, static_cast<int64_t>(i));
+    recv[static_cast<size_t>(r)].assign(static_cast<size_t>(recvBufferCount(p)), 0);
+    scratch[static_cast<size_t>(r)].assign(static_cast<size_t>(scratchBufferCount(p)) + 1, 0);
+    world.setBuffers(r, 0, s.data(), recv[static_cast<size_t>(r)].data(), scratch[static_cast<size_t>(r)].data());
+  }
+  world.run();
+  for (int r = 0; r < p.nRanks; ++r) {
+    ASSERT_EQ(world.error(r).code, device::kLaneOk)
+        << "rank " << r << ": " << describeLaneError(world.error(r), world.program(r));
+    std::vector<int32_t> want = expected(p, r, max);
+    if (p.kind == CollKind::kReduce && r != p.root) continue;  // only the root's buffer is defined
+    ASSERT_EQ(recv[static_cast<size_t>(r)], want) << "rank " << r;
+  }
+}
+
+TEST(DeviceLanes, EveryAlgorithmMatchesTheReference) {
+  for (const AlgoCase& a : kAlgos) {
+    for (int n = 1; n <= 5; ++n) {
+      for (int64_t count : {int64_t{1}, int64_t{37}, int64_t{300}}) {
+        for (int channels : {1, 2}) {
+          ScheduleParams p;
+          p.kind = a.kind;
+          p.algo = a.algo;
+          p.nRanks = n;
+          p.count = count;
+          p.nChannels = channels;
+          p.root = n > 2 ? 2 : 0;
+          if (!validateParams(p).empty()) continue;
+          // 64-byte slots: 16 elements per slice, so the larger counts take many iterations.
+          checkCollective(p, (count % 2) == 1, 2, 64);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(DeviceLanes, LargeSlotsAndDeepFifos) {
+  ScheduleParams p;
+  p.kind = CollKind::kAllReduce;
+  p.nRanks = 4;
+  p.count = 100000;
+  p.nChannels = 2;
+  checkCollective(p, false, 8, 1 << 14);
+}
+
+TEST(DeviceLanes, AvgDividesOnceOnFinalSteps) {
+  for (Algo algo : {Algo::kRing, Algo::kTree}) {
+    const int n = 3;
+    ScheduleParams p;
+    p.kind = CollKind::kAllReduce;
+    p.algo = algo;
+    p.nRanks = n;
+    p.count = 50;
+    LaneWorld world(n, 2, 64);
+    world.append(p, sizeof(float));
+    world.finish(weftFloat32, weftAvg, 20ull * 1000 * 1000 * 1000);
+    std::vector<std::vector<float>> send(n), recv(n), scratch(n);
+    for (int r = 0; r < n; ++r) {
+      for (int i = 0; i < 50; ++i) send[r].push_back(static_cast<float>(r * 10 + i));
+      recv[r].assign(50, -1.0f);
+      scratch[r].assign(static_cast<size_t>(scratchBufferCount(p)) + 1, 0.0f);
+      world.setBuffers(r, 0, send[r].data(), recv[r].data(), scratch[r].data());
+    }
+    world.run();
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(world.error(r).code, device::kLaneOk);
+      for (int i = 0; i < 50; ++i) {
+        ASSERT_EQ(recv[r][i], static_cast<float>(3 * i + 30) / 3.0f) << algoName(algo) << " rank " << r << " i " << i;
+      }
+    }
+  }
+}
+
+TEST(DeviceLanes, FusedCollectivesUseTheirOwnBuffersAndFifos) {
+  const int n = 3;
+  ScheduleParams a;
+  a.kind = CollKind::kAllReduce;
+  a.nRanks = n;
+  a.count = 70;
+  ScheduleParams g = a;
+  g.kind = CollKind::kAllGather;
+  g.count = 20;
+  LaneWorld world(n, 2, 64);
+  world.append(a, sizeof(int32_t));
+  world.append(g, sizeof(int32_t));
+  world.finish(weftInt32, weftSum, 20ull * 1000 * 1000 * 1000);
+  std::vector<std::vector<int32_t>> sa(n), ra(n), sg(n), rg(n);
+  for (int r = 0; r < n; ++r) {
+    for (int i = 0; i < 70; ++i) sa[r].push_back(inputOf(r, i));
+    for (int i = 0; i < 20; ++i) sg[r].push_back(inputOf(r, i));
+    ra[r].assign(70, 0);
+    rg[r].assign(60, 0);
+    world.setBuffers(r, 0, sa[r].data(), ra[r].data(), nullptr);
+    world.setBuffers(r, 1, sg[r].data(), rg[r].data(), nullptr);
+  }
+  ASSERT_EQ(world.program(0).nOps, 2);
+  world.run();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(world.error(r).code, device::kLaneOk) << describeLaneError(world.error(r), world.program(r));
+    EXPECT_EQ(ra[r], expected(a, r, false));
+    EXPECT_EQ(rg[r], expected(g, r, false));
+  }
+}
+
+// Two ranks, a ring all-reduce; only rank 0 runs.
+ScheduleParams pairAllReduce(int64_t count) {
+  ScheduleParams p;
+  p.kind = CollKind::kAllReduce;
+  p.nRanks = 2;
+  p.count = count;
+  return p;
+}
+
+struct PairBuffers {
+  explicit PairBuffers(LaneWorld* world, int64_t count) {
+    for (int r = 0; r < 2; ++r) {
+      send[r].assign(static_cast<size_t>(count), r + 1);
+      recv[r].assign(static_cast<size_t>(count), 0);
+      world->setBuffers(r, 0, send[r].data(), recv[r].data(), nullptr);
+    }
+  }
+  std::vector<int32_t> send[2], recv[2];
+};
+
+TEST(DeviceLanes, SilentPeerEndsInATimeOutNamingIt) {
+  LaneWorld world(2, 2, 64);
+  world.append(pairAllReduce(100), sizeof(int32_t));
+  world.finish(weftInt32, weftSum, 100ull * 1000 * 1000);  // 100 ms
+  PairBuffers buffers(&world, 100);
+  world.run({0});
+  const device::LaneError& e = world.error(0);
+  ASSERT_EQ(e.code, device::kLaneTimeout);
+  EXPECT_EQ(e.lane, 0);
+  std::string text = describeLaneError(e, world.program(0));
+  EXPECT_NE(text.find("rank 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("time-out"), std::string::npos) << text;
+  // Rank 0 told rank 1 through every FIFO of the launch.
+  for (size_t i = 0; i < world.program(0).fifos.size(); ++i) EXPECT_EQ(*world.view(0, i).selfAbort, 1u);
+}
+
+TEST(DeviceLanes, AbortFlagStopsAWaitingLane) {
+  LaneWorld world(2, 2, 64);
+  world.append(pairAllReduce(100), sizeof(int32_t));
+  world.finish(weftInt32, weftSum, 0);  // no time-out: only the abort can end it
+  PairBuffers buffers(&world, 100);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    __atomic_store_n(world.abortFlag(), 1u, __ATOMIC_RELEASE);
+  });
+  world.run({0});
+  aborter.join();
+  EXPECT_EQ(world.error(0).code, device::kLaneAborted);
+  EXPECT_NE(describeLaneError(world.error(0), world.program(0)).find("aborted"), std::string::npos);
+}
+
+TEST(DeviceLanes, PeerAbortIsSeenWithItsCulprit) {
+  LaneWorld world(2, 2, 64);
+  world.append(pairAllReduce(100), sizeof(int32_t));
+  world.finish(weftInt32, weftSum, 0);
+  PairBuffers buffers(&world, 100);
+  // Rank 1 failed because of rank 7 (culprit + 2) before it sent anything.
+  for (size_t i = 0; i < world.program(1).fifos.size(); ++i) *world.view(1, i).selfAbort = 7 + 2;
+  world.run({0});
+  const device::LaneError& e = world.error(0);
+  ASSERT_EQ(e.code, device::kLanePeerAborted);
+  std::string text = describeLaneError(e, world.program(0));
+  EXPECT_NE(text.find("rank 1 reported a failure caused by rank 7"), std::string::npos) << text;
+}
+
+TEST(DeviceLanes, MismatchedCountsAreABadMessageNotAHang) {
+  // Rank 0 all-reduces 10 elements, rank 1 12: the first slice differs in size.
+  LaneWorld world(2, 2, 64);
+  for (int r = 0; r < 2; ++r) world.appendRank(r, buildSchedule(pairAllReduce(10 + 2 * r), r), sizeof(int32_t));
+  world.finish(weftInt32, weftSum, 2ull * 1000 * 1000 * 1000);
+  std::vector<int32_t> send[2] = {std::vector<int32_t>(10, 1), std::vector<int32_t>(12, 1)};
+  std::vector<int32_t> recv[2] = {std::vector<int32_t>(10, 0), std::vector<int32_t>(12, 0)};
+  for (int r = 0; r < 2; ++r) world.setBuffers(r, 0, send[r].data(), recv[r].data(), nullptr);
+  world.run();
+  bool sawBadMessage = false;
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_NE(world.error(r).code, device::kLaneOk) << "rank " << r;
+    EXPECT_NE(world.error(r).code, device::kLaneTimeout) << "rank " << r << " should have heard of the failure";
+    if (world.error(r).code == device::kLaneBadMessage) {
+      sawBadMessage = true;
+      EXPECT_NE(describeLaneError(world.error(r), world.program(r)).find("different collectives or counts"),
+                std::string::npos);
+    }
+  }
+  EXPECT_TRUE(sawBadMessage);
+}
+
+TEST(DeviceLanes, ProgramLimits) {
+  DeviceProgram prog;
+  ScheduleParams p = pairAllReduce(8);
+  for (int i = 0; i < device::kMaxFusedOps; ++i) ASSERT_TRUE(appendToProgram(&prog, buildSchedule(p, 0), 4, 64).isOk());
+  Status s = appendToProgram(&prog, buildSchedule(p, 0), 4, 64);
+  EXPECT_EQ(s.code(), weftInternalError);
+  EXPECT_NE(s.message().find("at most 8 collectives"), std::string::npos) << s.message();
+  DeviceProgram other;
+  EXPECT_FALSE(appendToProgram(&other, buildSchedule(p, 0), 8, 4).isOk());  // slot smaller than an element
+  // The FIFO lanes of the two collectives of a launch never meet.
+  DeviceProgram two;
+  ASSERT_TRUE(appendToProgram(&two, buildSchedule(p, 0), 4, 64).isOk());
+  size_t first = two.fifos.size();
+  ASSERT_TRUE(appendToProgram(&two, buildSchedule(p, 0), 4, 64).isOk());
+  for (size_t i = first; i < two.fifos.size(); ++i) {
+    for (size_t j = 0; j < first; ++j) EXPECT_FALSE(two.fifos[i] == two.fifos[j]);
+    EXPECT_GE(two.fifos[i].lane, kDeviceFifoLaneBase + kDeviceFifoLanesPerOp);
+  }
+}
+
+}  // namespace
+}  // namespace coll
+}  // namespace weft

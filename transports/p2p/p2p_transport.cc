@@ -1,0 +1,279 @@
+#include "transports/p2p/p2p_transport.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "base/log.h"
+#include "base/os.h"
+#include "base/params.h"
+#include "device/device.h"
+#include "transports/p2p/p2p_fifo.h"
+
+namespace weft {
+namespace p2p {
+namespace {
+
+// Makes `device` the calling thread's current device for the scope (allocations, IPC imports
+// and peer access all act on it), and restores the previous one on the way out.
+class DeviceScope {
+ public:
+  explicit DeviceScope(device::Runtime* runtime) : runtime_(runtime) {}
+  ~DeviceScope() {
+    if (switched_) (void)runtime_->setDevice(saved_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+  [[nodiscard]] Status enter(int device) {
+    WEFT_TRY(runtime_->getDevice(&saved_));
+    if (saved_ == device) return Status::ok();
+    WEFT_TRY(runtime_->setDevice(device));
+    switched_ = saved_ >= 0;
+    return Status::ok();
+  }
+
+ private:
+  device::Runtime* runtime_;
+  int saved_ = -1;
+  bool switched_ = false;
+};
+
+std::string hostOf(const PeerInfo& p) { return std::string(p.hostName, strnlen(p.hostName, sizeof(p.hostName))); }
+
+Status checkRequest(const ConnectRequest& req, bool sender) {
+  const char* side = sender ? "sending" : "receiving";
+  if (req.runtime == nullptr) {
+    return WEFT_ERROR(weftInternalError,
+                      "rank %d: the GPU peer-to-peer transport was asked for a host-executor connection (%s, rank %d, "
+                      "lane %d); it serves the device executor only. This is a bug in Weft: please report it",
+                      req.self.rank, side, req.peer.rank, req.lane);
+  }
+  if (req.exchange == nullptr || req.self.rank < 0 || req.peer.rank < 0 || req.lane < 0 || req.lane >= kMaxLanes) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "p2p transport: bad connect request (rank %d, peer %d, lane %d, exchange %s); this is a bug in "
+                      "the caller",
+                      req.self.rank, req.peer.rank, req.lane, req.exchange ? "set" : "missing");
+  }
+  if (req.self.device < 0 || req.peer.device < 0 || req.self.hostHash != req.peer.hostHash) {
+    return WEFT_ERROR(weftInternalError,
+                      "rank %d: the GPU peer-to-peer transport cannot connect to rank %d (devices %d and %d, %s); "
+                      "canConnect() refuses such pairs, this is a bug in Weft",
+                      req.self.rank, req.peer.rank, req.self.device, req.peer.device,
+                      req.self.hostHash == req.peer.hostHash ? "same host" : "different hosts");
+  }
+  return checkGeometry(req.nSlots, req.slotBytes, req.self.rank);
+}
+
+// Ok when `senderDevice` can write `receiverDevice`'s memory (the same device always can). The
+// sender of a pair within one process also turns peer access on (across processes the IPC
+// import does it).
+Status checkPeerPath(const ConnectRequest& req, int senderDevice, int receiverDevice, bool enable) {
+  if (senderDevice == receiverDevice) return Status::ok();
+  bool can = false;
+  Status asked = req.runtime->canAccessPeer(senderDevice, receiverDevice, &can);
+  if (!asked.isOk()) {
+    return std::move(asked).withPrefix("rank " + std::to_string(req.self.rank) + ": asking whether device " +
+                                       std::to_string(senderDevice) + " reaches device " +
+                                       std::to_string(receiverDevice) + ": ");
+  }
+  if (!can) {
+    const int sender = enable ? req.self.rank : req.peer.rank;
+    const int receiver = enable ? req.peer.rank : req.self.rank;
+    return WEFT_ERROR(weftSystemError,
+                      "rank %d: rank %d (device %d) and rank %d (device %d) on host %s have no GPU peer path: the %s "
+                      "runtime says device %d cannot access device %d (no NVLink/xGMI, and PCIe peer-to-peer "
+                      "unsupported or disabled, e.g. by the IOMMU or a virtual machine); such a pair must stage "
+                      "through host shared memory (the shm transport) instead of the p2p transport",
+                      req.self.rank, sender, senderDevice, receiver, receiverDevice, hostOf(req.self).c_str(),
+                      req.runtime->name(), senderDevice, receiverDevice);
+  }
+  if (enable && req.self.processHash == req.peer.processHash) {
+    Status enabled = req.runtime->enablePeerAccess(receiverDevice);
+    if (!enabled.isOk()) {
+      return std::move(enabled).withPrefix("rank " + std::to_string(req.self.rank) +
+                                           ": enabling peer access from device " + std::to_string(senderDevice) +
+                                           " to device " + std::to_string(receiverDevice) + ": ");
+    }
+  }
+  return Status::ok();
+}
+
+// Device memory of `bytes` bytes on the current device, zeroed.
+Status allocZeroed(device::Runtime* runtime, size_t bytes, DeviceMemory* out) {
+  void* ptr = nullptr;
+  WEFT_TRY(runtime->allocDevice(bytes, &ptr));
+  DeviceMemory mem(runtime, ptr, DeviceMemory::Kind::kAllocated);
+  WEFT_TRY(runtime->memset(ptr, 0, bytes));
+  *out = std::move(mem);
+  return Status::ok();
+}
+
+// The receiver's end: the FIFO block and cursor on this rank's device, and the offer that
+// describes them to the sender.
+Status makeReceiverEnd(const ConnectRequest& req, P2pOffer* offer, DeviceMemory* block, DeviceMemory* cursor) {
+  DeviceScope scope(req.runtime);
+  WEFT_TRY(scope.enter(req.self.device));
+  WEFT_TRY(checkPeerPath(req, req.peer.device, req.self.device, false));
+  const P2pLayout layout = p2pLayout(req.nSlots, req.slotBytes);
+  WEFT_TRY(allocZeroed(req.runtime, layout.totalBytes, block));
+  WEFT_TRY(allocZeroed(req.runtime, sizeof(uint64_t), cursor));
+  const bool sameProcess = req.self.processHash == req.peer.processHash;
+  if (sameProcess) {
+    offer->pointer = reinterpret_cast<uint64_t>(block->get());
+  } else {
+    WEFT_TRY(req.runtime->ipcExport(block->get(), &offer->ipc));
+  }
+  offer->sameProcess = sameProcess ? 1 : 0;
+  offer->stride = layout.stride;
+  offer->totalBytes = layout.totalBytes;
+  return Status::ok();
+}
+
+// The sender's view of the receiver's block: the same pointer within a process, an IPC mapping
+// across processes.
+Status mapReceiverBlock(const ConnectRequest& req, const P2pOffer& offer, DeviceMemory* block) {
+  if (offer.sameProcess == 1) {
+    void* ptr = reinterpret_cast<void*>(offer.pointer);
+    device::PointerInfo info;
+    Status s = req.runtime->pointerInfo(ptr, &info);
+    if (!s.isOk() || info.kind != device::MemoryKind::kDevice || info.device != req.peer.device) {
+      return WEFT_ERROR(weftInternalError,
+                        "rank %d: rank %d's GPU peer-to-peer handshake names %p, which the %s runtime does not know "
+                        "as memory of device %d (%s); this is a bug in Weft",
+                        req.self.rank, req.peer.rank, ptr, req.runtime->name(), req.peer.device,
+                        s.isOk() ? device::memoryKindName(info.kind) : s.message().c_str());
+    }
+    *block = DeviceMemory(req.runtime, ptr, DeviceMemory::Kind::kBorrowed);
+    return Status::ok();
+  }
+  void* ptr = nullptr;
+  Status s = req.runtime->ipcImport(offer.ipc, &ptr);
+  if (!s.isOk()) {
+    return std::move(s).withPrefix("rank " + std::to_string(req.self.rank) + ": mapping rank " +
+                                   std::to_string(req.peer.rank) + "'s GPU peer-to-peer FIFO (IPC handle from pid " +
+                                   std::to_string(offer.pid) + "): ");
+  }
+  *block = DeviceMemory(req.runtime, ptr, DeviceMemory::Kind::kImported);
+  return Status::ok();
+}
+
+struct Registrar {
+  Registrar() {
+    registerTransport("p2p", kP2pPriority, [] { return std::unique_ptr<Transport>(new P2pTransport()); });
+  }
+} registrar;
+
+}  // namespace
+
+bool P2pTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
+  if (params::P2pDisable() || self.device < 0 || peer.device < 0 || self.hostHash != peer.hostHash) return false;
+  if (self.device == peer.device) return true;
+  // Both ends ask the same symmetric question, so they agree; a pair without a peer path is
+  // staged through host memory instead (src/core bridges the shm transport). Device numbers are
+  // taken to mean the same GPUs in every process of the host (the same CUDA_VISIBLE_DEVICES).
+  device::Runtime* runtime = device::gpuRuntime();
+  bool there = false, back = false;
+  return runtime != nullptr && runtime->canAccessPeer(self.device, peer.device, &there).isOk() &&
+         runtime->canAccessPeer(peer.device, self.device, &back).isOk() && there && back;
+}
+
+Status P2pTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
+  WEFT_TRY(checkRequest(req, false));
+  P2pOffer offer;
+  offer.magic = kOfferMagic;
+  offer.version = kOfferVersion;
+  offer.receiverRank = req.self.rank;
+  offer.senderRank = req.peer.rank;
+  offer.lane = req.lane;
+  offer.pid = static_cast<int32_t>(getpid());
+  offer.pidNamespace = pidNamespace();
+  offer.processHash = req.self.processHash;
+  offer.device = req.self.device;
+  offer.nSlots = req.nSlots;
+  offer.slotBytes = req.slotBytes;
+  DeviceMemory block;
+  DeviceMemory cursor;
+  Status made = makeReceiverEnd(req, &offer, &block, &cursor);
+  if (!made.isOk()) {
+    // Tell the sender at once rather than let it wait for an offer until its deadline.
+    P2pOffer refusal;
+    refusal.magic = kOfferMagic;
+    refusal.version = kOfferVersion;
+    refusal.failed = 1;
+    refusal.receiverRank = req.self.rank;
+    refusal.senderRank = req.peer.rank;
+    refusal.lane = req.lane;
+    (void)req.exchange->send(req.peer.rank, kOfferTagBase + req.lane, &refusal, sizeof(refusal));
+    return made;
+  }
+  Status sent = req.exchange->send(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer));
+  if (!sent.isOk()) return std::move(sent).withPrefix("p2p transport: sending the FIFO's address: ");
+
+  P2pConnection::Setup setup;
+  setup.role = P2pConnection::Role::kReceiver;
+  setup.runtime = req.runtime;
+  setup.selfRank = req.self.rank;
+  setup.peerRank = req.peer.rank;
+  setup.selfDevice = req.self.device;
+  setup.nSlots = req.nSlots;
+  setup.slotBytes = req.slotBytes;
+  // The pid the peer reported at init, when it means something here (like the shm FIFO before
+  // its sender attaches: a live process of that pid in this namespace).
+  const int pid = req.peer.pid;
+  if (offer.sameProcess == 0 && pid > 0 && pid != getpid() && processAlive(pid)) setup.peerPid = pid;
+  setup.peerHost = hostOf(req.peer);
+  WEFT_LOG(kInfo, kP2p,
+           "rank %d: receiving from rank %d lane %d over GPU peer memory (device %d <- device %d, %s, %zu "
+           "slots of %s)",
+           req.self.rank, req.peer.rank, req.lane, req.self.device, req.peer.device,
+           offer.sameProcess ? "same process" : "IPC", req.nSlots, formatBytes(req.slotBytes).c_str());
+  *out = std::make_unique<P2pConnection>(setup, std::move(block), std::move(cursor));
+  return Status::ok();
+}
+
+Status P2pTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
+  WEFT_TRY(checkRequest(req, true));
+  DeviceScope scope(req.runtime);
+  WEFT_TRY(scope.enter(req.self.device));
+  WEFT_TRY(checkPeerPath(req, req.self.device, req.peer.device, true));
+
+  if (req.abort != nullptr && req.abort->load(std::memory_order_relaxed)) {
+    return WEFT_ERROR(weftRemoteError, "rank %d: aborted while waiting for rank %d's GPU peer-to-peer FIFO",
+                      req.self.rank, req.peer.rank);
+  }
+  P2pOffer offer;
+  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
+  if (!got.isOk()) return std::move(got).withPrefix("p2p transport: waiting for the FIFO's address: ");
+  WEFT_TRY(checkOffer(offer, req));
+
+  DeviceMemory block;
+  WEFT_TRY(mapReceiverBlock(req, offer, &block));
+  DeviceMemory cursor;
+  WEFT_TRY(allocZeroed(req.runtime, sizeof(uint64_t), &cursor));
+
+  P2pConnection::Setup setup;
+  setup.role = P2pConnection::Role::kSender;
+  setup.runtime = req.runtime;
+  setup.selfRank = req.self.rank;
+  setup.peerRank = req.peer.rank;
+  setup.selfDevice = req.self.device;
+  setup.nSlots = req.nSlots;
+  setup.slotBytes = req.slotBytes;
+  const bool comparable = offer.sameProcess == 0 && offer.pid > 0 && offer.pid != getpid() && offer.pidNamespace != 0 &&
+                          offer.pidNamespace == pidNamespace();
+  setup.peerPid = comparable ? offer.pid : 0;
+  setup.peerHost = hostOf(req.peer);
+  WEFT_LOG(kInfo, kP2p,
+           "rank %d: sending to rank %d lane %d over GPU peer memory (device %d -> device %d, %s, %zu "
+           "slots of %s)",
+           req.self.rank, req.peer.rank, req.lane, req.self.device, req.peer.device,
+           offer.sameProcess ? "same process" : "IPC", req.nSlots, formatBytes(req.slotBytes).c_str());
+  *out = std::make_unique<P2pConnection>(setup, std::move(block), std::move(cursor));
+  return Status::ok();
+}
+
+}  // namespace p2p
+}  // namespace weft
