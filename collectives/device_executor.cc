@@ -24,9 +24,11 @@ size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
-Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, size_t elemSize, size_t slotBytes) {
+Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, size_t elemSize, size_t slotBytes,
+                       int fifoLaneBase) {
   if (program->nOps >= device::kMaxFusedOps) {
-    return WEFT_ERROR(weftInternalError, "device program: a launch holds at most %d collectives", device::kMaxFusedOps);
+    return WEFT_ERROR(weftInternalError, "device program: a launch holds at most %d collectives (or sends and receives)",
+                      device::kMaxFusedOps);
   }
   if (elemSize == 0 || slotBytes < elemSize) {
     return WEFT_ERROR(weftInternalError, "device program: slot of %zu bytes for %zu-byte elements", slotBytes, elemSize);
@@ -37,7 +39,8 @@ Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, siz
   }
   std::map<ConnectionKey, int> index;
   for (size_t i = 0; i < program->fifos.size(); ++i) index.emplace(program->fifos[i], static_cast<int>(i));
-  const int laneBase = kDeviceFifoLaneBase + program->nOps * kDeviceFifoLanesPerOp;
+  const int laneBase =
+      fifoLaneBase >= 0 ? fifoLaneBase : kDeviceFifoLaneBase + program->nOps * kDeviceFifoLanesPerOp;
   const int64_t sliceElems = static_cast<int64_t>(slotBytes / elemSize);
   const int64_t iterations = iterationsFor(schedule.maxStepCount, sliceElems);
   for (size_t l = 0; l < schedule.lanes.size(); ++l) {

@@ -44,7 +44,10 @@ struct DeviceProgram {
 // Appends `schedule` as the next collective of the launch (at most device::kMaxFusedOps):
 // slices of at most slotBytes, FIFO lanes as above. Fails on a full launch or a schedule the
 // tables cannot hold.
-Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, size_t elemSize, size_t slotBytes);
+// fifoLaneBase >= 0 places the schedule's lane k on FIFO lane fifoLaneBase + k instead (sends and
+// receives: the i-th message between two ranks in one direction uses lane base + i on both).
+Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, size_t elemSize, size_t slotBytes,
+                       int fifoLaneBase = -1);
 
 // The FifoViews of a program's connections, from the provider (which must have connected them
 // as device connections): an error names a connection that has no device FIFO.

@@ -225,10 +225,22 @@ Status runDeviceOps(Communicator* impl, const PendingOp* ops, size_t nOps) {
 Status runOps(weftComm* comm, const PendingOp* ops, size_t nOps) {
   Communicator* impl = comm->impl.get();
   std::vector<P2pCall> p2p;
+  std::vector<P2pCall> deviceP2p;
+  weftStream_t p2pStream = nullptr;
   std::vector<PendingOp> device;
   for (size_t i = 0; i < nOps; ++i) {
     const PendingOp& op = ops[i];
-    if (op.stream != nullptr && !op.isP2p) {
+    if (op.stream != nullptr && op.isP2p) {
+      if (p2pStream != nullptr && op.stream != p2pStream) {
+        return Status::error(weftInvalidUsage, "rank " + std::to_string(comm->rank) +
+                                                   ": the sends and receives of a group on device buffers must use "
+                                                   "one stream");
+      }
+      p2pStream = op.stream;
+      deviceP2p.push_back(op.p2p);
+      continue;
+    }
+    if (op.stream != nullptr) {
       device.push_back(op);
       continue;
     }
@@ -243,6 +255,7 @@ Status runOps(weftComm* comm, const PendingOp* ops, size_t nOps) {
     }
   }
   if (!device.empty()) WEFT_TRY(runDeviceOps(impl, device.data(), device.size()));
+  if (!deviceP2p.empty()) WEFT_TRY(impl->runDeviceP2p(deviceP2p, p2pStream));
   if (!p2p.empty()) WEFT_TRY(impl->runP2p(p2p));
   return Status::ok();
 }
@@ -603,11 +616,6 @@ static weftResult_t pointToPoint(bool send, const void* sendbuff, void* recvbuff
                                  const char* fn) {
   Status s = checkComm(comm, fn);
   if (s.isOk()) s = checkStream(comm, stream, fn);
-  if (s.isOk() && stream != nullptr) {
-    s = Status::error(weftInvalidUsage, "rank " + std::to_string(comm->rank) + ": " + fn +
-                                            " on device buffers is not supported yet; use host buffers (stream = "
-                                            "NULL) or weftAllToAll");
-  }
   if (s.isOk()) s = checkTypeOp(comm, datatype, nullptr, fn);
   if (s.isOk() && (peer < 0 || peer >= comm->nRanks)) {
     s = Status::error(weftInvalidArgument, "rank " + std::to_string(comm->rank) + ": " + fn + ": peer " +
@@ -616,6 +624,10 @@ static weftResult_t pointToPoint(bool send, const void* sendbuff, void* recvbuff
   }
   if (s.isOk()) s = checkCount(comm, count, weft::coll::dataTypeSize(datatype), 1, fn);
   if (s.isOk()) s = checkBuffer(comm, send ? sendbuff : recvbuff, count, send ? "sendbuff" : "recvbuff", fn);
+  if (s.isOk() && stream != nullptr) {
+    s = checkDeviceBuffer(comm, send ? sendbuff : recvbuff, count * weft::coll::dataTypeSize(datatype),
+                          send ? "sendbuff" : "recvbuff", fn);
+  }
   if (!s.isOk()) return report(comm, s);
   PendingOp op;
   op.comm = comm;
@@ -642,12 +654,18 @@ weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int
 weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream) {
   Status s = checkComm(comm, "weftBarrier");
   if (s.isOk()) s = checkStream(comm, stream, "weftBarrier");
-  if (s.isOk() && stream != nullptr) {
+  if (s.isOk() && stream != nullptr && tlsGroup.depth > 0) {
     s = Status::error(weftInvalidUsage, "rank " + std::to_string(comm->rank) +
-                                            ": weftBarrier on a stream is not supported yet; call it with stream = "
-                                            "NULL (it then waits on the host)");
+                                            ": weftBarrier with a stream inside a group; call it outside the group");
   }
   if (!s.isOk()) return report(comm, s);
+  if (stream != nullptr) {
+    comm->inFlight.fetch_add(1);
+    s = comm->impl->deviceBarrier(stream);
+    weftResult_t result = s.isOk() ? weftSuccess : reportFailure(comm, s);
+    comm->inFlight.fetch_sub(1);
+    return result;
+  }
   static const uint8_t kZero = 0;
   static thread_local uint8_t sink = 0;
   CollCall c{weft::coll::CollKind::kAllReduce, &kZero, &sink, 1, weftUint8, weftSum, 0};

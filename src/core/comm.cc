@@ -29,17 +29,6 @@ constexpr int64_t kBytesPerChannel = 1 << 20;
 // Schedules kept per communicator (they are rebuilt cheaply when evicted).
 constexpr size_t kMaxCachedSchedules = 64;
 
-// The GPU the calling thread uses, when there is a GPU runtime with a device.
-void describeDevice(PeerInfo* info) {
-  device::Runtime* runtime = device::gpuRuntime();
-  int dev = -1;
-  if (runtime == nullptr || runtime->deviceCount() == 0 || !runtime->getDevice(&dev).isOk() || dev < 0) return;
-  device::DeviceProps props;
-  if (!runtime->deviceProps(dev, &props).isOk()) return;
-  info->device = dev;
-  info->deviceUnits = props.multiProcessors;
-}
-
 PeerInfo selfInfo(int rank) {
   PeerInfo info;
   info.rank = rank;
@@ -47,7 +36,7 @@ PeerInfo selfInfo(int rank) {
   info.hostHash = hostHash();
   info.processHash = processHash();
   info.device = -1;
-  describeDevice(&info);
+  describeDevice(&info);  // comm_device.cc
   info.probeAddress = memoryProbeAddress();
   std::snprintf(info.hostName, sizeof(info.hostName), "%s", hostName().c_str());
   return info;
@@ -96,26 +85,6 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   WEFT_LOG(kInfo, kInit, "rank %d of %d joined communicator %s%s%s (%d ranks on this host, %zu transports)", rank,
            nRanks, commTag_.c_str(), name_.empty() ? "" : " ", name_.c_str(), sameHost, transports_.size());
   return Status::ok();
-}
-
-void Communicator::limitDeviceLanes() {
-  // Several ranks on one GPU: each rank's launch gets an equal share of its SMs / CUs, so that
-  // every rank's lanes are resident at once (a lane waiting for a rank whose kernel cannot start
-  // would wait for ever). Every rank computes the same value from the same peer table.
-  int units = 0;
-  int share = 1;
-  for (const auto& p : peers_) {
-    if (p.device < 0) continue;
-    units = units == 0 ? p.deviceUnits : std::min(units, p.deviceUnits);
-    int onDevice = 0;
-    for (const auto& q : peers_) onDevice += q.hostHash == p.hostHash && q.device == p.device;
-    share = std::max(share, onDevice);
-  }
-  maxDeviceLanes_ = std::max(1, units / share);
-  if (units > 0 && share > 1 && rank_ == 0) {
-    WEFT_LOG(kInfo, kInit, "up to %d ranks share a GPU: each rank's collectives use at most %d of its %d %s", share,
-             maxDeviceLanes_, units, "SMs/CUs");
-  }
 }
 
 void Communicator::nameHostsApart() {
@@ -368,65 +337,6 @@ Status Communicator::runCollective(const CollCall& call) {
   if (!s.isOk()) return fail(std::move(s));
   return Status::ok();
 }
-
-Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream) {
-  setLogRank(rank_);
-  {
-    std::lock_guard<std::mutex> lock(connMutex_);
-    if (!devicePath_) {
-      device::Runtime* runtime = device::gpuRuntime();
-      if (runtime == nullptr || device() < 0) {
-        return WEFT_ERROR(weftInvalidUsage, "rank %d: device buffers and a stream were given, but this rank has no GPU "
-                          "(%s)", rank_, runtime == nullptr ? "no GPU backend loaded; WEFT_DEBUG=INFO says why"
-                                                            : "no device was current when the communicator was made");
-      }
-      Status s = DevicePath::create(runtime, device(), rank_, settings_.timeoutS, &devicePath_);
-      if (!s.isOk()) return s;
-    }
-  }
-  if (calls.empty()) return Status::ok();
-  const weftDataType_t type = calls.front().type;
-  const weftRedOp_t op = calls.front().op;
-  const size_t elemSize = coll::dataTypeSize(type);
-  std::vector<coll::RankSchedule> schedules;
-  schedules.reserve(calls.size());  // DeviceCall keeps pointers into it
-  std::vector<DeviceCall> dcalls;
-  uint32_t divisor = 0;
-  for (const CollCall& call : calls) {
-    ++seq_;
-    coll::ScheduleParams params = paramsFor(call, elemSize);
-    while (params.nChannels > 1 && params.nChannels * coll::lanesPerChannel(params) > maxDeviceLanes_) {
-      --params.nChannels;
-    }
-    params.ringOrder = nodeOrder_;
-    schedules.push_back(coll::buildSchedule(params, rank_));
-    bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
-                   call.kind == coll::CollKind::kReduce;
-    if (reduces && call.op == weftAvg) divisor = static_cast<uint32_t>(nRanks_);
-    DeviceCall d;
-    d.schedule = &schedules.back();
-    d.shape = {static_cast<int>(call.kind), static_cast<int>(params.algo), params.root, params.nChannels, params.count};
-    d.sendbuff = call.sendbuff;
-    d.recvbuff = call.recvbuff;
-    d.scratchBytes = static_cast<size_t>(coll::scratchBufferCount(params)) * elemSize;
-    d.sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
-    d.stageSend = call.kind == coll::CollKind::kAllToAll && call.sendbuff == call.recvbuff && call.count > 0;
-    d.what = describe(call, coll::algoName(params.algo), seq_);
-    dcalls.push_back(std::move(d));
-  }
-  Status s = devicePath_->enqueue(dcalls, type, op, divisor, static_cast<size_t>(settings_.slotBytes), stream, this);
-  if (!s.isOk()) return fail(std::move(s));
-  return Status::ok();
-}
-
-Status Communicator::deviceAsyncError() {
-  if (!devicePath_) return Status::ok();
-  Status s = devicePath_->asyncError();
-  if (!s.isOk()) return fail(std::move(s));
-  return s;
-}
-
-Status Communicator::synchronizeDevice() { return devicePath_ ? devicePath_->synchronize() : Status::ok(); }
 
 Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   ++seq_;

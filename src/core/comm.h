@@ -58,6 +58,9 @@ struct CommSettings {
   char algo[16] = {0};
 };
 
+// Fills in the device this thread uses (comm_device.cc): -1 without a GPU runtime.
+void describeDevice(PeerInfo* info);
+
 class Communicator final : public coll::ConnectionProvider {
  public:
   ~Communicator() override;
@@ -76,6 +79,10 @@ class Communicator final : public coll::ConnectionProvider {
   Status runDevice(const std::vector<CollCall>& calls, void* stream);
   // The GPU this rank uses (-1: none; host memory only).
   int device() const { return peers_.empty() ? -1 : peers_[static_cast<size_t>(rank_)].device; }
+  // A group's sends and receives on device buffers (one stream), as one launch.
+  Status runDeviceP2p(const std::vector<P2pCall>& calls, void* stream);
+  // A barrier on `stream`: a one-byte all-reduce on the device.
+  Status deviceBarrier(void* stream);
   // Failures of device work enqueued earlier (ok when none, or no device work yet).
   Status deviceAsyncError();
   // Waits for device work enqueued so far (finalize, destroy).
@@ -165,6 +172,7 @@ class Communicator final : public coll::ConnectionProvider {
   // first bridge.
   std::unique_ptr<net::Proxy> bridgeProxy_;
   Status bridgeProxy();
+  Status ensureDevicePath();
   int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
 };
 

@@ -74,14 +74,15 @@ DevicePath::~DevicePath() {
   }
   launches_.clear();
   if (staging_) (void)runtime_->freeDevice(staging_);
+  if (barrier_) (void)runtime_->freeDevice(barrier_);
   if (done_) (void)runtime_->eventDestroy(done_);
   if (userReady_) (void)runtime_->eventDestroy(userReady_);
   if (stream_) (void)runtime_->streamDestroy(stream_);
   if (pinned_) (void)runtime_->freeHost(pinned_);
 }
 
-Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, size_t elemSize, size_t slotBytes,
-                             coll::ConnectionProvider* provider, Launch** out) {
+Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, size_t elemSize,
+                             size_t slotBytes, coll::ConnectionProvider* provider, Launch** out) {
   std::vector<int64_t> key{static_cast<int64_t>(elemSize), static_cast<int64_t>(slotBytes)};
   for (const DeviceCall& c : calls) {
     key.push_back(-1);
@@ -103,8 +104,10 @@ Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, size_t elemSi
   }
   auto launch = std::make_unique<Launch>();
   size_t scratchBytes = 0;
-  for (const DeviceCall& c : calls) {
-    WEFT_TRY(coll::appendToProgram(&launch->program, *c.schedule, elemSize, slotBytes));
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const DeviceCall& c = calls[i];
+    WEFT_TRY(coll::appendToProgram(&launch->program, *c.schedule, elemSize, slotBytes,
+                                   fifoLanes.empty() ? -1 : fifoLanes[i]));
     launch->scratchOffsets.push_back(scratchBytes);
     scratchBytes += alignUp(c.scratchBytes);
   }
@@ -122,8 +125,9 @@ Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, size_t elemSi
   return Status::ok();
 }
 
-Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, weftDataType_t type, weftRedOp_t op,
-                           uint32_t divisor, size_t slotBytes, void* stream, coll::ConnectionProvider* provider) {
+Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes,
+                           weftDataType_t type, weftRedOp_t op, uint32_t divisor, size_t slotBytes, void* stream,
+                           coll::ConnectionProvider* provider) {
   if (calls.empty() || calls.size() > static_cast<size_t>(device::kMaxFusedOps)) {
     return WEFT_ERROR(weftInternalError, "rank %d: a device launch of %zu collectives", rank_, calls.size());
   }
@@ -131,7 +135,7 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, weftDataType_t 
   DeviceScope scope(runtime_, device_);
   WEFT_TRY(scope.status());
   Launch* launch = nullptr;
-  WEFT_TRY(launchFor(calls, coll::dataTypeSize(type), slotBytes, provider, &launch));
+  WEFT_TRY(launchFor(calls, fifoLanes, coll::dataTypeSize(type), slotBytes, provider, &launch));
 
   // Sends of in-place all-to-alls go from copies taken on our stream, before the lanes run.
   size_t stageBytes = 0;
@@ -208,6 +212,17 @@ Status DevicePath::asyncError() const {
   }
   return Status::error(resultOf(code), what + " failed on " + runtime_->name() + " device " +
                                            std::to_string(device_) + ": " + detail + hint);
+}
+
+Status DevicePath::barrierBytes(void** out) {
+  if (barrier_ == nullptr) {
+    DeviceScope scope(runtime_, device_);
+    WEFT_TRY(scope.status());
+    WEFT_TRY(runtime_->allocDevice(2, &barrier_));
+    WEFT_TRY(runtime_->memset(barrier_, 0, 2));
+  }
+  *out = barrier_;
+  return Status::ok();
 }
 
 void DevicePath::abort() { __atomic_store_n(abortFlag_, 1u, __ATOMIC_RELEASE); }

@@ -52,8 +52,13 @@ class DevicePath {
   // Enqueues `calls` (one type and op, at most device::kMaxFusedOps) as one launch after the
   // work already queued on `stream`; the first launch of a shape connects its FIFOs through the
   // provider and builds its tables.
-  Status enqueue(const std::vector<DeviceCall>& calls, weftDataType_t type, weftRedOp_t op, uint32_t divisor,
-                 size_t slotBytes, void* stream, coll::ConnectionProvider* provider);
+  // fifoLanes: per call, the FIFO lane of its (one-lane) schedule (sends and receives); empty
+  // for collectives, which take their lanes from their place in the launch.
+  Status enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, weftDataType_t type,
+                 weftRedOp_t op, uint32_t divisor, size_t slotBytes, void* stream,
+                 coll::ConnectionProvider* provider);
+  // Two bytes of device memory for barriers (a one-byte all-reduce).
+  Status barrierBytes(void** out);
   // The first lane failure so far (ok when none).
   Status asyncError() const;
   // Lanes stop at once (weftCommAbort, or a failure the host saw).
@@ -69,8 +74,8 @@ class DevicePath {
     std::vector<size_t> scratchOffsets;
   };
   DevicePath() = default;
-  Status launchFor(const std::vector<DeviceCall>& calls, size_t elemSize, size_t slotBytes,
-                   coll::ConnectionProvider* provider, Launch** out);
+  Status launchFor(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, size_t elemSize,
+                   size_t slotBytes, coll::ConnectionProvider* provider, Launch** out);
   Status stage(const DeviceCall& call, const void** sendbuff);
 
   device::Runtime* runtime_ = nullptr;
@@ -85,6 +90,7 @@ class DevicePath {
   device::LaneError* error_ = nullptr;
   uint32_t* abortFlag_ = nullptr;
   void* staging_ = nullptr;  // the send side of an in-place all-to-all
+  void* barrier_ = nullptr;
   size_t stagingBytes_ = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<Launch>> launches_;
   const Launch* last_ = nullptr;  // for naming the operation of a failure

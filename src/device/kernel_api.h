@@ -103,10 +103,13 @@ struct LaneBuffers {
   void* recvbuff = nullptr;
   void* scratch = nullptr;  // coll::Buf::kScratch
 };
-constexpr int kMaxFusedOps = 8;
+// Collectives of one group fused into a launch, or sends and receives of one group (each is
+// its own lane). The launch travels as a kernel parameter: 32 buffer sets keep it near 900
+// bytes, well inside the 4 KiB CUDA and HIP allow.
+constexpr int kMaxFusedOps = 32;
 
 // One launch of the lane program: every lane of one collective, or of up to kMaxFusedOps
-// collectives of one group that share type and op (each lane names its collective's buffers).
+// collectives (or sends and receives) of one group that share type and op (each lane names its collective's buffers).
 // Passed by value to the kernel, so a graph that captured it replays it as it was; the tables it
 // points to must be readable by the device (device memory or pinned host memory) and stay
 // unchanged while any launch (or captured graph) that uses them may run.

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "base/log.h"
 #include "base/os.h"
@@ -13,6 +15,7 @@ namespace {
 
 constexpr size_t kLine = 128;
 constexpr uint64_t kPeerCheckNs = 100ull * 1000 * 1000;  // checkPeer() at most every 100 ms
+constexpr double kFlushSeconds = 30;  // the most a closing bridge waits to hand over its messages
 
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -148,6 +151,7 @@ class BridgeConnection final : public Connection {
     proxy_->add(task_);
   }
   ~BridgeConnection() override {
+    if (sender_) flush();
     proxy_->remove(task_.get());
     task_.reset();
     (void)runtime_->freeHost(base_);
@@ -172,6 +176,25 @@ class BridgeConnection final : public Connection {
   }
   bool peerAborted() const override { return host_->peerAborted(); }
   int peerAbortCulprit() const override { return host_->peerAbortCulprit(); }
+
+  // A finished launch may have left messages in the pinned FIFO that the proxy has not handed to
+  // the host connection yet: they must not be lost when the communicator goes away right after.
+  void flush() {
+    const uint64_t* head = reinterpret_cast<const uint64_t*>(base_ + Layout::kHead);
+    const uint64_t* tail = reinterpret_cast<const uint64_t*>(base_ + Layout::kTail);
+    const uint32_t* far = reinterpret_cast<const uint32_t*>(base_ + Layout::kFarAbort);
+    Deadline deadline = Deadline::afterSeconds(kFlushSeconds);
+    while (loadAcquire(tail) < loadAcquire(head)) {
+      if (loadAcquire32(far) != 0) return;  // the peer is gone or failed: nobody will read them
+      if (deadline.expired()) {
+        WEFT_LOG(kWarn, kNet, "device bridge to rank %d: %llu messages still unsent after %.0f s; dropping them",
+                 peer_, static_cast<unsigned long long>(loadAcquire(head) - loadAcquire(tail)), kFlushSeconds);
+        return;
+      }
+      proxy_->wake();
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
 
   bool deviceFifo(device::FifoView* out) override {
     out->data = base_ + layout_.data;

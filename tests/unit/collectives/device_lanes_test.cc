@@ -384,7 +384,7 @@ TEST(DeviceLanes, ProgramLimits) {
   for (int i = 0; i < device::kMaxFusedOps; ++i) ASSERT_TRUE(appendToProgram(&prog, buildSchedule(p, 0), 4, 64).isOk());
   Status s = appendToProgram(&prog, buildSchedule(p, 0), 4, 64);
   EXPECT_EQ(s.code(), weftInternalError);
-  EXPECT_NE(s.message().find("at most 8 collectives"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("at most 32 collectives"), std::string::npos) << s.message();
   DeviceProgram other;
   EXPECT_FALSE(appendToProgram(&other, buildSchedule(p, 0), 8, 4).isOk());  // slot smaller than an element
   // The FIFO lanes of the two collectives of a launch never meet.

@@ -58,12 +58,32 @@ void onRanks(int n, const std::function<void(int, weftComm_t)>& fn) {
   for (auto c : comms) EXPECT_EQ(weftCommDestroy(c), weftSuccess);
 }
 
+// How device FIFOs travel: GPU peer memory (p2p), or staged through pinned host memory over
+// shared memory or over TCP sockets on the loopback interface (the device bridge).
+class DeviceRoutes : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() != "p2p") setenv("WEFT_P2P_DISABLE", "1", 1);
+    if (GetParam() == "socket") {
+      setenv("WEFT_SHM_DISABLE", "1", 1);
+      setenv("WEFT_SOCKET_IFNAME", "lo", 1);
+    }
+  }
+  void TearDown() override {
+    unsetenv("WEFT_P2P_DISABLE");
+    unsetenv("WEFT_SHM_DISABLE");
+    unsetenv("WEFT_SOCKET_IFNAME");
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Via, DeviceRoutes, ::testing::Values("p2p", "shm", "socket"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
 TEST(DevicePath, TheEmulatedDeviceIsTheGpuRuntime) {
   ASSERT_NE(weft::device::gpuRuntime(), nullptr);
   EXPECT_STREQ(rt().name(), "emulated");
 }
 
-TEST(DevicePath, EveryCollectiveOnThreads) {
+TEST_P(DeviceRoutes, EveryCollectiveOnThreads) {
   const int n = 3;
   const size_t count = 1000;
   onRanks(n, [&](int rank, weftComm_t comm) {
@@ -151,15 +171,69 @@ TEST(DevicePath, BuffersMustBeOnTheDevice) {
     std::string text = weftGetLastError(comm);
     EXPECT_NE(text.find("sendbuff"), std::string::npos) << text;
     EXPECT_NE(text.find("pageable host memory"), std::string::npos) << text;
-    EXPECT_EQ(weftSend(b.send, 4, weftFloat32, 1 - rank, comm, b.stream), weftInvalidUsage);
-    EXPECT_NE(std::string(weftGetLastError(comm)).find("not supported yet"), std::string::npos);
-    EXPECT_EQ(weftBarrier(comm, b.stream), weftInvalidUsage);
-    // Nothing was enqueued, and the communicator still works.
-    for (int i = 0; i < 16; ++i) b.s()[i] = 1.0f;
-    ASSERT_EQ(weftAllReduce(b.send, b.recv, 16, weftFloat32, weftSum, comm, b.stream), weftSuccess)
-        << weftGetLastError(comm);
-    ASSERT_TRUE(rt().streamSynchronize(b.stream).isOk());
-    EXPECT_EQ(b.r()[15], 2.0f);
+    EXPECT_EQ(weftSend(pageable.data(), 4, weftFloat32, 1 - rank, comm, b.stream), weftInvalidArgument);
+    // A group's sends and receives on device buffers use one stream.
+    DeviceBuffers other(16, 16);
+    ASSERT_EQ(weftGroupStart(), weftSuccess);
+    weftSend(b.send, 4, weftFloat32, 1 - rank, comm, b.stream);
+    weftRecv(b.recv, 4, weftFloat32, 1 - rank, comm, other.stream);
+    EXPECT_EQ(weftGroupEnd(), weftInvalidUsage);
+    EXPECT_NE(std::string(weftGetLastError(comm)).find("one stream"), std::string::npos) << weftGetLastError(comm);
+  });
+}
+
+TEST_P(DeviceRoutes, SendsAndReceivesPairUpInCallOrder) {
+  const int n = 3;
+  onRanks(n, [&](int rank, weftComm_t comm) {
+    // To the right twice (two messages on one pair and direction), from the left twice, and a
+    // send to itself, all in one group.
+    const size_t count = 3000;
+    DeviceBuffers a(count, count), b(count, count), self(count, count);
+    for (size_t i = 0; i < count; ++i) {
+      a.s()[i] = inputOf(rank, i);
+      b.s()[i] = -inputOf(rank, i);
+      self.s()[i] = 7.0f * rank;
+    }
+    int right = (rank + 1) % n, left = (rank + n - 1) % n;
+    ASSERT_EQ(weftGroupStart(), weftSuccess);
+    weftSend(a.send, count, weftFloat32, right, comm, a.stream);
+    weftSend(b.send, count, weftFloat32, right, comm, a.stream);
+    weftRecv(a.recv, count, weftFloat32, left, comm, a.stream);
+    weftRecv(b.recv, count, weftFloat32, left, comm, a.stream);
+    weftSend(self.send, count, weftFloat32, rank, comm, a.stream);
+    weftRecv(self.recv, count, weftFloat32, rank, comm, a.stream);
+    ASSERT_EQ(weftGroupEnd(), weftSuccess) << weftGetLastError(comm);
+    ASSERT_TRUE(rt().streamSynchronize(a.stream).isOk());
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(a.r()[i], inputOf(left, i));
+      ASSERT_EQ(b.r()[i], -inputOf(left, i));
+      ASSERT_EQ(self.r()[i], 7.0f * rank);
+    }
+    // A barrier on the stream, and a lone send/recv pair outside a group between ranks 0 and 1.
+    ASSERT_EQ(weftBarrier(comm, a.stream), weftSuccess) << weftGetLastError(comm);
+    if (rank == 0) {
+      ASSERT_EQ(weftSend(a.send, 10, weftFloat32, 1, comm, a.stream), weftSuccess);
+    }
+    if (rank == 1) {
+      ASSERT_EQ(weftRecv(a.recv, 10, weftFloat32, 0, comm, a.stream), weftSuccess);
+    }
+    ASSERT_TRUE(rt().streamSynchronize(a.stream).isOk());
+    if (rank == 1) {
+      EXPECT_EQ(a.r()[9], inputOf(0, 9));
+    }
+  });
+}
+
+TEST(DevicePath, AGroupRunsAtMost32DeviceSendsAndReceives) {
+  onRanks(2, [&](int rank, weftComm_t comm) {
+    DeviceBuffers b(64, 64);
+    ASSERT_EQ(weftGroupStart(), weftSuccess);
+    for (int i = 0; i < 17; ++i) {
+      weftSend(b.send, 1, weftFloat32, 1 - rank, comm, b.stream);
+      weftRecv(b.recv, 1, weftFloat32, 1 - rank, comm, b.stream);
+    }
+    EXPECT_EQ(weftGroupEnd(), weftInvalidUsage);
+    EXPECT_NE(std::string(weftGetLastError(comm)).find("at most 32"), std::string::npos) << weftGetLastError(comm);
   });
 }
 
@@ -179,7 +253,7 @@ void initPair(weftComm_t comms[2]) {
   ASSERT_TRUE(comms[0] && comms[1]);
 }
 
-TEST(DevicePath, ASilentPeerIsAnAsyncTimeoutNamingIt) {
+TEST_P(DeviceRoutes, ASilentPeerIsAnAsyncTimeoutNamingIt) {
   weftComm_t comms[2] = {nullptr, nullptr};
   initPair(comms);
   DeviceBuffers b0(64, 64), b1(64, 64);
@@ -227,8 +301,9 @@ TEST(DevicePath, APeerThatNeverConnectsFailsTheCallAtItsDeadline) {
   EXPECT_EQ(weftCommDestroy(comms[1]), weftSuccess);
 }
 
-// Two processes: the p2p transport maps the peer's FIFO through IPC handles.
-TEST(DevicePath, ProcessesShareFifosThroughIpc) {
+// Two processes: the p2p transport maps the peer's FIFO through IPC handles; the bridges stage
+// it through pinned host memory.
+TEST_P(DeviceRoutes, ProcessesAllReduce) {
   weftUniqueId id;
   ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
   std::vector<pid_t> children;
@@ -244,8 +319,16 @@ TEST(DevicePath, ProcessesShareFifosThroughIpc) {
         for (int i = 0; i < 4096; ++i) b.s()[i] = inputOf(r, static_cast<size_t>(i));
         if (weftAllReduce(b.send, b.recv, 4096, weftFloat32, weftSum, comm, b.stream) != weftSuccess) code = 11;
         if (code == 0 && !rt().streamSynchronize(b.stream).isOk()) code = 12;
+        weftResult_t async = weftSuccess;
+        if (code == 0 && (weftCommGetAsyncError(comm, &async) != weftSuccess || async != weftSuccess)) {
+          fprintf(stderr, "rank %d: %s\n", r, weftGetLastError(comm));
+          code = 15;
+        }
         for (int i = 0; code == 0 && i < 4096; ++i) {
-          if (b.r()[i] != inputOf(0, static_cast<size_t>(i)) + inputOf(1, static_cast<size_t>(i))) code = 13;
+          if (b.r()[i] != inputOf(0, static_cast<size_t>(i)) + inputOf(1, static_cast<size_t>(i))) {
+            fprintf(stderr, "rank %d: element %d is %f, expected %f\n", r, i, b.r()[i], inputOf(0, static_cast<size_t>(i)) + inputOf(1, static_cast<size_t>(i)));
+            code = 13;
+          }
         }
       }
       if (weftCommDestroy(comm) != weftSuccess && code == 0) code = 14;

@@ -137,7 +137,7 @@ TEST(LaneLaunchArgs, CountsOutOfRange) {
   for (int n : {0, -1, kMaxFusedOps + 1}) {
     LaneLaunch l = t.launch();
     l.nBuffers = n;
-    expectRejected(l, "nBuffers is " + std::to_string(n) + "; it must be 1 to 8");
+    expectRejected(l, "nBuffers is " + std::to_string(n) + "; it must be 1 to " + std::to_string(kMaxFusedOps));
   }
   for (int n : {-1, 513, 1024}) {
     LaneLaunch l = t.launch();

@@ -1,0 +1,194 @@
+// The communicator's device side: which GPU a rank uses, how many of its SMs / CUs a rank's
+// launches may take, and the calls that enqueue collectives and send/receive groups on device
+// buffers through DevicePath (device_path.h).
+#include <cstdio>
+#include <map>
+
+#include "base/log.h"
+#include "collectives/datatypes.h"
+#include "collectives/device_executor.h"
+#include "core/comm.h"
+#include "device/device.h"
+
+namespace weft {
+namespace core {
+
+// The GPU the calling thread uses, when there is a GPU runtime with a device.
+void describeDevice(PeerInfo* info) {
+  device::Runtime* runtime = device::gpuRuntime();
+  int dev = -1;
+  if (runtime == nullptr || runtime->deviceCount() == 0 || !runtime->getDevice(&dev).isOk() || dev < 0) return;
+  device::DeviceProps props;
+  if (!runtime->deviceProps(dev, &props).isOk()) return;
+  info->device = dev;
+  info->deviceUnits = props.multiProcessors;
+}
+
+void Communicator::limitDeviceLanes() {
+  // Several ranks on one GPU: each rank's launch gets an equal share of its SMs / CUs, so that
+  // every rank's lanes are resident at once (a lane waiting for a rank whose kernel cannot start
+  // would wait for ever). Every rank computes the same value from the same peer table.
+  int units = 0;
+  int share = 1;
+  for (const auto& p : peers_) {
+    if (p.device < 0) continue;
+    units = units == 0 ? p.deviceUnits : std::min(units, p.deviceUnits);
+    int onDevice = 0;
+    for (const auto& q : peers_) onDevice += q.hostHash == p.hostHash && q.device == p.device;
+    share = std::max(share, onDevice);
+  }
+  maxDeviceLanes_ = std::max(1, units / share);
+  if (units > 0 && share > 1 && rank_ == 0) {
+    WEFT_LOG(kInfo, kInit, "up to %d ranks share a GPU: each rank's collectives use at most %d of its %d %s", share,
+             maxDeviceLanes_, units, "SMs/CUs");
+  }
+}
+
+Status Communicator::ensureDevicePath() {
+  setLogRank(rank_);
+  std::lock_guard<std::mutex> lock(connMutex_);
+  if (devicePath_) return Status::ok();
+  device::Runtime* runtime = device::gpuRuntime();
+  if (runtime == nullptr || device() < 0) {
+    return WEFT_ERROR(weftInvalidUsage, "rank %d: device buffers and a stream were given, but this rank has no GPU (%s)",
+                      rank_, runtime == nullptr ? "no GPU backend loaded; WEFT_DEBUG=INFO says why"
+                                                : "no device was current when the communicator was made");
+  }
+  return DevicePath::create(runtime, device(), rank_, settings_.timeoutS, &devicePath_);
+}
+
+Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream) {
+  WEFT_TRY(ensureDevicePath());
+  if (calls.empty()) return Status::ok();
+  const weftDataType_t type = calls.front().type;
+  const weftRedOp_t op = calls.front().op;
+  const size_t elemSize = coll::dataTypeSize(type);
+  std::vector<coll::RankSchedule> schedules;
+  schedules.reserve(calls.size());  // DeviceCall keeps pointers into it
+  std::vector<DeviceCall> dcalls;
+  uint32_t divisor = 0;
+  for (const CollCall& call : calls) {
+    ++seq_;
+    coll::ScheduleParams params = paramsFor(call, elemSize);
+    while (params.nChannels > 1 && params.nChannels * coll::lanesPerChannel(params) > maxDeviceLanes_) {
+      --params.nChannels;
+    }
+    params.ringOrder = nodeOrder_;
+    schedules.push_back(coll::buildSchedule(params, rank_));
+    bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
+                   call.kind == coll::CollKind::kReduce;
+    if (reduces && call.op == weftAvg) divisor = static_cast<uint32_t>(nRanks_);
+    DeviceCall d;
+    d.schedule = &schedules.back();
+    d.shape = {static_cast<int>(call.kind), static_cast<int>(params.algo), params.root, params.nChannels, params.count};
+    d.sendbuff = call.sendbuff;
+    d.recvbuff = call.recvbuff;
+    d.scratchBytes = static_cast<size_t>(coll::scratchBufferCount(params)) * elemSize;
+    d.sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
+    d.stageSend = call.kind == coll::CollKind::kAllToAll && call.sendbuff == call.recvbuff && call.count > 0;
+    d.what = describe(call, coll::algoName(params.algo), seq_);
+    dcalls.push_back(std::move(d));
+  }
+  Status s = devicePath_->enqueue(dcalls, {}, type, op, divisor, static_cast<size_t>(settings_.slotBytes), stream, this);
+  if (!s.isOk()) return fail(std::move(s));
+  return Status::ok();
+}
+
+Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* stream) {
+  WEFT_TRY(ensureDevicePath());
+  // One lane per message. The i-th message between two ranks in one direction uses device FIFO
+  // lane i on both sides, so messages pair up in call order; a send to this rank itself pairs
+  // with the next receive from it and becomes a copy lane.
+  std::vector<coll::RankSchedule> schedules;
+  schedules.reserve(calls.size());
+  std::vector<DeviceCall> dcalls;
+  std::vector<int> lanes;
+  std::map<std::pair<int, bool>, int> ordinal;
+  std::vector<const P2pCall*> selfSends, selfRecvs;
+  ++seq_;
+  auto add = [&](coll::Step step, const void* send, void* recv, size_t bytes, int lane) {
+    coll::RankSchedule s;
+    s.rank = rank_;
+    s.lanes.resize(1);
+    s.lanes[0].steps.push_back(step);
+    s.maxStepCount = static_cast<int64_t>(bytes);
+    schedules.push_back(std::move(s));
+    DeviceCall d;
+    d.schedule = &schedules.back();
+    d.shape = {100 + static_cast<int>(step.kind), step.sendPeer, step.recvPeer, static_cast<int64_t>(bytes), lane};
+    d.sendbuff = send;
+    d.recvbuff = recv;
+    char what[96];
+    std::snprintf(what, sizeof(what), "rank %d: send/recv group #%llu (%zu operations)", rank_,
+                  static_cast<unsigned long long>(seq_), calls.size());
+    d.what = what;
+    dcalls.push_back(std::move(d));
+    lanes.push_back(lane);
+  };
+  for (const P2pCall& c : calls) {
+    if (c.peer == rank_) {
+      (c.send ? selfSends : selfRecvs).push_back(&c);
+      continue;
+    }
+    if (c.bytes == 0) continue;
+    coll::Step step;
+    step.kind = c.send ? coll::StepKind::kSend : coll::StepKind::kRecv;
+    (c.send ? step.sendPeer : step.recvPeer) = c.peer;
+    step.count = static_cast<int64_t>(c.bytes);
+    int lane = coll::kDeviceFifoLaneBase + ordinal[{c.peer, c.send}]++;
+    add(step, c.sendbuff, c.recvbuff, c.bytes, lane);
+  }
+  if (selfSends.size() != selfRecvs.size()) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: a group has %zu sends to this rank itself but %zu receives from it; they must pair up",
+                      rank_, selfSends.size(), selfRecvs.size());
+  }
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    if (selfSends[i]->bytes != selfRecvs[i]->bytes) {
+      return WEFT_ERROR(weftInvalidUsage, "rank %d: send of %zu bytes to itself paired with a receive of %zu bytes",
+                        rank_, selfSends[i]->bytes, selfRecvs[i]->bytes);
+    }
+    if (selfSends[i]->bytes == 0) continue;
+    coll::Step step;
+    step.kind = coll::StepKind::kCopy;
+    step.count = static_cast<int64_t>(selfSends[i]->bytes);
+    add(step, selfSends[i]->sendbuff, selfRecvs[i]->recvbuff, selfSends[i]->bytes, coll::kDeviceFifoLaneBase);
+  }
+  if (dcalls.empty()) return Status::ok();
+  if (dcalls.size() > static_cast<size_t>(device::kMaxFusedOps)) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: a group with %zu sends and receives on device buffers; at most %d run together (split "
+                      "the group, or use weftAllToAll)",
+                      rank_, dcalls.size(), device::kMaxFusedOps);
+  }
+  Status s = devicePath_->enqueue(dcalls, lanes, weftUint8, weftSum, 0, static_cast<size_t>(settings_.slotBytes),
+                                  stream, this);
+  if (!s.isOk()) return fail(std::move(s));
+  return Status::ok();
+}
+
+Status Communicator::deviceBarrier(void* stream) {
+  WEFT_TRY(ensureDevicePath());
+  void* bytes = nullptr;
+  WEFT_TRY(devicePath_->barrierBytes(&bytes));
+  CollCall call;
+  call.kind = coll::CollKind::kAllReduce;
+  call.sendbuff = bytes;
+  call.recvbuff = static_cast<char*>(bytes) + 1;
+  call.count = 1;
+  call.type = weftUint8;
+  call.op = weftSum;
+  return runDevice({call}, stream);
+}
+
+Status Communicator::deviceAsyncError() {
+  if (!devicePath_) return Status::ok();
+  Status s = devicePath_->asyncError();
+  if (!s.isOk()) return fail(std::move(s));
+  return s;
+}
+
+Status Communicator::synchronizeDevice() { return devicePath_ ? devicePath_->synchronize() : Status::ok(); }
+
+}  // namespace core
+}  // namespace weft
