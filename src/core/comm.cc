@@ -338,25 +338,36 @@ Status Communicator::runCollective(const CollCall& call) {
   return Status::ok();
 }
 
+Status Communicator::pairSelfCalls(const std::vector<P2pCall>& calls,
+                                   std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const {
+  std::vector<const P2pCall*> sends, recvs;
+  for (const auto& c : calls) {
+    if (c.peer == rank_) (c.send ? sends : recvs).push_back(&c);
+  }
+  if (sends.size() != recvs.size()) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: a group has %zu sends to this rank itself but %zu receives from it; they must pair up",
+                      rank_, sends.size(), recvs.size());
+  }
+  pairs->clear();
+  for (size_t i = 0; i < sends.size(); ++i) {
+    if (sends[i]->bytes != recvs[i]->bytes) {
+      return WEFT_ERROR(weftInvalidUsage, "rank %d: send of %zu bytes to itself paired with a receive of %zu bytes",
+                        rank_, sends[i]->bytes, recvs[i]->bytes);
+    }
+    pairs->emplace_back(sends[i], recvs[i]);
+  }
+  return Status::ok();
+}
+
 Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   ++seq_;
   setLogRank(rank_);
   // Sends and receives with this rank itself are matched in order and copied.
-  std::vector<const P2pCall*> selfSends, selfRecvs;
-  for (const auto& c : calls) {
-    if (c.peer == rank_) (c.send ? selfSends : selfRecvs).push_back(&c);
-  }
-  if (selfSends.size() != selfRecvs.size()) {
-    return WEFT_ERROR(weftInvalidUsage,
-                      "rank %d: a group has %zu sends to this rank itself but %zu receives from it; they must pair up",
-                      rank_, selfSends.size(), selfRecvs.size());
-  }
-  for (size_t i = 0; i < selfSends.size(); ++i) {
-    if (selfSends[i]->bytes != selfRecvs[i]->bytes) {
-      return WEFT_ERROR(weftInvalidUsage, "rank %d: send of %zu bytes to itself paired with a receive of %zu bytes",
-                        rank_, selfSends[i]->bytes, selfRecvs[i]->bytes);
-    }
-    if (selfSends[i]->bytes) std::memmove(selfRecvs[i]->recvbuff, selfSends[i]->sendbuff, selfSends[i]->bytes);
+  std::vector<std::pair<const P2pCall*, const P2pCall*>> selfPairs;
+  WEFT_TRY(pairSelfCalls(calls, &selfPairs));
+  for (const auto& [send, recv] : selfPairs) {
+    if (send->bytes) std::memmove(recv->recvbuff, send->sendbuff, send->bytes);
   }
 
   // One lane per call (bytes as elements, so both sides slice alike whatever their datatype);

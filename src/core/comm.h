@@ -173,6 +173,10 @@ class Communicator final : public coll::ConnectionProvider {
   std::unique_ptr<net::Proxy> bridgeProxy_;
   Status bridgeProxy();
   Status ensureDevicePath();
+  // A group's sends to this rank itself paired, in order, with its receives from it (their
+  // counts and sizes must match).
+  Status pairSelfCalls(const std::vector<P2pCall>& calls,
+                       std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const;
   int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
 };
 

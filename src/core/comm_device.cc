@@ -104,7 +104,6 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   std::vector<DeviceCall> dcalls;
   std::vector<int> lanes;
   std::map<std::pair<int, bool>, int> ordinal;
-  std::vector<const P2pCall*> selfSends, selfRecvs;
   ++seq_;
   auto add = [&](coll::Step step, const void* send, void* recv, size_t bytes, int lane) {
     coll::RankSchedule s;
@@ -126,11 +125,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
     lanes.push_back(lane);
   };
   for (const P2pCall& c : calls) {
-    if (c.peer == rank_) {
-      (c.send ? selfSends : selfRecvs).push_back(&c);
-      continue;
-    }
-    if (c.bytes == 0) continue;
+    if (c.peer == rank_ || c.bytes == 0) continue;
     coll::Step step;
     step.kind = c.send ? coll::StepKind::kSend : coll::StepKind::kRecv;
     (c.send ? step.sendPeer : step.recvPeer) = c.peer;
@@ -138,21 +133,14 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
     int lane = coll::kDeviceFifoLaneBase + ordinal[{c.peer, c.send}]++;
     add(step, c.sendbuff, c.recvbuff, c.bytes, lane);
   }
-  if (selfSends.size() != selfRecvs.size()) {
-    return WEFT_ERROR(weftInvalidUsage,
-                      "rank %d: a group has %zu sends to this rank itself but %zu receives from it; they must pair up",
-                      rank_, selfSends.size(), selfRecvs.size());
-  }
-  for (size_t i = 0; i < selfSends.size(); ++i) {
-    if (selfSends[i]->bytes != selfRecvs[i]->bytes) {
-      return WEFT_ERROR(weftInvalidUsage, "rank %d: send of %zu bytes to itself paired with a receive of %zu bytes",
-                        rank_, selfSends[i]->bytes, selfRecvs[i]->bytes);
-    }
-    if (selfSends[i]->bytes == 0) continue;
+  std::vector<std::pair<const P2pCall*, const P2pCall*>> selfPairs;
+  WEFT_TRY(pairSelfCalls(calls, &selfPairs));
+  for (const auto& [send, recv] : selfPairs) {
+    if (send->bytes == 0) continue;
     coll::Step step;
     step.kind = coll::StepKind::kCopy;
-    step.count = static_cast<int64_t>(selfSends[i]->bytes);
-    add(step, selfSends[i]->sendbuff, selfRecvs[i]->recvbuff, selfSends[i]->bytes, coll::kDeviceFifoLaneBase);
+    step.count = static_cast<int64_t>(send->bytes);
+    add(step, send->sendbuff, recv->recvbuff, send->bytes, coll::kDeviceFifoLaneBase);
   }
   if (dcalls.empty()) return Status::ok();
   if (dcalls.size() > static_cast<size_t>(device::kMaxFusedOps)) {
