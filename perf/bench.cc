@@ -4,6 +4,12 @@
 // counts travel to every rank through one weftAllReduce (int64 sum) per row, so every rank
 // computes the same table and the same exit status.
 //
+// With device memory (--mem device, or auto with a GPU) the buffers are on the rank's GPU and
+// every call goes on the rank's stream, as in nccl-tests: a timed block is a barrier, the
+// calls queued, and a wait for the stream; inputs are written on the host and uploaded, results
+// downloaded before they are checked (rank_buffers.h). The bookkeeping collectives (rank list,
+// times, verdicts) stay on host memory with the NULL stream, always after the stream is idle.
+//
 // With --compare, the other libraries (peer_libs.h) run every half too, on the same buffers:
 // the iterations are split into blocks and the order of the libraries rotates from block to
 // block, so that drift of the machine (frequency, other load) hits all alike. They meet through
@@ -30,7 +36,9 @@
 #include "perf/bench_support.h"
 #include "perf/datatypes.h"
 #include "perf/expected.h"
+#include "perf/gpu_api.h"
 #include "perf/peer_libs.h"
+#include "perf/rank_buffers.h"
 #include "perf/report.h"
 #include "perf/results.h"
 #include "perf/sizes.h"
@@ -46,9 +54,12 @@ struct RankInfo {
   int32_t pid;
   int32_t group;
   int32_t device;
-  char host[52];
+  int32_t reserved;
+  char host[64];
+  char busId[32];  // device memory: the GPU's PCI bus id and name
+  char name[144];
 };
-static_assert(sizeof(RankInfo) == 64, "RankInfo travels as 64 bytes");
+static_assert(sizeof(RankInfo) == 256, "RankInfo travels as 256 bytes");
 
 // One library in the run: Weft through the communicator (peer null), or a peer library.
 struct Lib {
@@ -70,8 +81,8 @@ struct Section {
 
 class Bench {
  public:
-  Bench(const Options& o, const char* program, weftComm_t comm, int group)
-      : o_(o), program_(program), comm_(comm), group_(group) {}
+  Bench(const Options& o, const char* program, weftComm_t comm, int group, const RankDevice& dev)
+      : o_(o), program_(program), comm_(comm), group_(group), dev_(dev) {}
 
   int run();
   bool callFailed() const { return callFailed_; }
@@ -83,6 +94,9 @@ class Bench {
   };
 
   bool ok(weftResult_t r, const char* what);
+  bool gpuOk(const GpuStatus& s);
+  bool chooseMemory(int* rc);
+  bool allocate();
   bool printDevices();
   bool startPeers();
   bool everyRankOk(const PeerStatus& s, std::string* message, int* badRank);
@@ -91,7 +105,7 @@ class Bench {
   weftResult_t call(const void* send, void* recv, const CollCounts& c, weftDataType_t t, weftRedOp_t op, int root);
   bool iterate(int n, const void* send, void* recv, const CollCounts& c, weftDataType_t t, weftRedOp_t op, int root);
   PeerStatus runLib(size_t l, int iters, bool once, const void* send, void* recv, const DataSpec& d);
-  void setup(bool inPlace, const DataSpec& d, void** send, void** recv, bool fill);
+  bool setup(bool inPlace, const DataSpec& d, void** send, void** recv, bool fill);
   bool runHalf(bool inPlace, const DataSpec& d, std::vector<Half>* halves);
   bool runRow(size_t bytes, weftDataType_t t, weftRedOp_t op, int root);
   void startSection(int cycle, weftDataType_t t, weftRedOp_t op, int root);
@@ -106,14 +120,14 @@ class Bench {
     std::fflush(stdout);
   }
 
-  const Options& o_;
+  Options o_;  // o_.mem and o_.notes may change when Weft has no GPU (chooseMemory)
   const char* program_;
   weftComm_t comm_;
   int group_;
+  RankDevice dev_;
   int rank_ = 0;
   int nranks_ = 1;
-  HostBuffer* send_ = nullptr;
-  HostBuffer* recv_ = nullptr;
+  std::unique_ptr<RankBuffers> buf_;
   std::vector<std::string> hosts_;  // per rank
   std::unique_ptr<CommBootstrap> boot_;
   std::vector<Lib> libs_;           // Weft first
@@ -134,6 +148,54 @@ bool Bench::ok(weftResult_t r, const char* what) {
   return false;
 }
 
+// A failed GPU call is fatal to the rank, and the others may wait for it: abort, as for Weft.
+bool Bench::gpuOk(const GpuStatus& s) {
+  if (s.ok()) return true;
+  callFailed_ = true;
+  std::fprintf(stderr, "weft-perf: rank %d: %s\n", rank_, s.error.c_str());
+  return false;
+}
+
+// Device memory needs Weft's GPU module as well as weft-perf's runtime: the communicator has a
+// device only when libweft-cuda.so / libweft-hip.so loaded and found the GPU made current. If
+// any rank's has none, auto falls back to host memory on every rank (with a note), and --mem
+// device stops with exit status 2 (*rc) and the reason.
+bool Bench::chooseMemory(int* rc) {
+  if (o_.mem != MemKind::kDevice) return true;
+  int dev = -1;
+  if (weftCommDevice(comm_, &dev) != weftSuccess) dev = -1;
+  int64_t firstWithout = dev >= 0 ? INT64_MAX : rank_;
+  if (!ok(weftAllReduce(&firstWithout, &firstWithout, 1, weftInt64, weftMin, comm_, nullptr),
+          "weftAllReduce (device check)")) {
+    *rc = 1;
+    return false;
+  }
+  if (firstWithout == INT64_MAX) return true;
+  const std::string why = "rank " + std::to_string(firstWithout) + "'s communicator has no GPU although " +
+                          dev_.gpu->file() + " sees " + std::to_string(dev_.gpu->deviceCount()) +
+                          " GPU(s): Weft's GPU module (libweft-cuda.so / libweft-hip.so) did not load; WEFT_DEBUG=INFO "
+                          "says why";
+  if (dev_.asked) {
+    if (rank_ == 0) std::fprintf(stderr, "weft-perf: --mem device: %s; run with --mem host\n", why.c_str());
+    *rc = 2;
+    return false;
+  }
+  o_.mem = MemKind::kHost;
+  o_.notes.push_back("--mem auto: host memory, because " + why);
+  dev_ = RankDevice{};
+  return true;
+}
+
+// The rank's buffers, on every rank or on none.
+bool Bench::allocate() {
+  std::string error;
+  int64_t failed = RankBuffers::make(o_.maxBytes, dev_.gpu, &buf_, &error) ? 0 : 1;
+  if (failed) std::fprintf(stderr, "weft-perf: rank %d: %s\n", rank_, error.c_str());
+  if (!ok(weftAllReduce(&failed, &failed, 1, weftInt64, weftSum, comm_, nullptr), "weftAllReduce (allocation)"))
+    return false;
+  return failed == 0;
+}
+
 bool Bench::printDevices() {
   RankInfo self{};
   self.pid = static_cast<int32_t>(getpid());
@@ -142,16 +204,24 @@ bool Bench::printDevices() {
   if (weftCommDevice(comm_, &dev) != weftSuccess) dev = -1;
   self.device = dev;
   if (gethostname(self.host, sizeof self.host - 1) != 0) std::strcpy(self.host, "unknown");
+  if (dev_.gpu) {
+    std::snprintf(self.busId, sizeof self.busId, "%s", dev_.gpu->pciBusId(dev_.device).c_str());
+    std::snprintf(self.name, sizeof self.name, "%s", dev_.gpu->deviceName(dev_.device).c_str());
+  }
   std::vector<RankInfo> all(static_cast<size_t>(nranks_));
   if (!ok(weftAllGather(&self, all.data(), sizeof self, weftUint8, comm_, nullptr), "weftAllGather (rank list)"))
     return false;
   std::string s;
   for (int r = 0; r < nranks_; ++r) {
     const RankInfo& i = all[static_cast<size_t>(r)];
-    const bool host = i.device < 0;
     hosts_.emplace_back(i.host, strnlen(i.host, sizeof i.host));
-    s += formatDeviceLine(r, i.group, i.pid, i.host, i.device, host ? "host" : "gpu",
-                          host ? "host memory" : "device memory");
+    const std::string busId(i.busId, strnlen(i.busId, sizeof i.busId)), name(i.name, strnlen(i.name, sizeof i.name));
+    if (o_.mem != MemKind::kDevice) {
+      s += formatDeviceLine(r, i.group, i.pid, hosts_.back().c_str(), i.device, "host", "host memory");
+    } else {
+      s += formatDeviceLine(r, i.group, i.pid, hosts_.back().c_str(), i.device, busId.empty() ? "gpu" : busId.c_str(),
+                            (name.empty() ? std::string("device memory") : name + ", device memory").c_str());
+    }
   }
   print(s);
   return true;
@@ -189,6 +259,10 @@ bool Bench::startPeers() {
   PeerSettings settings;
   settings.timeoutS = o_.timeoutS;
   settings.storeDir = o_.peerStoreDir;
+  if (buf_->onDevice()) {
+    settings.device = dev_.device;
+    settings.stream = buf_->stream();
+  }
   settings.iface = glooInterface(static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size()));
   std::string s;
   for (const std::string& name : o_.compare) {
@@ -236,27 +310,28 @@ void Bench::settle(size_t l, const PeerStatus& s, const DataSpec& d) {
 weftResult_t Bench::call(const void* send, void* recv, const CollCounts& c, weftDataType_t t, weftRedOp_t op,
                          int root) {
   const size_t n = c.paramCount;
+  weftStream_t stream = buf_->stream();  // null for host memory
   switch (o_.coll) {
     case Collective::kAllReduce:
-      return weftAllReduce(send, recv, n, t, op, comm_, nullptr);
+      return weftAllReduce(send, recv, n, t, op, comm_, stream);
     case Collective::kAllGather:
-      return weftAllGather(send, recv, n, t, comm_, nullptr);
+      return weftAllGather(send, recv, n, t, comm_, stream);
     case Collective::kReduceScatter:
-      return weftReduceScatter(send, recv, n, t, op, comm_, nullptr);
+      return weftReduceScatter(send, recv, n, t, op, comm_, stream);
     case Collective::kBroadcast:
-      return weftBroadcast(send, recv, n, t, root, comm_, nullptr);
+      return weftBroadcast(send, recv, n, t, root, comm_, stream);
     case Collective::kReduce:
-      return weftReduce(send, recv, n, t, op, root, comm_, nullptr);
+      return weftReduce(send, recv, n, t, op, root, comm_, stream);
     case Collective::kAllToAll:
-      return weftAllToAll(send, recv, n, t, comm_, nullptr);
+      return weftAllToAll(send, recv, n, t, comm_, stream);
     case Collective::kSendRecv: {
       // Each rank sends to the next and receives from the previous, as nccl-tests' sendrecv.
       const int next = (rank_ + 1) % nranks_;
       const int prev = (rank_ - 1 + nranks_) % nranks_;
       weftResult_t r = weftGroupStart();
       if (r != weftSuccess) return r;
-      r = weftSend(send, n, t, next, comm_, nullptr);
-      const weftResult_t r2 = r == weftSuccess ? weftRecv(recv, n, t, prev, comm_, nullptr) : r;
+      r = weftSend(send, n, t, next, comm_, stream);
+      const weftResult_t r2 = r == weftSuccess ? weftRecv(recv, n, t, prev, comm_, stream) : r;
       const weftResult_t r3 = weftGroupEnd();
       return r != weftSuccess ? r : r2 != weftSuccess ? r2 : r3;
     }
@@ -273,17 +348,21 @@ bool Bench::iterate(int n, const void* send, void* recv, const CollCounts& c, we
       if (!ok(call(send, recv, c, t, op, root), collectiveName(o_.coll))) return false;
     }
     if (o_.aggIters > 1 && !ok(weftGroupEnd(), "weftGroupEnd")) return false;
+    // -z 1: wait for each iteration, as a blocking call would (host memory always does).
+    if (o_.blocking && !gpuOk(buf_->synchronize())) return false;
   }
   return true;
 }
 
 // Library l: `iters` iterations of -m calls (peers make the calls one by one), or with `once`
-// a single call. A failed Weft call sets callFailed_; a peer's failure comes back.
+// a single call, completed (on device memory: the stream waited for). A failed Weft or GPU
+// call sets callFailed_; a peer's failure comes back.
 PeerStatus Bench::runLib(size_t l, int iters, bool once, const void* send, void* recv, const DataSpec& d) {
   const Lib& lib = libs_[l];
   if (!lib.peer) {
-    const bool good = once ? ok(call(send, recv, d.counts, d.type, d.op, d.root), collectiveName(o_.coll))
-                           : iterate(iters, send, recv, d.counts, d.type, d.op, d.root);
+    const bool good = (once ? ok(call(send, recv, d.counts, d.type, d.op, d.root), collectiveName(o_.coll))
+                            : iterate(iters, send, recv, d.counts, d.type, d.op, d.root)) &&
+                      gpuOk(buf_->synchronize());
     return good ? PeerStatus::success() : PeerStatus::failure("a Weft call failed");
   }
   PeerCall c;
@@ -299,36 +378,37 @@ PeerStatus Bench::runLib(size_t l, int iters, bool once, const void* send, void*
     PeerStatus s = lib.peer->run(c);
     if (!s.ok) return s;
   }
-  return PeerStatus::success();
+  return lib.peer->finish();
 }
 
 // Points send/recv at the buffers for this half and, with fill, writes the inputs for d.rep
-// (and the sentinel where the result lands in a separate buffer).
-void Bench::setup(bool inPlace, const DataSpec& d, void** send, void** recv, bool fill) {
+// (and the sentinel where the result lands in a separate buffer). False when an upload failed.
+bool Bench::setup(bool inPlace, const DataSpec& d, void** send, void** recv, bool fill) {
   const CollCounts& c = d.counts;
   const size_t ts = typeSize(d.type);
   const size_t rank = static_cast<size_t>(rank_);
-  char* rb = recv_->get();
+  RankBuffers& b = *buf_;
+  char* rb = b.recv();
   if (!inPlace) {
-    *send = send_->get();
+    *send = b.send();
     *recv = rb;
-    if (fill) {
-      fillInput(d, *send, 0, c.sendCount);
-      fillSentinel(d.type, *recv, c.recvCount);
-    }
-    return;
+    if (!fill) return true;
+    fillInput(d, b.mirror(*send), 0, c.sendCount);
+    fillSentinel(d.type, b.mirror(*recv), c.recvCount);
+    return gpuOk(b.upload(*send, c.sendCount * ts)) && gpuOk(b.upload(*recv, c.recvCount * ts));
   }
   // In place, as nccl-tests: all-gather sends from its block of recvbuff, reduce-scatter
   // receives into its block of sendbuff, the others use one buffer for both.
   *send = rb + c.sendInplaceOffset * rank * ts;
   *recv = rb + c.recvInplaceOffset * rank * ts;
-  if (!fill) return;
+  if (!fill) return true;
   if (o_.coll == Collective::kAllGather) {
-    fillSentinel(d.type, rb, c.recvCount);
-    fillInput(d, *send, 0, c.sendCount);
+    fillSentinel(d.type, b.mirror(rb), c.recvCount);
+    fillInput(d, b.mirror(*send), 0, c.sendCount);
   } else {
-    fillInput(d, rb, 0, c.sendCount);
+    fillInput(d, b.mirror(rb), 0, c.sendCount);
   }
+  return gpuOk(b.upload(rb, std::max(c.sendCount, c.recvCount) * ts));
 }
 
 // One half (out of place or in place) for every active library: the timed blocks, then the
@@ -337,7 +417,7 @@ bool Bench::runHalf(bool inPlace, const DataSpec& d, std::vector<Half>* halves) 
   const size_t nl = libs_.size(), h = inPlace ? 1 : 0;
   void* send = nullptr;
   void* recv = nullptr;
-  setup(inPlace, d, &send, &recv, true);
+  if (!setup(inPlace, d, &send, &recv, true)) return false;
   const int blocks = nl > 1 ? std::min(kCompareBlocks, o_.iters) : 1;
   std::vector<double> seconds(nl, 0.0);
   for (int b = 0; b < blocks; ++b) {
@@ -361,10 +441,13 @@ bool Bench::runHalf(bool inPlace, const DataSpec& d, std::vector<Half>* halves) 
     c.rep = rep;
     for (size_t l = 0; l < nl; ++l) {
       if (!active(l)) continue;
-      setup(inPlace, c, &send, &recv, true);
+      if (!setup(inPlace, c, &send, &recv, true)) return false;
       const PeerStatus s = runLib(l, 1, true, send, recv, c);
       if (callFailed_) return false;
-      if (s.ok) (*halves)[2 * l + h].wrong += countWrong(c, recv);
+      if (s.ok) {
+        if (!gpuOk(buf_->download(recv, c.counts.recvCount * typeSize(c.type)))) return false;
+        (*halves)[2 * l + h].wrong += countWrong(c, buf_->mirror(recv));
+      }
       settle(l, s, c);
       if (callFailed_) return false;
     }
@@ -495,8 +578,10 @@ RunSummary Bench::summary() const {
   run.date = utcNow();
   run.memory = memName(o_.mem);
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const bool amd = dev_.gpu && dev_.gpu->prefix() == "hip";
   run.topology = topologySummary(nranks_, static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size()),
-                                 runsInVm(), cpus > 0 ? static_cast<int>(cpus) : 1, nvidiaGpus(), "NVIDIA");
+                                 runsInVm(), cpus > 0 ? static_cast<int>(cpus) : 1,
+                                 dev_.gpu ? dev_.gpu->deviceCount() : nvidiaGpus(), amd ? "AMD" : "NVIDIA");
   int v = 0;
   (void)weftGetVersion(&v);
   run.weftVersion = versionText(v);
@@ -526,6 +611,8 @@ bool Bench::writeFiles() const {
 int Bench::run() {
   if (!ok(weftCommUserRank(comm_, &rank_), "weftCommUserRank") || !ok(weftCommCount(comm_, &nranks_), "weftCommCount"))
     return 1;
+  int rc = 0;
+  if (!chooseMemory(&rc)) return rc;
   print(formatPreamble(o_, program_));
   if (!printDevices()) return 1;
   if (collectiveRooted(o_.coll) && o_.root >= nranks_) {
@@ -534,17 +621,7 @@ int Bench::run() {
                    o_.root, nranks_, nranks_ - 1);
     return 2;
   }
-  if (!startPeers()) return 1;
-
-  HostBuffer send(o_.maxBytes), recv(o_.maxBytes);
-  int64_t allocFailed = send.get() && recv.get() ? 0 : 1;
-  if (allocFailed)
-    std::fprintf(stderr, "weft-perf: rank %d: cannot allocate 2 x %zu bytes of host memory; lower -e/--maxbytes\n",
-                 rank_, o_.maxBytes);
-  if (!ok(weftAllReduce(&allocFailed, &allocFailed, 1, weftInt64, weftSum, comm_, nullptr), "weftAllReduce")) return 1;
-  if (allocFailed) return 1;
-  send_ = &send;
-  recv_ = &recv;
+  if (!allocate() || !startPeers()) return 1;
 
   print(formatColumnHeader(o_.reportCpuTime != 0));
   const std::vector<size_t> sizes = sizeSteps(o_.minBytes, o_.maxBytes, o_.stepBytes, o_.stepFactor);
@@ -567,7 +644,7 @@ int Bench::run() {
             const DataSpec d = spec(bytes, t, op, root);
             void* s = nullptr;
             void* r = nullptr;
-            setup(false, d, &s, &r, true);
+            if (!setup(false, d, &s, &r, true)) return 1;
             for (size_t l = 0; l < libs_.size(); ++l) {
               if (!active(l)) continue;
               const PeerStatus st = runLib(l, o_.warmupIters, false, s, r, d);
@@ -587,7 +664,7 @@ int Bench::run() {
   const Verdict v =
       finalVerdict(wrong_, avg_.value(), std::getenv("WEFT_PERF_MIN_BW"), std::getenv("NCCL_TESTS_MIN_BW"));
   print(v.message);
-  int rc = v.exitCode;
+  rc = v.exitCode;
   if (libs_.size() > 1) print(comparison());
   if (!o_.compare.empty()) {
     bool peersBad = peerFailures_ > 0;
@@ -600,8 +677,9 @@ int Bench::run() {
 
 }  // namespace
 
-int runBenchmark(const Options& o, const char* program, weftComm_t comm, int group, bool* callFailed) {
-  Bench bench(o, program, comm, group);
+int runBenchmark(const Options& o, const char* program, weftComm_t comm, int group, const RankDevice& dev,
+                 bool* callFailed) {
+  Bench bench(o, program, comm, group, dev);
   const int rc = bench.run();
   *callFailed = bench.callFailed();
   return rc;

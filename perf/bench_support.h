@@ -1,6 +1,6 @@
-// Pieces of weft-perf's benchmark loop (bench.cc) that stand on their own: an aligned host
-// buffer, the peer libraries' rendezvous over the Weft communicator, and facts about the
-// machine for the run's summary.
+// Pieces of weft-perf's benchmark loop (bench.cc) that stand on their own: the peer libraries'
+// rendezvous over the Weft communicator, and facts about the machine for the run's summary.
+// (The rank's buffers are rank_buffers.h.)
 #ifndef WEFT_PERF_BENCH_SUPPORT_H_
 #define WEFT_PERF_BENCH_SUPPORT_H_
 
@@ -12,21 +12,6 @@
 #include "weft/weft.h"
 
 namespace weft::perf {
-
-// A page-aligned host buffer.
-class HostBuffer {
- public:
-  explicit HostBuffer(size_t bytes) {
-    if (posix_memalign(&p_, 4096, bytes < 64 ? 64 : bytes) != 0) p_ = nullptr;
-  }
-  ~HostBuffer() { std::free(p_); }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  char* get() const { return static_cast<char*>(p_); }
-
- private:
-  void* p_ = nullptr;
-};
 
 // The peers' rendezvous channel: the Weft communicator under test.
 class CommBootstrap : public PeerBootstrap {

@@ -1,6 +1,13 @@
 // weft-perf's launchers (see launch.h). MPI is used for the unique id alone (and, with
 // --compare mpi, as the library compared); everything else (rank lists, times, wrong counts,
 // the other libraries' rendezvous) goes through Weft.
+//
+// Device memory: each rank takes GPU (local rank % GPUs), the local rank being its index among
+// the ranks on its host (MPI: the launcher's OMPI_COMM_WORLD_LOCAL_RANK or MPI_LOCALRANKID,
+// else a shared-memory split of MPI_COMM_WORLD; forked ranks: the fork index; times -t threads),
+// and makes it current before it creates its communicator, so that Weft finds it there. Whether
+// there is a GPU is asked before the ranks start; when they are forked, a throw-away child
+// asks, since a process cannot pass an initialised GPU runtime on to its children.
 #include "perf/launch.h"
 
 #include <signal.h>
@@ -22,6 +29,7 @@
 #include <vector>
 
 #include "perf/bench.h"
+#include "perf/gpu_api.h"
 #include "weft/weft.h"
 
 #ifdef WEFT_PERF_WITH_MPI
@@ -45,10 +53,33 @@ struct ProcessResult {
   bool callFailed = false;
 };
 
-// One rank: join the communicator, run, free it (abort it when a call failed, so that no
-// thread of it waits on a peer that is gone).
+// Makes the rank's GPU current (device memory); false with the reason printed.
+bool useGpu(const Options& o, int rank, int localRank, RankDevice* dev) {
+  if (o.mem != MemKind::kDevice) return true;
+  std::string why;
+  dev->gpu = gpuApi(&why);
+  dev->asked = o.memAsked == MemKind::kDevice;
+  if (dev->gpu == nullptr) {
+    std::fprintf(stderr, "weft-perf: rank %d: --mem device: %s\n", rank, why.c_str());
+    return false;
+  }
+  dev->device = localRank % dev->gpu->deviceCount();
+  const GpuStatus s = dev->gpu->setDevice(dev->device);
+  if (!s.ok()) std::fprintf(stderr, "weft-perf: rank %d: %s\n", rank, s.error.c_str());
+  return s.ok();
+}
+
+// One rank: take its GPU (device memory), join the communicator, run, free it (abort it when a
+// call failed, so that no thread of it waits on a peer that is gone).
 void runRank(const Options& o, const char* program, const weftUniqueId& id, int nranks, int rank, int group,
-             ProcessResult* out) {
+             int localRank, ProcessResult* out) {
+  RankDevice dev;
+  if (!useGpu(o, rank, localRank, &dev)) {
+    // The others wait for this rank in weftCommInitRank until their time-out; end the job sooner.
+    out->exitCode = 1;
+    out->callFailed = true;
+    return;
+  }
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;
   config.timeoutS = o.timeoutS;
   config.commName = "weft-perf";
@@ -61,7 +92,7 @@ void runRank(const Options& o, const char* program, const weftUniqueId& id, int 
     out->callFailed = true;
     return;
   }
-  out->exitCode = runBenchmark(o, program, comm, group, &out->callFailed);
+  out->exitCode = runBenchmark(o, program, comm, group, dev, &out->callFailed);
   if (out->callFailed) {
     weftCommAbort(comm);
     return;
@@ -74,16 +105,18 @@ void runRank(const Options& o, const char* program, const weftUniqueId& id, int 
 }
 
 // This process's ranks procRank*nThreads .. +nThreads-1, one thread each (inline for one).
-ProcessResult runProcess(const Options& o, const char* program, const weftUniqueId& id, int nprocs, int procRank) {
+// localProc: this process's index among the processes on its host.
+ProcessResult runProcess(const Options& o, const char* program, const weftUniqueId& id, int nprocs, int procRank,
+                         int localProc) {
   const int nranks = nprocs * o.nThreads;
   std::vector<ProcessResult> results(static_cast<size_t>(o.nThreads));
   if (o.nThreads == 1) {
-    runRank(o, program, id, nranks, procRank, 0, &results[0]);
+    runRank(o, program, id, nranks, procRank, 0, localProc, &results[0]);
   } else {
     std::vector<std::thread> threads;
     for (int t = 0; t < o.nThreads; ++t)
       threads.emplace_back(runRank, std::cref(o), program, std::cref(id), nranks, procRank * o.nThreads + t, t,
-                           &results[static_cast<size_t>(t)]);
+                           localProc * o.nThreads + t, &results[static_cast<size_t>(t)]);
     for (std::thread& t : threads) t.join();
   }
   ProcessResult all;
@@ -102,7 +135,7 @@ int runSingle(const Options& o, const char* program) {
                  weftGetLastError(nullptr));
     return 1;
   }
-  return runProcess(o, program, id, 1, 0).exitCode;
+  return runProcess(o, program, id, 1, 0, 0).exitCode;
 }
 
 // "rank 3", or "process 1 (ranks 2-3)" when each process runs several ranks (-t).
@@ -140,7 +173,7 @@ int runForked(const Options& o, const char* program) {
       // The parent holds the root listener: if it dies (timeout, kill -9), so do its ranks.
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(1);
-      const ProcessResult res = runProcess(o, program, id, n, i);
+      const ProcessResult res = runProcess(o, program, id, n, i, i);  // one host: the fork index is the local rank
       std::fflush(stdout);
       std::fflush(stderr);
       _exit(res.exitCode);  // not exit(): the parent's atexit handlers and its library state are not ours
@@ -209,9 +242,62 @@ int runForked(const Options& o, const char* program) {
 // library warns about every WEFT_ variable that is not one of its parameters.
 constexpr const char* kReexecVar = "WEFTPERF_REEXEC";
 
-// Why device memory cannot be used, or nullptr when a GPU backend can run the collectives.
-const char* noGpuBackendReason() {
-  return "this build of Weft runs collectives on host memory only (its CUDA and HIP backends are not built yet)";
+// Whether this machine has a GPU for weft-perf; if not, why not in *whyNot. inChild: ask in a
+// child process, so that this one (which forks the ranks) never initialises the GPU runtime.
+bool probeGpu(bool inChild, std::string* whyNot) {
+  if (!inChild) return gpuApi(whyNot) != nullptr;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    *whyNot = std::string("cannot ask for a GPU: pipe: ") + std::strerror(errno);
+    return false;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string why;
+    const std::string answer = gpuApi(&why) ? "" : why.empty() ? "no GPU" : why;
+    size_t off = 0;
+    while (off < answer.size()) {
+      const ssize_t w = write(fds[1], answer.data() + off, answer.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    _exit(0);  // not exit(): the GPU runtime's exit handlers are not for this throw-away child
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    *whyNot = std::string("cannot ask for a GPU: fork: ") + std::strerror(errno);
+    return false;
+  }
+  std::string answer;
+  char buf[1024];
+  for (ssize_t r; (r = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    answer.append(buf, static_cast<size_t>(r));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *whyNot = "the process that looked for a GPU " + describeStatus(status);
+    return false;
+  }
+  *whyNot = answer;
+  return answer.empty();
+}
+
+// This process's index among the MPI processes on its host, from the launcher when it says.
+int localRankFromEnv() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
+    const char* v = std::getenv(name);
+    if (v && *v >= '0' && *v <= '9') return std::atoi(v);
+  }
+  return -1;
 }
 
 // The executable `name` in PATH, or "".
@@ -345,7 +431,15 @@ int runMpi(const Options& o, const char* program) {
     return 1;
   }
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  const ProcessResult res = runProcess(o, program, id, size, rank);
+  int local = localRankFromEnv();
+  if (local < 0) {
+    // The processes that share this host's memory, in MPI_COMM_WORLD order.
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+  }
+  const ProcessResult res = runProcess(o, program, id, size, rank, local);
   if (res.callFailed) {
     // Peers may be blocked in a call that will never complete: end the whole job now.
     std::fflush(stdout);
@@ -371,17 +465,23 @@ bool chooseLaunch(const Options& o, bool mpiEnv, LaunchMode* mode, const char** 
 }
 
 int launch(Options o, const char* program, int argc, char** argv) {
-  std::string error;
-  if (!resolveMemory(o.mem, noGpuBackendReason(), &o.mem, &error)) {
-    std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
-    return 2;
-  }
   LaunchMode mode;
   const char* modeError = nullptr;
   if (!chooseLaunch(o, mpiEnvironment(), &mode, &modeError)) {
     std::fprintf(stderr, "weft-perf: %s\n", modeError);
     return 2;
   }
+  // Host memory never touches the GPU runtime.
+  std::string whyNot = "--mem host";
+  const bool gpu = o.mem != MemKind::kHost && probeGpu(mode == LaunchMode::kFork, &whyNot);
+  std::string error;
+  o.memAsked = o.mem;
+  if (!resolveMemory(o.mem, gpu ? nullptr : whyNot.c_str(), &o.mem, &error)) {
+    std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
+    return 2;
+  }
+  if (o.mem == MemKind::kDevice && o.streamNull)
+    o.notes.push_back("-y 1: a NULL stream means host buffers to Weft, so device memory runs use a stream per rank");
   if (mode != LaunchMode::kMpi) rerunUnderMpirun(&o, argc, argv);
   if (mode == LaunchMode::kMpi && std::getenv(kReexecVar))
     o.notes.push_back(std::string("started under ") + std::getenv(kReexecVar) +

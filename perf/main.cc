@@ -1,4 +1,4 @@
-// weft-perf: the perf tester, a drop-in for nccl-tests on host memory, which can also run the
+// weft-perf: the perf tester, a drop-in for nccl-tests on GPU or host memory, which can also run the
 // same sweep through MPI, Gloo and NCCL (--compare). Run as weft-perf [collective] [flags], or
 // through its all_reduce_perf, all_gather_perf, ... links.
 #include <cstdio>

@@ -247,10 +247,10 @@ std::string finish(Options* o) {
            std::to_string(o->nThreads) + " and raise -np or mpirun's -np instead";
   if (o->nGpus > 1)
     o->notes.push_back("-g " + std::to_string(o->nGpus) +
-                       ": GPUs per thread apply once the GPU backend lands; host memory runs 1 rank per thread");
+                       ": weft-perf drives one GPU per rank; run more processes (or -t) for more GPUs");
   if (o->cudaGraph > 0)
     o->notes.push_back("-G " + std::to_string(o->cudaGraph) +
-                       ": CUDA graph replays apply once the GPU backend lands; host memory runs without graphs");
+                       ": CUDA graph replays are not measured by weft-perf yet; runs go without graphs");
   return "";
 }
 
@@ -364,7 +364,7 @@ std::string usageText(const char* prog) {
   std::string p = prog ? prog : "weft-perf";
   return "usage: " + p +
          " [collective] [options]\n"
-         "  Measures a Weft collective on host memory; output and flags follow nccl-tests.\n"
+         "  Measures a Weft collective on GPU or host memory; output and flags follow nccl-tests.\n"
          "  collective: allreduce (default) allgather reducescatter broadcast reduce alltoall sendrecv\n"
          "              (also chosen by -x/--coll, or by running as all_reduce_perf, all_gather_perf, ...)\n"
          "  -b,--minbytes <n>       smallest size (32M); K/M/G suffixes are powers of 1024\n"
@@ -392,12 +392,13 @@ std::string usageText(const char* prog) {
          "                          ops and roots, interleaved per size; a side-by-side table follows the\n"
          "                          nccl-tests one. mpi needs mpirun: with -np (or alone) weft-perf re-runs\n"
          "                          itself under mpirun -np N when one is in PATH\n"
-         "  --mem <host|device>     where the buffers live (device when a GPU backend is available, else host)\n"
+         "  --mem <host|device>     where the buffers live (device when there is a GPU, else host); device:\n"
+         "                          each rank uses GPU (local rank % GPUs), as nccl-tests does\n"
          "  -t,--nthreads <n>       ranks (threads) per process (1)\n"
-         "  -g,--ngpus <n>          GPUs per thread (1; GPU backend only)\n"
-         "  -z,--blocking <0/1>     blocking calls (0; host memory calls always block)\n"
-         "  -y,--stream_null <0/1>  use the NULL stream (0; host memory always does)\n"
-         "  -G,--cudagraph <n>      CUDA graph replays (0; GPU backend only)\n"
+         "  -g,--ngpus <n>          GPUs per thread (1; weft-perf drives one per rank)\n"
+         "  -z,--blocking <0/1>     wait for each call (0; host memory calls always block)\n"
+         "  -y,--stream_null <0/1>  use the NULL stream (0; to Weft it means host memory, which always uses it)\n"
+         "  -G,--cudagraph <n>      CUDA graph replays (0; not measured yet)\n"
          "  -C,--report_cputime <0/1> label times as CPU time (0)\n"
          "  -x,--coll <name>        the collective to run\n"
          "  -np,--nranks <n>        standalone: fork n ranks (without mpirun)\n"
@@ -405,7 +406,7 @@ std::string usageText(const char* prog) {
          "  Launch: under mpirun (one rank per process), with -np N (forks N ranks), or alone (1 rank).\n"
          "  Exit status: 0 ok, 1 wrong results (of any library compared) / a failed call / bus bandwidth\n"
          "  under 0.9 x WEFT_PERF_MIN_BW (or NCCL_TESTS_MIN_BW), 2 bad command line or a request this\n"
-         "  run cannot meet (--mem device without a GPU backend, a root outside the ranks). A compared\n"
+         "  run cannot meet (--mem device without a GPU, a root outside the ranks). A compared\n"
          "  library that is not built or finds no GPU is a note, not a failure.\n";
 }
 
@@ -428,7 +429,7 @@ const char* memName(MemKind m) {
 
 bool resolveMemory(MemKind requested, const char* noGpuReason, MemKind* out, std::string* error) {
   if (requested == MemKind::kDevice && noGpuReason) {
-    *error = std::string("--mem device: no GPU backend: ") + noGpuReason + "; run with --mem host";
+    *error = std::string("--mem device: ") + noGpuReason + "; run with --mem host";
     return false;
   }
   if (requested == MemKind::kAuto) requested = noGpuReason ? MemKind::kHost : MemKind::kDevice;

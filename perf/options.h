@@ -15,7 +15,7 @@
 
 namespace weft::perf {
 
-// Where the buffers live (--mem). kAuto: device memory when a GPU backend is available, else host.
+// Where the buffers live (--mem). kAuto: device memory when there is a GPU, else host.
 enum class MemKind { kAuto, kHost, kDevice };
 
 struct Options {
@@ -44,7 +44,8 @@ struct Options {
   std::string csvFile;                                // --csv
   std::string plotFile;                               // --plot: an SVG picture
   std::vector<std::string> compare;                   // --compare: peer libraries run beside Weft, in order
-  MemKind mem = MemKind::kAuto;                       // --mem
+  MemKind mem = MemKind::kAuto;                       // --mem; kHost or kDevice once the launcher resolved it
+  MemKind memAsked = MemKind::kAuto;                  // what --mem said, kept when mem is resolved
   int nranks = 0;                                     // -np / --nranks (0: not given)
   bool help = false;                                  // --help / -h
   std::vector<std::string> notes;                     // "# Note: ..." lines: inactive flags, launcher decisions
@@ -76,9 +77,10 @@ const std::vector<std::string>& comparePeerNames();
 // "host" / "device" ("auto" for kAuto).
 const char* memName(MemKind m);
 
-// The memory a run uses: kAuto becomes device when a GPU backend is available, else host.
-// noGpuReason is nullptr when one is, else why not; asking for device memory without one fails
-// with "--mem device: no GPU backend: <reason>" in *error.
+// The memory a run uses: kAuto becomes device when there is a GPU (gpu_api.h), else host.
+// noGpuReason is nullptr when there is one, else why not (gpuApi()'s sentence, "no GPU (...)");
+// asking for device memory without one fails with "--mem device: <reason>; run with --mem host"
+// in *error.
 bool resolveMemory(MemKind requested, const char* noGpuReason, MemKind* out, std::string* error);
 
 // argv[1..argc) without -np/--nranks and its value: the command line a re-run under mpirun

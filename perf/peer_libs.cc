@@ -7,15 +7,20 @@
 namespace weft::perf {
 namespace {
 
-std::map<std::string, PeerFactory>& registry() {
-  static std::map<std::string, PeerFactory> r;  // built on first use, so registrars may run in any order
+struct Entry {
+  PeerFactory factory;
+  PeerMemory memory;
+};
+
+std::map<std::string, Entry>& registry() {
+  static std::map<std::string, Entry> r;  // built on first use, so registrars may run in any order
   return r;
 }
 
 }  // namespace
 
-bool registerPeer(const char* name, PeerFactory factory) {
-  registry()[name] = factory;
+bool registerPeer(const char* name, PeerFactory factory, PeerMemory memory) {
+  registry()[name] = {factory, memory};
   return true;
 }
 
@@ -30,7 +35,11 @@ PeerStatus makePeer(const std::string& name, const PeerSettings& settings, PeerB
   const auto it = registry().find(name);
   if (it == registry().end())
     return PeerStatus::failure("not built (its library was not found when this binary was configured)");
-  return it->second(settings, boot, out);
+  if (settings.device >= 0 && it->second.memory == PeerMemory::kHostOnly)
+    return PeerStatus::failure(
+        "skipped: it runs on host memory only, and this run's buffers are on the GPU "
+        "(--mem host includes it)");
+  return it->second.factory(settings, boot, out);
 }
 
 }  // namespace weft::perf

@@ -1,8 +1,10 @@
-// The libraries the comparison benchmarks run side by side with Weft (weft-bench-net; later
-// weft-perf --compare): one small interface, "run this collective on these host buffers",
-// implemented over Weft's C API (peer_weft.cc), Open MPI (peer_mpi.cc) and Gloo
-// (peer_gloo.cc). Each implementation registers a factory under its name when it is built, so
-// a binary without Gloo says "gloo: not built" instead of failing to link.
+// The libraries the comparison benchmarks run side by side with Weft (weft-bench-net and
+// weft-perf --compare): one small interface, "run this collective on these buffers",
+// implemented over Weft's C API (peer_weft.cc), Open MPI (peer_mpi.cc), Gloo (peer_gloo.cc) and
+// NCCL (peer_nccl.cc). Each implementation registers a factory under its name when it is built,
+// so a binary without Gloo says "gloo: not built" instead of failing to link. Buffers are host
+// memory, or with weft-perf --mem device the rank's GPU memory, which only libraries registered
+// as taking device buffers are given (the others are skipped with a note).
 //
 // The calls take Weft's argument conventions (perf/collectives.h): `count` is the call's count
 // argument (per rank for all-gather, reduce-scatter and all-to-all), in place means the
@@ -51,6 +53,10 @@ struct PeerSettings {
   std::string glooAllreduce = "ring";  // Gloo's all-reduce: ring, bcube, legacy-ring, legacy-ring-chunked
   std::string storeDir;                // Gloo's rendezvous directory, seen by every rank ("" = a fresh one in /tmp)
   int timeoutS = 0;                    // seconds a call may take (0: each library's default)
+  // Device memory (weft-perf --mem device): the buffers are on this GPU, current on the calling
+  // thread, and calls go on `stream` (cudaStream_t / hipStream_t). -1: host buffers.
+  int device = -1;
+  void* stream = nullptr;
 };
 
 struct PeerCall {
@@ -71,23 +77,34 @@ class PeerLib {
   virtual std::string description() const = 0;
   // "" when run() can do this, else why not ("Open MPI has no half-precision type").
   virtual std::string unsupported(Collective coll, weftDataType_t type, weftRedOp_t op) const = 0;
-  // The collective, completed (host memory: the results are in place when it returns).
+  // The collective: completed when it returns on host buffers; on device buffers it may only be
+  // queued on the settings' stream, and finish() waits for it.
   virtual PeerStatus run(const PeerCall& call) = 0;
+  // Waits for every call run() queued.
+  virtual PeerStatus finish() { return PeerStatus::success(); }
 };
 
 using PeerFactory = PeerStatus (*)(const PeerSettings& settings, PeerBootstrap& boot, std::unique_ptr<PeerLib>* out);
 
-// Called by each implementation's static registrar (WEFT_PERF_REGISTER_PEER).
-bool registerPeer(const char* name, PeerFactory factory);
+// Which buffers a library's run() takes.
+enum class PeerMemory { kHostOnly, kHostAndDevice };
+
+// Called by each implementation's static registrar (WEFT_PERF_REGISTER_PEER, or
+// WEFT_PERF_REGISTER_DEVICE_PEER for one that also takes device buffers).
+bool registerPeer(const char* name, PeerFactory factory, PeerMemory memory = PeerMemory::kHostOnly);
 // The names registered in this binary, sorted.
 std::vector<std::string> builtPeers();
 // Makes the named library, collectively over boot's ranks. A name not built in this binary
-// fails with "not built".
+// fails with "not built"; a host-only library asked for device buffers (settings.device >= 0)
+// with "skipped: ..." (every rank alike, so nobody waits).
 PeerStatus makePeer(const std::string& name, const PeerSettings& settings, PeerBootstrap& boot,
                     std::unique_ptr<PeerLib>* out);
 
 #define WEFT_PERF_REGISTER_PEER(ident, name, factory) \
   static const bool weftPerfPeerRegistered_##ident = ::weft::perf::registerPeer(name, factory)
+#define WEFT_PERF_REGISTER_DEVICE_PEER(ident, name, factory) \
+  static const bool weftPerfPeerRegistered_##ident =         \
+      ::weft::perf::registerPeer(name, factory, ::weft::perf::PeerMemory::kHostAndDevice)
 
 }  // namespace weft::perf
 

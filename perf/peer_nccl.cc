@@ -1,17 +1,19 @@
-// NCCL as a peer library (see peer_libs.h), for weft-perf --compare nccl. libnccl.so.2 and the
-// CUDA runtime (libcudart.so*) are loaded with dlopen when the library is made, so weft-perf has
-// no link dependency on either and builds where neither is installed; the few functions used
-// are declared here with NCCL's and CUDA's numeric values (weft.h's types and ops share NCCL's).
+// NCCL as a peer library (see peer_libs.h), for weft-perf --compare nccl. NCCL (libnccl.so.2,
+// or RCCL's librccl.so on an AMD GPU) is loaded with dlopen when the library is made, and the
+// GPU runtime comes from gpu_api.h, so weft-perf has no link dependency on either and builds
+// where neither is installed; the few NCCL functions used are declared here with NCCL's
+// numeric values (weft.h's types and ops share NCCL's).
 //
-// One GPU per rank: the ranks on a host take devices in rank order (a host with more ranks
-// than GPUs skips NCCL, which refuses to share one). The caller's buffers are host memory, so
+// One GPU per rank: NCCL refuses two ranks on one GPU, so a host with more ranks than GPUs
+// skips it. With host buffers (--mem host) the ranks on a host take devices in rank order, and
 // each call copies the input to device buffers, runs the collective on a stream of its own,
 // waits for it, and copies the result back: the time is what an application holding host data
-// would see, copies included.
+// would see, copies included. With device buffers (--mem device) NCCL gets weft-perf's own
+// buffers, GPU and stream for the rank, exactly as Weft does, and finish() waits for the stream.
 //
-// Where there is no CUDA runtime, no driver, no GPU or no NCCL, every rank agrees to skip:
-// make fails with "skipped: <why>" (e.g. "skipped: cudaGetDeviceCount failed: no
-// CUDA-capable device is detected"), which weft-perf prints as a note, not an error.
+// Where there is no GPU runtime, no driver, no GPU or no NCCL, every rank agrees to skip: make
+// fails with "skipped: <why>" (e.g. "skipped: no GPU (libcudart.so: cudaGetDeviceCount: ...)"),
+// which weft-perf prints as a note, not an error.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -22,32 +24,17 @@
 #include <string>
 
 #include "perf/datatypes.h"
+#include "perf/gpu_api.h"
 #include "perf/peer_libs.h"
 
 namespace weft::perf {
 namespace {
 
-// The CUDA runtime and NCCL functions weft-perf calls, with their C types reduced to what the
-// ABI needs: enums are int, handles are pointers.
-using CudaError = int;
+// The NCCL functions weft-perf calls, with their C types reduced to what the ABI needs: enums
+// are int, handles are pointers.
 using NcclResult = int;
 struct NcclUniqueId {
   char internal[128];
-};
-constexpr int kCudaMemcpyHostToDevice = 1;
-constexpr int kCudaMemcpyDeviceToHost = 2;
-
-struct CudaApi {
-  CudaError (*getDeviceCount)(int*) = nullptr;
-  CudaError (*setDevice)(int) = nullptr;
-  CudaError (*malloc)(void**, size_t) = nullptr;
-  CudaError (*free)(void*) = nullptr;
-  CudaError (*memcpy)(void*, const void*, size_t, int) = nullptr;
-  CudaError (*streamCreate)(void**) = nullptr;
-  CudaError (*streamDestroy)(void*) = nullptr;
-  CudaError (*streamSynchronize)(void*) = nullptr;
-  const char* (*getErrorString)(CudaError) = nullptr;
-  CudaError (*runtimeGetVersion)(int*) = nullptr;
 };
 
 struct NcclApi {
@@ -89,34 +76,19 @@ bool bind(void* lib, const char* name, Fn* fn, std::string* missing) {
   return false;
 }
 
-// Loads the CUDA runtime and NCCL and counts the GPUs; "" when all is there, else why not.
-std::string loadLibraries(CudaApi* cuda, NcclApi* nccl, int* devices) {
-  static const char* const kCudart[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
-                                        nullptr};
+// Finds the GPU and loads NCCL (RCCL on HIP); "" when all is there, else why not.
+std::string loadLibraries(GpuApi** gpu, NcclApi* nccl) {
   std::string why;
-  void* rt = openFirst(kCudart, &why);  // kept loaded for the life of the process
-  if (!rt) return "cannot load the CUDA runtime (libcudart.so*): " + why;
-  std::string missing;
-  bind(rt, "cudaGetDeviceCount", &cuda->getDeviceCount, &missing);
-  bind(rt, "cudaSetDevice", &cuda->setDevice, &missing);
-  bind(rt, "cudaMalloc", &cuda->malloc, &missing);
-  bind(rt, "cudaFree", &cuda->free, &missing);
-  bind(rt, "cudaMemcpy", &cuda->memcpy, &missing);
-  bind(rt, "cudaStreamCreate", &cuda->streamCreate, &missing);
-  bind(rt, "cudaStreamDestroy", &cuda->streamDestroy, &missing);
-  bind(rt, "cudaStreamSynchronize", &cuda->streamSynchronize, &missing);
-  bind(rt, "cudaGetErrorString", &cuda->getErrorString, &missing);
-  bind(rt, "cudaRuntimeGetVersion", &cuda->runtimeGetVersion, &missing);
-  if (!missing.empty()) return "the CUDA runtime lacks " + missing;
-
-  const CudaError e = cuda->getDeviceCount(devices);
-  if (e != 0) return std::string("cudaGetDeviceCount failed: ") + cuda->getErrorString(e);
-  if (*devices <= 0) return "cudaGetDeviceCount found no GPU";
+  *gpu = gpuApi(&why);
+  if (*gpu == nullptr) return why;
 
   static const char* const kNccl[] = {"libnccl.so.2", "libnccl.so", nullptr};
+  static const char* const kRccl[] = {"librccl.so.1", "librccl.so", nullptr};
+  const bool hip = (*gpu)->prefix() == "hip";
   why.clear();
-  void* lib = openFirst(kNccl, &why);
-  if (!lib) return "cannot load NCCL (libnccl.so.2): " + why;
+  void* lib = openFirst(hip ? kRccl : kNccl, &why);  // kept loaded for the life of the process
+  if (!lib) return std::string(hip ? "cannot load RCCL (librccl.so.1): " : "cannot load NCCL (libnccl.so.2): ") + why;
+  std::string missing;
   bind(lib, "ncclGetVersion", &nccl->getVersion, &missing);
   bind(lib, "ncclGetUniqueId", &nccl->getUniqueId, &missing);
   bind(lib, "ncclCommInitRank", &nccl->commInitRank, &missing);
@@ -133,7 +105,7 @@ std::string loadLibraries(CudaApi* cuda, NcclApi* nccl, int* devices) {
   bind(lib, "ncclRecv", &nccl->recv, &missing);
   bind(lib, "ncclGroupStart", &nccl->groupStart, &missing);
   bind(lib, "ncclGroupEnd", &nccl->groupEnd, &missing);
-  if (!missing.empty()) return "NCCL lacks " + missing;
+  if (!missing.empty()) return std::string(hip ? "RCCL" : "NCCL") + " lacks " + missing;
   std::string optional;
   bind(lib, "ncclAlltoAll", &nccl->allToAll, &optional);  // absent before NCCL 2.28: send/recv pairs instead
   return "";
@@ -163,27 +135,37 @@ PeerStatus agree(PeerBootstrap& boot, const std::string& why, std::string* first
 
 class NcclPeer : public PeerLib {
  public:
-  NcclPeer(const CudaApi& cuda, const NcclApi& nccl, void* comm, void* stream, int rank, int nranks, int device)
-      : cuda_(cuda), nccl_(nccl), comm_(comm), stream_(stream), rank_(rank), nranks_(nranks), device_(device) {}
+  // stream: the peer's own (host buffers; destroyed with it) or weft-perf's (device buffers).
+  NcclPeer(GpuApi& gpu, const NcclApi& nccl, void* comm, GpuStream stream, bool deviceBuffers, int rank, int nranks,
+           int device)
+      : gpu_(gpu),
+        nccl_(nccl),
+        comm_(comm),
+        stream_(stream),
+        deviceBuffers_(deviceBuffers),
+        rank_(rank),
+        nranks_(nranks),
+        device_(device) {}
   ~NcclPeer() override {
     if (failed_)
       nccl_.commAbort(comm_);
     else
       nccl_.commDestroy(comm_);
-    if (buffer_) cuda_.free(buffer_);
-    cuda_.streamDestroy(stream_);
+    (void)gpu_.free(buffer_);
+    if (!deviceBuffers_) (void)gpu_.streamDestroy(stream_);
   }
 
   const char* name() const override { return "nccl"; }
 
   std::string description() const override {
-    int v = 0, rt = 0;
+    int v = 0;
     nccl_.getVersion(&v);
-    cuda_.runtimeGetVersion(&rt);
-    return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
-           ", CUDA runtime " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10) +
-           ", one GPU per rank (this one: " + std::to_string(device_) +
-           "); host buffers are copied to and from the GPU in every call, timed";
+    const bool hip = gpu_.prefix() == "hip";
+    return std::string(hip ? "RCCL " : "NCCL ") + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) +
+           "." + std::to_string(v % 100) + ", " + gpu_.version() +
+           ", one GPU per rank (this one: " + std::to_string(device_) + "); " +
+           (deviceBuffers_ ? "the rank's device buffers and stream, as Weft's"
+                           : "host buffers are copied to and from the GPU in every call, timed");
   }
 
   std::string unsupported(Collective, weftDataType_t type, weftRedOp_t) const override {
@@ -194,54 +176,84 @@ class NcclPeer : public PeerLib {
     return "";
   }
 
-  PeerStatus run(const PeerCall& c) override {
-    const size_t ts = typeSize(c.type), n = static_cast<size_t>(nranks_);
-    size_t sendElems = c.count, recvElems = c.count;
-    if (c.coll == Collective::kAllGather) recvElems *= n;
-    if (c.coll == Collective::kReduceScatter) sendElems *= n;
-    if (c.coll == Collective::kAllToAll) sendElems = recvElems = c.count * n;
+  PeerStatus run(const PeerCall& c) override { return deviceBuffers_ ? runOnDevice(c) : runStaged(c); }
+
+  PeerStatus finish() override { return gpuOk(gpu_.streamSynchronize(stream_)); }
+
+ private:
+  // Host buffers: copied in, run, waited for, copied out.
+  PeerStatus runStaged(const PeerCall& c) {
+    size_t sendBytes = 0, recvBytes = 0;
+    byteCounts(c, &sendBytes, &recvBytes);
     const char* send = static_cast<const char*>(c.send);
     char* recv = static_cast<char*>(c.recv);
-    const size_t sendBytes = sendElems * ts, recvBytes = recvElems * ts;
     // In place (the nccl-tests layouts overlap the two ranges): one device range mirrors the
     // host one, so the offsets between send and recv stay as the caller made them. All-to-all
     // and sendrecv are built from sends and receives that must not share memory: they stay out
     // of place on the device, which the copies make in place on the host.
     const char* lo = send < recv ? send : recv;
     const char* hi = send + sendBytes > recv + recvBytes ? send + sendBytes : recv + recvBytes;
-    const bool pointToPoint = c.coll == Collective::kAllToAll || c.coll == Collective::kSendRecv;
-    const bool overlap = !pointToPoint && send < recv + recvBytes && recv < send + sendBytes;
+    const bool overlap = !pointToPoint(c) && send < recv + recvBytes && recv < send + sendBytes;
     const size_t need = overlap ? static_cast<size_t>(hi - lo) : sendBytes + recvBytes;
-    if (need > capacity_) {
-      if (buffer_) cuda_.free(buffer_);
-      buffer_ = nullptr;
-      capacity_ = 0;
-      if (PeerStatus s = cudaOk(cuda_.malloc(&buffer_, need), "cudaMalloc"); !s.ok) return s;
-      capacity_ = need;
-    }
+    if (PeerStatus s = reserve(need); !s.ok) return s;
     char* base = static_cast<char*>(buffer_);
     char* dSend = overlap ? base + (send - lo) : base;
     char* dRecv = overlap ? base + (recv - lo) : base + sendBytes;
-    if (sendBytes) {
-      if (PeerStatus s = cudaOk(cuda_.memcpy(dSend, send, sendBytes, kCudaMemcpyHostToDevice), "cudaMemcpy"); !s.ok)
-        return s;
-    }
+    if (PeerStatus s = gpuOk(gpu_.memcpy(dSend, send, sendBytes, GpuCopy::kHostToDevice)); !s.ok) return s;
     if (PeerStatus s = call(c, dSend, dRecv); !s.ok) return s;
-    if (PeerStatus s = cudaOk(cuda_.streamSynchronize(stream_), "cudaStreamSynchronize"); !s.ok) return s;
+    if (PeerStatus s = finish(); !s.ok) return s;
     const bool hasResult = c.coll != Collective::kReduce || rank_ == c.root;
-    if (hasResult && recvBytes) {
-      if (PeerStatus s = cudaOk(cuda_.memcpy(recv, dRecv, recvBytes, kCudaMemcpyDeviceToHost), "cudaMemcpy"); !s.ok)
-        return s;
+    if (hasResult) {
+      if (PeerStatus s = gpuOk(gpu_.memcpy(recv, dRecv, recvBytes, GpuCopy::kDeviceToHost)); !s.ok) return s;
     }
     return PeerStatus::success();
   }
 
- private:
-  PeerStatus cudaOk(CudaError e, const char* what) {
-    if (e == 0) return PeerStatus::success();
+  // Device buffers: queued on the stream. In place, all-to-all and sendrecv send from a copy
+  // (their sends and receives must not share memory), made on the stream first.
+  PeerStatus runOnDevice(const PeerCall& c) {
+    size_t sendBytes = 0, recvBytes = 0;
+    byteCounts(c, &sendBytes, &recvBytes);
+    const char* send = static_cast<const char*>(c.send);
+    char* recv = static_cast<char*>(c.recv);
+    if (pointToPoint(c) && send < recv + recvBytes && recv < send + sendBytes) {
+      if (PeerStatus s = reserve(sendBytes); !s.ok) return s;
+      if (PeerStatus s = gpuOk(gpu_.memcpyAsync(buffer_, send, sendBytes, GpuCopy::kDeviceToDevice, stream_)); !s.ok)
+        return s;
+      send = static_cast<const char*>(buffer_);
+    }
+    return call(c, send, recv);
+  }
+
+  void byteCounts(const PeerCall& c, size_t* sendBytes, size_t* recvBytes) const {
+    const size_t ts = typeSize(c.type), n = static_cast<size_t>(nranks_);
+    size_t sendElems = c.count, recvElems = c.count;
+    if (c.coll == Collective::kAllGather) recvElems *= n;
+    if (c.coll == Collective::kReduceScatter) sendElems *= n;
+    if (c.coll == Collective::kAllToAll) sendElems = recvElems = c.count * n;
+    *sendBytes = sendElems * ts;
+    *recvBytes = recvElems * ts;
+  }
+
+  static bool pointToPoint(const PeerCall& c) {
+    return c.coll == Collective::kAllToAll || c.coll == Collective::kSendRecv;
+  }
+
+  // At least `bytes` of device memory in buffer_.
+  PeerStatus reserve(size_t bytes) {
+    if (bytes <= capacity_) return PeerStatus::success();
+    (void)gpu_.free(buffer_);
+    buffer_ = nullptr;
+    capacity_ = 0;
+    if (PeerStatus s = gpuOk(gpu_.malloc(&buffer_, bytes)); !s.ok) return s;
+    capacity_ = bytes;
+    return PeerStatus::success();
+  }
+
+  PeerStatus gpuOk(const GpuStatus& s) {
+    if (s.ok()) return PeerStatus::success();
     failed_ = true;
-    return PeerStatus::failure(std::string(what) + " failed on GPU " + std::to_string(device_) + ": " +
-                               cuda_.getErrorString(e));
+    return PeerStatus::failure(s.error);
   }
 
   PeerStatus ncclOk(NcclResult r, Collective coll) {
@@ -295,14 +307,17 @@ class NcclPeer : public PeerLib {
     return ncclOk(r != 0 ? r : end, c.coll);
   }
 
-  CudaApi cuda_;
+  GpuApi& gpu_;
   NcclApi nccl_;
   void* comm_;
-  void* stream_;
+  GpuStream stream_;
+  bool deviceBuffers_;
   int rank_;
   int nranks_;
   int device_;
-  void* buffer_ = nullptr;  // device memory mirroring the caller's send and receive ranges
+  // Host buffers: device memory mirroring the caller's send and receive ranges. Device
+  // buffers: the copy an in-place all-to-all or sendrecv sends from.
+  void* buffer_ = nullptr;
   size_t capacity_ = 0;
   bool failed_ = false;
 };
@@ -321,27 +336,32 @@ PeerStatus localRank(PeerBootstrap& boot, int* local) {
   return PeerStatus::success();
 }
 
-PeerStatus makeNccl(const PeerSettings&, PeerBootstrap& boot, std::unique_ptr<PeerLib>* out) {
-  CudaApi cuda;
+PeerStatus makeNccl(const PeerSettings& settings, PeerBootstrap& boot, std::unique_ptr<PeerLib>* out) {
+  GpuApi* gpu = nullptr;
   NcclApi nccl;
-  int devices = 0;
-  std::string why = loadLibraries(&cuda, &nccl, &devices), first;
+  std::string why = loadLibraries(&gpu, &nccl), first;
   if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
   if (!first.empty()) return PeerStatus::failure("skipped: " + first);
 
   int local = 0;
   if (PeerStatus s = localRank(boot, &local); !s.ok) return s;
   // NCCL refuses two ranks on one GPU.
+  const int devices = gpu->deviceCount();
   why = local < devices
             ? ""
             : "more ranks on this host than its " + std::to_string(devices) + " GPU(s); NCCL needs a GPU per rank";
   if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
   if (!first.empty()) return PeerStatus::failure("skipped: " + first);
-  const int device = local;
-  void* stream = nullptr;
-  CudaError e = cuda.setDevice(device);
-  if (e == 0) e = cuda.streamCreate(&stream);
-  if (e != 0) why = "GPU " + std::to_string(device) + ": " + cuda.getErrorString(e);
+  // Device buffers live on the GPU weft-perf chose for the rank (current on this thread).
+  const bool deviceBuffers = settings.device >= 0;
+  const int device = deviceBuffers ? settings.device : local;
+  GpuStream stream = deviceBuffers ? settings.stream : nullptr;
+  GpuStatus g;
+  if (!deviceBuffers) {
+    g = gpu->setDevice(device);
+    if (g.ok()) g = gpu->streamCreate(&stream);
+  }
+  why = g.error;
 
   NcclUniqueId id;
   std::memset(&id, 0, sizeof id);
@@ -351,7 +371,7 @@ PeerStatus makeNccl(const PeerSettings&, PeerBootstrap& boot, std::unique_ptr<Pe
   }
   if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
   if (!first.empty()) {
-    if (stream) cuda.streamDestroy(stream);
+    if (stream && !deviceBuffers) (void)gpu->streamDestroy(stream);
     return PeerStatus::failure(first);
   }
   if (PeerStatus s = boot.broadcast(&id, sizeof id, 0); !s.ok) return s;
@@ -359,15 +379,15 @@ PeerStatus makeNccl(const PeerSettings&, PeerBootstrap& boot, std::unique_ptr<Pe
   void* comm = nullptr;
   const NcclResult r = nccl.commInitRank(&comm, boot.size(), id, boot.rank());
   if (r != 0) {
-    cuda.streamDestroy(stream);
+    if (!deviceBuffers) (void)gpu->streamDestroy(stream);
     return PeerStatus::failure(std::string("ncclCommInitRank: ") + nccl.getErrorString(r));
   }
-  *out = std::make_unique<NcclPeer>(cuda, nccl, comm, stream, boot.rank(), boot.size(), device);
+  *out = std::make_unique<NcclPeer>(*gpu, nccl, comm, stream, deviceBuffers, boot.rank(), boot.size(), device);
   return PeerStatus::success();
 }
 
 }  // namespace
 
-WEFT_PERF_REGISTER_PEER(nccl, "nccl", makeNccl);
+WEFT_PERF_REGISTER_DEVICE_PEER(nccl, "nccl", makeNccl);
 
 }  // namespace weft::perf

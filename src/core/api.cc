@@ -67,6 +67,13 @@ weftResult_t reportFailure(weftComm* comm, const Status& status) {
   return report(comm, status);
 }
 
+// A failed operation: the communicator enters its error state, unless the call was refused before
+// it did anything (a graph capture that cannot set up a new collective shape).
+weftResult_t reportOpFailure(weftComm* comm, const Status& status) {
+  if (comm->impl && comm->impl->takeDeviceRefusal()) return report(comm, status);
+  return reportFailure(comm, status);
+}
+
 Status invalid(const char* fmt, const char* a = "", long long b = 0, long long c = 0) {
   char text[512];
   std::snprintf(text, sizeof(text), fmt, a, b, c);
@@ -271,7 +278,7 @@ weftResult_t submit(PendingOp op) {
   // soon as nothing is in flight.
   comm->inFlight.fetch_add(1);
   Status s = runOps(comm, &op, 1);
-  weftResult_t result = s.isOk() ? weftSuccess : reportFailure(comm, s);
+  weftResult_t result = s.isOk() ? weftSuccess : reportOpFailure(comm, s);
   comm->inFlight.fetch_sub(1);
   return result;
 }
@@ -662,7 +669,7 @@ weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream) {
   if (stream != nullptr) {
     comm->inFlight.fetch_add(1);
     s = comm->impl->deviceBarrier(stream);
-    weftResult_t result = s.isOk() ? weftSuccess : reportFailure(comm, s);
+    weftResult_t result = s.isOk() ? weftSuccess : reportOpFailure(comm, s);
     comm->inFlight.fetch_sub(1);
     return result;
   }
@@ -697,7 +704,7 @@ weftResult_t weftGroupEnd(void) {
     }
     comms[i]->inFlight.fetch_add(1);
     Status s = runOps(comms[i], mine.data(), mine.size());
-    if (!s.isOk()) results[i] = reportFailure(comms[i], s);  // before inFlight drops (see submit)
+    if (!s.isOk()) results[i] = reportOpFailure(comms[i], s);  // before inFlight drops (see submit)
     comms[i]->inFlight.fetch_sub(1);
   };
   if (comms.size() == 1) {

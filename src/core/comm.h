@@ -85,6 +85,10 @@ class Communicator final : public coll::ConnectionProvider {
   Status deviceBarrier(void* stream);
   // Failures of device work enqueued earlier (ok when none, or no device work yet).
   Status deviceAsyncError();
+  // True when the latest device call was refused before it did anything (the communicator is
+  // still usable: the API reports it without entering the error state).
+  // Reading it clears it.
+  bool takeDeviceRefusal() { return devicePath_ && devicePath_->takeRefusal(); }
   // Waits for device work enqueued so far (finalize, destroy).
   Status synchronizeDevice();
   // Runs a group's sends and receives concurrently (calls to one peer in one direction stay in

@@ -90,7 +90,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     dcalls.push_back(std::move(d));
   }
   Status s = devicePath_->enqueue(dcalls, {}, type, op, divisor, static_cast<size_t>(settings_.slotBytes), stream, this);
-  if (!s.isOk()) return fail(std::move(s));
+  if (!s.isOk()) return devicePath_->refusedLast() ? s : fail(std::move(s));
   return Status::ok();
 }
 
@@ -151,7 +151,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   }
   Status s = devicePath_->enqueue(dcalls, lanes, weftUint8, weftSum, 0, static_cast<size_t>(settings_.slotBytes),
                                   stream, this);
-  if (!s.isOk()) return fail(std::move(s));
+  if (!s.isOk()) return devicePath_->refusedLast() ? s : fail(std::move(s));
   return Status::ok();
 }
 
@@ -172,7 +172,7 @@ Status Communicator::deviceBarrier(void* stream) {
 Status Communicator::deviceAsyncError() {
   if (!devicePath_) return Status::ok();
   Status s = devicePath_->asyncError();
-  if (!s.isOk()) return fail(std::move(s));
+  if (!s.isOk()) return devicePath_->refusedLast() ? s : fail(std::move(s));
   return s;
 }
 

@@ -55,10 +55,18 @@ Status DevicePath::create(device::Runtime* runtime, int device, int rank, double
   p->timeoutNs_ = static_cast<uint64_t>(std::max(1.0, timeoutS) * 1e9);
   DeviceScope scope(runtime, device);
   WEFT_TRY(scope.status());
-  WEFT_TRY(runtime->streamCreate(&p->stream_));
-  WEFT_TRY(runtime->eventCreate(&p->userReady_));
-  WEFT_TRY(runtime->eventCreate(&p->done_));
-  WEFT_TRY(runtime->allocHost(sizeof(device::LaneError) + 64, &p->pinned_));
+  // Everything is allocated here, on the communicator's first device call: none of it may
+  // happen while the caller's stream is being captured into a graph.
+  Status s = runtime->streamCreate(&p->stream_);
+  if (s.isOk()) s = runtime->eventCreate(&p->userReady_);
+  if (s.isOk()) s = runtime->eventCreate(&p->done_);
+  if (s.isOk()) s = runtime->allocHost(sizeof(device::LaneError) + 64, &p->pinned_);
+  if (s.isOk()) s = runtime->allocDevice(2, &p->barrier_);
+  if (s.isOk()) s = runtime->memset(p->barrier_, 0, 2);
+  if (!s.isOk()) {
+    return std::move(s).withPrefix("rank " + std::to_string(rank) + ": setting up the device executor on " +
+                                   runtime->name() + " device " + std::to_string(device) + ": ");
+  }
   std::memset(p->pinned_, 0, sizeof(device::LaneError) + 64);
   p->error_ = new (p->pinned_) device::LaneError();
   p->abortFlag_ = reinterpret_cast<uint32_t*>(static_cast<char*>(p->pinned_) + sizeof(device::LaneError));
@@ -74,6 +82,7 @@ DevicePath::~DevicePath() {
   }
   launches_.clear();
   if (staging_) (void)runtime_->freeDevice(staging_);
+  for (void* p : retiredStaging_) (void)runtime_->freeDevice(p);
   if (barrier_) (void)runtime_->freeDevice(barrier_);
   if (done_) (void)runtime_->eventDestroy(done_);
   if (userReady_) (void)runtime_->eventDestroy(userReady_);
@@ -82,7 +91,7 @@ DevicePath::~DevicePath() {
 }
 
 Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, size_t elemSize,
-                             size_t slotBytes, coll::ConnectionProvider* provider, Launch** out) {
+                             size_t slotBytes, coll::ConnectionProvider* provider, bool capturing, Launch** out) {
   std::vector<int64_t> key{static_cast<int64_t>(elemSize), static_cast<int64_t>(slotBytes)};
   for (const DeviceCall& c : calls) {
     key.push_back(-1);
@@ -93,15 +102,15 @@ Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, const std::ve
     *out = it->second.get();
     return Status::ok();
   }
-  if (launches_.size() >= kMaxCachedLaunches) {
-    // Tables may be in use by launches in flight: wait for them before dropping any.
-    WEFT_TRY(synchronize());
-    for (auto& [k, l] : launches_) {
-      if (l->scratch) (void)runtime_->freeDevice(l->scratch);
-    }
-    launches_.clear();
-    last_ = nullptr;
+  // Connecting FIFOs and building tables allocate and copy, which capture forbids.
+  if (capturing) {
+    refused_ = true;
+    return WEFT_ERROR(weftInvalidUsage,
+                      "%s: the first call of this collective shape on a communicator sets up buffers and cannot "
+                      "happen during graph capture; run it once before capturing (PyTorch's warm-up iterations do)",
+                      calls.front().what.c_str());
   }
+  if (launches_.size() >= kMaxCachedLaunches) WEFT_TRY(evict());
   auto launch = std::make_unique<Launch>();
   size_t scratchBytes = 0;
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -125,33 +134,84 @@ Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, const std::ve
   return Status::ok();
 }
 
+Status DevicePath::evict() {
+  size_t evictable = 0;
+  for (const auto& [key, l] : launches_) evictable += l->captured ? 0 : 1;
+  if (evictable == 0) return Status::ok();
+  // Tables may be in use by launches in flight: wait for them before dropping any. Graphs
+  // replay only captured launches, which stay.
+  WEFT_TRY(synchronize());
+  for (auto it = launches_.begin(); it != launches_.end();) {
+    if (it->second->captured) {
+      ++it;
+      continue;
+    }
+    if (it->second.get() == last_) last_ = nullptr;
+    if (it->second->scratch) (void)runtime_->freeDevice(it->second->scratch);
+    it = launches_.erase(it);
+  }
+  return Status::ok();
+}
+
+Status DevicePath::growStaging(size_t bytes) {
+  if (bytes <= stagingBytes_) return Status::ok();
+  // Launches in flight may still copy into the old buffer; graphs may copy into it whenever
+  // they are replayed, so a captured one is kept until the communicator goes.
+  WEFT_TRY(synchronize());
+  if (staging_ != nullptr) {
+    if (stagingCaptured_) {
+      retiredStaging_.push_back(staging_);
+    } else {
+      (void)runtime_->freeDevice(staging_);
+    }
+  }
+  staging_ = nullptr;
+  stagingBytes_ = 0;
+  stagingCaptured_ = false;
+  WEFT_TRY(runtime_->allocDevice(bytes, &staging_));
+  stagingBytes_ = bytes;
+  return Status::ok();
+}
+
 Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes,
                            weftDataType_t type, weftRedOp_t op, uint32_t divisor, size_t slotBytes, void* stream,
                            coll::ConnectionProvider* provider) {
+  refused_ = false;
   if (calls.empty() || calls.size() > static_cast<size_t>(device::kMaxFusedOps)) {
     return WEFT_ERROR(weftInternalError, "rank %d: a device launch of %zu collectives", rank_, calls.size());
   }
   WEFT_TRY(asyncError());
   DeviceScope scope(runtime_, device_);
   WEFT_TRY(scope.status());
+  device::Stream user = reinterpret_cast<device::Stream>(stream);
+  bool capturing = false;
+  WEFT_TRY(runtime_->streamIsCapturing(user, &capturing));
   Launch* launch = nullptr;
-  WEFT_TRY(launchFor(calls, fifoLanes, coll::dataTypeSize(type), slotBytes, provider, &launch));
+  WEFT_TRY(launchFor(calls, fifoLanes, coll::dataTypeSize(type), slotBytes, provider, capturing, &launch));
 
-  // Sends of in-place all-to-alls go from copies taken on our stream, before the lanes run.
+  // Sends of in-place all-to-alls go from copies taken on the launch's stream, before the lanes run.
   size_t stageBytes = 0;
   for (const DeviceCall& c : calls) stageBytes += c.stageSend ? alignUp(c.sendBytes) : 0;
-  if (stageBytes > stagingBytes_) {
-    WEFT_TRY(synchronize());
-    if (staging_) (void)runtime_->freeDevice(staging_);
-    staging_ = nullptr;
-    stagingBytes_ = 0;
-    WEFT_TRY(runtime_->allocDevice(stageBytes, &staging_));
-    stagingBytes_ = stageBytes;
+  if (stageBytes > stagingBytes_ && capturing) {
+    refused_ = true;
+    return WEFT_ERROR(weftInvalidUsage,
+                      "%s: an in-place all-to-all needs a staging buffer of %zu bytes, larger than the one this "
+                      "communicator has, and it cannot be allocated during graph capture; run the call once in place "
+                      "before capturing (PyTorch's warm-up iterations do)",
+                      calls.front().what.c_str(), stageBytes);
   }
+  WEFT_TRY(growStaging(stageBytes));
 
-  device::Stream user = reinterpret_cast<device::Stream>(stream);
-  WEFT_TRY(runtime_->eventRecord(userReady_, user));
-  WEFT_TRY(runtime_->streamWaitEvent(stream_, userReady_));
+  // Captured, the launch goes on the caller's stream itself: the graph then orders it after the
+  // work captured before the call and before what follows, as the fork and join below does for
+  // a launch that runs now. Our stream and events stay out of the capture: an event recorded
+  // during a capture cannot be waited for afterwards (synchronize), and our stream would stay
+  // captured until the capture ends, swallowing the next launch that should run.
+  device::Stream on = capturing ? user : stream_;
+  if (!capturing) {
+    WEFT_TRY(runtime_->eventRecord(userReady_, user));
+    WEFT_TRY(runtime_->streamWaitEvent(stream_, userReady_));
+  }
   device::LaneLaunch l = launch->tables->launch();
   l.type = type;
   l.op = op;
@@ -165,17 +225,23 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
     const void* send = c.sendbuff;
     if (c.stageSend) {
       char* copy = static_cast<char*>(staging_) + staged;
-      WEFT_TRY(runtime_->copyAsync(copy, c.sendbuff, c.sendBytes, device::CopyKind::kDeviceToDevice, stream_));
+      WEFT_TRY(runtime_->copyAsync(copy, c.sendbuff, c.sendBytes, device::CopyKind::kDeviceToDevice, on));
       staged += alignUp(c.sendBytes);
       send = copy;
     }
     void* scratch = launch->scratch ? static_cast<char*>(launch->scratch) + launch->scratchOffsets[i] : nullptr;
     l.buffers[i] = device::LaneBuffers{send, c.recvbuff, scratch};
   }
-  WEFT_TRY(runtime_->launchLanes(l, stream_));
-  WEFT_TRY(runtime_->eventRecord(done_, stream_));
-  WEFT_TRY(runtime_->streamWaitEvent(user, done_));
-  launched_ = true;
+  WEFT_TRY(runtime_->launchLanes(l, on));
+  if (capturing) {
+    // Replays use these tables, scratch and staging buffers for as long as the graph lives.
+    launch->captured = true;
+    if (staged > 0) stagingCaptured_ = true;
+  } else {
+    WEFT_TRY(runtime_->eventRecord(done_, stream_));
+    WEFT_TRY(runtime_->streamWaitEvent(user, done_));
+    launched_ = true;
+  }
   last_ = launch;
   lastWhat_.resize(calls.size());
   for (size_t i = 0; i < calls.size(); ++i) lastWhat_[i] = calls[i].what;
@@ -215,12 +281,6 @@ Status DevicePath::asyncError() const {
 }
 
 Status DevicePath::barrierBytes(void** out) {
-  if (barrier_ == nullptr) {
-    DeviceScope scope(runtime_, device_);
-    WEFT_TRY(scope.status());
-    WEFT_TRY(runtime_->allocDevice(2, &barrier_));
-    WEFT_TRY(runtime_->memset(barrier_, 0, 2));
-  }
   *out = barrier_;
   return Status::ok();
 }

@@ -3,8 +3,18 @@
 //
 // Every launch goes through the communicator's own stream: it waits for the work the caller
 // queued before the call (an event), runs, and the caller's stream waits for it in turn. So the
-// call returns at once, launches of one communicator never overlap on its FIFOs whatever streams
-// the caller uses, and capture into a CUDA/HIP graph sees the usual fork and join of two streams.
+// call returns at once, and launches of one communicator never overlap on its FIFOs whatever
+// streams the caller uses.
+//
+// A call on a stream being captured into a CUDA/HIP graph (PyTorch's torch.cuda.graph) puts its
+// launch on that stream itself, and the graph orders it among the captured work. Capture
+// forbids allocating and synchronizing, so such a call must find its launch already built: the
+// first call of a shape (and the first in-place all-to-all that needs a larger staging buffer)
+// is refused during capture, with a message saying to run it once before capturing, as PyTorch's
+// warm-up iterations do. A replay runs the captured launch again, with its tables, scratch and
+// staging buffers, which are therefore kept while the communicator lives. Replays run where the
+// graph is launched, not on the communicator's stream: the caller orders them with the
+// communicator's other calls (the same stream, or a synchronization), on every rank alike.
 //
 // Lanes record their first failure in a LaneError in pinned host memory, and stop when the host
 // sets the abort flag beside it; asyncError() turns the record into a sentence. Created on a
@@ -51,19 +61,29 @@ class DevicePath {
 
   // Enqueues `calls` (one type and op, at most device::kMaxFusedOps) as one launch after the
   // work already queued on `stream`; the first launch of a shape connects its FIFOs through the
-  // provider and builds its tables.
+  // provider and builds its tables, which is refused (weftInvalidUsage) while `stream` is being
+  // captured into a graph.
   // fifoLanes: per call, the FIFO lane of its (one-lane) schedule (sends and receives); empty
   // for collectives, which take their lanes from their place in the launch.
   Status enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, weftDataType_t type,
                  weftRedOp_t op, uint32_t divisor, size_t slotBytes, void* stream,
                  coll::ConnectionProvider* provider);
-  // Two bytes of device memory for barriers (a one-byte all-reduce).
+  // Two bytes of device memory for barriers (a one-byte all-reduce), allocated by create() so
+  // that a barrier needs no allocation during a graph capture.
   Status barrierBytes(void** out);
   // The first lane failure so far (ok when none).
   Status asyncError() const;
   // Lanes stop at once (weftCommAbort, or a failure the host saw).
   void abort();
-  // Waits for every launch so far.
+  // True when the latest enqueue was refused before doing anything (a capture that cannot set
+  // up a new shape): the communicator stays usable.
+  bool refusedLast() const { return refused_; }
+  bool takeRefusal() {
+    bool r = refused_;
+    refused_ = false;
+    return r;
+  }
+  // Waits for every launch so far (not for replays of captured graphs: their caller does).
   Status synchronize();
 
  private:
@@ -72,11 +92,17 @@ class DevicePath {
     std::unique_ptr<coll::DeviceTables> tables;
     void* scratch = nullptr;
     std::vector<size_t> scratchOffsets;
+    bool captured = false;  // a graph may replay it: never evicted
   };
   DevicePath() = default;
+  // The launch of this shape, built (FIFOs connected, tables made) on its first call; while
+  // `capturing`, only a launch built before.
   Status launchFor(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, size_t elemSize,
-                   size_t slotBytes, coll::ConnectionProvider* provider, Launch** out);
-  Status stage(const DeviceCall& call, const void** sendbuff);
+                   size_t slotBytes, coll::ConnectionProvider* provider, bool capturing, Launch** out);
+  // Makes room for a new shape when the cache is full: drops the launches no graph captured.
+  Status evict();
+  // The staging buffer holds at least `bytes` (in-place all-to-all sends).
+  Status growStaging(size_t bytes);
 
   device::Runtime* runtime_ = nullptr;
   int device_ = -1;
@@ -90,9 +116,12 @@ class DevicePath {
   device::LaneError* error_ = nullptr;
   uint32_t* abortFlag_ = nullptr;
   void* staging_ = nullptr;  // the send side of an in-place all-to-all
-  void* barrier_ = nullptr;
   size_t stagingBytes_ = 0;
+  bool stagingCaptured_ = false;       // a graph copies into staging_
+  std::vector<void*> retiredStaging_;  // smaller staging buffers graphs may still copy into
+  void* barrier_ = nullptr;
   std::map<std::vector<int64_t>, std::unique_ptr<Launch>> launches_;
+  bool refused_ = false;
   const Launch* last_ = nullptr;  // for naming the operation of a failure
   std::vector<std::string> lastWhat_;  // the collectives of the latest launch
 };

@@ -59,6 +59,10 @@ struct StreamTag;
 struct EventTag;
 using Stream = StreamTag*;
 using Event = EventTag*;
+// A CUDA / HIP graph captured from a stream and instantiated, ready to replay: the runtime's
+// graph and executable graph together behind one opaque pointer.
+struct GraphTag;
+using Graph = GraphTag*;
 
 class Runtime {
  public:
@@ -121,6 +125,26 @@ class Runtime {
   // devices at the same address; page-aligned ranges. Unregister before unmapping it.
   virtual Status hostRegister(void* ptr, size_t bytes) = 0;
   virtual Status hostUnregister(void* ptr) = 0;
+
+  // Graphs: the work queued on a stream recorded once and replayed. While a stream is being
+  // captured its work is recorded, not run, and the runtime refuses calls that would wait for
+  // it or could not be recorded (synchronous copies and memsets, synchronizing, allocating):
+  // callers that may make such a call ask streamIsCapturing first. Runtimes without graphs (host,
+  // emulated) answer false there and refuse the rest.
+  //
+  // *capturing: work queued on `stream` is being recorded into a graph (an invalidated capture
+  // counts until it is ended).
+  virtual Status streamIsCapturing(Stream stream, bool* capturing) = 0;
+  // Starts recording `stream` (not the default stream) in the runtime's global mode, as
+  // PyTorch's torch.cuda.graph does: until the capture ends, a forbidden call from any thread
+  // fails, so code tested under it also works inside a PyTorch capture.
+  virtual Status graphCaptureBegin(Stream stream) = 0;
+  // Ends the recording and instantiates it into *out, which graphLaunch replays.
+  virtual Status graphCaptureEnd(Stream stream, Graph* out) = 0;
+  // Replays `graph` on `stream`: its work runs again with the arguments it was captured with.
+  virtual Status graphLaunch(Graph graph, Stream stream) = 0;
+  // Releases the graph (a replay in flight finishes first); null does nothing.
+  virtual Status graphDestroy(Graph graph) = 0;
 };
 
 // The host runtime: plain memory, no devices, streams and events that complete at once.

@@ -472,10 +472,30 @@ class EmulatedRuntime final : public Runtime {
     return Status::ok();
   }
 
+  // Work runs before the call returns, so no stream is ever being recorded; tests of code that
+  // behaves differently under capture wrap a runtime that says otherwise.
+  Status streamIsCapturing(Stream, bool* capturing) override {
+    *capturing = false;
+    return Status::ok();
+  }
+  Status graphCaptureBegin(Stream) override { return noGraphs("graphCaptureBegin"); }
+  Status graphCaptureEnd(Stream, Graph* out) override {
+    *out = nullptr;
+    return noGraphs("graphCaptureEnd");
+  }
+  Status graphLaunch(Graph, Stream) override { return noGraphs("graphLaunch"); }
+  Status graphDestroy(Graph graph) override { return graph == nullptr ? Status::ok() : noGraphs("graphDestroy"); }
+
  private:
   static Status systemError(const char* call, size_t bytes, const char* what, int err) {
     return WEFT_ERROR(weftSystemError, "emulated runtime: %s(%s): %s: %s", call, formatBytes(bytes).c_str(), what,
                       errnoText(err).c_str());
+  }
+  static Status noGraphs(const char* call) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "emulated runtime: %s: graphs need a GPU runtime (libweft-cuda.so or libweft-hip.so); the "
+                      "emulated device runs work before the call returns, so there is nothing to capture",
+                      call);
   }
   static Status freedByExporter(const EmulatedIpcHandle& h) {
     return WEFT_ERROR(weftRemoteError,

@@ -53,7 +53,20 @@ Status gpuFailure(GpuError err, const char* call, const char* file, int line, co
   va_start(ap, fmt);
   std::vsnprintf(detail, sizeof(detail), fmt, ap);
   va_end(ap);
-  return makeError(weftUnhandledDeviceError, "%s(%s) on device %d: %s", call, detail, device, gpuErrorText(err).c_str())
+  // Capture refusals are the caller's mistake, not the device's: say what to do instead.
+  const char* hint = "";
+  weftResult_t code = weftUnhandledDeviceError;
+  if (err == WEFT_GPU(ErrorStreamCaptureUnsupported) || err == WEFT_GPU(ErrorStreamCaptureImplicit) ||
+      err == WEFT_GPU(ErrorCapturedEvent)) {
+    hint =
+        "; a stream is being captured into a graph (in global mode: by any thread), and this call cannot happen "
+        "then: make it before the capture begins or after it ends";
+    code = weftInvalidUsage;
+  } else if (err == WEFT_GPU(ErrorStreamCaptureInvalidated)) {
+    hint = "; an earlier call failed during this graph capture, which ended it: end the capture and start again";
+    code = weftInvalidUsage;
+  }
+  return makeError(code, "%s(%s) on device %d: %s%s", call, detail, device, gpuErrorText(err).c_str(), hint)
       .withSite(file, line);
 }
 
@@ -70,6 +83,13 @@ Status gpuFailure(GpuError err, const char* call, const char* file, int line, co
 
 GpuStream gpuStream(Stream s) { return reinterpret_cast<GpuStream>(s); }
 GpuEvent gpuEvent(Event e) { return reinterpret_cast<GpuEvent>(e); }
+
+// What a Graph points to: the captured graph and its executable instance.
+struct GpuGraph {
+  WEFT_GPU(Graph_t) graph = nullptr;
+  WEFT_GPU(GraphExec_t) exec = nullptr;
+};
+GpuGraph* gpuGraph(Graph g) { return reinterpret_cast<GpuGraph*>(g); }
 
 WEFT_GPU(MemcpyKind) gpuCopyKind(CopyKind kind) {
   switch (kind) {
@@ -374,6 +394,67 @@ class GpuRuntime final : public Runtime {
     if (ptr == nullptr) return Status::ok();
     WEFT_GPU_TRY(HostUnregister, (ptr), "%p", ptr);
     return Status::ok();
+  }
+
+  Status streamIsCapturing(Stream stream, bool* capturing) override {
+    WEFT_GPU(StreamCaptureStatus) status = WEFT_GPU(StreamCaptureStatusNone);
+    WEFT_GPU_TRY(StreamIsCapturing, (gpuStream(stream), &status), "stream %p", static_cast<void*>(stream));
+    // An invalidated capture still records (and refuses) until it is ended.
+    *capturing = status != WEFT_GPU(StreamCaptureStatusNone);
+    return Status::ok();
+  }
+  Status graphCaptureBegin(Stream stream) override {
+    if (stream == nullptr) {
+      return WEFT_ERROR(weftInvalidArgument,
+                        "%s runtime: graphCaptureBegin: the default stream cannot be captured; capture a stream from "
+                        "streamCreate",
+                        name());
+    }
+    // Global mode, PyTorch's default (torch.cuda.graph(capture_error_mode="global")): while the
+    // capture lasts, a call capture forbids fails in every thread, not only in this one. Relaxed
+    // or thread-local mode would let our own tests pass where a PyTorch capture then fails.
+    WEFT_GPU_TRY(StreamBeginCapture, (gpuStream(stream), WEFT_GPU(StreamCaptureModeGlobal)), "stream %p, global mode",
+                 static_cast<void*>(stream));
+    return Status::ok();
+  }
+  Status graphCaptureEnd(Stream stream, Graph* out) override {
+    *out = nullptr;
+    GpuGraph g;
+    WEFT_GPU_TRY(StreamEndCapture, (gpuStream(stream), &g.graph), "stream %p", static_cast<void*>(stream));
+    GpuError err = WEFT_GPU(GraphInstantiateWithFlags)(&g.exec, g.graph, 0);
+    if (err != kGpuSuccess) {
+      Status why = gpuFailure(err, WEFT_GPU_NAME(GraphInstantiateWithFlags), __FILE__, __LINE__, "graph of stream %p",
+                              static_cast<void*>(stream));
+      (void)WEFT_GPU(GraphDestroy)(g.graph);
+      return why;
+    }
+    GpuGraph* made = new (std::nothrow) GpuGraph(g);
+    if (made == nullptr) {
+      (void)WEFT_GPU(GraphExecDestroy)(g.exec);
+      (void)WEFT_GPU(GraphDestroy)(g.graph);
+      return WEFT_ERROR(weftSystemError, "%s runtime: graphCaptureEnd: out of host memory", name());
+    }
+    *out = reinterpret_cast<Graph>(made);
+    return Status::ok();
+  }
+  Status graphLaunch(Graph graph, Stream stream) override {
+    if (graph == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: graphLaunch(null graph)", name());
+    WEFT_GPU_TRY(GraphLaunch, (gpuGraph(graph)->exec, gpuStream(stream)), "graph %p, stream %p",
+                 static_cast<void*>(graph), static_cast<void*>(stream));
+    return Status::ok();
+  }
+  Status graphDestroy(Graph graph) override {
+    if (graph == nullptr) return Status::ok();
+    GpuGraph* g = gpuGraph(graph);
+    const GpuError execErr = WEFT_GPU(GraphExecDestroy)(g->exec);
+    const GpuError graphErr = WEFT_GPU(GraphDestroy)(g->graph);
+    Status s = execErr != kGpuSuccess    ? gpuFailure(execErr, WEFT_GPU_NAME(GraphExecDestroy), __FILE__, __LINE__,
+                                                      "graph %p", static_cast<void*>(graph))
+               : graphErr != kGpuSuccess ? gpuFailure(graphErr, WEFT_GPU_NAME(GraphDestroy), __FILE__, __LINE__,
+                                                      "graph %p", static_cast<void*>(graph))
+                                         : Status::ok();
+    delete g;
+    return s;
   }
 
  private:

@@ -166,6 +166,19 @@ class HostRuntime final : public Runtime {
   }
   Status hostUnregister(void*) override { return Status::ok(); }
 
+  // Work runs before the call returns, so no stream is ever being recorded.
+  Status streamIsCapturing(Stream, bool* capturing) override {
+    *capturing = false;
+    return Status::ok();
+  }
+  Status graphCaptureBegin(Stream) override { return noGraphs("graphCaptureBegin"); }
+  Status graphCaptureEnd(Stream, Graph* out) override {
+    *out = nullptr;
+    return noGraphs("graphCaptureEnd");
+  }
+  Status graphLaunch(Graph, Stream) override { return noGraphs("graphLaunch"); }
+  Status graphDestroy(Graph graph) override { return graph == nullptr ? Status::ok() : noGraphs("graphDestroy"); }
+
  private:
   static Status allocate(const char* call, size_t bytes, void** out) {
     *out = nullptr;
@@ -177,6 +190,12 @@ class HostRuntime final : public Runtime {
                         errnoText(err).c_str());
     }
     return Status::ok();
+  }
+  static Status noGraphs(const char* call) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "host runtime: %s: graphs need a GPU runtime (libweft-cuda.so or libweft-hip.so); the host "
+                      "runtime runs work before the call returns, so there is nothing to capture",
+                      call);
   }
   static Status noIpc(const char* call) {
     return WEFT_ERROR(weftInvalidUsage,

@@ -256,7 +256,7 @@ TEST(PerfOptions, GpuOnlyFlagsAreAcceptedWithANote) {
   Options o;
   ASSERT_TRUE(parse({"-g", "2", "-G", "10"}, &o).ok);
   ASSERT_EQ(o.notes.size(), 2u);
-  EXPECT_NE(o.notes[0].find("GPU backend"), std::string::npos);
+  EXPECT_NE(o.notes[0].find("one GPU per rank"), std::string::npos);
   EXPECT_NE(o.notes[1].find("graph"), std::string::npos);
 }
 
@@ -347,9 +347,9 @@ TEST(PerfOptions, CompareMemAndOutputFiles) {
   EXPECT_STREQ(memName(MemKind::kDevice), "device");
 }
 
-// --mem: auto follows the GPU backend; device without one fails and says why.
+// --mem: auto follows the GPU; device without one fails and says why.
 TEST(PerfOptions, ResolveMemory) {
-  const char* noGpu = "this build has no GPU backend";
+  const char* noGpu = "no GPU (libcudart.so: cudaGetDeviceCount found no device)";
   MemKind m = MemKind::kAuto;
   std::string error;
   ASSERT_TRUE(resolveMemory(MemKind::kAuto, noGpu, &m, &error));
@@ -362,7 +362,7 @@ TEST(PerfOptions, ResolveMemory) {
   EXPECT_EQ(m, MemKind::kDevice);
   m = MemKind::kAuto;
   EXPECT_FALSE(resolveMemory(MemKind::kDevice, noGpu, &m, &error));
-  EXPECT_EQ(error, "--mem device: no GPU backend: this build has no GPU backend; run with --mem host");
+  EXPECT_EQ(error, "--mem device: no GPU (libcudart.so: cudaGetDeviceCount found no device); run with --mem host");
   EXPECT_EQ(m, MemKind::kAuto);
 }
 

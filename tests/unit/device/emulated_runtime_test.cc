@@ -244,6 +244,26 @@ TEST(EmulatedRuntime, StreamsAndEvents) {
   EXPECT_EQ(rt.streamDestroy(nullptr).code(), weftInvalidArgument);
 }
 
+TEST(EmulatedRuntime, NoStreamIsCapturedAndGraphsNeedAGpuRuntime) {
+  Runtime& rt = emulatedRuntime();
+  Stream stream = nullptr;
+  ASSERT_TRUE(rt.streamCreate(&stream).isOk());
+  bool capturing = true;
+  ASSERT_TRUE(rt.streamIsCapturing(stream, &capturing).isOk());
+  EXPECT_FALSE(capturing);
+  Graph graph = reinterpret_cast<Graph>(&stream);
+  Status begin = rt.graphCaptureBegin(stream);
+  Status end = rt.graphCaptureEnd(stream, &graph);
+  EXPECT_EQ(graph, nullptr);
+  for (const Status& s : {begin, end, rt.graphLaunch(reinterpret_cast<Graph>(&stream), stream)}) {
+    EXPECT_EQ(s.code(), weftInvalidUsage);
+    EXPECT_NE(s.message().find("emulated runtime: graph"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("graphs need a GPU runtime"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(rt.graphDestroy(nullptr).isOk());
+  EXPECT_TRUE(rt.streamDestroy(stream).isOk());
+}
+
 // The child maps the parent's allocation from the handle, checks the parent's bytes and writes
 // its own; the parent sees them in the same pages.
 TEST(EmulatedRuntime, IpcHandleMapsTheSameMemoryInAnotherProcess) {

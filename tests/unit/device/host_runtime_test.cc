@@ -207,6 +207,27 @@ TEST(HostRuntime, IpcNeedsAGpuRuntime) {
   }
 }
 
+TEST(HostRuntime, NoStreamIsCapturedAndGraphsNeedAGpuRuntime) {
+  Runtime& rt = hostRuntime();
+  Stream stream = nullptr;
+  ASSERT_TRUE(rt.streamCreate(&stream).isOk());
+  bool capturing = true;
+  ASSERT_TRUE(rt.streamIsCapturing(stream, &capturing).isOk());
+  EXPECT_FALSE(capturing);
+  capturing = true;
+  ASSERT_TRUE(rt.streamIsCapturing(nullptr, &capturing).isOk());
+  EXPECT_FALSE(capturing);
+  Graph graph = reinterpret_cast<Graph>(&stream);
+  for (Status s : {rt.graphCaptureBegin(stream), rt.graphCaptureEnd(stream, &graph), rt.graphLaunch(graph, stream),
+                   rt.graphDestroy(reinterpret_cast<Graph>(&stream))}) {
+    EXPECT_EQ(s.code(), weftInvalidUsage);
+    EXPECT_NE(s.message().find("graphs need a GPU runtime"), std::string::npos) << s.message();
+  }
+  EXPECT_EQ(graph, nullptr) << "graphCaptureEnd leaves no graph behind when it fails";
+  EXPECT_TRUE(rt.graphDestroy(nullptr).isOk());
+  EXPECT_TRUE(rt.streamDestroy(stream).isOk());
+}
+
 TEST(MemoryKind, Names) {
   EXPECT_STREQ(memoryKindName(MemoryKind::kHost), "host");
   EXPECT_STREQ(memoryKindName(MemoryKind::kPinnedHost), "pinned host");

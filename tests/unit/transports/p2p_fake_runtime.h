@@ -193,6 +193,14 @@ class FakeRuntime final : public device::Runtime {
   Status streamWaitEvent(device::Stream, device::Event) override { return unsupported("streamWaitEvent"); }
   Status hostRegister(void*, size_t) override { return Status::ok(); }
   Status hostUnregister(void*) override { return Status::ok(); }
+  Status streamIsCapturing(device::Stream, bool* capturing) override {
+    *capturing = false;
+    return Status::ok();
+  }
+  Status graphCaptureBegin(device::Stream) override { return unsupported("graphCaptureBegin"); }
+  Status graphCaptureEnd(device::Stream, device::Graph*) override { return unsupported("graphCaptureEnd"); }
+  Status graphLaunch(device::Graph, device::Stream) override { return unsupported("graphLaunch"); }
+  Status graphDestroy(device::Graph) override { return unsupported("graphDestroy"); }
 
  private:
   struct Alloc {

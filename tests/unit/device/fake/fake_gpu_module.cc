@@ -59,6 +59,17 @@ class FakeRuntime final : public Runtime {
   Status streamWaitEvent(Stream, Event) override { return Status(); }
   Status hostRegister(void*, size_t) override { return Status(); }
   Status hostUnregister(void*) override { return Status(); }
+  Status streamIsCapturing(Stream, bool* capturing) override {
+    *capturing = false;
+    return Status();
+  }
+  Status graphCaptureBegin(Stream) override { return Status(); }
+  Status graphCaptureEnd(Stream, Graph* out) override {
+    *out = nullptr;
+    return Status();
+  }
+  Status graphLaunch(Graph, Stream) override { return Status(); }
+  Status graphDestroy(Graph) override { return Status(); }
 
  private:
   int devices_;

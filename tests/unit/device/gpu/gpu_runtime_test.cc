@@ -135,6 +135,88 @@ TEST_F(GpuRuntimeTest, StreamsEventsAndAsyncWork) {
   EXPECT_TRUE(rt_->streamDestroy(s).isOk());
 }
 
+// A copy and a memset captured once, replayed three times: each replay reads the source as it
+// is then, not as it was at the capture, and the capture itself runs nothing.
+TEST_F(GpuRuntimeTest, GraphsCaptureAStreamAndReplayIt) {
+  const size_t n = (1 << 20) + 5;
+  void* src = deviceBuffer(n);
+  void* dst = deviceBuffer(n);
+  void* flag = deviceBuffer(64);
+  std::vector<uint8_t> host(n, 0x77), flagHost(64);
+  ASSERT_TRUE(rt_->copy(dst, host.data(), n, CopyKind::kHostToDevice).isOk());
+  ASSERT_TRUE(rt_->memset(flag, 0, 64).isOk());
+  Stream s = nullptr;
+  ASSERT_TRUE(rt_->streamCreate(&s).isOk());
+  bool capturing = true;
+  ASSERT_TRUE(rt_->streamIsCapturing(s, &capturing).isOk());
+  EXPECT_FALSE(capturing);
+  EXPECT_EQ(rt_->graphCaptureBegin(nullptr).code(), weftInvalidArgument) << "the default stream";
+
+  ASSERT_TRUE(rt_->graphCaptureBegin(s).isOk());
+  ASSERT_TRUE(rt_->streamIsCapturing(s, &capturing).isOk());
+  EXPECT_TRUE(capturing);
+  Status copied = rt_->copyAsync(dst, src, n, CopyKind::kDeviceToDevice, s);
+  Status set = rt_->memsetAsync(flag, 0x5a, 64, s);
+  Graph graph = nullptr;
+  Status end = rt_->graphCaptureEnd(s, &graph);
+  ASSERT_TRUE(copied.isOk()) << copied.message();
+  ASSERT_TRUE(set.isOk()) << set.message();
+  ASSERT_TRUE(end.isOk()) << end.message();
+  ASSERT_NE(graph, nullptr);
+  ASSERT_TRUE(rt_->streamIsCapturing(s, &capturing).isOk());
+  EXPECT_FALSE(capturing);
+  ASSERT_TRUE(rt_->streamSynchronize(s).isOk());
+  ASSERT_TRUE(rt_->copy(host.data(), dst, n, CopyKind::kDeviceToHost).isOk());
+  EXPECT_EQ(host, std::vector<uint8_t>(n, 0x77)) << "the capture ran the copy";
+
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < n; ++i) host[i] = static_cast<uint8_t>(i * 7 + round * 13);
+    ASSERT_TRUE(rt_->copy(src, host.data(), n, CopyKind::kHostToDevice).isOk());
+    ASSERT_TRUE(rt_->memset(flag, 0, 64).isOk());
+    Status launched = rt_->graphLaunch(graph, s);
+    ASSERT_TRUE(launched.isOk()) << launched.message();
+    ASSERT_TRUE(rt_->streamSynchronize(s).isOk());
+    std::vector<uint8_t> got(n);
+    ASSERT_TRUE(rt_->copy(got.data(), dst, n, CopyKind::kDeviceToHost).isOk());
+    ASSERT_EQ(got, host) << "round " << round;
+    ASSERT_TRUE(rt_->copy(flagHost.data(), flag, 64, CopyKind::kDeviceToHost).isOk());
+    ASSERT_EQ(flagHost, std::vector<uint8_t>(64, 0x5a)) << "round " << round;
+  }
+  EXPECT_EQ(rt_->graphLaunch(nullptr, s).code(), weftInvalidArgument);
+  EXPECT_TRUE(rt_->graphDestroy(graph).isOk());
+  EXPECT_TRUE(rt_->graphDestroy(nullptr).isOk());
+  EXPECT_TRUE(rt_->streamDestroy(s).isOk());
+}
+
+// An allocation while a stream is being captured (global mode) is refused, and the error says
+// why and what to do; the stream leaves capture mode when the capture ends, whatever its result.
+TEST_F(GpuRuntimeTest, AnAllocationDuringACaptureSaysWhyItFailed) {
+  Stream s = nullptr;
+  ASSERT_TRUE(rt_->streamCreate(&s).isOk());
+  ASSERT_TRUE(rt_->graphCaptureBegin(s).isOk());
+  void* p = nullptr;
+  Status alloc = rt_->allocDevice(1 << 20, &p);
+  Graph graph = nullptr;
+  Status end = rt_->graphCaptureEnd(s, &graph);  // may say the capture was invalidated
+  if (alloc.isOk()) {
+    EXPECT_TRUE(rt_->freeDevice(p).isOk());
+    // CUDA refuses allocations in a global-mode capture; some HIP versions let them through.
+    EXPECT_STRNE(rt_->name(), "cuda") << "cudaMalloc during a global-mode capture succeeded";
+  } else {
+    EXPECT_EQ(alloc.code(), weftInvalidUsage) << alloc.message();
+    EXPECT_NE(alloc.message().find("being captured into a graph"), std::string::npos) << alloc.message();
+    EXPECT_NE(alloc.message().find("before the capture begins or after it ends"), std::string::npos) << alloc.message();
+  }
+  if (!end.isOk()) {
+    EXPECT_EQ(graph, nullptr) << end.message();
+  }
+  EXPECT_TRUE(rt_->graphDestroy(graph).isOk());
+  bool capturing = true;
+  ASSERT_TRUE(rt_->streamIsCapturing(s, &capturing).isOk());
+  EXPECT_FALSE(capturing);
+  EXPECT_TRUE(rt_->streamDestroy(s).isOk());
+}
+
 TEST_F(GpuRuntimeTest, ErrorsNameTheCallTheDeviceAndTheRuntimeError) {
   void* p = nullptr;
   Status s = rt_->allocDevice(size_t{1} << 60, &p);
