@@ -30,6 +30,7 @@
 
 #include "base/os.h"
 #include "device/device.h"
+#include "device/host_memory_runtime.h"
 #include "device/gpu_loader.h"
 
 namespace weft {
@@ -176,22 +177,11 @@ Status oneDevice(const char* call, int device) {
   return WEFT_ERROR(weftInvalidArgument, "emulated runtime: %s(%d): there is one device, 0", call, device);
 }
 
-Status nullPointer(const char* call, size_t bytes) {
-  return WEFT_ERROR(weftInvalidArgument, "emulated runtime: %s(%s): null pointer", call, formatBytes(bytes).c_str());
-}
-
-struct EmulatedEvent {
-  bool recorded = false;
-  uint64_t atNs = 0;
-};
-struct EmulatedStream {};
-
-EmulatedEvent* emulatedEvent(Event e) { return reinterpret_cast<EmulatedEvent*>(e); }
-
 int cpuCount() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
-class EmulatedRuntime final : public Runtime {
+class EmulatedRuntime final : public HostMemoryRuntime {
  public:
+  EmulatedRuntime() : HostMemoryRuntime("emulated runtime") {}
   const char* name() const override { return "emulated"; }
   std::string description() const override {
     return "emulated device: host memory posing as one GPU, for tests (" + std::to_string(cpuCount()) + " CPUs)";
@@ -284,73 +274,8 @@ class EmulatedRuntime final : public Runtime {
     return Status::ok();
   }
 
-  Status copy(void* dst, const void* src, size_t bytes, CopyKind) override {
-    if (bytes == 0) return Status::ok();
-    if (dst == nullptr || src == nullptr) return nullPointer("copy", bytes);
-    std::memmove(dst, src, bytes);
-    return Status::ok();
-  }
-  Status copyAsync(void* dst, const void* src, size_t bytes, CopyKind kind, Stream) override {
-    return copy(dst, src, bytes, kind);
-  }
-  Status memset(void* dst, int value, size_t bytes) override {
-    if (bytes == 0) return Status::ok();
-    if (dst == nullptr) return nullPointer("memset", bytes);
-    std::memset(dst, value, bytes);
-    return Status::ok();
-  }
-  Status memsetAsync(void* dst, int value, size_t bytes, Stream) override { return memset(dst, value, bytes); }
 
-  Status streamCreate(Stream* out) override {
-    *out = reinterpret_cast<Stream>(new EmulatedStream);
-    return Status::ok();
-  }
-  Status streamDestroy(Stream stream) override {
-    if (stream == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: streamDestroy(default stream)");
-    delete reinterpret_cast<EmulatedStream*>(stream);
-    return Status::ok();
-  }
-  Status streamSynchronize(Stream) override { return Status::ok(); }
-  Status streamQuery(Stream, bool* done) override {
-    *done = true;
-    return Status::ok();
-  }
 
-  Status eventCreate(Event* out) override {
-    *out = reinterpret_cast<Event>(new EmulatedEvent);
-    return Status::ok();
-  }
-  Status eventDestroy(Event event) override {
-    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventDestroy(null)");
-    delete emulatedEvent(event);
-    return Status::ok();
-  }
-  Status eventRecord(Event event, Stream) override {
-    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventRecord(null)");
-    *emulatedEvent(event) = EmulatedEvent{true, nowNs()};
-    return Status::ok();
-  }
-  Status eventSynchronize(Event event) override {
-    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventSynchronize(null)");
-    return Status::ok();
-  }
-  Status eventQuery(Event event, bool* done) override {
-    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventQuery(null)");
-    *done = true;
-    return Status::ok();
-  }
-  Status eventElapsedMs(Event start, Event end, float* ms) override {
-    if (start == nullptr || end == nullptr) {
-      return WEFT_ERROR(weftInvalidArgument, "emulated runtime: eventElapsedMs: null event");
-    }
-    if (!emulatedEvent(start)->recorded || !emulatedEvent(end)->recorded) {
-      return WEFT_ERROR(weftInvalidUsage, "emulated runtime: eventElapsedMs: %s event was never recorded",
-                        emulatedEvent(start)->recorded ? "the end" : "the start");
-    }
-    const int64_t ns = static_cast<int64_t>(emulatedEvent(end)->atNs - emulatedEvent(start)->atNs);
-    *ms = static_cast<float>(static_cast<double>(ns) / 1e6);
-    return Status::ok();
-  }
 
   Status ipcExport(void* ptr, IpcHandle* out) override {
     Allocation a;
@@ -432,24 +357,6 @@ class EmulatedRuntime final : public Runtime {
                       "(launchLanes); the reduce-copy kernel needs libweft-cuda.so or libweft-hip.so");
   }
 
-  // The lane program on host threads, to its end before the call returns; like a kernel's, the
-  // lanes' failures stay in *launch.error and the launch itself succeeds.
-  Status launchLanes(const LaneLaunch& launch, Stream) override {
-    WEFT_TRY(checkLaneLaunch(launch));
-    HostLaneRunner run = hostLaneRunner();
-    if (run == nullptr) {
-      return WEFT_ERROR(weftInternalError,
-                        "emulated runtime: launchLanes: the host lane runner is not registered (link libweft's "
-                        "collectives)");
-    }
-    (void)run(launch);
-    return Status::ok();
-  }
-  // Streams complete their work at once, so there is never anything to wait for.
-  Status streamWaitEvent(Stream, Event event) override {
-    if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "emulated runtime: streamWaitEvent(null event)");
-    return Status::ok();
-  }
   // Host memory is already reachable by the emulated device; the registry only remembers it, for
   // pointerInfo and to refuse what cudaHostRegister refuses.
   Status hostRegister(void* ptr, size_t bytes) override {
@@ -472,30 +379,11 @@ class EmulatedRuntime final : public Runtime {
     return Status::ok();
   }
 
-  // Work runs before the call returns, so no stream is ever being recorded; tests of code that
-  // behaves differently under capture wrap a runtime that says otherwise.
-  Status streamIsCapturing(Stream, bool* capturing) override {
-    *capturing = false;
-    return Status::ok();
-  }
-  Status graphCaptureBegin(Stream) override { return noGraphs("graphCaptureBegin"); }
-  Status graphCaptureEnd(Stream, Graph* out) override {
-    *out = nullptr;
-    return noGraphs("graphCaptureEnd");
-  }
-  Status graphLaunch(Graph, Stream) override { return noGraphs("graphLaunch"); }
-  Status graphDestroy(Graph graph) override { return graph == nullptr ? Status::ok() : noGraphs("graphDestroy"); }
 
  private:
   static Status systemError(const char* call, size_t bytes, const char* what, int err) {
     return WEFT_ERROR(weftSystemError, "emulated runtime: %s(%s): %s: %s", call, formatBytes(bytes).c_str(), what,
                       errnoText(err).c_str());
-  }
-  static Status noGraphs(const char* call) {
-    return WEFT_ERROR(weftInvalidUsage,
-                      "emulated runtime: %s: graphs need a GPU runtime (libweft-cuda.so or libweft-hip.so); the "
-                      "emulated device runs work before the call returns, so there is nothing to capture",
-                      call);
   }
   static Status freedByExporter(const EmulatedIpcHandle& h) {
     return WEFT_ERROR(weftRemoteError,
