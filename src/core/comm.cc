@@ -251,6 +251,12 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   return p;
 }
 
+void Communicator::makeRoomForOps(size_t n) {
+  if (ops_.size() + n <= kMaxCachedSchedules) return;
+  ops_.clear();
+  lastOp_ = nullptr;
+}
+
 Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, size_t elemSize) {
   OpKey key{static_cast<int>(p.kind), static_cast<int>(p.algo), p.root, p.nChannels, p.count,
             static_cast<int64_t>(elemSize)};

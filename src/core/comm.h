@@ -138,6 +138,9 @@ class Communicator final : public coll::ConnectionProvider {
   };
   using OpKey = std::tuple<int, int, int, int, int64_t, int64_t>;
   CachedOp* cachedOp(const coll::ScheduleParams& params, size_t elemSize);
+  // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
+  // evict nothing (their pointers stay valid together).
+  void makeRoomForOps(size_t n);
   coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize);
   Status fail(Status status);
   topo::TunerInput tunerInput(int64_t bytes) const;

@@ -63,8 +63,9 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
   const weftDataType_t type = calls.front().type;
   const weftRedOp_t op = calls.front().op;
   const size_t elemSize = coll::dataTypeSize(type);
-  std::vector<coll::RankSchedule> schedules;
-  schedules.reserve(calls.size());  // DeviceCall keeps pointers into it
+  // Schedules come from the communicator's cache (a launch built before needs none of them, but
+  // a cache hit costs less than deciding that); no eviction may happen halfway through the batch.
+  makeRoomForOps(calls.size());
   std::vector<DeviceCall> dcalls;
   uint32_t divisor = 0;
   for (const CollCall& call : calls) {
@@ -73,13 +74,12 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     while (params.nChannels > 1 && params.nChannels * coll::lanesPerChannel(params) > maxDeviceLanes_) {
       --params.nChannels;
     }
-    params.ringOrder = nodeOrder_;
-    schedules.push_back(coll::buildSchedule(params, rank_));
+    const CachedOp* cached = cachedOp(params, elemSize);
     bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
                    call.kind == coll::CollKind::kReduce;
     if (reduces && call.op == weftAvg) divisor = static_cast<uint32_t>(nRanks_);
     DeviceCall d;
-    d.schedule = &schedules.back();
+    d.schedule = &cached->schedule;
     d.shape = {static_cast<int>(call.kind), static_cast<int>(params.algo), params.root, params.nChannels, params.count};
     d.sendbuff = call.sendbuff;
     d.recvbuff = call.recvbuff;
