@@ -251,9 +251,13 @@ bool Bench::startPeers() {
   weft.name = "weft";
   int v = 0;
   (void)weftGetVersion(&v);
-  weft.description = "Weft " + versionText(v) + " (the communicator of the table above)";
+  weft.description = "Weft " + versionText(v) + " (the communicator of the table above)" +
+                     (o_.weftPath.empty() ? "" : ", " + o_.weftPath);
   libs_.push_back(std::move(weft));
-  if (o_.compare.empty()) return true;
+  if (o_.compare.empty()) {
+    if (!o_.weftPath.empty()) print("# weft: " + o_.weftPath + "\n");
+    return true;
+  }
 
   boot_ = std::make_unique<CommBootstrap>(comm_, rank_, nranks_);
   PeerSettings settings;
@@ -264,6 +268,8 @@ bool Bench::startPeers() {
     settings.stream = buf_->stream();
   }
   settings.iface = glooInterface(static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size()));
+  settings.ranksAreThreads = o_.nThreads > 1;
+  settings.weftNet = o_.weftNet;
   std::string s;
   for (const std::string& name : o_.compare) {
     Lib lib;
@@ -287,7 +293,21 @@ bool Bench::startPeers() {
     s += "# Compare: " + name + ": " + lib.description + "\n";
     libs_.push_back(std::move(lib));
   }
-  print(s);
+  // Which path each library's data takes, where weft-perf chose it, and how it was set up.
+  std::string paths, notes;
+  for (const Lib& lib : libs_) {
+    if (!lib.peer) continue;
+    if (!lib.peer->path().empty()) paths += "# " + lib.name + ": " + lib.peer->path() + "\n";
+    for (const std::string& n : lib.peer->notes()) {
+      notes += "# Note: " + lib.name + ": " + n + "\n";
+      notes_.push_back(lib.name + ": " + n);
+    }
+  }
+  if (!o_.weftPath.empty())
+    s += "# weft: " + o_.weftPath + "\n";
+  else if (!paths.empty())
+    s += "# weft: its own paths between the ranks (shared memory, GPU peer access; --weft-net for its network path)\n";
+  print(s + paths + notes);
   return true;
 }
 

@@ -30,6 +30,7 @@
 
 #include "perf/bench.h"
 #include "perf/gpu_api.h"
+#include "perf/path_env.h"
 #include "weft/weft.h"
 
 #ifdef WEFT_PERF_WITH_MPI
@@ -486,6 +487,14 @@ int launch(Options o, const char* program, int argc, char** argv) {
   if (mode == LaunchMode::kMpi && std::getenv(kReexecVar))
     o.notes.push_back(std::string("started under ") + std::getenv(kReexecVar) +
                       " by weft-perf (--compare mpi needs MPI, which cannot start in forked ranks)");
+  // --weft-net: set before the unique id and the communicator exist (the bootstrap reads
+  // WEFT_SOCKET_IFNAME too), and after a re-run under mpirun, whose ranks set it themselves.
+  if (o.weftNet) {
+    const EnvPlan net = planWeftNet(currentEnv(weftNetVariables()));
+    applyEnv(net);
+    o.weftPath = net.path;
+    for (const std::string& n : net.notes) o.notes.push_back("--weft-net: " + n);
+  }
   switch (mode) {
     case LaunchMode::kMpi:
 #ifdef WEFT_PERF_WITH_MPI

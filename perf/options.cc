@@ -40,6 +40,7 @@ enum class Flag {
   kCompare,
   kGlooStore,
   kMem,
+  kWeftNet,
   kColl,
   kNranks,
   kHelp,
@@ -80,6 +81,7 @@ const FlagSpec kFlags[] = {
     {Flag::kGlooStore, "", "gloo-store", nullptr, true},
     {Flag::kCompare, "", "compare", nullptr, true},
     {Flag::kMem, "", "mem", nullptr, true},
+    {Flag::kWeftNet, "", "weft-net", nullptr, false},
     {Flag::kColl, "x", "coll", "collective", true},
     {Flag::kNranks, "np", "nranks", "np", true},
     {Flag::kHelp, "h", "help", nullptr, false},
@@ -196,6 +198,9 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
         o->mem = MemKind::kDevice;
       else
         return flagLabel(f) + " wants host or device, not '" + value + "'";
+      return "";
+    case Flag::kWeftNet:
+      o->weftNet = true;
       return "";
     case Flag::kOp: {
       if (value == "all") {
@@ -393,7 +398,14 @@ std::string usageText(const char* prog) {
          "                          nccl-tests one. mpi needs mpirun: with -np (or alone) weft-perf re-runs\n"
          "                          itself under mpirun -np N when one is in PATH\n"
          "  --mem <host|device>     where the buffers live (device when there is a GPU, else host); device:\n"
-         "                          each rank uses GPU (local rank % GPUs), as nccl-tests does\n"
+         "                          each rank uses GPU (local rank % GPUs), as nccl-tests does; with --compare\n"
+         "                          nccl, ranks that share a GPU must be processes (not -t): weft-perf sets\n"
+         "                          NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30+), else a distinct NCCL_HOSTID per\n"
+         "                          rank with NCCL_SOCKET_IFNAME=lo and NCCL_NET=Socket (NCCL's socket transport)\n"
+         "  --weft-net              Weft's ranks use its network path even on one host (sets WEFT_P2P_DISABLE=1,\n"
+         "                          WEFT_SHM_DISABLE=1, and WEFT_SOCKET_IFNAME=lo, WEFT_NET=socket unless set),\n"
+         "                          to set against NCCL's socket transport on a shared GPU; the header says\n"
+         "                          which path each library took\n"
          "  -t,--nthreads <n>       ranks (threads) per process (1)\n"
          "  -g,--ngpus <n>          GPUs per thread (1; weft-perf drives one per rank)\n"
          "  -z,--blocking <0/1>     wait for each call (0; host memory calls always block)\n"

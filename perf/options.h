@@ -1,7 +1,7 @@
 // weft-perf's command line: the nccl-tests flags (same letters, long names and defaults), plus
 // the collective choice (positional, --coll/-x, or the program name such as all_reduce_perf),
-// the standalone launcher's -np/--nranks, and weft-perf's own --compare, --mem, --json, --csv
-// and --plot. Pure parsing; main.cc and the tests call it.
+// the standalone launcher's -np/--nranks, and weft-perf's own --compare, --mem, --weft-net,
+// --json, --csv and --plot. Pure parsing; main.cc and the tests call it.
 #ifndef WEFT_PERF_OPTIONS_H_
 #define WEFT_PERF_OPTIONS_H_
 
@@ -47,6 +47,8 @@ struct Options {
   MemKind mem = MemKind::kAuto;                       // --mem; kHost or kDevice once the launcher resolved it
   MemKind memAsked = MemKind::kAuto;                  // what --mem said, kept when mem is resolved
   int nranks = 0;                                     // -np / --nranks (0: not given)
+  bool weftNet = false;                               // --weft-net: Weft's network path between the ranks
+  std::string weftPath;                               // set by the launcher with --weft-net: that path, for the header
   bool help = false;                                  // --help / -h
   std::vector<std::string> notes;                     // "# Note: ..." lines: inactive flags, launcher decisions
   // --gloo-store, else filled by the fork launcher: where Gloo's ranks meet ("" = a fresh

@@ -57,6 +57,10 @@ struct PeerSettings {
   // thread, and calls go on `stream` (cudaStream_t / hipStream_t). -1: host buffers.
   int device = -1;
   void* stream = nullptr;
+  // How weft-perf runs its ranks, for a library that must know (NCCL on a shared GPU):
+  // several ranks per process (-t), and Weft on its network path (--weft-net).
+  bool ranksAreThreads = false;
+  bool weftNet = false;
 };
 
 struct PeerCall {
@@ -75,6 +79,12 @@ class PeerLib {
   virtual const char* name() const = 0;
   // One line for the report header: version, transport, algorithm.
   virtual std::string description() const = 0;
+  // The path its data takes when weft-perf chose it ("socket transport over lo (NCCL_HOSTID per
+  // rank)"), for the header; "" when the library chose.
+  virtual std::string path() const { return ""; }
+  // What the header should say about how it was set up ("NCCL_SOCKET_IFNAME=eth0 kept from the
+  // environment", advice for a fair ratio); printed as "# Note: <name>: ..." lines.
+  virtual std::vector<std::string> notes() const { return {}; }
   // "" when run() can do this, else why not ("Open MPI has no half-precision type").
   virtual std::string unsupported(Collective coll, weftDataType_t type, weftRedOp_t op) const = 0;
   // The collective: completed when it returns on host buffers; on device buffers it may only be

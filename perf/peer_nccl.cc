@@ -4,12 +4,14 @@
 // where neither is installed; the few NCCL functions used are declared here with NCCL's
 // numeric values (weft.h's types and ops share NCCL's).
 //
-// One GPU per rank: NCCL refuses two ranks on one GPU, so a host with more ranks than GPUs
-// skips it. With host buffers (--mem host) the ranks on a host take devices in rank order, and
-// each call copies the input to device buffers, runs the collective on a stream of its own,
-// waits for it, and copies the result back: the time is what an application holding host data
-// would see, copies included. With device buffers (--mem device) NCCL gets weft-perf's own
+// Ranks and GPUs: with host buffers (--mem host) the ranks on a host take GPU (local rank %
+// GPUs), and each call copies the input to device buffers, runs the collective on a stream of its
+// own, waits for it, and copies the result back: the time is what an application holding host
+// data would see, copies included. With device buffers (--mem device) NCCL gets weft-perf's own
 // buffers, GPU and stream for the rank, exactly as Weft does, and finish() waits for the stream.
+// NCCL refuses two ranks on one GPU; when ranks share one, path_env.h decides what to set before
+// NCCL's first init (NCCL_MULTI_RANK_GPU_ENABLE, or a NCCL_HOSTID per process and its socket
+// transport) or, for ranks that are threads, to skip.
 //
 // Where there is no GPU runtime, no driver, no GPU or no NCCL, every rank agrees to skip: make
 // fails with "skipped: <why>" (e.g. "skipped: no GPU (libcudart.so: cudaGetDeviceCount: ...)"),
@@ -21,10 +23,14 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "perf/datatypes.h"
 #include "perf/gpu_api.h"
+#include "perf/path_env.h"
 #include "perf/peer_libs.h"
 
 namespace weft::perf {
@@ -136,8 +142,9 @@ PeerStatus agree(PeerBootstrap& boot, const std::string& why, std::string* first
 class NcclPeer : public PeerLib {
  public:
   // stream: the peer's own (host buffers; destroyed with it) or weft-perf's (device buffers).
+  // plan: how NCCL was set up for ranks that share a GPU (empty when none do).
   NcclPeer(GpuApi& gpu, const NcclApi& nccl, void* comm, GpuStream stream, bool deviceBuffers, int rank, int nranks,
-           int device)
+           int device, bool gpuShared, EnvPlan plan)
       : gpu_(gpu),
         nccl_(nccl),
         comm_(comm),
@@ -145,7 +152,9 @@ class NcclPeer : public PeerLib {
         deviceBuffers_(deviceBuffers),
         rank_(rank),
         nranks_(nranks),
-        device_(device) {}
+        device_(device),
+        gpuShared_(gpuShared),
+        plan_(std::move(plan)) {}
   ~NcclPeer() override {
     if (failed_)
       nccl_.commAbort(comm_);
@@ -163,10 +172,14 @@ class NcclPeer : public PeerLib {
     const bool hip = gpu_.prefix() == "hip";
     return std::string(hip ? "RCCL " : "NCCL ") + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) +
            "." + std::to_string(v % 100) + ", " + gpu_.version() +
-           ", one GPU per rank (this one: " + std::to_string(device_) + "); " +
+           (gpuShared_ ? ", ranks share GPUs (this one: " : ", one GPU per rank (this one: ") +
+           std::to_string(device_) + ")" + (plan_.path.empty() ? "" : ", " + plan_.path) + "; " +
            (deviceBuffers_ ? "the rank's device buffers and stream, as Weft's"
                            : "host buffers are copied to and from the GPU in every call, timed");
   }
+
+  std::string path() const override { return plan_.path; }
+  std::vector<std::string> notes() const override { return plan_.notes; }
 
   std::string unsupported(Collective, weftDataType_t type, weftRedOp_t) const override {
     int v = 0;
@@ -315,6 +328,8 @@ class NcclPeer : public PeerLib {
   int rank_;
   int nranks_;
   int device_;
+  bool gpuShared_;
+  EnvPlan plan_;
   // Host buffers: device memory mirroring the caller's send and receive ranges. Device
   // buffers: the copy an in-place all-to-all or sendrecv sends from.
   void* buffer_ = nullptr;
@@ -322,16 +337,19 @@ class NcclPeer : public PeerLib {
   bool failed_ = false;
 };
 
-// This rank's index among the ranks on its host, from every rank's host name.
-PeerStatus localRank(PeerBootstrap& boot, int* local) {
-  char self[256] = {0};
-  if (gethostname(self, sizeof self - 1) != 0) std::strcpy(self, "unknown");
-  *local = 0;
+// Where every rank runs: its host name and the GPU it uses there.
+struct RankPlace {
+  char host[256];
+  char gpu[64];  // PCI bus id (CUDA_VISIBLE_DEVICES may number one GPU differently per process)
+};
+
+// Every rank's place, one broadcast per rank.
+PeerStatus gatherPlaces(PeerBootstrap& boot, const RankPlace& self, std::vector<RankPlace>* all) {
+  all->assign(static_cast<size_t>(boot.size()), RankPlace{});
   for (int r = 0; r < boot.size(); ++r) {
-    char other[256] = {0};
-    if (r == boot.rank()) std::memcpy(other, self, sizeof other);
-    if (PeerStatus s = boot.broadcast(other, sizeof other, r); !s.ok) return s;
-    if (r < boot.rank() && std::strcmp(other, self) == 0) ++*local;
+    RankPlace& p = (*all)[static_cast<size_t>(r)];
+    if (r == boot.rank()) p = self;
+    if (PeerStatus s = boot.broadcast(&p, sizeof p, r); !s.ok) return s;
   }
   return PeerStatus::success();
 }
@@ -343,18 +361,44 @@ PeerStatus makeNccl(const PeerSettings& settings, PeerBootstrap& boot, std::uniq
   if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
   if (!first.empty()) return PeerStatus::failure("skipped: " + first);
 
+  // This rank's index among the ranks on its host, from every rank's host name.
+  RankPlace self{};
+  if (gethostname(self.host, sizeof self.host - 1) != 0) std::strcpy(self.host, "unknown");
+  std::vector<RankPlace> places;
+  if (PeerStatus s = gatherPlaces(boot, self, &places); !s.ok) return s;
   int local = 0;
-  if (PeerStatus s = localRank(boot, &local); !s.ok) return s;
-  // NCCL refuses two ranks on one GPU.
-  const int devices = gpu->deviceCount();
-  why = local < devices
-            ? ""
-            : "more ranks on this host than its " + std::to_string(devices) + " GPU(s); NCCL needs a GPU per rank";
-  if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
-  if (!first.empty()) return PeerStatus::failure("skipped: " + first);
-  // Device buffers live on the GPU weft-perf chose for the rank (current on this thread).
+  for (int r = 0; r < boot.rank(); ++r) local += std::strcmp(places[static_cast<size_t>(r)].host, self.host) == 0;
+  // Device buffers live on the GPU weft-perf chose for the rank (current on this thread); host
+  // buffers take GPUs in rank order, as weft-perf does.
   const bool deviceBuffers = settings.device >= 0;
-  const int device = deviceBuffers ? settings.device : local;
+  const int device = deviceBuffers ? settings.device : local % gpu->deviceCount();
+  std::string busId = gpu->pciBusId(device);
+  if (busId.empty()) busId = "device " + std::to_string(device);
+  std::snprintf(self.gpu, sizeof self.gpu, "%s", busId.c_str());
+  if (PeerStatus s = gatherPlaces(boot, self, &places); !s.ok) return s;
+  std::set<std::string> hosts;
+  std::set<std::pair<std::string, std::string>> gpus;
+  for (const RankPlace& p : places) {
+    hosts.insert(p.host);
+    gpus.emplace(p.host, p.gpu);
+  }
+  NcclShareQuery q;
+  q.nHosts = static_cast<int>(hosts.size());
+  q.gpuShared = gpus.size() < places.size();
+
+  // Ranks that share a GPU: NCCL's environment is set here, before its first init.
+  int version = 0;
+  nccl.getVersion(&version);
+  q.ranksAreThreads = settings.ranksAreThreads;
+  q.ncclVersion = version;
+  q.rank = boot.rank();
+  q.weftNet = settings.weftNet;
+  q.user = currentEnv(ncclShareVariables());
+  EnvPlan plan = planNcclSharing(q);
+  if (PeerStatus s = agree(boot, plan.skip, &first); !s.ok) return s;
+  if (!first.empty()) return PeerStatus::failure("skipped: " + first);
+  applyEnv(plan);
+
   GpuStream stream = deviceBuffers ? settings.stream : nullptr;
   GpuStatus g;
   if (!deviceBuffers) {
@@ -380,9 +424,15 @@ PeerStatus makeNccl(const PeerSettings& settings, PeerBootstrap& boot, std::uniq
   const NcclResult r = nccl.commInitRank(&comm, boot.size(), id, boot.rank());
   if (r != 0) {
     if (!deviceBuffers) (void)gpu->streamDestroy(stream);
-    return PeerStatus::failure(std::string("ncclCommInitRank: ") + nccl.getErrorString(r));
+    const char* last = nccl.getLastError(nullptr);  // "Duplicate GPU detected ..." and the like
+    std::string set;
+    for (const auto& [name, value] : plan.set) set += (set.empty() ? " (weft-perf set " : " ") + name + "=" + value;
+    return PeerStatus::failure(std::string("ncclCommInitRank: ") + nccl.getErrorString(r) +
+                               (last && *last ? std::string(": ") + last : std::string()) +
+                               (set.empty() ? "" : set + ")"));
   }
-  *out = std::make_unique<NcclPeer>(*gpu, nccl, comm, stream, deviceBuffers, boot.rank(), boot.size(), device);
+  *out = std::make_unique<NcclPeer>(*gpu, nccl, comm, stream, deviceBuffers, boot.rank(), boot.size(), device,
+                                    q.gpuShared, std::move(plan));
   return PeerStatus::success();
 }
 

@@ -248,7 +248,8 @@ TEST(PerfOptions, Help) {
         "-t,--nthreads",     "-g,--ngpus",     "-G,--cudagraph",  "-C,--report_cputime", "-y,--stream_null",
         "-J,--json",         "-x,--coll",      "-np,--nranks"})
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
-  for (const char* flag : {"--csv <file>", "--plot <file.svg>", "--compare <libs>", "--mem <host|device>"})
+  for (const char* flag :
+       {"--csv <file>", "--plot <file.svg>", "--compare <libs>", "--mem <host|device>", "--weft-net", "NCCL_HOSTID"})
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
 }
 
@@ -396,6 +397,28 @@ TEST(PerfOptions, MpirunCommand) {
   // Not Open MPI (MPICH's hydra oversubscribes as it is, and knows neither flag).
   EXPECT_EQ(mpirunCommand("/opt/mpich/bin/mpirun", false, 8, 2, "/w", 7, argv),
             (V{"/opt/mpich/bin/mpirun", "-np", "8", "/w", "--compare", "mpi", "-b", "1K"}));
+}
+
+// --weft-net: a switch (no value), off by default, kept for a re-run under mpirun.
+TEST(PerfOptions, WeftNet) {
+  Options d;
+  ASSERT_TRUE(parse({}, &d).ok);
+  EXPECT_FALSE(d.weftNet);
+  EXPECT_TRUE(d.weftPath.empty());
+  Options o;
+  const ParseResult r = parse({"--compare", "nccl", "--mem", "device", "--weft-net", "-b", "8"}, &o);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(o.weftNet);
+  EXPECT_TRUE(o.weftPath.empty()) << "the launcher sets it when it sets the environment";
+  EXPECT_EQ(o.minBytes, 8u);
+  Options v;
+  const ParseResult withValue = parse({"--weft-net=1"}, &v);
+  EXPECT_FALSE(withValue.ok);
+  EXPECT_NE(withValue.error.find("--weft-net takes no value"), std::string::npos) << withValue.error;
+  Options s;
+  EXPECT_FALSE(parse({"--weft_net"}, &s).ok);
+  EXPECT_EQ(withoutRankCount({"-np", "4", "--weft-net", "--compare", "nccl"}),
+            (std::vector<std::string>{"--weft-net", "--compare", "nccl"}));
 }
 
 TEST(PerfOptions, EqualSizesNeedNoStep) {
