@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/os.h"
+#include "mailboxes.h"
 #include "p2p_fake_runtime.h"
 #include "transports/p2p/p2p_fifo.h"
 
@@ -37,54 +38,8 @@ using p2ptest::FakeRuntime;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// The bootstrap's point-to-point messages, in memory: one mailbox per (from, to, tag).
-class Mailboxes {
- public:
-  void put(int from, int to, int tag, const void* data, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const char* p = static_cast<const char*>(data);
-    boxes_[{from, to, tag}].emplace_back(p, p + bytes);
-    cv_.notify_all();
-  }
-  Status take(int from, int to, int tag, void* data, size_t bytes, double seconds = 10) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto& box = boxes_[{from, to, tag}];
-    if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return !box.empty(); })) {
-      return Status::error(weftTimeout, "no message");
-    }
-    if (box.front().size() != bytes) return Status::error(weftInternalError, "size mismatch");
-    std::memcpy(data, box.front().data(), bytes);
-    box.pop_front();
-    return Status::ok();
-  }
-  size_t count() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t n = 0;
-    for (auto& [key, box] : boxes_) n += box.size();
-    return n;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::map<std::tuple<int, int, int>, std::deque<std::vector<char>>> boxes_;
-};
-
-class Exchange final : public PeerExchange {
- public:
-  Exchange(Mailboxes* boxes, int self) : boxes_(boxes), self_(self) {}
-  Status send(int peer, int tag, const void* data, size_t bytes) override {
-    boxes_->put(self_, peer, tag, data, bytes);
-    return Status::ok();
-  }
-  Status recv(int peer, int tag, void* data, size_t bytes) override {
-    return boxes_->take(peer, self_, tag, data, bytes);
-  }
-
- private:
-  Mailboxes* boxes_;
-  int self_;
-};
+using test_util::Exchange;
+using test_util::Mailboxes;
 
 PeerInfo info(int rank, int device, uint64_t process = 0x2000) {
   PeerInfo p;

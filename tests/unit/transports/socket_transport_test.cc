@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/socket.h"
+#include "mailboxes.h"
 #include "transports/net/net_select.h"
 #include "transports/net/socket_transport.h"
 
@@ -20,54 +21,8 @@ namespace weft {
 namespace net {
 namespace {
 
-// The bootstrap's point-to-point messages, in memory: one mailbox per (from, to, tag).
-class Mailboxes {
- public:
-  void put(int from, int to, int tag, const void* data, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const char* p = static_cast<const char*>(data);
-    boxes_[{from, to, tag}].emplace_back(p, p + bytes);
-    cv_.notify_all();
-  }
-  Status take(int from, int to, int tag, void* data, size_t bytes) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto& box = boxes_[{from, to, tag}];
-    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !box.empty(); })) {
-      return Status::error(weftTimeout, "no message");
-    }
-    if (box.front().size() != bytes) return Status::error(weftInternalError, "size mismatch");
-    std::memcpy(data, box.front().data(), bytes);
-    box.pop_front();
-    return Status::ok();
-  }
-  // The last message put in a mailbox (without taking it).
-  std::vector<char> peek(int from, int to, int tag) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto& box = boxes_[{from, to, tag}];
-    return box.empty() ? std::vector<char>() : box.back();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::map<std::tuple<int, int, int>, std::deque<std::vector<char>>> boxes_;
-};
-
-class Exchange final : public PeerExchange {
- public:
-  Exchange(Mailboxes* boxes, int self) : boxes_(boxes), self_(self) {}
-  Status send(int peer, int tag, const void* data, size_t bytes) override {
-    boxes_->put(self_, peer, tag, data, bytes);
-    return Status::ok();
-  }
-  Status recv(int peer, int tag, void* data, size_t bytes) override {
-    return boxes_->take(peer, self_, tag, data, bytes);
-  }
-
- private:
-  Mailboxes* boxes_;
-  int self_;
-};
+using test_util::Exchange;
+using test_util::Mailboxes;
 
 PeerInfo info(int rank) {
   PeerInfo p;
