@@ -187,16 +187,28 @@ struct GroupState {
 
 thread_local GroupState tlsGroup;
 
-bool overlaps(const CollCall& a, const CollCall& b) {
+// The bytes a collective reads from sendbuff and writes to recvbuff on a communicator of n ranks.
+struct Extents {
+  size_t send = 0;
+  size_t recv = 0;
+};
+Extents extentsOf(const CollCall& c, size_t nRanks) {
+  using weft::coll::CollKind;
+  size_t bytes = c.count * weft::coll::dataTypeSize(c.type);
+  Extents e;
+  e.send = (c.kind == CollKind::kReduceScatter || c.kind == CollKind::kAllToAll) ? bytes * nRanks : bytes;
+  e.recv = (c.kind == CollKind::kAllGather || c.kind == CollKind::kAllToAll) ? bytes * nRanks : bytes;
+  return e;
+}
+
+bool overlaps(const CollCall& a, const CollCall& b, size_t nRanks) {
   auto range = [](const void* p, size_t bytes) {
     auto v = reinterpret_cast<uintptr_t>(p);
     return std::make_pair(v, v + bytes);
   };
-  // Generous extents (n blocks for the blocked collectives): fusing is an optimisation.
-  size_t n = 1u << 20;
-  auto bytesOf = [&](const CollCall& c) { return c.count * weft::coll::dataTypeSize(c.type) * n; };
-  std::pair<uintptr_t, uintptr_t> ra[2] = {range(a.sendbuff, bytesOf(a)), range(a.recvbuff, bytesOf(a))};
-  std::pair<uintptr_t, uintptr_t> rb[2] = {range(b.sendbuff, bytesOf(b)), range(b.recvbuff, bytesOf(b))};
+  Extents ea = extentsOf(a, nRanks), eb = extentsOf(b, nRanks);
+  std::pair<uintptr_t, uintptr_t> ra[2] = {range(a.sendbuff, ea.send), range(a.recvbuff, ea.recv)};
+  std::pair<uintptr_t, uintptr_t> rb[2] = {range(b.sendbuff, eb.send), range(b.recvbuff, eb.recv)};
   for (auto& x : ra) {
     for (auto& y : rb) {
       if (x.first != 0 && y.first != 0 && x.first < y.second && y.first < x.second) return true;
@@ -216,7 +228,8 @@ Status runDeviceOps(Communicator* impl, const PendingOp* ops, size_t nOps) {
            ops[j].stream == ops[i].stream && ops[j].coll.type == ops[i].coll.type &&
            ops[j].coll.op == ops[i].coll.op) {
       bool apart = true;
-      for (const CollCall& c : batch) apart = apart && !overlaps(c, ops[j].coll);
+      const size_t nRanks = static_cast<size_t>(ops[j].comm->nRanks);
+      for (const CollCall& c : batch) apart = apart && !overlaps(c, ops[j].coll, nRanks);
       if (!apart) break;
       batch.push_back(ops[j].coll);
       ++j;
@@ -315,12 +328,9 @@ Status validateCollective(weftComm* comm, const CollCall& c, weftStream_t stream
   if (needsSend) WEFT_TRY(checkBuffer(comm, c.sendbuff, c.count, "sendbuff", fn));
   if (needsRecv) WEFT_TRY(checkBuffer(comm, c.recvbuff, c.count, "recvbuff", fn));
   if (stream != nullptr) {
-    using weft::coll::CollKind;
-    size_t bytes = c.count * weft::coll::dataTypeSize(c.type);
-    size_t sendBytes = (c.kind == CollKind::kReduceScatter || c.kind == CollKind::kAllToAll) ? bytes * n : bytes;
-    size_t recvBytes = (c.kind == CollKind::kAllGather || c.kind == CollKind::kAllToAll) ? bytes * n : bytes;
-    if (needsSend) WEFT_TRY(checkDeviceBuffer(comm, c.sendbuff, sendBytes, "sendbuff", fn));
-    if (needsRecv) WEFT_TRY(checkDeviceBuffer(comm, c.recvbuff, recvBytes, "recvbuff", fn));
+    Extents e = extentsOf(c, n);
+    if (needsSend) WEFT_TRY(checkDeviceBuffer(comm, c.sendbuff, e.send, "sendbuff", fn));
+    if (needsRecv) WEFT_TRY(checkDeviceBuffer(comm, c.recvbuff, e.recv, "recvbuff", fn));
     // A failure of device work enqueued earlier puts the communicator in its error state.
     Status async = comm->impl->deviceAsyncError();
     if (!async.isOk()) {
