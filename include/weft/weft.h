@@ -9,8 +9,9 @@
  *  - Every function returns weftResult_t. On failure, weftGetLastError(comm) returns a sentence
  *    saying what failed, on which rank, and what to do about it.
  *  - Counts are element counts (size_t). Buffers are host pointers when the stream argument
- *    is NULL: the call is then blocking and returns when this rank's part is complete.
- *    Device streams arrive with the GPU backends.
+ *    is NULL: the call is then blocking and returns when this rank's part is complete. With a
+ *    device stream (cudaStream_t / hipStream_t, or WEFT_STREAM_DEFAULT) buffers are memory the
+ *    communicator's GPU reaches, and the call is enqueued on the stream.
  *  - A failed call enqueues nothing and leaves the buffers untouched.
  *  - Every wait has a deadline (WEFT_TIMEOUT_S or weftConfig_t.timeoutS); on expiry the
  *    communicator enters an error state that names the collective, its sequence number and
@@ -71,7 +72,24 @@ typedef enum {
 /* Reduction operations: the same values as ncclRedOp_t. Half-precision and fp8 types are
  * reduced in float and rounded once per step; avg is a sum divided by the rank count
  * (integer division for integer types). */
-typedef enum { weftSum = 0, weftProd = 1, weftMax = 2, weftMin = 3, weftAvg = 4, weftNumOps = 5 } weftRedOp_t;
+typedef enum {
+  weftSum = 0,
+  weftProd = 1,
+  weftMax = 2,
+  weftMin = 3,
+  weftAvg = 4,
+  weftNumOps = 5,
+  /* Values from weftNumOps up are made by weftRedOpCreatePreMulSum and are valid only on the
+   * communicator that made them. */
+  weftMaxRedOp = 0x7fffffff
+} weftRedOp_t;
+
+/* Where the scalar of weftRedOpCreatePreMulSum lives: the same values as
+ * ncclScalarResidence_t. */
+typedef enum {
+  weftScalarDevice = 0,       /* a pointer to device memory, read when the collective runs */
+  weftScalarHostImmediate = 1 /* a pointer to host memory, read by weftRedOpCreatePreMulSum */
+} weftScalarResidence_t;
 
 /* An opaque 128-byte identifier made by one rank (weftGetUniqueId) and handed to the others
  * by any means (MPI_Bcast, a file, a key-value store). It carries the root's address and a
@@ -85,6 +103,10 @@ typedef struct weftComm* weftComm_t;
 
 /* A device stream (cudaStream_t / hipStream_t), or NULL for host memory. */
 typedef void* weftStream_t;
+
+/* The default stream of the calling thread's current device (CUDA's legacy default stream,
+ * HIP's NULL stream): device buffers on the stream that NCCL's API means by NULL. */
+#define WEFT_STREAM_DEFAULT ((weftStream_t)(uintptr_t)1)
 
 /* Communicator options. Start from WEFT_CONFIG_INITIALIZER and set what you need; fields left
  * at their initial value take the parameter's value (WEFT_* environment variables). */
@@ -105,6 +127,29 @@ typedef struct {
   { sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE, 1, 0, 0, 0, NULL }
 
 #define WEFT_SPLIT_NOCOLOR (-1)
+
+/* weftCommShrink flags: the same values as NCCL's. */
+#define WEFT_SHRINK_DEFAULT 0x00 /* the excluded ranks are idle; the parent keeps working */
+#define WEFT_SHRINK_ABORT 0x01   /* first stop the parent's operations in flight (the excluded
+                                    ranks may be dead), then shrink; the parent is unusable after */
+
+/* What weftGroupSimulateEnd fills in. Start from WEFT_SIM_INFO_INITIALIZER. */
+typedef struct {
+  size_t size;          /* sizeof(weftSimInfo_t) */
+  unsigned int magic;   /* WEFT_SIM_INFO_MAGIC */
+  unsigned int version; /* WEFT_VERSION_CODE */
+  float estimatedTime;  /* microseconds the group would take, from the cost model */
+} weftSimInfo_t;
+#define WEFT_SIM_INFO_MAGIC 0x5746534du /* "WFSM" */
+#define WEFT_SIM_INFO_INITIALIZER { sizeof(weftSimInfo_t), WEFT_SIM_INFO_MAGIC, WEFT_VERSION_CODE, -1.0f }
+
+/* Where a pointer's memory lives (weftMemQuery). */
+typedef enum {
+  weftMemHost = 0,       /* pageable host memory, or memory no GPU runtime knows */
+  weftMemPinnedHost = 1, /* host memory pinned by the GPU runtime (reachable by the GPU) */
+  weftMemDevice = 2,     /* memory of a GPU */
+  weftMemManaged = 3     /* managed / unified memory */
+} weftMemKind_t;
 
 /* ---- Version and errors ------------------------------------------------------------- */
 weftResult_t weftGetVersion(int* version);
@@ -129,9 +174,19 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
  * there) and WEFT_ROOT_SECRET (32 hex digits, shared by all ranks). Falls back to
  * OMPI_COMM_WORLD_RANK/SIZE and PMI_RANK/PMI_SIZE for the rank and size. */
 weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config);
+/* Joins communicator `commIds` as rank `myrank` of `nranks`, where nId ids were each made by
+ * weftGetUniqueId on a different rank (NCCL's scalable init, for very large jobs); every rank
+ * passes the same nId ids in the same order. Collective over the nranks callers. */
+weftResult_t weftCommInitRankScalable(weftComm_t* newcomm, int nranks, int myrank, int nId, weftUniqueId* commIds,
+                                      weftConfig_t* config);
 /* Splits comm by color (WEFT_SPLIT_NOCOLOR: no new communicator, *newcomm = NULL), ordering
  * ranks by key then by old rank. Collective over comm. */
 weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm, weftConfig_t* config);
+/* A new communicator of comm's ranks without the nExclude ranks listed (ranks keep their
+ * order). Called by every rank that is not excluded; the excluded ranks need not take part
+ * and may be dead (use WEFT_SHRINK_ABORT then). */
+weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int nExclude, weftComm_t* newcomm,
+                            weftConfig_t* config, int shrinkFlags);
 /* Waits for pending work, then frees the communicator. */
 weftResult_t weftCommFinalize(weftComm_t comm);
 weftResult_t weftCommDestroy(weftComm_t comm);
@@ -145,6 +200,27 @@ weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
 /* The device index of the communicator (-1 for host ranks). */
 weftResult_t weftCommDevice(const weftComm_t comm, int* device);
+
+/* ---- Reduction operations made at run time ------------------------------------------- */
+/* A new op on comm: every input is multiplied by *scalar (of type datatype), then summed.
+ * weftScalarHostImmediate: *scalar is read now; weftScalarDevice: scalar points to device
+ * memory read each time a collective using the op runs (on a device stream). Supported for
+ * every datatype (integer products wrap like weftProd). Use the op only with datatype. */
+weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
+                                      weftScalarResidence_t residence, weftComm_t comm);
+weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm);
+
+/* ---- Memory --------------------------------------------------------------------------- */
+/* Memory for buffers of collectives: device memory of the current GPU when a GPU backend is
+ * loaded and a device is current, else page-aligned host memory. Free with weftMemFree. */
+weftResult_t weftMemAlloc(void** ptr, size_t size);
+weftResult_t weftMemFree(void* ptr);
+/* Registers a buffer that collectives on comm will use (a hint; any memory works without it).
+ * *handle is passed to weftCommDeregister. */
+weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle);
+weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
+/* Where ptr's memory lives; *device is the GPU's index for device memory, else -1. */
+weftResult_t weftMemQuery(const void* ptr, weftMemKind_t* kind, int* device);
 
 /* ---- Collectives ----------------------------------------------------------------------
  * Every collective is called by every rank of comm in the same order. In-place is allowed
@@ -168,6 +244,14 @@ weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weft
  * comes from rank p. */
 weftResult_t weftAllToAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
                           weftComm_t comm, weftStream_t stream);
+/* Rank r's sendbuff (count elements) lands at the root's recvbuff + r*count (recvbuff is used
+ * on the root only). In-place when sendbuff == recvbuff + root*count on the root. */
+weftResult_t weftGather(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                        weftComm_t comm, weftStream_t stream);
+/* The root's sendbuff + r*count (count elements) lands in rank r's recvbuff (sendbuff is used on
+ * the root only). In-place when recvbuff == sendbuff + root*count on the root. */
+weftResult_t weftScatter(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                         weftComm_t comm, weftStream_t stream);
 /* Point to point. Sends and receives between one pair are matched in order; put the calls of
  * an exchange inside weftGroupStart/weftGroupEnd so that they run concurrently. */
 weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
@@ -183,6 +267,9 @@ weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream);
  * concurrently. Groups nest; the outermost weftGroupEnd runs them. */
 weftResult_t weftGroupStart(void);
 weftResult_t weftGroupEnd(void);
+/* Like weftGroupEnd, but runs nothing: the recorded calls are dropped and simInfo->estimatedTime
+ * receives the time the cost model predicts for them (microseconds). */
+weftResult_t weftGroupSimulateEnd(weftSimInfo_t* simInfo);
 
 #ifdef __cplusplus
 } /* extern "C" */
