@@ -1,0 +1,136 @@
+/*
+ * nccl_types.h: the types of NCCL's public C API (NCCL 2.28.9), as libnccl.so.2 must see them.
+ *
+ * Written for Weft from the published ABI facts (../shared/reference/formats.md §4): the numeric
+ * values, the struct layouts and the initialisers are NCCL's, so a program compiled against
+ * NVIDIA's nccl.h runs on Weft's libnccl.so.2 unchanged. tests/bindings/nccl/abi_test.cc checks
+ * every value and offset here against the real header where the CUDA toolkit provides one.
+ *
+ * Types only (no function declarations, no include guard of NCCL's), so that the ABI test can
+ * include this file inside a namespace next to the real nccl.h and compare the two.
+ */
+#ifndef WEFT_NCCL_NCCL_TYPES_H_
+#define WEFT_NCCL_NCCL_TYPES_H_
+
+#include <limits.h>
+#include <stddef.h>
+
+#define WEFT_NCCL_MAJOR 2
+#define WEFT_NCCL_MINOR 28
+#define WEFT_NCCL_PATCH 9
+/* The NCCL API level this library implements, as ncclGetVersion reports it. */
+#define WEFT_NCCL_VERSION_CODE 22809
+/* NCCL's encoding: 2.8.x and earlier used X*1000 + Y*100 + Z. */
+#define WEFT_NCCL_VERSION(X, Y, Z) (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
+
+typedef struct ncclComm* ncclComm_t;
+typedef struct ncclWindow_vidmem* ncclWindow_t;
+
+#define WEFT_NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[WEFT_NCCL_UNIQUE_ID_BYTES];
+} ncclUniqueId;
+
+typedef enum {
+  ncclSuccess = 0,
+  ncclUnhandledCudaError = 1,
+  ncclSystemError = 2,
+  ncclInternalError = 3,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7,
+  ncclNumResults = 8
+} ncclResult_t;
+
+/* Config fields left at these values are "unset". */
+#define WEFT_NCCL_CONFIG_UNDEF_INT INT_MIN
+#define WEFT_NCCL_CONFIG_UNDEF_PTR NULL
+#define WEFT_NCCL_SPLIT_NOCOLOR (-1)
+#define WEFT_NCCL_UNDEF_FLOAT (-1.0f)
+#define WEFT_NCCL_CONFIG_MAGIC 0xcafebeefu
+#define WEFT_NCCL_SIM_INFO_MAGIC 0x74685283u
+
+/* ncclConfig_t of NCCL 2.28 (80 bytes on LP64). Callers built against older headers pass a
+ * smaller size and an older version; the library reads only what they wrote. */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;            /* since 2.14 */
+  int cgaClusterSize;      /* since 2.17 */
+  int minCTAs;             /* since 2.17 */
+  int maxCTAs;             /* since 2.17 */
+  const char* netName;     /* since 2.17 */
+  int splitShare;          /* since 2.18 */
+  int trafficClass;        /* since 2.24 */
+  const char* commName;    /* since 2.27 */
+  int collnetEnable;       /* since 2.27 */
+  int CTAPolicy;           /* since 2.27 */
+  int shrinkShare;         /* since 2.27 */
+  int nvlsCTAs;            /* since 2.27 */
+  int nChannelsPerNetPeer; /* since 2.28 */
+  int nvlinkCentricSched;  /* since 2.28 */
+} ncclConfig_t;
+
+/* What ncclGroupSimulateEnd fills in (layout unchanged since 2.22). */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+
+typedef enum {
+  ncclSum = 0,
+  ncclProd = 1,
+  ncclMax = 2,
+  ncclMin = 3,
+  ncclAvg = 4,
+  ncclNumOps = 5, /* dynamic ops from ncclRedOpCreatePreMulSum start here */
+  ncclMaxRedOp = 0x7fffffff
+} ncclRedOp_t;
+
+typedef enum {
+  ncclInt8 = 0,
+  ncclChar = 0,
+  ncclUint8 = 1,
+  ncclInt32 = 2,
+  ncclInt = 2,
+  ncclUint32 = 3,
+  ncclInt64 = 4,
+  ncclUint64 = 5,
+  ncclFloat16 = 6,
+  ncclHalf = 6,
+  ncclFloat32 = 7,
+  ncclFloat = 7,
+  ncclFloat64 = 8,
+  ncclDouble = 8,
+  ncclBfloat16 = 9,
+  ncclFloat8e4m3 = 10,
+  ncclFloat8e5m2 = 11,
+  ncclNumTypes = 12
+} ncclDataType_t;
+
+typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
+
+/* Flags with NCCL's values. */
+#define WEFT_NCCL_WIN_DEFAULT 0x00
+#define WEFT_NCCL_WIN_COLL_SYMMETRIC 0x01
+#define WEFT_NCCL_SHRINK_DEFAULT 0x00
+#define WEFT_NCCL_SHRINK_ABORT 0x01
+#define WEFT_NCCL_REVOKE_DEFAULT 0x00
+
+/* The device-side API's host types that cross the ABI: a team is returned by value; the rest
+ * are only passed by pointer. */
+typedef struct ncclTeam {
+  int nRanks, rank, stride;
+} ncclTeam_t;
+typedef struct ncclDevComm ncclDevComm_t;
+typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
+typedef struct ncclDevResourceRequirements ncclDevResourceRequirements_t;
+typedef struct ncclLsaBarrierHandle ncclLsaBarrierHandle_t;
+typedef struct ncclGinBarrierHandle ncclGinBarrierHandle_t;
+typedef struct ncclLLA2AHandle ncclLLA2AHandle_t;
+
+#endif /* WEFT_NCCL_NCCL_TYPES_H_ */

@@ -1,0 +1,300 @@
+// The shared machinery of libnccl.so.2 (shim.h): NCCL results from Weft's, the thread's last
+// error, logging, ncclConfig_t read the way NCCL reads it, the NULL-stream rule, and the
+// communicators a group creates.
+#include "shim.h"
+
+#include <strings.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace weft::nccl {
+namespace {
+
+// The thread's last failure found by this library itself; ownIsLatest says whether it is newer
+// than the last failure Weft reported (whose message weftGetLastError keeps).
+thread_local std::string tOwnError;
+thread_local bool tOwnIsLatest = false;
+
+std::string vformat(const char* fmt, va_list ap) {
+  char text[1024];
+  std::vsnprintf(text, sizeof(text), fmt, ap);
+  return text;
+}
+
+bool infoEnabled() {
+  static const bool enabled = [] {
+    for (const char* var : {"WEFT_DEBUG", "NCCL_DEBUG"}) {
+      const char* v = std::getenv(var);
+      if (v && (strcasecmp(v, "INFO") == 0 || strcasecmp(v, "TRACE") == 0)) return true;
+    }
+    return false;
+  }();
+  return enabled;
+}
+
+void emit(const std::string& text) {
+  char host[64] = "?";
+  gethostname(host, sizeof(host) - 1);
+  std::fprintf(stderr, "%s:%d WEFT-NCCL INFO %s\n", host, static_cast<int>(getpid()), text.c_str());
+}
+
+}  // namespace
+
+// ---- Results and errors ------------------------------------------------------------------
+
+// weftTimeout -> ncclRemoteError: Weft times out when a peer is not heard from before the
+// deadline (it died, hangs, or the network dropped it), and the communicator is then in its
+// error state. That is what ncclRemoteError means to NCCL's callers ("remote process exited or
+// there was a network error"): PyTorch aborts the communicator on it. ncclSystemError would
+// point at a local OS call that did not fail.
+ncclResult_t toNccl(weftResult_t r) {
+  if (r >= weftSuccess && r <= weftInProgress) return static_cast<ncclResult_t>(r);
+  if (r == weftTimeout) return ncclRemoteError;
+  return ncclInternalError;
+}
+
+ncclResult_t fromWeft(weftResult_t r) {
+  if (r != weftSuccess && r != weftInProgress) tOwnIsLatest = false;
+  return toNccl(r);
+}
+
+ncclResult_t fail(ncclResult_t code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tOwnError = vformat(fmt, ap);
+  va_end(ap);
+  tOwnIsLatest = true;
+  logInfo("%s", tOwnError.c_str());
+  return code;
+}
+
+void noteAsyncError(const char* message) {
+  tOwnError = message ? message : "";
+  tOwnIsLatest = true;
+}
+
+const char* lastError(ncclComm_t comm) {
+  if (tOwnIsLatest) return tOwnError.c_str();
+  if (comm != nullptr) {
+    const char* mine = weftGetLastError(toWeft(comm));
+    if (mine && mine[0] != '\0') return mine;
+  }
+  // Failures before a communicator exists (or outside one, e.g. a group) are the thread's.
+  return weftGetLastError(nullptr);
+}
+
+// ---- Logging -----------------------------------------------------------------------------
+
+void logInfo(const char* fmt, ...) {
+  if (!infoEnabled()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::string text = vformat(fmt, ap);
+  va_end(ap);
+  emit(text);
+}
+
+void logInfoOnce(const char* key, const char* fmt, ...) {
+  static std::mutex mutex;
+  static std::set<std::string> seen;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!seen.insert(key).second) return;
+  }
+  if (!infoEnabled()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::string text = vformat(fmt, ap);
+  va_end(ap);
+  emit(text);
+}
+
+// ---- ncclConfig_t --------------------------------------------------------------------------
+
+namespace {
+
+// Each field after the header: where it is, and the NCCL version that added it. A caller built
+// against an older header passes an older `version`; fields it predates are unset, as in NCCL.
+struct ConfigField {
+  const char* name;
+  size_t offset;
+  bool isPointer;
+  int since;
+  bool translated;  // false: Weft has no equivalent; ignored (logged once when set)
+};
+
+const ConfigField kConfigFields[] = {
+    {"blocking", offsetof(ncclConfig_t, blocking), false, 21400, true},
+    {"cgaClusterSize", offsetof(ncclConfig_t, cgaClusterSize), false, 21700, false},
+    {"minCTAs", offsetof(ncclConfig_t, minCTAs), false, 21700, true},
+    {"maxCTAs", offsetof(ncclConfig_t, maxCTAs), false, 21700, true},
+    {"netName", offsetof(ncclConfig_t, netName), true, 21700, false},
+    {"splitShare", offsetof(ncclConfig_t, splitShare), false, 21800, false},
+    {"trafficClass", offsetof(ncclConfig_t, trafficClass), false, 22400, false},
+    {"commName", offsetof(ncclConfig_t, commName), true, 22700, true},
+    {"collnetEnable", offsetof(ncclConfig_t, collnetEnable), false, 22700, false},
+    {"CTAPolicy", offsetof(ncclConfig_t, CTAPolicy), false, 22700, false},
+    {"shrinkShare", offsetof(ncclConfig_t, shrinkShare), false, 22700, false},
+    {"nvlsCTAs", offsetof(ncclConfig_t, nvlsCTAs), false, 22700, false},
+    {"nChannelsPerNetPeer", offsetof(ncclConfig_t, nChannelsPerNetPeer), false, 22800, false},
+    {"nvlinkCentricSched", offsetof(ncclConfig_t, nvlinkCentricSched), false, 22800, false},
+};
+
+int* intAt(ncclConfig_t* c, size_t offset) { return reinterpret_cast<int*>(reinterpret_cast<char*>(c) + offset); }
+const char** ptrAt(ncclConfig_t* c, size_t offset) {
+  return reinterpret_cast<const char**>(reinterpret_cast<char*>(c) + offset);
+}
+
+// NCCL_COMM_BLOCKING is how NCCL users pick the default of an unset `blocking`.
+int defaultBlocking() {
+  const char* v = std::getenv("NCCL_COMM_BLOCKING");
+  return (v && std::atoi(v) == 0 && v[0] == '0') ? 0 : 1;
+}
+
+}  // namespace
+
+TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn) {
+  TranslatedConfig t;
+  t.weft.blocking = defaultBlocking();
+  if (config == nullptr) return t;
+  t.present = true;
+  auto invalid = [&](ncclResult_t code) {
+    t.ok = false;
+    t.error = code;
+    return t;
+  };
+  if (config->magic != WEFT_NCCL_CONFIG_MAGIC) {
+    return invalid(fail(ncclInvalidArgument,
+                        "%s: config->magic is 0x%x, not 0xcafebeef: the ncclConfig_t was not initialised; start "
+                        "from NCCL_CONFIG_INITIALIZER",
+                        fn, config->magic));
+  }
+  if (config->size < offsetof(ncclConfig_t, blocking)) {
+    return invalid(fail(ncclInvalidArgument,
+                        "%s: config->size is %zu, smaller than the ncclConfig_t header; start from "
+                        "NCCL_CONFIG_INITIALIZER",
+                        fn, config->size));
+  }
+  // Copy what the caller wrote (a newer caller's struct may be larger: its tail is not ours).
+  ncclConfig_t c;
+  std::memset(&c, 0, sizeof(c));
+  std::memcpy(&c, config, std::min(config->size, sizeof(c)));
+  const size_t written = std::min(config->size, sizeof(c));
+  for (const ConfigField& f : kConfigFields) {
+    size_t end = f.offset + (f.isPointer ? sizeof(void*) : sizeof(int));
+    bool unset = end > written || c.version < static_cast<unsigned>(f.since);
+    if (f.isPointer) {
+      if (unset) *ptrAt(&c, f.offset) = nullptr;
+      if (!f.translated && *ptrAt(&c, f.offset) != nullptr) {
+        logInfoOnce(f.name, "ncclConfig_t.%s = \"%s\" has no Weft equivalent; ignored", f.name,
+                    *ptrAt(&c, f.offset));
+      }
+    } else {
+      if (unset) *intAt(&c, f.offset) = INT_MIN;
+      if (!f.translated && *intAt(&c, f.offset) != INT_MIN) {
+        logInfoOnce(f.name, "ncclConfig_t.%s = %d has no Weft equivalent; ignored", f.name, *intAt(&c, f.offset));
+      }
+    }
+  }
+
+  if (c.blocking != INT_MIN && c.blocking != 0 && c.blocking != 1) {
+    return invalid(fail(ncclInvalidArgument, "%s: config->blocking is %d; it must be 0 or 1", fn, c.blocking));
+  }
+  for (int v : {c.minCTAs, c.maxCTAs}) {
+    if (v != INT_MIN && v <= 0) {
+      return invalid(fail(ncclInvalidArgument, "%s: config->minCTAs / maxCTAs is %d; it must be positive", fn, v));
+    }
+  }
+  if (c.minCTAs != INT_MIN && c.maxCTAs != INT_MIN && c.minCTAs > c.maxCTAs) {
+    return invalid(fail(ncclInvalidArgument, "%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", fn,
+                        c.minCTAs, c.maxCTAs));
+  }
+  t.weft.blocking = c.blocking == INT_MIN ? defaultBlocking() : c.blocking;
+  t.weft.minChannels = c.minCTAs == INT_MIN ? 0 : c.minCTAs;
+  t.weft.maxChannels = c.maxCTAs == INT_MIN ? 0 : c.maxCTAs;
+  t.weft.commName = c.commName;
+  return t;
+}
+
+// ---- Streams -------------------------------------------------------------------------------
+
+namespace {
+
+// TEMPORARY while weftMemQuery is a stub (src/core/api_pending.cc returns weftInternalError): a
+// failed query counts as host memory. The real one always succeeds and says weftMemHost for host
+// memory, so host buffers take the host path either way; device buffers with a NULL stream need
+// the real one.
+bool needsDevice(const void* p) {
+  if (p == nullptr) return false;
+  weftMemKind_t kind = weftMemHost;
+  int device = -1;
+  if (weftMemQuery(p, &kind, &device) != weftSuccess) return false;
+  return kind != weftMemHost;
+}
+
+}  // namespace
+
+weftStream_t resolveStream(cudaStream_t stream, const void* a, const void* b) {
+  if (stream != nullptr) return reinterpret_cast<weftStream_t>(stream);
+  return (needsDevice(a) || needsDevice(b)) ? WEFT_STREAM_DEFAULT : nullptr;
+}
+
+// ---- Groups --------------------------------------------------------------------------------
+
+namespace {
+
+struct DeferredInit {
+  weftComm_t comm;
+  bool callerBlocking;
+};
+
+struct GroupState {
+  int depth = 0;
+  std::vector<DeferredInit> inits;
+};
+thread_local GroupState tGroup;
+
+}  // namespace
+
+int groupDepth() { return tGroup.depth; }
+void groupEnter() { ++tGroup.depth; }
+bool groupLeave() { return tGroup.depth > 0 && --tGroup.depth == 0; }
+
+void deferInit(weftComm_t comm, bool callerBlocking) { tGroup.inits.push_back({comm, callerBlocking}); }
+
+ncclResult_t completeDeferredInits() {
+  std::vector<DeferredInit> inits;
+  inits.swap(tGroup.inits);
+  ncclResult_t result = ncclSuccess;
+  for (const DeferredInit& d : inits) {
+    weftResult_t state = weftInProgress;
+    // Weft's init has its own deadline (WEFT_TIMEOUT_S), so this loop ends.
+    while (true) {
+      weftResult_t r = weftCommGetAsyncError(d.comm, &state);
+      if (r != weftSuccess) state = r;
+      if (state != weftInProgress || !d.callerBlocking) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (state == weftInProgress) {
+      if (result == ncclSuccess) result = ncclInProgress;
+    } else if (state != weftSuccess && (result == ncclSuccess || result == ncclInProgress)) {
+      result = toNccl(state);
+      noteAsyncError(weftGetLastError(d.comm));
+    }
+  }
+  return result;
+}
+
+}  // namespace weft::nccl

@@ -1,0 +1,69 @@
+// What the entry points of libnccl.so.2 share: the export macro, result mapping, the calling
+// thread's own error message, config translation and NCCL's stream rule. Built on weft.h only.
+#ifndef WEFT_BINDINGS_NCCL_SHIM_H_
+#define WEFT_BINDINGS_NCCL_SHIM_H_
+
+#include "nccl.h"
+#include "weft/weft.h"
+
+// Defines ncclX as a weak symbol and pncclX as a global alias at the same address, the way
+// NCCL's own library exports them (a profiler defines ncclX and forwards to pncclX).
+#define WEFT_NCCL_API(ret, name, ...)                                                        \
+  extern "C" __attribute__((visibility("default"), alias(#name))) ret p##name(__VA_ARGS__); \
+  extern "C" __attribute__((visibility("default"), weak)) ret name(__VA_ARGS__)
+
+namespace weft::nccl {
+
+// Weft's result in NCCL's terms. weftTimeout has no NCCL code: it becomes ncclRemoteError (see
+// shim.cc). A Weft failure makes Weft's own message the one ncclGetLastError returns.
+ncclResult_t fromWeft(weftResult_t r);
+// The same mapping with no side effect (for results reported, not returned).
+ncclResult_t toNccl(weftResult_t r);
+
+// Fails with a message of this library's own (a check Weft does not make, e.g. a bad ncclConfig_t);
+// ncclGetLastError returns it until the next failure.
+ncclResult_t fail(ncclResult_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Records an error found by polling (ncclCommGetAsyncError) so that ncclGetLastError(NULL)
+// returns it, as PyTorch expects.
+void noteAsyncError(const char* message);
+const char* lastError(ncclComm_t comm);
+
+// Logging of this library, to stderr, when NCCL_DEBUG or WEFT_DEBUG asks for INFO or more.
+void logInfo(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Logs a message once per process for each distinct key.
+void logInfoOnce(const char* key, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// An ncclConfig_t read the way NCCL reads it, translated. ok == false: message already recorded.
+struct TranslatedConfig {
+  weftConfig_t weft = WEFT_CONFIG_INITIALIZER;
+  bool present = false;  // false: the caller passed NULL (weft still holds the defaults)
+  bool ok = true;
+  ncclResult_t error = ncclSuccess;
+};
+TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn);
+// The weftConfig_t* to pass on: NULL when the caller passed none.
+inline weftConfig_t* weftConfigOf(TranslatedConfig& t) { return t.present ? &t.weft : nullptr; }
+
+// NCCL's NULL stream is the current device's default stream; Weft's NULL stream means host
+// memory. For a NULL stream: host buffers run Weft's host path (an extension: NCCL programs run
+// on machines without GPUs), anything else goes to WEFT_STREAM_DEFAULT. Other streams pass.
+weftStream_t resolveStream(cudaStream_t stream, const void* a, const void* b = nullptr);
+
+inline weftComm_t toWeft(ncclComm_t comm) { return reinterpret_cast<weftComm_t>(comm); }
+inline ncclComm_t toNccl(weftComm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
+inline weftDataType_t toWeft(ncclDataType_t t) { return static_cast<weftDataType_t>(t); }
+inline weftRedOp_t toWeft(ncclRedOp_t op) { return static_cast<weftRedOp_t>(op); }
+
+// Groups. Communicators created inside ncclGroupStart/End (one thread driving several ranks)
+// are started non-blocking and completed by the outermost ncclGroupEnd.
+int groupDepth();
+void groupEnter();
+// Leaves one level; true when this was the outermost.
+bool groupLeave();
+void deferInit(weftComm_t comm, bool callerBlocking);
+// Waits for the deferred inits of this thread's group (those whose caller asked to block).
+ncclResult_t completeDeferredInits();
+
+}  // namespace weft::nccl
+
+#endif  // WEFT_BINDINGS_NCCL_SHIM_H_
