@@ -1,0 +1,264 @@
+// Weft's NCCL ABI against NVIDIA's: compiled with the real nccl.h (and nccl_device.h), this
+// checks every enum value, struct size and offset, initialiser and flag of bindings/nccl's own
+// definitions, and finds every declared function, nccl and pnccl, in the built libnccl.so.2.
+// Built only where the CUDA toolkit ships nccl.h (tests/bindings/nccl/CMakeLists.txt).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <nccl.h>  // NVIDIA's: the include path puts the toolkit's directory first
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#include <nccl_device.h>
+#pragma GCC diagnostic pop
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+// Our definitions, side by side with NVIDIA's: the types header has no function declarations
+// and its system includes are already expanded, so a namespace keeps the two apart.
+namespace ours {
+#include "weft_nccl/nccl_types.h"
+}
+
+// What bindings/nccl/include/nccl.h's initialisers produce (our_header_values.cc, compiled
+// against our header alone).
+extern "C" void weftNcclOurConfigInitializer(void* out, size_t bytes);
+extern "C" void weftNcclOurSimInfoInitializer(void* out, size_t bytes);
+
+namespace {
+
+#define SAME_VALUE(x) static_assert(static_cast<long long>(ours::x) == static_cast<long long>(::x), #x)
+SAME_VALUE(ncclSuccess);
+SAME_VALUE(ncclUnhandledCudaError);
+SAME_VALUE(ncclSystemError);
+SAME_VALUE(ncclInternalError);
+SAME_VALUE(ncclInvalidArgument);
+SAME_VALUE(ncclInvalidUsage);
+SAME_VALUE(ncclRemoteError);
+SAME_VALUE(ncclInProgress);
+SAME_VALUE(ncclNumResults);
+SAME_VALUE(ncclSum);
+SAME_VALUE(ncclProd);
+SAME_VALUE(ncclMax);
+SAME_VALUE(ncclMin);
+SAME_VALUE(ncclAvg);
+SAME_VALUE(ncclNumOps);
+SAME_VALUE(ncclMaxRedOp);
+SAME_VALUE(ncclInt8);
+SAME_VALUE(ncclChar);
+SAME_VALUE(ncclUint8);
+SAME_VALUE(ncclInt32);
+SAME_VALUE(ncclInt);
+SAME_VALUE(ncclUint32);
+SAME_VALUE(ncclInt64);
+SAME_VALUE(ncclUint64);
+SAME_VALUE(ncclFloat16);
+SAME_VALUE(ncclHalf);
+SAME_VALUE(ncclFloat32);
+SAME_VALUE(ncclFloat);
+SAME_VALUE(ncclFloat64);
+SAME_VALUE(ncclDouble);
+SAME_VALUE(ncclBfloat16);
+SAME_VALUE(ncclFloat8e4m3);
+SAME_VALUE(ncclFloat8e5m2);
+SAME_VALUE(ncclNumTypes);
+SAME_VALUE(ncclScalarDevice);
+SAME_VALUE(ncclScalarHostImmediate);
+
+static_assert(sizeof(ours::ncclResult_t) == sizeof(::ncclResult_t), "ncclResult_t");
+static_assert(sizeof(ours::ncclRedOp_t) == sizeof(::ncclRedOp_t), "ncclRedOp_t");
+static_assert(sizeof(ours::ncclDataType_t) == sizeof(::ncclDataType_t), "ncclDataType_t");
+static_assert(sizeof(ours::ncclScalarResidence_t) == sizeof(::ncclScalarResidence_t), "ncclScalarResidence_t");
+static_assert(sizeof(ours::ncclUniqueId) == sizeof(::ncclUniqueId), "ncclUniqueId");
+static_assert(WEFT_NCCL_UNIQUE_ID_BYTES == NCCL_UNIQUE_ID_BYTES, "NCCL_UNIQUE_ID_BYTES");
+
+#define SAME_LAYOUT(type, field)                                                             \
+  static_assert(offsetof(ours::type, field) == offsetof(::type, field), #type "." #field); \
+  static_assert(sizeof(ours::type::field) == sizeof(::type::field), #type "." #field)
+static_assert(sizeof(ours::ncclConfig_t) == sizeof(::ncclConfig_t), "sizeof(ncclConfig_t)");
+static_assert(sizeof(::ncclConfig_t) == 80, "ncclConfig_t of NCCL 2.28 is 80 bytes");
+SAME_LAYOUT(ncclConfig_t, size);
+SAME_LAYOUT(ncclConfig_t, magic);
+SAME_LAYOUT(ncclConfig_t, version);
+SAME_LAYOUT(ncclConfig_t, blocking);
+SAME_LAYOUT(ncclConfig_t, cgaClusterSize);
+SAME_LAYOUT(ncclConfig_t, minCTAs);
+SAME_LAYOUT(ncclConfig_t, maxCTAs);
+SAME_LAYOUT(ncclConfig_t, netName);
+SAME_LAYOUT(ncclConfig_t, splitShare);
+SAME_LAYOUT(ncclConfig_t, trafficClass);
+SAME_LAYOUT(ncclConfig_t, commName);
+SAME_LAYOUT(ncclConfig_t, collnetEnable);
+SAME_LAYOUT(ncclConfig_t, CTAPolicy);
+SAME_LAYOUT(ncclConfig_t, shrinkShare);
+SAME_LAYOUT(ncclConfig_t, nvlsCTAs);
+SAME_LAYOUT(ncclConfig_t, nChannelsPerNetPeer);
+SAME_LAYOUT(ncclConfig_t, nvlinkCentricSched);
+static_assert(sizeof(ours::ncclSimInfo_t) == sizeof(::ncclSimInfo_t), "sizeof(ncclSimInfo_t)");
+SAME_LAYOUT(ncclSimInfo_t, size);
+SAME_LAYOUT(ncclSimInfo_t, magic);
+SAME_LAYOUT(ncclSimInfo_t, version);
+SAME_LAYOUT(ncclSimInfo_t, estimatedTime);
+static_assert(sizeof(ours::ncclTeam_t) == sizeof(::ncclTeam_t), "ncclTeam_t is returned by value");
+SAME_LAYOUT(ncclTeam_t, nRanks);
+SAME_LAYOUT(ncclTeam_t, rank);
+SAME_LAYOUT(ncclTeam_t, stride);
+
+static_assert(WEFT_NCCL_VERSION_CODE == NCCL_VERSION_CODE, "the API level we mirror is the header's");
+static_assert(WEFT_NCCL_VERSION(2, 28, 9) == NCCL_VERSION(2, 28, 9), "NCCL_VERSION");
+static_assert(WEFT_NCCL_VERSION(2, 8, 4) == NCCL_VERSION(2, 8, 4), "NCCL_VERSION, old encoding");
+static_assert(WEFT_NCCL_SPLIT_NOCOLOR == NCCL_SPLIT_NOCOLOR, "NCCL_SPLIT_NOCOLOR");
+static_assert(WEFT_NCCL_CONFIG_UNDEF_INT == NCCL_CONFIG_UNDEF_INT, "NCCL_CONFIG_UNDEF_INT");
+static_assert(WEFT_NCCL_SHRINK_DEFAULT == NCCL_SHRINK_DEFAULT && WEFT_NCCL_SHRINK_ABORT == NCCL_SHRINK_ABORT, "shrink");
+static_assert(WEFT_NCCL_WIN_DEFAULT == NCCL_WIN_DEFAULT && WEFT_NCCL_WIN_COLL_SYMMETRIC == NCCL_WIN_COLL_SYMMETRIC,
+              "window flags");
+static_assert(WEFT_NCCL_REVOKE_DEFAULT == NCCL_REVOKE_DEFAULT, "revoke flags");
+
+TEST(NcclAbi, InitializersMatchTheRealHeader) {
+  ::ncclConfig_t real = NCCL_CONFIG_INITIALIZER;
+  ::ncclConfig_t mine;
+  std::memset(&mine, 0x5a, sizeof(mine));
+  weftNcclOurConfigInitializer(&mine, sizeof(mine));
+  EXPECT_EQ(real.magic, WEFT_NCCL_CONFIG_MAGIC);
+  EXPECT_EQ(std::memcmp(&real, &mine, sizeof(real)), 0) << "NCCL_CONFIG_INITIALIZER differs (no padding in it)";
+  ::ncclSimInfo_t realSim = NCCL_SIM_INFO_INITIALIZER;
+  ::ncclSimInfo_t mineSim;
+  weftNcclOurSimInfoInitializer(&mineSim, sizeof(mineSim));
+  EXPECT_EQ(realSim.magic, WEFT_NCCL_SIM_INFO_MAGIC);
+  EXPECT_EQ(realSim.size, mineSim.size);
+  EXPECT_EQ(realSim.magic, mineSim.magic);
+  EXPECT_EQ(realSim.version, mineSim.version);
+  EXPECT_EQ(realSim.estimatedTime, mineSim.estimatedTime);
+}
+
+struct Library {
+  void* handle = dlopen(WEFT_NCCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ~Library() {
+    if (handle) dlclose(handle);
+  }
+};
+
+// Both names resolve, to one address, in the library under test; the casts check that the
+// header declares both with the signature given.
+int checked = 0;
+void checkPair(void* handle, const char* name, void* a, void* b) {
+  ++checked;
+  ASSERT_NE(a, nullptr) << name << " is not exported: " << dlerror();
+  ASSERT_NE(b, nullptr) << "p" << name << " is not exported";
+  EXPECT_EQ(a, b) << name << " and p" << name << " differ";
+  Dl_info info;
+  ASSERT_NE(dladdr(a, &info), 0);
+  char* from = realpath(info.dli_fname, nullptr);
+  char* expected = realpath(WEFT_NCCL_LIBRARY, nullptr);
+  ASSERT_TRUE(from && expected);
+  EXPECT_STREQ(from, expected) << name << " resolves in another library";
+  free(from);
+  free(expected);
+}
+
+// A function declared with its twin in nccl.h.
+#define CHECK_DECLARED(f)                                                                         \
+  do {                                                                                            \
+    using T = decltype(&::f);                                                                     \
+    static_assert(std::is_same<T, decltype(&::p##f)>::value, "p" #f " has the signature of " #f); \
+    T a = reinterpret_cast<T>(dlsym(lib.handle, #f));                                             \
+    T b = reinterpret_cast<T>(dlsym(lib.handle, "p" #f));                                         \
+    checkPair(lib.handle, #f, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b));            \
+  } while (0)
+// A host function of nccl_device/*.h (declared without its twin; the library exports both).
+#define CHECK_DEVICE_HOST(f, sig)                                                                 \
+  do {                                                                                            \
+    using T = sig;                                                                                \
+    T declared = static_cast<T>(&::f);                                                            \
+    (void)declared;                                                                               \
+    checkPair(lib.handle, #f, dlsym(lib.handle, #f), dlsym(lib.handle, "p" #f));                  \
+  } while (0)
+
+TEST(NcclAbi, EveryDeclaredFunctionIsExportedTwice) {
+  Library lib;
+  ASSERT_NE(lib.handle, nullptr) << dlerror();
+  checked = 0;
+  CHECK_DECLARED(ncclMemAlloc);
+  CHECK_DECLARED(ncclMemFree);
+  CHECK_DECLARED(ncclGetVersion);
+  CHECK_DECLARED(ncclGetUniqueId);
+  CHECK_DECLARED(ncclCommInitRankConfig);
+  CHECK_DECLARED(ncclCommInitRank);
+  CHECK_DECLARED(ncclCommInitAll);
+  CHECK_DECLARED(ncclCommFinalize);
+  CHECK_DECLARED(ncclCommDestroy);
+  CHECK_DECLARED(ncclCommAbort);
+  CHECK_DECLARED(ncclCommRevoke);
+  CHECK_DECLARED(ncclCommSplit);
+  CHECK_DECLARED(ncclCommShrink);
+  CHECK_DECLARED(ncclCommInitRankScalable);
+  CHECK_DECLARED(ncclGetErrorString);
+  CHECK_DECLARED(ncclGetLastError);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  CHECK_DECLARED(ncclResetDebugInit);
+#pragma GCC diagnostic pop
+  CHECK_DECLARED(ncclCommGetAsyncError);
+  CHECK_DECLARED(ncclCommCount);
+  CHECK_DECLARED(ncclCommCuDevice);
+  CHECK_DECLARED(ncclCommUserRank);
+  CHECK_DECLARED(ncclCommRegister);
+  CHECK_DECLARED(ncclCommDeregister);
+  CHECK_DECLARED(ncclCommWindowRegister);
+  CHECK_DECLARED(ncclCommWindowDeregister);
+  CHECK_DECLARED(ncclRedOpCreatePreMulSum);
+  CHECK_DECLARED(ncclRedOpDestroy);
+  CHECK_DECLARED(ncclReduce);
+  CHECK_DECLARED(ncclBcast);
+  CHECK_DECLARED(ncclBroadcast);
+  CHECK_DECLARED(ncclAllReduce);
+  CHECK_DECLARED(ncclReduceScatter);
+  CHECK_DECLARED(ncclAllGather);
+  CHECK_DECLARED(ncclAlltoAll);
+  CHECK_DECLARED(ncclGather);
+  CHECK_DECLARED(ncclScatter);
+  CHECK_DECLARED(ncclSend);
+  CHECK_DECLARED(ncclRecv);
+  CHECK_DECLARED(ncclGroupStart);
+  CHECK_DECLARED(ncclGroupEnd);
+  CHECK_DECLARED(ncclGroupSimulateEnd);
+  EXPECT_EQ(checked, 41) << "nccl.h of 2.28 declares 41 functions";
+
+  CHECK_DEVICE_HOST(ncclDevCommCreate, ncclResult_t (*)(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*));
+  CHECK_DEVICE_HOST(ncclDevCommDestroy, ncclResult_t (*)(ncclComm_t, ncclDevComm_t const*));
+  CHECK_DEVICE_HOST(ncclTeamWorld, ncclTeam_t (*)(ncclComm_t));
+  CHECK_DEVICE_HOST(ncclTeamLsa, ncclTeam_t (*)(ncclComm_t));
+  CHECK_DEVICE_HOST(ncclTeamRail, ncclTeam_t (*)(ncclComm_t));
+  CHECK_DEVICE_HOST(ncclTeamRankToWorld, int (*)(ncclComm_t, ncclTeam_t, int));
+  CHECK_DEVICE_HOST(ncclTeamRankToLsa, int (*)(ncclComm_t, ncclTeam_t, int));
+  CHECK_DEVICE_HOST(ncclLsaBarrierCreateRequirement,
+                    ncclResult_t (*)(ncclTeam_t, int, ncclLsaBarrierHandle_t*, ncclDevResourceRequirements_t*));
+  CHECK_DEVICE_HOST(ncclGinBarrierCreateRequirement, ncclResult_t (*)(ncclComm_t, ncclTeam_t, int,
+                                                                       ncclGinBarrierHandle_t*,
+                                                                       ncclDevResourceRequirements_t*));
+  CHECK_DEVICE_HOST(ncclLLA2ACalcSlots, int (*)(int, int));
+  CHECK_DEVICE_HOST(ncclLLA2ACreateRequirement,
+                    ncclResult_t (*)(int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*));
+  EXPECT_EQ(checked, 52) << "and 11 host functions of the device API";
+}
+
+// The device API's host functions load and refuse with a message (through the real header's
+// declarations, called in the library under test).
+TEST(NcclAbi, DeviceApiHostFunctionsRefuseWithAMessage) {
+  Library lib;
+  ASSERT_NE(lib.handle, nullptr) << dlerror();
+  auto create = reinterpret_cast<ncclResult_t (*)(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*)>(
+      dlsym(lib.handle, "ncclDevCommCreate"));
+  auto lastError = reinterpret_cast<const char* (*)(ncclComm_t)>(dlsym(lib.handle, "ncclGetLastError"));
+  auto world = reinterpret_cast<ncclTeam_t (*)(ncclComm_t)>(dlsym(lib.handle, "ncclTeamWorld"));
+  ASSERT_TRUE(create && lastError && world);
+  EXPECT_EQ(create(nullptr, nullptr, nullptr), ncclInvalidUsage);
+  EXPECT_NE(std::strstr(lastError(nullptr), "Weft does not provide"), nullptr) << lastError(nullptr);
+  ncclTeam_t team = world(nullptr);
+  EXPECT_EQ(team.nRanks, 0);
+  EXPECT_NE(std::strstr(lastError(nullptr), "ncclTeamWorld"), nullptr) << lastError(nullptr);
+}
+
+}  // namespace
