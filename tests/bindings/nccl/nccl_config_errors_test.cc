@@ -27,6 +27,12 @@ ncclResult_t initOne(ncclComm_t* comm, ncclConfig_t* config) {
 
 bool contains(const char* text, const char* part) { return text && std::strstr(text, part) != nullptr; }
 
+// These programs must run on Weft's library, not on a libnccl.so.2 found first elsewhere.
+TEST(NcclVersion, RunsOnWeftsLibrary) {
+  EXPECT_TRUE(contains(ncclGetErrorString(ncclInternalError), "Weft"))
+      << "libnccl.so.2 is not Weft's: check LD_LIBRARY_PATH";
+}
+
 TEST(NcclVersion, ReportsTheApiLevelOf2289) {
   int version = 0;
   ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);
