@@ -177,6 +177,33 @@ TEST(NcclGroups, OneThreadDrivesAllRanksThroughGroups) {
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
+// Non-blocking inits in a group: ncclGroupEnd may answer ncclInProgress, and each communicator
+// is polled with ncclCommGetAsyncError until ready, as NCCL's documentation shows.
+TEST(NcclGroups, NonBlockingInitsInAGroup) {
+  constexpr int n = 2;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comms[n] = {};
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(ncclCommInitRankConfig(&comms[r], n, id, r, &config), ncclSuccess) << r;
+  ncclResult_t end = ncclGroupEnd();
+  ASSERT_TRUE(end == ncclSuccess || end == ncclInProgress) << end << ": " << ncclGetLastError(nullptr);
+  for (ncclComm_t c : comms) {
+    ncclResult_t state = ncclInProgress;
+    while (state == ncclInProgress) ASSERT_EQ(ncclCommGetAsyncError(c, &state), ncclSuccess);
+    ASSERT_EQ(state, ncclSuccess) << ncclGetLastError(c);
+  }
+  uint64_t in[n] = {40, 2}, out[n] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(ncclAllReduce(&in[r], &out[r], 1, ncclUint64, ncclSum, comms[r], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(out[0], 42u);
+  EXPECT_EQ(out[1], 42u);
+  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
 TEST(NcclGroups, CommInitAllWithNullDevlist) {
   constexpr int n = 3;
   ncclComm_t comms[n] = {};
