@@ -4,14 +4,14 @@
 
 using namespace weft::nccl;
 
-WEFT_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
-              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+WEFT_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return fromWeft(weftAllReduce(sendbuff, recvbuff, count, toWeft(datatype), toWeft(op), toWeft(comm),
                                 resolveStream(stream, sendbuff, recvbuff)));
 }
 
-WEFT_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
-              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+WEFT_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              int root, ncclComm_t comm, cudaStream_t stream) {
   return fromWeft(weftBroadcast(sendbuff, recvbuff, count, toWeft(datatype), root, toWeft(comm),
                                 resolveStream(stream, sendbuff, recvbuff)));
 }
@@ -19,8 +19,7 @@ WEFT_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff,
 // The deprecated in-place broadcast.
 WEFT_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
               cudaStream_t stream) {
-  return fromWeft(
-      weftBroadcast(buff, buff, count, toWeft(datatype), root, toWeft(comm), resolveStream(stream, buff)));
+  return fromWeft(weftBroadcast(buff, buff, count, toWeft(datatype), root, toWeft(comm), resolveStream(stream, buff)));
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -41,8 +40,8 @@ WEFT_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvb
                                     resolveStream(stream, sendbuff, recvbuff)));
 }
 
-WEFT_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
-              ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+WEFT_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              ncclComm_t comm, cudaStream_t stream) {
   return fromWeft(weftAllToAll(sendbuff, recvbuff, count, toWeft(datatype), toWeft(comm),
                                resolveStream(stream, sendbuff, recvbuff)));
 }
@@ -53,22 +52,20 @@ WEFT_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, si
                              resolveStream(stream, sendbuff, recvbuff)));
 }
 
-WEFT_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
-              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+WEFT_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              int root, ncclComm_t comm, cudaStream_t stream) {
   return fromWeft(weftScatter(sendbuff, recvbuff, count, toWeft(datatype), root, toWeft(comm),
                               resolveStream(stream, sendbuff, recvbuff)));
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
               ncclComm_t comm, cudaStream_t stream) {
-  return fromWeft(
-      weftSend(sendbuff, count, toWeft(datatype), peer, toWeft(comm), resolveStream(stream, sendbuff)));
+  return fromWeft(weftSend(sendbuff, count, toWeft(datatype), peer, toWeft(comm), resolveStream(stream, sendbuff)));
 }
 
-WEFT_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-              ncclComm_t comm, cudaStream_t stream) {
-  return fromWeft(
-      weftRecv(recvbuff, count, toWeft(datatype), peer, toWeft(comm), resolveStream(stream, recvbuff)));
+WEFT_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+              cudaStream_t stream) {
+  return fromWeft(weftRecv(recvbuff, count, toWeft(datatype), peer, toWeft(comm), resolveStream(stream, recvbuff)));
 }
 
 // ---- Reduction operations made at run time (values >= ncclNumOps; same residences) --------

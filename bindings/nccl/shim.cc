@@ -198,8 +198,7 @@ TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn) {
     if (f.isPointer) {
       if (unset) *ptrAt(&c, f.offset) = nullptr;
       if (!f.translated && *ptrAt(&c, f.offset) != nullptr) {
-        logInfoOnce(f.name, "ncclConfig_t.%s = \"%s\" has no Weft equivalent; ignored", f.name,
-                    *ptrAt(&c, f.offset));
+        logInfoOnce(f.name, "ncclConfig_t.%s = \"%s\" has no Weft equivalent; ignored", f.name, *ptrAt(&c, f.offset));
       }
     } else {
       if (unset) *intAt(&c, f.offset) = INT_MIN;

@@ -8,7 +8,7 @@
 
 // Defines ncclX as a weak symbol and pncclX as a global alias at the same address, the way
 // NCCL's own library exports them (a profiler defines ncclX and forwards to pncclX).
-#define WEFT_NCCL_API(ret, name, ...)                                                        \
+#define WEFT_NCCL_API(ret, name, ...)                                                       \
   extern "C" __attribute__((visibility("default"), alias(#name))) ret p##name(__VA_ARGS__); \
   extern "C" __attribute__((visibility("default"), weak)) ret name(__VA_ARGS__)
 

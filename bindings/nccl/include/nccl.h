@@ -38,10 +38,10 @@ extern "C" {
 #define NCCL_SHRINK_ABORT WEFT_NCCL_SHRINK_ABORT
 #define NCCL_REVOKE_DEFAULT WEFT_NCCL_REVOKE_DEFAULT
 
-#define NCCL_CONFIG_INITIALIZER                                                                                    \
-  {                                                                                                                \
+#define NCCL_CONFIG_INITIALIZER                                                                                       \
+  {                                                                                                                   \
     sizeof(ncclConfig_t), WEFT_NCCL_CONFIG_MAGIC, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), INT_MIN, INT_MIN, \
-        INT_MIN, INT_MIN, NULL, INT_MIN, INT_MIN, NULL, INT_MIN, INT_MIN, INT_MIN, INT_MIN, INT_MIN, INT_MIN        \
+        INT_MIN, INT_MIN, NULL, INT_MIN, INT_MIN, NULL, INT_MIN, INT_MIN, INT_MIN, INT_MIN, INT_MIN, INT_MIN          \
   }
 #define NCCL_SIM_INFO_INITIALIZER \
   { sizeof(ncclSimInfo_t), WEFT_NCCL_SIM_INFO_MAGIC, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), -1.0f }
@@ -71,8 +71,7 @@ WEFT_NCCL_DECLARE(ncclResult_t, ncclCommShrink,
                   (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                    ncclConfig_t* config, int shrinkFlags));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclCommInitRankScalable,
-                  (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
-                   ncclConfig_t* config));
+                  (ncclComm_t * newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds, ncclConfig_t* config));
 WEFT_NCCL_DECLARE(const char*, ncclGetErrorString, (ncclResult_t result));
 WEFT_NCCL_DECLARE(const char*, ncclGetLastError, (ncclComm_t comm));
 WEFT_NCCL_DECLARE(void, ncclResetDebugInit, (void));
@@ -93,8 +92,7 @@ WEFT_NCCL_DECLARE(ncclResult_t, ncclReduce,
                   (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                    int root, ncclComm_t comm, cudaStream_t stream));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclBcast,
-                  (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-                   cudaStream_t stream));
+                  (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclBroadcast,
                   (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                    ncclComm_t comm, cudaStream_t stream));
@@ -102,11 +100,11 @@ WEFT_NCCL_DECLARE(ncclResult_t, ncclAllReduce,
                   (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                    ncclComm_t comm, cudaStream_t stream));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclReduceScatter,
-                  (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
-                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream));
-WEFT_NCCL_DECLARE(ncclResult_t, ncclAllGather,
-                  (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                  (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op,
                    ncclComm_t comm, cudaStream_t stream));
+WEFT_NCCL_DECLARE(ncclResult_t, ncclAllGather,
+                  (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,
+                   cudaStream_t stream));
 WEFT_NCCL_DECLARE(ncclResult_t, ncclAlltoAll,
                   (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
                    cudaStream_t stream));

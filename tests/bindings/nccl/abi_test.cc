@@ -74,7 +74,7 @@ static_assert(sizeof(ours::ncclScalarResidence_t) == sizeof(::ncclScalarResidenc
 static_assert(sizeof(ours::ncclUniqueId) == sizeof(::ncclUniqueId), "ncclUniqueId");
 static_assert(WEFT_NCCL_UNIQUE_ID_BYTES == NCCL_UNIQUE_ID_BYTES, "NCCL_UNIQUE_ID_BYTES");
 
-#define SAME_LAYOUT(type, field)                                                             \
+#define SAME_LAYOUT(type, field)                                                           \
   static_assert(offsetof(ours::type, field) == offsetof(::type, field), #type "." #field); \
   static_assert(sizeof(ours::type::field) == sizeof(::type::field), #type "." #field)
 static_assert(sizeof(ours::ncclConfig_t) == sizeof(::ncclConfig_t), "sizeof(ncclConfig_t)");
@@ -168,12 +168,12 @@ void checkPair(void* handle, const char* name, void* a, void* b) {
     checkPair(lib.handle, #f, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b));            \
   } while (0)
 // A host function of nccl_device/*.h (declared without its twin; the library exports both).
-#define CHECK_DEVICE_HOST(f, sig)                                                                 \
-  do {                                                                                            \
-    using T = sig;                                                                                \
-    T declared = static_cast<T>(&::f);                                                            \
-    (void)declared;                                                                               \
-    checkPair(lib.handle, #f, dlsym(lib.handle, #f), dlsym(lib.handle, "p" #f));                  \
+#define CHECK_DEVICE_HOST(f, sig)                                                \
+  do {                                                                           \
+    using T = sig;                                                               \
+    T declared = static_cast<T>(&::f);                                           \
+    (void)declared;                                                              \
+    checkPair(lib.handle, #f, dlsym(lib.handle, #f), dlsym(lib.handle, "p" #f)); \
   } while (0)
 
 TEST(NcclAbi, EveryDeclaredFunctionIsExportedTwice) {
@@ -226,21 +226,21 @@ TEST(NcclAbi, EveryDeclaredFunctionIsExportedTwice) {
   CHECK_DECLARED(ncclGroupSimulateEnd);
   EXPECT_EQ(checked, 41) << "nccl.h of 2.28 declares 41 functions";
 
-  CHECK_DEVICE_HOST(ncclDevCommCreate, ncclResult_t (*)(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*));
-  CHECK_DEVICE_HOST(ncclDevCommDestroy, ncclResult_t (*)(ncclComm_t, ncclDevComm_t const*));
-  CHECK_DEVICE_HOST(ncclTeamWorld, ncclTeam_t (*)(ncclComm_t));
-  CHECK_DEVICE_HOST(ncclTeamLsa, ncclTeam_t (*)(ncclComm_t));
-  CHECK_DEVICE_HOST(ncclTeamRail, ncclTeam_t (*)(ncclComm_t));
+  CHECK_DEVICE_HOST(ncclDevCommCreate, ncclResult_t(*)(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*));
+  CHECK_DEVICE_HOST(ncclDevCommDestroy, ncclResult_t(*)(ncclComm_t, ncclDevComm_t const*));
+  CHECK_DEVICE_HOST(ncclTeamWorld, ncclTeam_t(*)(ncclComm_t));
+  CHECK_DEVICE_HOST(ncclTeamLsa, ncclTeam_t(*)(ncclComm_t));
+  CHECK_DEVICE_HOST(ncclTeamRail, ncclTeam_t(*)(ncclComm_t));
   CHECK_DEVICE_HOST(ncclTeamRankToWorld, int (*)(ncclComm_t, ncclTeam_t, int));
   CHECK_DEVICE_HOST(ncclTeamRankToLsa, int (*)(ncclComm_t, ncclTeam_t, int));
   CHECK_DEVICE_HOST(ncclLsaBarrierCreateRequirement,
-                    ncclResult_t (*)(ncclTeam_t, int, ncclLsaBarrierHandle_t*, ncclDevResourceRequirements_t*));
-  CHECK_DEVICE_HOST(ncclGinBarrierCreateRequirement, ncclResult_t (*)(ncclComm_t, ncclTeam_t, int,
-                                                                       ncclGinBarrierHandle_t*,
-                                                                       ncclDevResourceRequirements_t*));
+                    ncclResult_t(*)(ncclTeam_t, int, ncclLsaBarrierHandle_t*, ncclDevResourceRequirements_t*));
+  CHECK_DEVICE_HOST(
+      ncclGinBarrierCreateRequirement,
+      ncclResult_t(*)(ncclComm_t, ncclTeam_t, int, ncclGinBarrierHandle_t*, ncclDevResourceRequirements_t*));
   CHECK_DEVICE_HOST(ncclLLA2ACalcSlots, int (*)(int, int));
   CHECK_DEVICE_HOST(ncclLLA2ACreateRequirement,
-                    ncclResult_t (*)(int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*));
+                    ncclResult_t(*)(int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*));
   EXPECT_EQ(checked, 52) << "and 11 host functions of the device API";
 }
 

@@ -6,14 +6,14 @@
 #include <string.h>
 
 #define NRANKS 3
-#define CHECK(call)                                                                                      \
-  do {                                                                                                   \
-    ncclResult_t r_ = (call);                                                                            \
-    if (r_ != ncclSuccess) {                                                                             \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_),      \
-              ncclGetLastError(NULL));                                                                   \
-      return 1;                                                                                          \
-    }                                                                                                    \
+#define CHECK(call)                                                                               \
+  do {                                                                                            \
+    ncclResult_t r_ = (call);                                                                     \
+    if (r_ != ncclSuccess) {                                                                      \
+      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
+              ncclGetLastError(NULL));                                                            \
+      return 1;                                                                                   \
+    }                                                                                             \
   } while (0)
 
 int main(void) {

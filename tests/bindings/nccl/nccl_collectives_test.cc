@@ -197,7 +197,8 @@ TEST(NcclGroups, NonBlockingInitsInAGroup) {
   }
   uint64_t in[n] = {40, 2}, out[n] = {};
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < n; ++r) ASSERT_EQ(ncclAllReduce(&in[r], &out[r], 1, ncclUint64, ncclSum, comms[r], nullptr), ncclSuccess);
+  for (int r = 0; r < n; ++r)
+    ASSERT_EQ(ncclAllReduce(&in[r], &out[r], 1, ncclUint64, ncclSum, comms[r], nullptr), ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
   EXPECT_EQ(out[0], 42u);
   EXPECT_EQ(out[1], 42u);

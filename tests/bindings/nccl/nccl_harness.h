@@ -26,14 +26,13 @@ struct Rank {
 };
 
 // Fails the current test (and returns from the enclosing void function) unless call succeeds.
-#define NCCL_OK(call)                                                                              \
-  do {                                                                                             \
-    ncclResult_t r_ = (call);                                                                      \
-    if (r_ != ncclSuccess) {                                                                       \
-      ADD_FAILURE() << #call << " -> " << r_ << " (" << ncclGetErrorString(r_)                     \
-                    << "): " << ncclGetLastError(nullptr);                                         \
-      return;                                                                                      \
-    }                                                                                              \
+#define NCCL_OK(call)                                                                                                 \
+  do {                                                                                                                \
+    ncclResult_t r_ = (call);                                                                                         \
+    if (r_ != ncclSuccess) {                                                                                          \
+      ADD_FAILURE() << #call << " -> " << r_ << " (" << ncclGetErrorString(r_) << "): " << ncclGetLastError(nullptr); \
+      return;                                                                                                         \
+    }                                                                                                                 \
   } while (0)
 
 inline void runBody(int rank, int n, const ncclUniqueId& id, const std::function<void(Rank&)>& body) {

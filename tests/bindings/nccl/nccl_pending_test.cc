@@ -14,10 +14,11 @@ using nccl_test::Rank;
 
 namespace {
 
-#define SKIP_WHILE_PENDING(probe)                                                            \
-  if ((probe) == ncclInternalError) {                                                       \
-    GTEST_SKIP() << #probe << " answers ncclInternalError: its Weft function is still the " \
-                    "stub in src/core/api_pending.cc";                                      \
+#define SKIP_WHILE_PENDING(probe)                                                 \
+  if ((probe) == ncclInternalError) {                                             \
+    GTEST_SKIP() << #probe                                                        \
+                 << " answers ncclInternalError: its Weft function is still the " \
+                    "stub in src/core/api_pending.cc";                            \
   }
 
 TEST(NcclPending, PreMulSumScalesEveryInput) {
