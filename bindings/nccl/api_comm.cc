@@ -45,15 +45,15 @@ WEFT_NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
     case ncclSuccess:
       return "no error";
     case ncclUnhandledCudaError:
-      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+      return "unhandled cuda error (see ncclGetLastError; WEFT_DEBUG=INFO for details)";
     case ncclSystemError:
-      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+      return "unhandled system error (see ncclGetLastError; WEFT_DEBUG=INFO for details)";
     case ncclInternalError:
       return "internal error - please report this issue to the Weft developers";
     case ncclInvalidArgument:
-      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+      return "invalid argument (see ncclGetLastError for details)";
     case ncclInvalidUsage:
-      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+      return "invalid usage (see ncclGetLastError for details)";
     case ncclRemoteError:
       return "remote process exited or there was a network error";
     case ncclInProgress:
