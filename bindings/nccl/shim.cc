@@ -85,14 +85,14 @@ void noteAsyncError(const char* message) {
   tOwnIsLatest = true;
 }
 
+// Like NCCL, the calling thread's latest failure, whatever comm is given; the communicator's
+// own record is the fallback (a non-blocking init fails on Weft's thread, not the caller's).
 const char* lastError(ncclComm_t comm) {
   if (tOwnIsLatest) return tOwnError.c_str();
-  if (comm != nullptr) {
-    const char* mine = weftGetLastError(toWeft(comm));
-    if (mine && mine[0] != '\0') return mine;
-  }
-  // Failures before a communicator exists (or outside one, e.g. a group) are the thread's.
-  return weftGetLastError(nullptr);
+  static thread_local std::string returned;
+  returned = weftGetLastError(nullptr);  // copied: the next call reuses Weft's buffer
+  if (returned.empty() && comm != nullptr) returned = weftGetLastError(toWeft(comm));
+  return returned.c_str();
 }
 
 // ---- Logging -----------------------------------------------------------------------------

@@ -117,6 +117,28 @@ TEST(NcclErrors, TimeoutIsARemoteError) {
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommAbort(c), ncclSuccess);
 }
 
+// A non-blocking init whose peer never comes fails on Weft's thread: ncclCommGetAsyncError
+// reports it, and ncclGetLastError (with the comm or NULL) says why.
+TEST(NcclErrors, NonBlockingInitFailureIsReportedWhenPolled) {
+  setenv("WEFT_TIMEOUT_S", "2", 1);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommInitRankConfig(&comm, 2, id, 0, &config);  // rank 1 never joins
+  ASSERT_EQ(r, ncclInProgress) << ncclGetLastError(nullptr);
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) {
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_NE(state, ncclSuccess);
+  EXPECT_GT(std::strlen(ncclGetLastError(comm)), 0u);
+  EXPECT_STREQ(ncclGetLastError(nullptr), ncclGetLastError(comm));
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
 TEST(NcclErrors, ResetDebugInitIsHarmless) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
