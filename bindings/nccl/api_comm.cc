@@ -100,10 +100,17 @@ WEFT_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const i
 }
 
 // config == NULL: the new communicator inherits the parent's settings, in NCCL as in Weft.
+// Inside a group the split completes at ncclGroupEnd (*newcomm is set then), so that one
+// thread can split several ranks.
 WEFT_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
               ncclConfig_t* config) {
   TranslatedConfig t = translateConfig(config, "ncclCommSplit");
   if (!t.ok) return t.error;
+  if (groupDepth() > 0 && comm != nullptr && newcomm != nullptr) {
+    *newcomm = nullptr;
+    deferSplit(toWeft(comm), color, key, reinterpret_cast<weftComm_t*>(newcomm), t);
+    return ncclSuccess;
+  }
   return fromWeft(weftCommSplit(toWeft(comm), color, key, reinterpret_cast<weftComm_t*>(newcomm), weftConfigOf(t)));
 }
 
@@ -162,7 +169,7 @@ WEFT_NCCL_API(ncclResult_t, ncclGroupEnd, void) {
   if (groupDepth() == 0) return fromWeft(weftGroupEnd());  // Weft says why this is wrong
   ncclResult_t r = fromWeft(weftGroupEnd());
   if (!groupLeave()) return r;
-  ncclResult_t inits = completeDeferredInits();
+  ncclResult_t inits = completeDeferred();
   return r != ncclSuccess ? r : inits;
 }
 
@@ -177,7 +184,7 @@ WEFT_NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   weftResult_t wr = weftGroupSimulateEnd(&sim);
   ncclResult_t r = fromWeft(wr);
   if (groupDepth() > 0 && groupLeave()) {
-    ncclResult_t inits = completeDeferredInits();
+    ncclResult_t inits = completeDeferred();
     if (r == ncclSuccess) r = inits;
   }
   // Write only what the caller's struct holds (an older, smaller one has no estimatedTime).

@@ -1,13 +1,11 @@
 // The shared machinery of libnccl.so.2 (shim.h): NCCL results from Weft's, the thread's last
-// error, logging, ncclConfig_t read the way NCCL reads it, the NULL-stream rule, and the
-// communicators a group creates.
+// error, logging, ncclConfig_t read the way NCCL reads it, and the NULL-stream rule.
 #include "shim.h"
 
 #include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -15,9 +13,6 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
-#include <utility>
-#include <vector>
 
 namespace weft::nccl {
 namespace {
@@ -248,52 +243,6 @@ bool needsDevice(const void* p) {
 weftStream_t resolveStream(cudaStream_t stream, const void* a, const void* b) {
   if (stream != nullptr) return reinterpret_cast<weftStream_t>(stream);
   return (needsDevice(a) || needsDevice(b)) ? WEFT_STREAM_DEFAULT : nullptr;
-}
-
-// ---- Groups --------------------------------------------------------------------------------
-
-namespace {
-
-struct DeferredInit {
-  weftComm_t comm;
-  bool callerBlocking;
-};
-
-struct GroupState {
-  int depth = 0;
-  std::vector<DeferredInit> inits;
-};
-thread_local GroupState tGroup;
-
-}  // namespace
-
-int groupDepth() { return tGroup.depth; }
-void groupEnter() { ++tGroup.depth; }
-bool groupLeave() { return tGroup.depth > 0 && --tGroup.depth == 0; }
-
-void deferInit(weftComm_t comm, bool callerBlocking) { tGroup.inits.push_back({comm, callerBlocking}); }
-
-ncclResult_t completeDeferredInits() {
-  std::vector<DeferredInit> inits;
-  inits.swap(tGroup.inits);
-  ncclResult_t result = ncclSuccess;
-  for (const DeferredInit& d : inits) {
-    weftResult_t state = weftInProgress;
-    // Weft's init has its own deadline (WEFT_TIMEOUT_S), so this loop ends.
-    while (true) {
-      weftResult_t r = weftCommGetAsyncError(d.comm, &state);
-      if (r != weftSuccess) state = r;
-      if (state != weftInProgress || !d.callerBlocking) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (state == weftInProgress) {
-      if (result == ncclSuccess) result = ncclInProgress;
-    } else if (state != weftSuccess && (result == ncclSuccess || result == ncclInProgress)) {
-      result = toNccl(state);
-      noteAsyncError(weftGetLastError(d.comm));
-    }
-  }
-  return result;
 }
 
 }  // namespace weft::nccl

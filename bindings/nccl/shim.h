@@ -54,15 +54,19 @@ inline ncclComm_t toNccl(weftComm_t comm) { return reinterpret_cast<ncclComm_t>(
 inline weftDataType_t toWeft(ncclDataType_t t) { return static_cast<weftDataType_t>(t); }
 inline weftRedOp_t toWeft(ncclRedOp_t op) { return static_cast<weftRedOp_t>(op); }
 
-// Groups. Communicators created inside ncclGroupStart/End (one thread driving several ranks)
-// are started non-blocking and completed by the outermost ncclGroupEnd.
+// Groups. Communicators created inside ncclGroupStart/End (one thread may drive several ranks)
+// are started at the call and completed by the outermost ncclGroupEnd (group.cc).
 int groupDepth();
 void groupEnter();
 // Leaves one level; true when this was the outermost.
 bool groupLeave();
+// An init started non-blocking; callerBlocking: ncclGroupEnd waits for it.
 void deferInit(weftComm_t comm, bool callerBlocking);
-// Waits for the deferred inits of this thread's group (those whose caller asked to block).
-ncclResult_t completeDeferredInits();
+// A split run on its own thread (Weft's split blocks until every member joins).
+void deferSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm, const TranslatedConfig& config);
+// Completes what the group started: the first failure, ncclInProgress while a non-blocking
+// init is still running, else ncclSuccess.
+ncclResult_t completeDeferred();
 
 }  // namespace weft::nccl
 

@@ -223,6 +223,30 @@ TEST(NcclGroups, CommInitAllWithNullDevlist) {
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
+// One thread splits every rank inside a group: the children exist after ncclGroupEnd.
+TEST(NcclGroups, SplitInsideAGroup) {
+  constexpr int n = 4;
+  ncclComm_t comms[n] = {}, subs[n] = {};
+  ASSERT_EQ(ncclCommInitAll(comms, n, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(ncclCommSplit(comms[r], r / 2, r, &subs[r], nullptr), ncclSuccess) << r;
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  int in[n], out[n];
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_NE(subs[r], nullptr) << r;
+    int count = 0;
+    ASSERT_EQ(ncclCommCount(subs[r], &count), ncclSuccess);
+    EXPECT_EQ(count, 2);
+    in[r] = 10 * r;
+    ASSERT_EQ(ncclAllReduce(&in[r], &out[r], 1, ncclInt, ncclSum, subs[r], nullptr), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(out[r], r < 2 ? 10 : 50) << r;
+  for (ncclComm_t c : subs) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
 // Abort from every rank after some work: succeeds and frees the communicator.
 TEST(NcclLifetime, AbortAfterWork) {
   ncclUniqueId id;
