@@ -183,7 +183,8 @@ WEFT_NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   weftSimInfo_t sim = WEFT_SIM_INFO_INITIALIZER;
   weftResult_t wr = weftGroupSimulateEnd(&sim);
   ncclResult_t r = fromWeft(wr);
-  if (groupDepth() > 0 && groupLeave()) {
+  // A refused simulation leaves the group open (ncclGroupEnd still closes it).
+  if (wr == weftSuccess && groupDepth() > 0 && groupLeave()) {
     ncclResult_t inits = completeDeferred();
     if (r == ncclSuccess) r = inits;
   }
