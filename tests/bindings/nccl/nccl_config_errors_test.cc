@@ -192,6 +192,25 @@ TEST(NcclConfig, NonBlockingInitOnTwoRanks) {
   for (auto& t : threads) t.join();
 }
 
+// NCCL_COMM_BLOCKING=0 makes inits without a `blocking` setting non-blocking, as in NCCL.
+TEST(NcclConfig, CommBlockingEnvironmentVariable) {
+  setenv("NCCL_COMM_BLOCKING", "0", 1);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = nullptr;
+  EXPECT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclInProgress);
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclSuccess) << ncclGetLastError(comm);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;  // an explicit setting wins
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  unsetenv("NCCL_COMM_BLOCKING");
+}
+
 TEST(NcclConfig, BadMagicIsInvalidArgument) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.magic = 0;
