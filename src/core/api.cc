@@ -14,6 +14,7 @@
 #include "base/params.h"
 #include "collectives/datatypes.h"
 #include "core/bootstrap.h"
+#include "core/api_internal.h"
 #include "core/comm.h"
 #include "device/device.h"
 #include "weft/weft.h"
@@ -23,21 +24,9 @@ using weft::core::CollCall;
 using weft::core::Communicator;
 using weft::core::P2pCall;
 
-// The C handle: the communicator plus what the API layer tracks about it.
-struct weftComm {
-  std::unique_ptr<Communicator> impl;
-  int rank = -1;
-  int nRanks = 0;
-  // Non-blocking init: the thread doing it, and its result (weftInProgress until done).
-  std::thread initThread;
-  std::atomic<int> state{weftSuccess};
-  std::mutex mutex;  // guards lastError and errorMessage
-  std::string lastError;
-  std::string errorMessage;  // the failure that put the communicator in its error state
-  std::atomic<int> inFlight{0};
-};
-
-namespace {
+namespace weft {
+namespace core {
+namespace capi {
 
 thread_local std::string tlsLastError;
 
@@ -74,7 +63,7 @@ weftResult_t reportOpFailure(weftComm* comm, const Status& status) {
   return reportFailure(comm, status);
 }
 
-Status invalid(const char* fmt, const char* a = "", long long b = 0, long long c = 0) {
+Status invalid(const char* fmt, const char* a, long long b, long long c) {
   char text[512];
   std::snprintf(text, sizeof(text), fmt, a, b, c);
   return Status::error(weftInvalidArgument, text);
@@ -171,27 +160,8 @@ Status checkCount(weftComm* comm, size_t count, size_t elemSize, size_t multiple
 
 // ---- Groups ----------------------------------------------------------------------------
 
-struct PendingOp {
-  weftComm* comm = nullptr;
-  weftStream_t stream = nullptr;  // non-null: device buffers, enqueued on this stream
-  bool isP2p = false;
-  CollCall coll;
-  P2pCall p2p;
-};
-
-struct GroupState {
-  int depth = 0;
-  std::vector<PendingOp> ops;
-  Status firstError;
-};
-
 thread_local GroupState tlsGroup;
 
-// The bytes a collective reads from sendbuff and writes to recvbuff on a communicator of n ranks.
-struct Extents {
-  size_t send = 0;
-  size_t recv = 0;
-};
 Extents extentsOf(const CollCall& c, size_t nRanks) {
   using weft::coll::CollKind;
   size_t bytes = c.count * weft::coll::dataTypeSize(c.type);
@@ -281,19 +251,28 @@ Status runOps(weftComm* comm, const PendingOp* ops, size_t nOps) {
 }
 
 // Runs ops now (outside a group) or records them (inside one).
-weftResult_t submit(PendingOp op) {
+weftResult_t submitAll(weftComm* comm, const std::vector<PendingOp>& ops) {
   if (tlsGroup.depth > 0) {
-    tlsGroup.ops.push_back(op);
+    tlsGroup.ops.insert(tlsGroup.ops.end(), ops.begin(), ops.end());
     return weftSuccess;
   }
-  weftComm* comm = op.comm;
   // The failure is recorded before inFlight drops: weftCommAbort frees the communicator as
   // soon as nothing is in flight.
   comm->inFlight.fetch_add(1);
-  Status s = runOps(comm, &op, 1);
+  Status s = runOps(comm, ops.data(), ops.size());
   weftResult_t result = s.isOk() ? weftSuccess : reportOpFailure(comm, s);
   comm->inFlight.fetch_sub(1);
   return result;
+}
+
+weftResult_t submit(const PendingOp& op) { return submitAll(op.comm, {op}); }
+
+weftComm* wrapCommunicator(std::unique_ptr<Communicator> impl) {
+  auto* out = new weftComm();
+  out->rank = impl->rank();
+  out->nRanks = impl->nRanks();
+  out->impl = std::move(impl);
+  return out;
 }
 
 weftResult_t submitCollective(weftComm* comm, const CollCall& call, weftStream_t stream = nullptr) {
@@ -406,7 +385,11 @@ void freeComm(weftComm* comm) {
   delete comm;
 }
 
-}  // namespace
+}  // namespace capi
+}  // namespace core
+}  // namespace weft
+
+using namespace weft::core::capi;  // NOLINT: this file is the C API over those helpers
 
 extern "C" {
 
@@ -521,13 +504,7 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
     return result;
   }
   comm->inFlight.fetch_sub(1);
-  if (impl) {
-    auto* out = new weftComm();
-    out->rank = impl->rank();
-    out->nRanks = impl->nRanks();
-    out->impl = std::move(impl);
-    *newcomm = out;
-  }
+  if (impl) *newcomm = wrapCommunicator(std::move(impl));
   return weftSuccess;
 }
 

@@ -18,7 +18,5 @@ weftResult_t weftMemFree(void*) { return pending(); }
 weftResult_t weftCommRegister(const weftComm_t, void*, size_t, void**) { return pending(); }
 weftResult_t weftCommDeregister(const weftComm_t, void*) { return pending(); }
 weftResult_t weftMemQuery(const void*, weftMemKind_t*, int*) { return pending(); }
-weftResult_t weftGather(const void*, void*, size_t, weftDataType_t, int, weftComm_t, weftStream_t) { return pending(); }
-weftResult_t weftScatter(const void*, void*, size_t, weftDataType_t, int, weftComm_t, weftStream_t) { return pending(); }
 weftResult_t weftGroupSimulateEnd(weftSimInfo_t*) { return pending(); }
 }
