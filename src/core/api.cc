@@ -327,8 +327,8 @@ weftResult_t collective(weftComm* comm, const CollCall& call, weftStream_t strea
 }
 
 Status initComm(weftComm* handle, const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config) {
-  Status s = Communicator::create(id, nranks, rank, config, &handle->impl);
-  return s;
+  // weftCommAbort sets initAbort: the bootstrap in progress then gives up within ~0.1 s.
+  return Communicator::create(id, nranks, rank, config, &handle->impl, &handle->initAbort);
 }
 
 Status checkInitArgs(weftComm_t* comm, int nranks, int rank, const weftConfig_t* config) {
@@ -353,8 +353,21 @@ weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int r
   comm->nRanks = nranks;
   if (config && !config->blocking) {
     comm->state.store(weftInProgress);
-    comm->initThread = std::thread([comm, id, nranks, rank, cfg = *config] {
-      Status st = initComm(comm, id, nranks, rank, &cfg);
+    // The init thread uses the caller's current GPU (a new thread starts on device 0).
+    weft::device::Runtime* runtime = weft::device::gpuRuntime();
+    int device = -1;
+    if (runtime == nullptr || runtime->deviceCount() == 0 || !runtime->getDevice(&device).isOk()) device = -1;
+    comm->initThread = std::thread([comm, id, nranks, rank, cfg = *config, runtime, device] {
+      Status st = Status::ok();
+      if (device >= 0) {
+        st = runtime->setDevice(device);
+        if (!st.isOk()) {
+          st = std::move(st).withPrefix("rank " + std::to_string(rank) +
+                                        ": non-blocking init could not make the caller's device " +
+                                        std::to_string(device) + " current in its thread: ");
+        }
+      }
+      if (st.isOk()) st = initComm(comm, id, nranks, rank, &cfg);
       if (st.isOk()) {
         comm->state.store(weftSuccess);
       } else {
@@ -529,7 +542,8 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
 weftResult_t weftCommAbort(weftComm_t comm) {
   if (comm == nullptr) return report(nullptr, invalid("weftCommAbort: comm is NULL"));
   if (comm->initThread.joinable()) {
-    // A non-blocking init may still be running; it ends at its deadline or when it connects.
+    // A non-blocking init may still be running: its bootstrap sees initAbort within ~0.1 s.
+    comm->initAbort.store(true);
     comm->initThread.join();
   }
   if (comm->impl) comm->impl->abort();

@@ -90,6 +90,10 @@ Extents extentsOf(const CollCall& c, size_t nRanks);
 // built: the calls of one API function that the group machinery runs together.
 weftResult_t submitAll(weftComm* comm, const std::vector<PendingOp>& ops);
 
+// weftCommInitRankConfig's work after nothing but its own checks: blocking, or (config->blocking
+// == 0) on a thread that binds the caller's current GPU.
+weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int rank, weftConfig_t* config);
+
 // A new C handle around a communicator that is ready.
 weftComm* wrapCommunicator(std::unique_ptr<Communicator> impl);
 

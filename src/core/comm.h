@@ -65,9 +65,10 @@ class Communicator final : public coll::ConnectionProvider {
  public:
   ~Communicator() override;
 
-  // Joins communicator `id` (collective over its nRanks callers).
+  // Joins communicator `id` (collective over its nRanks callers). When *abortInit becomes true
+  // (from another thread) the init in progress fails within ~0.1 s.
   static Status create(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
-                       std::unique_ptr<Communicator>* out);
+                       std::unique_ptr<Communicator>* out, const std::atomic<bool>* abortInit = nullptr);
 
   int rank() const { return rank_; }
   int nRanks() const { return nRanks_; }
@@ -115,7 +116,8 @@ class Communicator final : public coll::ConnectionProvider {
 
  private:
   Communicator() = default;
-  Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config);
+  Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
+              const std::atomic<bool>* abortInit);
   Status agreeSettings(const weftConfig_t* config);
   Status probeSingleCopy();
   // Hosts that share a name (containers, network namespaces) get their address appended
