@@ -7,7 +7,6 @@ weftResult_t pending() { return weftInternalError; }
 }  // namespace
 
 extern "C" {
-weftResult_t weftCommShrink(weftComm_t, const int*, int, weftComm_t*, weftConfig_t*, int) { return pending(); }
 weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t*, void*, weftDataType_t, weftScalarResidence_t, weftComm_t) {
   return pending();
 }

@@ -484,8 +484,12 @@ Status Communicator::split(int color, int key, const weftConfig_t* config, std::
 }
 
 void Communicator::abort() {
-  aborted_.store(true);
   if (bootstrap_) bootstrap_->abort();
+  abortOperations();
+}
+
+void Communicator::abortOperations() {
+  aborted_.store(true);
   std::lock_guard<std::mutex> lock(connMutex_);
   if (devicePath_) devicePath_->abort();
   for (auto& [key, conn] : conns_) conn->signalAbort(rank_);

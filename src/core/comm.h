@@ -99,9 +99,18 @@ class Communicator final : public coll::ConnectionProvider {
   // Collective over this communicator; *out is null for WEFT_SPLIT_NOCOLOR.
   Status split(int color, int key, const weftConfig_t* config, std::unique_ptr<Communicator>* out);
 
+  // A new communicator of the ranks not in `excluded` (sorted, distinct, without this rank), in
+  // their order. Collective over the remaining ranks only: the excluded ones take no part and
+  // may be dead (the bootstrap's hub is not used). abortFirst (WEFT_SHRINK_ABORT) stops this
+  // communicator's operations first; it is unusable afterwards.
+  Status shrink(const std::vector<int>& excluded, const weftConfig_t* config, bool abortFirst,
+                std::unique_ptr<Communicator>* out);
+
   // From any thread: makes every wait of this communicator fail within milliseconds, and tells
   // the peers through the connections.
   void abort();
+  // The same for collectives and device work only: the bootstrap stays usable (for shrink).
+  void abortOperations();
   bool aborted() const { return aborted_.load(); }
 
   // coll::ConnectionProvider
@@ -172,6 +181,7 @@ class Communicator final : public coll::ConnectionProvider {
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   uint32_t splits_ = 0;
+  uint32_t shrinks_ = 0;
   std::atomic<bool> aborted_{false};
   // The rank whose failure ended this communicator's operation, when known (-1: not yet).
   std::atomic<int> culprit_{-1};
