@@ -11,10 +11,5 @@ weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t*, void*, weftDataType_t, weftS
   return pending();
 }
 weftResult_t weftRedOpDestroy(weftRedOp_t, weftComm_t) { return pending(); }
-weftResult_t weftMemAlloc(void**, size_t) { return pending(); }
-weftResult_t weftMemFree(void*) { return pending(); }
-weftResult_t weftCommRegister(const weftComm_t, void*, size_t, void**) { return pending(); }
-weftResult_t weftCommDeregister(const weftComm_t, void*) { return pending(); }
-weftResult_t weftMemQuery(const void*, weftMemKind_t*, int*) { return pending(); }
 weftResult_t weftGroupSimulateEnd(weftSimInfo_t*) { return pending(); }
 }

@@ -138,3 +138,41 @@ TEST(DeviceRootedArguments, DeviceBuffersAreChecked) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DeviceMemory, MemAllocGivesDeviceMemoryOfTheCurrentGpu) {
+  void* p = nullptr;
+  ASSERT_EQ(weftMemAlloc(&p, 3000), weftSuccess) << weftGetLastError(nullptr);
+  weftMemKind_t kind = weftMemHost;
+  int dev = -1;
+  ASSERT_EQ(weftMemQuery(p, &kind, &dev), weftSuccess);
+  EXPECT_EQ(kind, weftMemDevice);
+  EXPECT_EQ(dev, 0);
+  // weftMemQuery says what the runtime knows: pinned host memory, and plain host memory.
+  void* pinned = nullptr;
+  ASSERT_TRUE(rt().allocHost(64, &pinned).isOk());
+  ASSERT_EQ(weftMemQuery(pinned, &kind, &dev), weftSuccess);
+  EXPECT_EQ(kind, weftMemPinnedHost);
+  EXPECT_EQ(dev, -1);
+  ASSERT_TRUE(rt().freeHost(pinned).isOk());
+  int local = 0;
+  ASSERT_EQ(weftMemQuery(&local, &kind, &dev), weftSuccess);
+  EXPECT_EQ(kind, weftMemHost);
+  // It serves a collective on a stream.
+  onRanks(2, [&](int rank, weftComm_t comm) {
+    void* buf = nullptr;
+    ASSERT_EQ(weftMemAlloc(&buf, 16 * sizeof(int32_t)), weftSuccess);
+    auto* v = static_cast<int32_t*>(buf);
+    for (int i = 0; i < 16; ++i) v[i] = rank + i;
+    ASSERT_EQ(weftAllReduce(buf, buf, 16, weftInt32, weftSum, comm, WEFT_STREAM_DEFAULT), weftSuccess)
+        << weftGetLastError(comm);
+    ASSERT_EQ(weftCommFinalize(comm), weftSuccess);
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(v[i], 1 + 2 * i);
+    EXPECT_EQ(weftMemFree(buf), weftSuccess);
+  });
+  EXPECT_EQ(weftMemFree(p), weftSuccess);
+  EXPECT_EQ(weftMemFree(p), weftInvalidArgument);
+}
+
+}  // namespace
