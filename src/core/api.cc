@@ -456,6 +456,17 @@ weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId c
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
   if (comms == nullptr) return report(nullptr, invalid("weftCommInitAll: comms is NULL"));
   if (ndev < 1) return report(nullptr, invalid("weftCommInitAll: ndev is %s%lld; it must be at least 1", "", ndev));
+  // A rank whose device cannot be set would leave the others waiting for it: check them first.
+  weft::device::Runtime* gpu = weft::device::gpuRuntime();
+  const int deviceCount = gpu != nullptr ? gpu->deviceCount() : 0;
+  for (int i = 0; devlist != nullptr && gpu != nullptr && i < ndev; ++i) {
+    if (devlist[i] < 0 || devlist[i] >= deviceCount) {
+      return report(nullptr, WEFT_ERROR(weftInvalidArgument,
+                                        "weftCommInitAll: devlist[%d] is %d, but this machine has GPUs 0..%d (%s "
+                                        "backend)",
+                                        i, devlist[i], deviceCount - 1, gpu->name()));
+    }
+  }
   weftUniqueId id;
   weftResult_t r = weftGetUniqueId(&id);
   if (r != weftSuccess) return r;
@@ -464,13 +475,19 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
   std::vector<std::thread> threads;
   for (int i = 0; i < ndev; ++i) {
     threads.emplace_back([&, i] {
-      // Each rank uses its device from devlist (several ranks may name the same one).
+      // Each rank uses its device from devlist (several ranks may name the same one); without
+      // a devlist, devices 0..ndev-1 as NCCL means it (modulo the device count: ranks share
+      // GPUs when there are fewer). Without a GPU backend the ranks are host ranks.
       weft::device::Runtime* runtime = weft::device::gpuRuntime();
-      if (devlist != nullptr && runtime != nullptr) {
-        Status s = runtime->setDevice(devlist[i]);
+      const int nDevices = runtime != nullptr ? runtime->deviceCount() : 0;
+      if (runtime != nullptr && (devlist != nullptr || nDevices > 0)) {
+        const int dev = devlist != nullptr ? devlist[i] : i % nDevices;
+        Status s = runtime->setDevice(dev);
         if (!s.isOk()) {
           results[i] = s.code();
-          errors[i] = "weftCommInitAll: devlist[" + std::to_string(i) + "]: " + s.message();
+          errors[i] = "weftCommInitAll: " +
+                      (devlist != nullptr ? "devlist[" + std::to_string(i) + "]" : "device " + std::to_string(dev)) +
+                      " for rank " + std::to_string(i) + ": " + s.message();
           return;
         }
       }

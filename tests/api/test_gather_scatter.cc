@@ -85,7 +85,9 @@ TEST_P(GatherScatter, ScatterEveryRootAndCount) {
                 << "rank " << r.rank << " root " << root << " type " << type << " count " << count
                 << (inPlace ? " in-place" : "");
             EXPECT_EQ(send, sendBefore) << "sendbuff was modified";
-            if (out == recv.data()) EXPECT_EQ(static_cast<unsigned char>(recv.back()), 0x5a) << "written past the end";
+            if (out == recv.data()) {
+              EXPECT_EQ(static_cast<unsigned char>(recv.back()), 0x5a) << "written past the end";
+            }
           }
         }
       }
@@ -166,7 +168,9 @@ TEST(GatherScatterArguments, RefusedWithAMessageAndNothingMoves) {
     std::vector<float> mine(3, static_cast<float>(r.rank + 1)), got(6, 0.0f);
     ASSERT_EQ(weftGather(mine.data(), got.data(), 3, weftFloat32, 1, r.comm, nullptr), weftSuccess)
         << weftGetLastError(r.comm);
-    if (r.rank == 1) EXPECT_EQ(got, (std::vector<float>{1, 1, 1, 2, 2, 2}));
+    if (r.rank == 1) {
+      EXPECT_EQ(got, (std::vector<float>{1, 1, 1, 2, 2, 2}));
+    }
   });
 }
 

@@ -71,3 +71,22 @@ TEST(NonBlockingInit, CompletesIntoAWorkingCommunicator) {
 
 }  // namespace
 }  // namespace weft_test
+
+namespace weft_test {
+namespace {
+
+TEST(InitAll, WithoutAGpuBackendNullDevlistMakesHostRanks) {
+  std::vector<weftComm_t> comms(3, nullptr);
+  ASSERT_EQ(weftCommInitAll(comms.data(), 3, nullptr), weftSuccess) << weftGetLastError(nullptr);
+  for (int i = 0; i < 3; ++i) {
+    int dev = 7, rank = -1;
+    ASSERT_EQ(weftCommDevice(comms[i], &dev), weftSuccess);
+    ASSERT_EQ(weftCommUserRank(comms[i], &rank), weftSuccess);
+    EXPECT_EQ(dev, -1);
+    EXPECT_EQ(rank, i);
+  }
+  for (auto c : comms) EXPECT_EQ(weftCommDestroy(c), weftSuccess);
+}
+
+}  // namespace
+}  // namespace weft_test

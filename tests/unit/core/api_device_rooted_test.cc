@@ -2,6 +2,7 @@
 // (WEFT_GPU_BACKEND=emulated: host memory posing as one GPU), ranks as threads.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -173,6 +174,64 @@ TEST(DeviceMemory, MemAllocGivesDeviceMemoryOfTheCurrentGpu) {
   });
   EXPECT_EQ(weftMemFree(p), weftSuccess);
   EXPECT_EQ(weftMemFree(p), weftInvalidArgument);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(DeviceInitAll, NullDevlistPutsRankIOnDeviceIModuloTheCount) {
+  const int count = rt().deviceCount();
+  ASSERT_GE(count, 1);
+  std::vector<weftComm_t> comms(4);
+  ASSERT_EQ(weftCommInitAll(comms.data(), 4, nullptr), weftSuccess) << weftGetLastError(nullptr);
+  for (int i = 0; i < 4; ++i) {
+    int dev = -2;
+    ASSERT_EQ(weftCommDevice(comms[i], &dev), weftSuccess);
+    EXPECT_EQ(dev, i % count) << "rank " << i;
+  }
+  for (auto c : comms) EXPECT_EQ(weftCommDestroy(c), weftSuccess);
+  // A devlist naming a device the machine lacks is refused with the rank and device.
+  const int bad[] = {0, count};
+  EXPECT_NE(weftCommInitAll(comms.data(), 2, bad), weftSuccess);
+  EXPECT_NE(std::string(weftGetLastError(nullptr)).find("devlist[1]"), std::string::npos) << weftGetLastError(nullptr);
+}
+
+// A non-blocking init runs on its own thread; the communicator must still use the caller's GPU.
+TEST(DeviceInitNonBlocking, UsesTheCallersDevice) {
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  int current = -1;
+  ASSERT_TRUE(rt().getDevice(&current).isOk());
+  weftComm_t comm = nullptr;
+  ASSERT_EQ(weftCommInitRankConfig(&comm, 1, id, 0, &cfg), weftInProgress);
+  weftResult_t state = weftInProgress;
+  for (int i = 0; i < 5000 && state == weftInProgress; ++i) {
+    ASSERT_EQ(weftCommGetAsyncError(comm, &state), weftSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(state, weftSuccess) << weftGetLastError(comm);
+  int dev = -2;
+  ASSERT_EQ(weftCommDevice(comm, &dev), weftSuccess);
+  EXPECT_EQ(dev, current);
+  EXPECT_EQ(weftCommDestroy(comm), weftSuccess);
+}
+
+// Aborting a non-blocking init that waits for a rank that never comes returns at once.
+TEST(DeviceInitNonBlocking, AbortReturnsPromptly) {
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  cfg.timeoutS = 60;
+  weftComm_t comm = nullptr;
+  ASSERT_EQ(weftCommInitRankConfig(&comm, 2, id, 0, &cfg), weftInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(weftCommAbort(comm), weftSuccess);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }
 
 }  // namespace
