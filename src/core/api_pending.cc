@@ -11,5 +11,4 @@ weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t*, void*, weftDataType_t, weftS
   return pending();
 }
 weftResult_t weftRedOpDestroy(weftRedOp_t, weftComm_t) { return pending(); }
-weftResult_t weftGroupSimulateEnd(weftSimInfo_t*) { return pending(); }
 }

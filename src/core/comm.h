@@ -106,6 +106,11 @@ class Communicator final : public coll::ConnectionProvider {
   Status shrink(const std::vector<int>& excluded, const weftConfig_t* config, bool abortFirst,
                 std::unique_ptr<Communicator>* out);
 
+  // What the cost model predicts a call takes on this communicator, in microseconds, without
+  // running or connecting anything (weftGroupSimulateEnd; comm_estimate.cc).
+  double estimateUs(const CollCall& call);
+  double estimateP2pUs(const std::vector<P2pCall>& calls) const;
+
   // From any thread: makes every wait of this communicator fail within milliseconds, and tells
   // the peers through the connections.
   void abort();
