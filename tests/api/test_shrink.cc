@@ -41,7 +41,9 @@ void checkShrunk(weftComm_t shrunk, int oldRank, int oldN, const std::vector<int
   int32_t me = oldRank;
   std::vector<int32_t> all(members.size(), -1);
   ASSERT_EQ(weftGather(&me, all.data(), 1, weftInt32, 0, shrunk, nullptr), weftSuccess) << weftGetLastError(shrunk);
-  if (rank == 0) EXPECT_EQ(all, std::vector<int32_t>(members.begin(), members.end()));
+  if (rank == 0) {
+    EXPECT_EQ(all, std::vector<int32_t>(members.begin(), members.end()));
+  }
 }
 
 class Shrink : public ::testing::TestWithParam<Mode> {};
@@ -126,6 +128,35 @@ TEST(ShrinkDeadRank, SurvivorsShrinkAwayAProcessThatExited) {
       EXPECT_EQ(weftCommDestroy(shrunk), weftSuccess);
     });
   }
+}
+
+TEST(ShrinkAbort, StopsACollectiveInFlightOnTheParent) {
+  // Rank 2 stops taking part after a first all-reduce; ranks 0 and 1 start a second one, which
+  // waits for rank 2, and shrink rank 2 away with WEFT_SHRINK_ABORT from another thread: the
+  // waiting call returns (an error, well before the 60 s deadline) and the new one works.
+  setenv("WEFT_TIMEOUT_S", "60", 1);
+  runRanks(Mode::kThreads, 3, [](Rank& r) {
+    int x = 1, y = 0;
+    ASSERT_EQ(weftAllReduce(&x, &y, 1, weftInt32, weftSum, r.comm, nullptr), weftSuccess);
+    if (r.rank == 2) return;
+    auto start = std::chrono::steady_clock::now();
+    weftResult_t inFlight = weftSuccess;
+    std::thread waiting([&] {
+      std::vector<int32_t> big(1 << 16, 1), out(1 << 16, 0);
+      inFlight = weftAllReduce(big.data(), out.data(), big.size(), weftInt32, weftSum, r.comm, nullptr);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    int excluded[] = {2};
+    weftComm_t shrunk = nullptr;
+    ASSERT_EQ(weftCommShrink(r.comm, excluded, 1, &shrunk, nullptr, WEFT_SHRINK_ABORT), weftSuccess)
+        << weftGetLastError(r.comm);
+    waiting.join();
+    EXPECT_NE(inFlight, weftSuccess);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+    checkShrunk(shrunk, r.rank, 3, {2});
+    EXPECT_EQ(weftCommDestroy(shrunk), weftSuccess);
+  });
+  unsetenv("WEFT_TIMEOUT_S");
 }
 
 TEST(ShrinkArguments, ListsAreChecked) {
