@@ -42,8 +42,8 @@ Status checkScalableArgs(weftComm_t* newcomm, int nranks, int myrank, int nId, c
     UniqueIdInfo info;
     Status s = decodeUniqueId(commIds[i], &info);
     if (!s.isOk()) {
-      return std::move(s).withPrefix("rank " + std::to_string(myrank) + ": " + fn + ": commIds[" +
-                                     std::to_string(i) + "]: ");
+      return std::move(s).withPrefix("rank " + std::to_string(myrank) + ": " + fn + ": commIds[" + std::to_string(i) +
+                                     "]: ");
     }
     for (int j = 0; j < i; ++j) {
       if (std::memcmp(&commIds[i], &commIds[j], sizeof(weftUniqueId)) == 0) {

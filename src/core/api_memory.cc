@@ -60,8 +60,8 @@ Status memAlloc(void** ptr, size_t size) {
   void* p = nullptr;
   if (a.runtime != nullptr) {
     Status s = a.runtime->allocDevice(size, &p);
-    if (!s.isOk()) return std::move(s).withPrefix("weftMemAlloc(" + formatBytes(size) + ") on device " +
-                                                  std::to_string(dev) + ": ");
+    if (!s.isOk())
+      return std::move(s).withPrefix("weftMemAlloc(" + formatBytes(size) + ") on device " + std::to_string(dev) + ": ");
   } else {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t rounded = (size + page - 1) / page * page;
@@ -104,7 +104,9 @@ Status memFree(void* ptr) {
 Status memQuery(const void* ptr, weftMemKind_t* kind, int* device) {
   if (ptr == nullptr || kind == nullptr || device == nullptr) {
     return WEFT_ERROR(weftInvalidArgument, "weftMemQuery: %s is NULL",
-                      ptr == nullptr ? "ptr" : kind == nullptr ? "kind" : "device");
+                      ptr == nullptr    ? "ptr"
+                      : kind == nullptr ? "kind"
+                                        : "device");
   }
   *kind = weftMemHost;
   *device = -1;
@@ -113,10 +115,18 @@ Status memQuery(const void* ptr, weftMemKind_t* kind, int* device) {
   device::PointerInfo info;
   WEFT_TRY(runtime->pointerInfo(ptr, &info));
   switch (info.kind) {
-    case device::MemoryKind::kDevice: *kind = weftMemDevice; break;
-    case device::MemoryKind::kManaged: *kind = weftMemManaged; break;
-    case device::MemoryKind::kPinnedHost: *kind = weftMemPinnedHost; break;
-    case device::MemoryKind::kHost: *kind = weftMemHost; break;
+    case device::MemoryKind::kDevice:
+      *kind = weftMemDevice;
+      break;
+    case device::MemoryKind::kManaged:
+      *kind = weftMemManaged;
+      break;
+    case device::MemoryKind::kPinnedHost:
+      *kind = weftMemPinnedHost;
+      break;
+    case device::MemoryKind::kHost:
+      *kind = weftMemHost;
+      break;
   }
   *device = info.kind == device::MemoryKind::kDevice ? info.device : -1;
   return Status::ok();
@@ -140,7 +150,8 @@ Status commRegister(weftComm* comm, void* buff, size_t size, void** handle) {
   if (handle == nullptr) return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: handle is NULL", comm->rank, fn);
   *handle = nullptr;
   if (buff == nullptr) return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: buff is NULL", comm->rank, fn);
-  if (size == 0) return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: size is 0; register at least one byte", comm->rank, fn);
+  if (size == 0)
+    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: size is 0; register at least one byte", comm->rank, fn);
   auto reg = std::make_unique<weftComm::Registration>();
   reg->buff = buff;
   reg->size = size;

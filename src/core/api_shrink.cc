@@ -25,17 +25,18 @@ Status checkShrinkArgs(weftComm* comm, const int* excludeRanks, int nExclude, we
                       comm->rank, fn);
   }
   if (comm->impl == nullptr) {
-    return WEFT_ERROR(weftInvalidUsage, "rank %d: %s: the communicator's init failed; create a new one", comm->rank, fn);
+    return WEFT_ERROR(weftInvalidUsage, "rank %d: %s: the communicator's init failed; create a new one", comm->rank,
+                      fn);
   }
   if (newcomm == nullptr) return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: newcomm is NULL", comm->rank, fn);
   if (flags != WEFT_SHRINK_DEFAULT && flags != WEFT_SHRINK_ABORT) {
     return WEFT_ERROR(weftInvalidArgument,
-                      "rank %d: %s: shrinkFlags is %d; use WEFT_SHRINK_DEFAULT (0) or WEFT_SHRINK_ABORT (1)", comm->rank,
-                      fn, flags);
+                      "rank %d: %s: shrinkFlags is %d; use WEFT_SHRINK_DEFAULT (0) or WEFT_SHRINK_ABORT (1)",
+                      comm->rank, fn, flags);
   }
   if (nExclude < 0 || (nExclude > 0 && excludeRanks == nullptr)) {
-    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: nExclude is %d with excludeRanks %s", comm->rank, fn,
-                      nExclude, excludeRanks ? "given" : "NULL");
+    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: nExclude is %d with excludeRanks %s", comm->rank, fn, nExclude,
+                      excludeRanks ? "given" : "NULL");
   }
   if (nExclude >= comm->nRanks) {
     return WEFT_ERROR(weftInvalidArgument,
@@ -46,8 +47,9 @@ Status checkShrinkArgs(weftComm* comm, const int* excludeRanks, int nExclude, we
   for (int i = 0; i < nExclude; ++i) {
     const int r = excludeRanks[i];
     if (r < 0 || r >= comm->nRanks) {
-      return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: excludeRanks[%d] = %d is not a rank of this communicator (0..%d)",
-                        comm->rank, fn, i, r, comm->nRanks - 1);
+      return WEFT_ERROR(weftInvalidArgument,
+                        "rank %d: %s: excludeRanks[%d] = %d is not a rank of this communicator (0..%d)", comm->rank, fn,
+                        i, r, comm->nRanks - 1);
     }
     if (r == comm->rank) {
       return WEFT_ERROR(weftInvalidArgument,
@@ -59,7 +61,8 @@ Status checkShrinkArgs(weftComm* comm, const int* excludeRanks, int nExclude, we
   std::sort(excluded->begin(), excluded->end());
   auto dup = std::adjacent_find(excluded->begin(), excluded->end());
   if (dup != excluded->end()) {
-    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: rank %d is listed twice in excludeRanks", comm->rank, fn, *dup);
+    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: rank %d is listed twice in excludeRanks", comm->rank, fn,
+                      *dup);
   }
   if (config && (config->magic != WEFT_CONFIG_MAGIC || config->size < offsetof(weftConfig_t, commName))) {
     return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: config was not set up with WEFT_CONFIG_INITIALIZER",

@@ -3,12 +3,19 @@
 //
 // A collective is priced on the schedule it would run: the tuner's choice for its size
 // (paramsFor: algorithm and channels from tunerInput, as a real call), then buildSchedule for
-// every rank (the busiest decides). Each step that moves a message costs the cost model's per-step latency (LL alpha
-// through the host, CostParams::alphaLLHostUs, or the network's latency plus the proxy's turn
-// when the ranks span hosts) plus its bytes at one channel's rate (CostParams::channelGBs);
-// a copy costs its bytes at that rate. Lanes run side by side, so a rank's time is its slowest
-// lane's, plus the model's fixed cost of a call (host launch + kernel base). Sends and receives
-// are priced the same way per (peer, direction) track, tracks side by side.
+// every rank; the busiest rank decides. Each step that moves a message costs the cost model's
+// per-step latency (LL alpha through the host, CostParams::alphaLLHostUs, or the network's
+// latency plus the proxy's turn when the ranks span hosts) plus its bytes at one channel's rate
+// (CostParams::channelGBs); a copy costs its bytes at that rate. Lanes run side by side, so a
+// rank's time is its slowest lane's, plus the model's fixed cost of a call (host launch +
+// kernel base). Sends and receives are priced the same way per (peer, direction) track, tracks
+// side by side.
+//
+// Priced this way, the tuner's size rule is not always the cheapest choice: on 5 ranks a 4-byte
+// all-reduce (recursive doubling, 6 message steps) comes out dearer than a 16 KiB one (tree), so
+// the estimate grows with the size only within one algorithm. The model is not fed the
+// machine's topology yet (the communicator has no system model), so host ranks and GPUs on one
+// host are priced alike.
 #include <algorithm>
 #include <map>
 

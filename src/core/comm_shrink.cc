@@ -51,10 +51,11 @@ Status Communicator::shrink(const std::vector<int>& excluded, const weftConfig_t
   const Deadline deadline = Deadline::afterSeconds(settings_.timeoutS);
   const int nMembers = static_cast<int>(members.size());
   auto disagreement = [&](int who) {
-    return WEFT_ERROR(weftInvalidArgument,
-                      "rank %d: weftCommShrink: rank %d excluded other ranks than rank %d did (%zu excluded here); every "
-                      "remaining rank must pass the same excludeRanks",
-                      rank_, who, who == members[0] ? rank_ : members[0], excluded.size());
+    return WEFT_ERROR(
+        weftInvalidArgument,
+        "rank %d: weftCommShrink: rank %d excluded other ranks than rank %d did (%zu excluded here); every "
+        "remaining rank must pass the same excludeRanks",
+        rank_, who, who == members[0] ? rank_ : members[0], excluded.size());
   };
 
   weftUniqueId id;

@@ -133,8 +133,9 @@ TEST(GatherScatterArguments, RefusedWithAMessageAndNothingMoves) {
     std::vector<float> a(8, 1.0f), b(16, 2.0f);
     auto bAfter = b;
     EXPECT_EQ(weftGather(a.data(), b.data(), 8, weftFloat32, 2, r.comm, nullptr), weftInvalidArgument);
-    EXPECT_NE(std::string(weftGetLastError(r.comm)).find("weftGather: root 2 is not a rank of this communicator (0..1)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(weftGetLastError(r.comm)).find("weftGather: root 2 is not a rank of this communicator (0..1)"),
+        std::string::npos)
         << weftGetLastError(r.comm);
     EXPECT_EQ(weftScatter(a.data(), b.data(), 8, weftFloat32, -1, r.comm, nullptr), weftInvalidArgument);
     EXPECT_NE(std::string(weftGetLastError(r.comm)).find("weftScatter: root -1"), std::string::npos);

@@ -125,7 +125,8 @@ TEST(InitScalable, ArgumentsAreChecked) {
   expectRefused(weftCommInitRankScalable(&comm, 2, 1, 2, twice, nullptr), "commIds[0] and commIds[1] are the same id");
   weftUniqueId bad[2] = {ids[0], ids[1]};
   std::memset(bad[1].internal, 0, sizeof(bad[1].internal));
-  expectRefused(weftCommInitRankScalable(&comm, 2, 1, 2, bad, nullptr), "commIds[1]: the unique id is not one Weft made");
+  expectRefused(weftCommInitRankScalable(&comm, 2, 1, 2, bad, nullptr),
+                "commIds[1]: the unique id is not one Weft made");
   weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
   cfg.magic = 0;
   expectRefused(weftCommInitRankScalable(&comm, 2, 1, 2, ids, &cfg), "WEFT_CONFIG_INITIALIZER");

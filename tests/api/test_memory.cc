@@ -108,7 +108,8 @@ TEST(Registration, HandlesArePerCommunicatorAndDeregisteredOnce) {
     // Arguments.
     void* out = reinterpret_cast<void*>(0x1);
     EXPECT_EQ(weftCommRegister(r.comm, nullptr, 8, &out), weftInvalidArgument);
-    EXPECT_NE(std::string(weftGetLastError(r.comm)).find("rank " + std::to_string(r.rank) + ": weftCommRegister: buff is NULL"),
+    EXPECT_NE(std::string(weftGetLastError(r.comm))
+                  .find("rank " + std::to_string(r.rank) + ": weftCommRegister: buff is NULL"),
               std::string::npos)
         << weftGetLastError(r.comm);
     EXPECT_EQ(out, nullptr);

@@ -58,9 +58,9 @@ TEST_P(Shrink, ExcludedRanksThatNeverCallIt) {
       runRanks(GetParam(), c.n, [&](Rank& r) {
         if (!excludedIn(c.excluded, r.rank)) {
           weftComm_t shrunk = nullptr;
-          ASSERT_EQ(weftCommShrink(r.comm, c.excluded.data(), static_cast<int>(c.excluded.size()), &shrunk, nullptr,
-                                   flags),
-                    weftSuccess)
+          ASSERT_EQ(
+              weftCommShrink(r.comm, c.excluded.data(), static_cast<int>(c.excluded.size()), &shrunk, nullptr, flags),
+              weftSuccess)
               << weftGetLastError(r.comm);
           checkShrunk(shrunk, r.rank, r.nranks, c.excluded);
           EXPECT_EQ(weftCommDestroy(shrunk), weftSuccess);
