@@ -159,6 +159,29 @@ TEST(ShrinkAbort, StopsACollectiveInFlightOnTheParent) {
   unsetenv("WEFT_TIMEOUT_S");
 }
 
+TEST(ShrinkDeadRank, AfterACollectiveFailedOnTheDeadRank) {
+  // The usual recovery: a collective fails because a rank died, the communicator is in its
+  // error state, and the survivors shrink it away.
+  setenv("WEFT_TIMEOUT_S", "3", 1);
+  runRanks(Mode::kProcesses, 4, [&](Rank& r) {
+    int x = 1, y = 0;
+    ASSERT_EQ(weftAllReduce(&x, &y, 1, weftInt32, weftSum, r.comm, nullptr), weftSuccess);
+    if (r.rank == 1) _exit(0);
+    std::vector<int32_t> big(1 << 15, 1), out(1 << 15, 0);
+    EXPECT_NE(weftAllReduce(big.data(), out.data(), big.size(), weftInt32, weftSum, r.comm, nullptr), weftSuccess);
+    weftResult_t state = weftSuccess;
+    ASSERT_EQ(weftCommGetAsyncError(r.comm, &state), weftSuccess);
+    EXPECT_NE(state, weftSuccess) << "the failed collective put the communicator in its error state";
+    int excluded[] = {1};
+    weftComm_t shrunk = nullptr;
+    ASSERT_EQ(weftCommShrink(r.comm, excluded, 1, &shrunk, nullptr, WEFT_SHRINK_ABORT), weftSuccess)
+        << weftGetLastError(r.comm);
+    checkShrunk(shrunk, r.rank, 4, {1});
+    EXPECT_EQ(weftCommDestroy(shrunk), weftSuccess);
+  });
+  unsetenv("WEFT_TIMEOUT_S");
+}
+
 TEST(ShrinkArguments, ListsAreChecked) {
   runRanks(Mode::kThreads, 3, [](Rank& r) {
     weftComm_t out = nullptr;
