@@ -53,7 +53,9 @@ TEST_P(DeviceRooted, GatherAndScatterEveryRoot) {
   for (int n : {1, 3, 4}) {
     onRanks(n, [&](int rank, weftComm_t comm) {
       weft::device::Stream made = nullptr;
-      if (!defaultStream()) ASSERT_TRUE(rt().streamCreate(&made).isOk());
+      if (!defaultStream()) {
+        ASSERT_TRUE(rt().streamCreate(&made).isOk());
+      }
       weftStream_t stream = defaultStream() ? WEFT_STREAM_DEFAULT : static_cast<weftStream_t>(made);
       for (size_t count : {size_t{1}, size_t{7}, size_t{4099}}) {
         for (int root = 0; root < n; ++root) {
@@ -89,7 +91,9 @@ TEST_P(DeviceRooted, GatherAndScatterEveryRoot) {
           }
         }
       }
-      if (made) ASSERT_TRUE(rt().streamDestroy(made).isOk());
+      if (made) {
+        ASSERT_TRUE(rt().streamDestroy(made).isOk());
+      }
     });
   }
 }
@@ -182,30 +186,56 @@ TEST(DeviceMemory, MemAllocGivesDeviceMemoryOfTheCurrentGpu) {
 namespace {
 
 TEST(DeviceInitAll, NullDevlistPutsRankIOnDeviceIModuloTheCount) {
-  const int count = rt().deviceCount();
-  ASSERT_GE(count, 1);
+  // Three emulated devices, four ranks: 0, 1, 2, 0.
+  setenv("WEFT_EMULATED_DEVICES", "3", 1);
+  ASSERT_EQ(rt().deviceCount(), 3);
   std::vector<weftComm_t> comms(4);
   ASSERT_EQ(weftCommInitAll(comms.data(), 4, nullptr), weftSuccess) << weftGetLastError(nullptr);
   for (int i = 0; i < 4; ++i) {
     int dev = -2;
     ASSERT_EQ(weftCommDevice(comms[i], &dev), weftSuccess);
-    EXPECT_EQ(dev, i % count) << "rank " << i;
+    EXPECT_EQ(dev, i % 3) << "rank " << i;
   }
+  // A collective on device buffers of each rank's own device.
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      ASSERT_TRUE(rt().setDevice(i % 3).isOk());
+      DeviceInts v(33);
+      weft::device::PointerInfo info;
+      ASSERT_TRUE(rt().pointerInfo(v.p(), &info).isOk());
+      EXPECT_EQ(info.device, i % 3);
+      for (int k = 0; k < 33; ++k) v.p()[k] = valueOf(i, static_cast<size_t>(k));
+      ASSERT_EQ(weftAllReduce(v.p(), v.p(), 33, weftInt32, weftSum, comms[i], WEFT_STREAM_DEFAULT), weftSuccess)
+          << weftGetLastError(comms[i]);
+      ASSERT_EQ(weftCommFinalize(comms[i]), weftSuccess);
+      for (int k = 0; k < 33; ++k) {
+        int32_t want = 0;
+        for (int p = 0; p < 4; ++p) want += valueOf(p, static_cast<size_t>(k));
+        ASSERT_EQ(v.p()[k], want) << "rank " << i << " k " << k;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
   for (auto c : comms) EXPECT_EQ(weftCommDestroy(c), weftSuccess);
-  // A devlist naming a device the machine lacks is refused with the rank and device.
-  const int bad[] = {0, count};
-  EXPECT_NE(weftCommInitAll(comms.data(), 2, bad), weftSuccess);
-  EXPECT_NE(std::string(weftGetLastError(nullptr)).find("devlist[1]"), std::string::npos) << weftGetLastError(nullptr);
+  // A devlist naming a device the machine lacks is refused before any rank starts.
+  const int bad[] = {0, 3};
+  EXPECT_EQ(weftCommInitAll(comms.data(), 2, bad), weftInvalidArgument);
+  EXPECT_NE(std::string(weftGetLastError(nullptr)).find("devlist[1] is 3, but this machine has GPUs 0..2"),
+            std::string::npos)
+      << weftGetLastError(nullptr);
+  unsetenv("WEFT_EMULATED_DEVICES");
 }
 
-// A non-blocking init runs on its own thread; the communicator must still use the caller's GPU.
+// A non-blocking init runs on its own thread (which starts on device 0); the communicator must
+// use the caller's current GPU: device 1 of two emulated ones.
 TEST(DeviceInitNonBlocking, UsesTheCallersDevice) {
+  setenv("WEFT_EMULATED_DEVICES", "2", 1);
+  ASSERT_TRUE(rt().setDevice(1).isOk());
   weftUniqueId id;
   ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
   weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
   cfg.blocking = 0;
-  int current = -1;
-  ASSERT_TRUE(rt().getDevice(&current).isOk());
   weftComm_t comm = nullptr;
   ASSERT_EQ(weftCommInitRankConfig(&comm, 1, id, 0, &cfg), weftInProgress);
   weftResult_t state = weftInProgress;
@@ -216,8 +246,10 @@ TEST(DeviceInitNonBlocking, UsesTheCallersDevice) {
   ASSERT_EQ(state, weftSuccess) << weftGetLastError(comm);
   int dev = -2;
   ASSERT_EQ(weftCommDevice(comm, &dev), weftSuccess);
-  EXPECT_EQ(dev, current);
+  EXPECT_EQ(dev, 1);
   EXPECT_EQ(weftCommDestroy(comm), weftSuccess);
+  ASSERT_TRUE(rt().setDevice(0).isOk());
+  unsetenv("WEFT_EMULATED_DEVICES");
 }
 
 // Aborting a non-blocking init that waits for a rank that never comes returns at once.
