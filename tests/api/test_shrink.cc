@@ -2,10 +2,13 @@
 // ranks take no part (they never call it, or their process is gone); the parent keeps working
 // after WEFT_SHRINK_DEFAULT and refuses after WEFT_SHRINK_ABORT; lists are checked.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -154,6 +157,58 @@ TEST(ShrinkAbort, StopsACollectiveInFlightOnTheParent) {
     EXPECT_NE(inFlight, weftSuccess);
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
     checkShrunk(shrunk, r.rank, 3, {2});
+    EXPECT_EQ(weftCommDestroy(shrunk), weftSuccess);
+  });
+  unsetenv("WEFT_TIMEOUT_S");
+}
+
+// Ranks as processes where rank `dead` is killed with SIGKILL at the point its body calls
+// `die` (the harness would count that as a failure): every other rank must exit 0.
+void runWithKilledRank(int n, int dead, const std::function<void(Rank&, const std::function<void()>&)>& body) {
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  std::fflush(stdout);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      Rank rank;
+      rank.rank = r;
+      rank.nranks = n;
+      if (weftCommInitRank(&rank.comm, n, id, r) != weftSuccess) _exit(3);
+      body(rank, [] { raise(SIGKILL); });
+      weftCommDestroy(rank.comm);
+      std::fflush(stdout);
+      _exit(::testing::Test::HasFailure() ? 1 : 0);
+    }
+    pids.push_back(pid);
+  }
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
+    if (r == dead) {
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "rank " << r << " was to be killed";
+    } else {
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r << " failed (output above)";
+    }
+  }
+}
+
+TEST(ShrinkDeadRank, SurvivorsShrinkAwayAKilledProcessInTheMiddleOfACollective) {
+  // Rank 3 is killed while the others run an all-reduce: they fail it, then shrink it away.
+  setenv("WEFT_TIMEOUT_S", "5", 1);
+  runWithKilledRank(4, 3, [](Rank& r, const std::function<void()>& die) {
+    int x = 1, y = 0;
+    ASSERT_EQ(weftAllReduce(&x, &y, 1, weftInt32, weftSum, r.comm, nullptr), weftSuccess);
+    if (r.rank == 3) die();
+    std::vector<int32_t> big(1 << 15, 1), out(1 << 15, 0);
+    EXPECT_NE(weftAllReduce(big.data(), out.data(), big.size(), weftInt32, weftSum, r.comm, nullptr), weftSuccess);
+    int excluded[] = {3};
+    weftComm_t shrunk = nullptr;
+    ASSERT_EQ(weftCommShrink(r.comm, excluded, 1, &shrunk, nullptr, WEFT_SHRINK_ABORT), weftSuccess)
+        << weftGetLastError(r.comm);
+    checkShrunk(shrunk, r.rank, 4, {3});
     EXPECT_EQ(weftCommDestroy(shrunk), weftSuccess);
   });
   unsetenv("WEFT_TIMEOUT_S");
