@@ -166,7 +166,8 @@ weftResult_t weftGetUniqueId(weftUniqueId* uniqueId);
 weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank);
 weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
                                     weftConfig_t* config);
-/* Creates ndev ranks in this process (devlist may be NULL for host ranks 0..ndev-1). Drive
+/* Creates ndev ranks in this process, rank i on GPU devlist[i]. devlist NULL: rank i uses GPU
+ * i modulo the GPU count when a GPU backend is loaded, else host memory (host ranks). Drive
  * them from ndev threads, or from one thread inside weftGroupStart/weftGroupEnd. */
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
 /* Joins a communicator described by the environment, as launchers (torchrun-like scripts,

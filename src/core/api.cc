@@ -14,6 +14,7 @@
 #include "base/params.h"
 #include "collectives/datatypes.h"
 #include "core/bootstrap.h"
+#include "core/api_internal.h"
 #include "core/comm.h"
 #include "device/device.h"
 #include "weft/weft.h"
@@ -23,21 +24,9 @@ using weft::core::CollCall;
 using weft::core::Communicator;
 using weft::core::P2pCall;
 
-// The C handle: the communicator plus what the API layer tracks about it.
-struct weftComm {
-  std::unique_ptr<Communicator> impl;
-  int rank = -1;
-  int nRanks = 0;
-  // Non-blocking init: the thread doing it, and its result (weftInProgress until done).
-  std::thread initThread;
-  std::atomic<int> state{weftSuccess};
-  std::mutex mutex;  // guards lastError and errorMessage
-  std::string lastError;
-  std::string errorMessage;  // the failure that put the communicator in its error state
-  std::atomic<int> inFlight{0};
-};
-
-namespace {
+namespace weft {
+namespace core {
+namespace capi {
 
 thread_local std::string tlsLastError;
 
@@ -74,7 +63,7 @@ weftResult_t reportOpFailure(weftComm* comm, const Status& status) {
   return reportFailure(comm, status);
 }
 
-Status invalid(const char* fmt, const char* a = "", long long b = 0, long long c = 0) {
+Status invalid(const char* fmt, const char* a, long long b, long long c) {
   char text[512];
   std::snprintf(text, sizeof(text), fmt, a, b, c);
   return Status::error(weftInvalidArgument, text);
@@ -171,27 +160,8 @@ Status checkCount(weftComm* comm, size_t count, size_t elemSize, size_t multiple
 
 // ---- Groups ----------------------------------------------------------------------------
 
-struct PendingOp {
-  weftComm* comm = nullptr;
-  weftStream_t stream = nullptr;  // non-null: device buffers, enqueued on this stream
-  bool isP2p = false;
-  CollCall coll;
-  P2pCall p2p;
-};
-
-struct GroupState {
-  int depth = 0;
-  std::vector<PendingOp> ops;
-  Status firstError;
-};
-
 thread_local GroupState tlsGroup;
 
-// The bytes a collective reads from sendbuff and writes to recvbuff on a communicator of n ranks.
-struct Extents {
-  size_t send = 0;
-  size_t recv = 0;
-};
 Extents extentsOf(const CollCall& c, size_t nRanks) {
   using weft::coll::CollKind;
   size_t bytes = c.count * weft::coll::dataTypeSize(c.type);
@@ -281,19 +251,28 @@ Status runOps(weftComm* comm, const PendingOp* ops, size_t nOps) {
 }
 
 // Runs ops now (outside a group) or records them (inside one).
-weftResult_t submit(PendingOp op) {
+weftResult_t submitAll(weftComm* comm, const std::vector<PendingOp>& ops) {
   if (tlsGroup.depth > 0) {
-    tlsGroup.ops.push_back(op);
+    tlsGroup.ops.insert(tlsGroup.ops.end(), ops.begin(), ops.end());
     return weftSuccess;
   }
-  weftComm* comm = op.comm;
   // The failure is recorded before inFlight drops: weftCommAbort frees the communicator as
   // soon as nothing is in flight.
   comm->inFlight.fetch_add(1);
-  Status s = runOps(comm, &op, 1);
+  Status s = runOps(comm, ops.data(), ops.size());
   weftResult_t result = s.isOk() ? weftSuccess : reportOpFailure(comm, s);
   comm->inFlight.fetch_sub(1);
   return result;
+}
+
+weftResult_t submit(const PendingOp& op) { return submitAll(op.comm, {op}); }
+
+weftComm* wrapCommunicator(std::unique_ptr<Communicator> impl) {
+  auto* out = new weftComm();
+  out->rank = impl->rank();
+  out->nRanks = impl->nRanks();
+  out->impl = std::move(impl);
+  return out;
 }
 
 weftResult_t submitCollective(weftComm* comm, const CollCall& call, weftStream_t stream = nullptr) {
@@ -348,8 +327,8 @@ weftResult_t collective(weftComm* comm, const CollCall& call, weftStream_t strea
 }
 
 Status initComm(weftComm* handle, const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config) {
-  Status s = Communicator::create(id, nranks, rank, config, &handle->impl);
-  return s;
+  // weftCommAbort sets initAbort: the bootstrap in progress then gives up within ~0.1 s.
+  return Communicator::create(id, nranks, rank, config, &handle->impl, &handle->initAbort);
 }
 
 Status checkInitArgs(weftComm_t* comm, int nranks, int rank, const weftConfig_t* config) {
@@ -374,8 +353,21 @@ weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int r
   comm->nRanks = nranks;
   if (config && !config->blocking) {
     comm->state.store(weftInProgress);
-    comm->initThread = std::thread([comm, id, nranks, rank, cfg = *config] {
-      Status st = initComm(comm, id, nranks, rank, &cfg);
+    // The init thread uses the caller's current GPU (a new thread starts on device 0).
+    weft::device::Runtime* runtime = weft::device::gpuRuntime();
+    int device = -1;
+    if (runtime == nullptr || runtime->deviceCount() == 0 || !runtime->getDevice(&device).isOk()) device = -1;
+    comm->initThread = std::thread([comm, id, nranks, rank, cfg = *config, runtime, device] {
+      Status st = Status::ok();
+      if (device >= 0) {
+        st = runtime->setDevice(device);
+        if (!st.isOk()) {
+          st = std::move(st).withPrefix("rank " + std::to_string(rank) +
+                                        ": non-blocking init could not make the caller's device " +
+                                        std::to_string(device) + " current in its thread: ");
+        }
+      }
+      if (st.isOk()) st = initComm(comm, id, nranks, rank, &cfg);
       if (st.isOk()) {
         comm->state.store(weftSuccess);
       } else {
@@ -406,7 +398,11 @@ void freeComm(weftComm* comm) {
   delete comm;
 }
 
-}  // namespace
+}  // namespace capi
+}  // namespace core
+}  // namespace weft
+
+using namespace weft::core::capi;  // NOLINT: this file is the C API over those helpers
 
 extern "C" {
 
@@ -460,6 +456,17 @@ weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId c
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
   if (comms == nullptr) return report(nullptr, invalid("weftCommInitAll: comms is NULL"));
   if (ndev < 1) return report(nullptr, invalid("weftCommInitAll: ndev is %s%lld; it must be at least 1", "", ndev));
+  // A rank whose device cannot be set would leave the others waiting for it: check them first.
+  weft::device::Runtime* gpu = weft::device::gpuRuntime();
+  const int deviceCount = gpu != nullptr ? gpu->deviceCount() : 0;
+  for (int i = 0; devlist != nullptr && gpu != nullptr && i < ndev; ++i) {
+    if (devlist[i] < 0 || devlist[i] >= deviceCount) {
+      return report(nullptr, WEFT_ERROR(weftInvalidArgument,
+                                        "weftCommInitAll: devlist[%d] is %d, but this machine has GPUs 0..%d (%s "
+                                        "backend)",
+                                        i, devlist[i], deviceCount - 1, gpu->name()));
+    }
+  }
   weftUniqueId id;
   weftResult_t r = weftGetUniqueId(&id);
   if (r != weftSuccess) return r;
@@ -468,13 +475,19 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
   std::vector<std::thread> threads;
   for (int i = 0; i < ndev; ++i) {
     threads.emplace_back([&, i] {
-      // Each rank uses its device from devlist (several ranks may name the same one).
+      // Each rank uses its device from devlist (several ranks may name the same one); without
+      // a devlist, devices 0..ndev-1 as NCCL means it (modulo the device count: ranks share
+      // GPUs when there are fewer). Without a GPU backend the ranks are host ranks.
       weft::device::Runtime* runtime = weft::device::gpuRuntime();
-      if (devlist != nullptr && runtime != nullptr) {
-        Status s = runtime->setDevice(devlist[i]);
+      const int nDevices = runtime != nullptr ? runtime->deviceCount() : 0;
+      if (runtime != nullptr && (devlist != nullptr || nDevices > 0)) {
+        const int dev = devlist != nullptr ? devlist[i] : i % nDevices;
+        Status s = runtime->setDevice(dev);
         if (!s.isOk()) {
           results[i] = s.code();
-          errors[i] = "weftCommInitAll: devlist[" + std::to_string(i) + "]: " + s.message();
+          errors[i] = "weftCommInitAll: " +
+                      (devlist != nullptr ? "devlist[" + std::to_string(i) + "]" : "device " + std::to_string(dev)) +
+                      " for rank " + std::to_string(i) + ": " + s.message();
           return;
         }
       }
@@ -521,13 +534,7 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
     return result;
   }
   comm->inFlight.fetch_sub(1);
-  if (impl) {
-    auto* out = new weftComm();
-    out->rank = impl->rank();
-    out->nRanks = impl->nRanks();
-    out->impl = std::move(impl);
-    *newcomm = out;
-  }
+  if (impl) *newcomm = wrapCommunicator(std::move(impl));
   return weftSuccess;
 }
 
@@ -552,7 +559,8 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
 weftResult_t weftCommAbort(weftComm_t comm) {
   if (comm == nullptr) return report(nullptr, invalid("weftCommAbort: comm is NULL"));
   if (comm->initThread.joinable()) {
-    // A non-blocking init may still be running; it ends at its deadline or when it connects.
+    // A non-blocking init may still be running: its bootstrap sees initAbort within ~0.1 s.
+    comm->initAbort.store(true);
     comm->initThread.join();
   }
   if (comm->impl) comm->impl->abort();

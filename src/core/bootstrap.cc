@@ -84,7 +84,7 @@ void Bootstrap::abort() {
 // ---- joining ------------------------------------------------------------------------------
 
 Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
-                         std::unique_ptr<Bootstrap>* out) {
+                         std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit) {
   UniqueIdInfo info;
   WEFT_TRY(decodeUniqueId(id, &info));
   if (nRanks < 1 || nRanks > wire::kMaxRanks || rank < 0 || rank >= nRanks) {
@@ -92,11 +92,17 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   }
   uint64_t start = nowNs();
   std::unique_ptr<Bootstrap> b(new Bootstrap(info, rank, nRanks));
+  b->abortInit_ = abortInit;
   const std::string rootName = info.root.toString();
+  auto abortedWhile = [&](const char* doing) {
+    return WEFT_ERROR(weftInvalidUsage, "bootstrap: rank %d stopped %s: the communicator was aborted (weftCommAbort)",
+                      rank, doing);
+  };
 
   // Reach the root; it may not listen yet when a launcher started every rank at once.
   Socket root;
-  Status s = Socket::connect(info.root, deadline, nullptr, &root);
+  Status s = Socket::connect(info.root, deadline, abortInit, &root);
+  if (b->aborted()) return abortedWhile("reaching the root");
   if (!s.isOk()) {
     return Status::error(s.code(), "bootstrap: rank " + std::to_string(rank) + " cannot reach the root at " + rootName +
                                        ": " + s.message() +
@@ -122,7 +128,8 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   hello.info = self;
   hello.info.rank = rank;
   hello.listen = wire::toWire(b->listener_.localAddress());
-  s = root.sendAll(&hello, sizeof(hello), deadline);
+  s = root.sendAll(&hello, sizeof(hello), deadline, abortInit);
+  if (b->aborted()) return abortedWhile("greeting the root");
   if (!s.isOk()) return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + " greeting the root: ");
 
   // The root answers with the table, or with why not. When ranks are missing it answers just
@@ -130,7 +137,8 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   Deadline answerBy =
       deadline.atNs() == UINT64_MAX ? deadline : Deadline::afterSeconds(deadline.remainingSeconds() + 2);
   wire::Reply reply{};
-  s = root.recvAll(&reply, sizeof(reply), answerBy);
+  s = root.recvAll(&reply, sizeof(reply), answerBy, abortInit);
+  if (b->aborted()) return abortedWhile("waiting for the other ranks to join");
   if (!s.isOk()) {
     if (s.code() == weftTimeout) {
       return WEFT_ERROR(weftTimeout,
@@ -230,7 +238,7 @@ Status Bootstrap::sendFrame(int peer, uint32_t kind, int tag, const void* data, 
   if (peer < 0 || peer >= nRanks_) {
     return WEFT_ERROR(weftInvalidArgument, "bootstrap %s: peer %d is out of range for %d ranks", what, peer, nRanks_);
   }
-  if (abort_.load()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
+  if (aborted()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
   if (peer == rank_) {
     std::lock_guard<std::mutex> lock(queueMutex_);
     const char* p = static_cast<const char*>(data);
@@ -242,7 +250,7 @@ Status Bootstrap::sendFrame(int peer, uint32_t kind, int tag, const void* data, 
   std::lock_guard<std::mutex> lock(c.sendMutex);
   auto failed = [&](Status s, const char* doing) {
     c.out.close();
-    if (abort_.load()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
+    if (aborted()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
     if (s.code() == weftRemoteError) {
       return Status::error(weftRemoteError, "bootstrap: " + describe(peer) + " closed its connection during " + what +
                                                 " (" + s.message() + ")");
@@ -310,7 +318,7 @@ Status Bootstrap::recvFrame(int peer, uint32_t kind, int tag, void* data, size_t
       if (bytes > 0) std::memcpy(data, m.data.data(), bytes);
       return Status::ok();
     }
-    if (abort_.load()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
+    if (aborted()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
     if (!c.inError.isOk()) {
       return Status::error(weftRemoteError, "bootstrap: " + describe(peer) + " closed its connection during " + what +
                                                 " (" + c.inError.message() + ")");

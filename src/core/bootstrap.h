@@ -70,6 +70,11 @@ Status uniqueIdFromEnv(weftUniqueId* id, int* rank, int* nRanks);
 // A short hex string, unique per communicator (from the id's nonce): names shared segments.
 std::string commTagFromId(const weftUniqueId& id);
 
+// Stops the root of `id` if it runs in this process (started by createUniqueId here), closing
+// its listener; *stopped says whether one was still running. Roots of other processes are out
+// of reach. For weftCommInitRankScalable, whose extra ids are not joined through.
+Status stopRoot(const weftUniqueId& id, bool* stopped);
+
 // Root threads of this process that have not finished yet (tests).
 size_t runningRootCount();
 
@@ -78,9 +83,10 @@ class Bootstrap : public PeerExchange {
  public:
   // Joins communicator `id` as `rank` of `nRanks`: meets the others through the root and
   // connects to rank 0. weftTimeout (naming the ranks that never joined) when not all ranks
-  // arrive before the deadline.
+  // arrive before the deadline. When *abortInit becomes true (another thread: weftCommAbort
+  // during a non-blocking init) the join, and every later call, fails within ~0.1 s.
   static Status create(const weftUniqueId& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
-                       std::unique_ptr<Bootstrap>* out);
+                       std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit = nullptr);
   ~Bootstrap() override;
 
   int rank() const { return rank_; }
@@ -110,7 +116,7 @@ class Bootstrap : public PeerExchange {
   // From any thread: every call in progress or to come returns weftRemoteError ("aborted")
   // within about 0.1 s.
   void abort();
-  bool aborted() const { return abort_.load(); }
+  bool aborted() const { return abort_.load() || (abortInit_ != nullptr && abortInit_->load()); }
 
   Bootstrap(const Bootstrap&) = delete;
   Bootstrap& operator=(const Bootstrap&) = delete;
@@ -138,6 +144,7 @@ class Bootstrap : public PeerExchange {
   std::vector<SocketAddress> addrs_;  // each rank's listen address
   Socket listener_;
   std::atomic<bool> abort_{false};
+  const std::atomic<bool>* abortInit_ = nullptr;  // the caller's abort flag (may be null)
 
   // Per peer: the connection we opened (sending) and the one it opened (receiving).
   std::vector<std::unique_ptr<PeerConn>> conns_;

@@ -72,6 +72,7 @@ class RootServer {
   std::atomic<bool> abort{false};
   std::atomic<bool> done{false};
   const pid_t ownerPid = getpid();
+  uint64_t nonce() const { return id_.nonce; }
 
  private:
   struct Conn {
@@ -367,6 +368,33 @@ Status launchRoot(Socket listener, const UniqueIdInfo& info) {
   WEFT_LOG(kInfo, kBoot, "bootstrap root listening at %s (communicator %016llx)", info.root.toString().c_str(),
            static_cast<unsigned long long>(info.nonce));
   r.roots.push_back(server.release());
+  return Status::ok();
+}
+
+Status stopRoot(const weftUniqueId& id, bool* stopped) {
+  *stopped = false;
+  UniqueIdInfo info;
+  WEFT_TRY(decodeUniqueId(id, &info));
+  RootServer* found = nullptr;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = std::find_if(r.roots.begin(), r.roots.end(), [&](RootServer* s) {
+      return s->ownerPid == getpid() && s->nonce() == info.nonce;
+    });
+    if (it == r.roots.end()) return Status::ok();
+    found = *it;
+    r.roots.erase(it);
+  }
+  // Out of the registry, so nobody else joins or frees it: stop it here (within kAbortPollMs).
+  *stopped = !found->done.load();
+  found->abort.store(true);
+  if (found->thread.joinable()) found->thread.join();
+  delete found;
+  if (*stopped) {
+    WEFT_LOG(kInfo, kBoot, "bootstrap root at %s (communicator %016llx) stopped: its id is not used to join",
+             info.root.toString().c_str(), static_cast<unsigned long long>(info.nonce));
+  }
   return Status::ok();
 }
 

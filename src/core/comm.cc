@@ -52,14 +52,15 @@ Communicator::~Communicator() {
 }
 
 Status Communicator::create(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
-                            std::unique_ptr<Communicator>* out) {
+                            std::unique_ptr<Communicator>* out, const std::atomic<bool>* abortInit) {
   std::unique_ptr<Communicator> comm(new Communicator());
-  WEFT_TRY(comm->init(id, nRanks, rank, config));
+  WEFT_TRY(comm->init(id, nRanks, rank, config, abortInit));
   *out = std::move(comm);
   return Status::ok();
 }
 
-Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config) {
+Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
+                          const std::atomic<bool>* abortInit) {
   rank_ = rank;
   nRanks_ = nRanks;
   setLogRank(rank);
@@ -68,7 +69,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   name_ = config && config->commName ? config->commName : "";
   int64_t timeoutS = config && config->timeoutS > 0 ? config->timeoutS : params::TimeoutS();
   Deadline deadline = Deadline::afterSeconds(static_cast<double>(timeoutS));
-  WEFT_TRY(Bootstrap::create(id, rank, nRanks, selfInfo(rank), deadline, &bootstrap_));
+  WEFT_TRY(Bootstrap::create(id, rank, nRanks, selfInfo(rank), deadline, &bootstrap_, abortInit));
   peers_ = bootstrap_->peers();
   nameHostsApart();
   commTag_ = commTagFromId(id);
@@ -483,8 +484,12 @@ Status Communicator::split(int color, int key, const weftConfig_t* config, std::
 }
 
 void Communicator::abort() {
-  aborted_.store(true);
   if (bootstrap_) bootstrap_->abort();
+  abortOperations();
+}
+
+void Communicator::abortOperations() {
+  aborted_.store(true);
   std::lock_guard<std::mutex> lock(connMutex_);
   if (devicePath_) devicePath_->abort();
   for (auto& [key, conn] : conns_) conn->signalAbort(rank_);

@@ -65,9 +65,10 @@ class Communicator final : public coll::ConnectionProvider {
  public:
   ~Communicator() override;
 
-  // Joins communicator `id` (collective over its nRanks callers).
+  // Joins communicator `id` (collective over its nRanks callers). When *abortInit becomes true
+  // (from another thread) the init in progress fails within ~0.1 s.
   static Status create(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
-                       std::unique_ptr<Communicator>* out);
+                       std::unique_ptr<Communicator>* out, const std::atomic<bool>* abortInit = nullptr);
 
   int rank() const { return rank_; }
   int nRanks() const { return nRanks_; }
@@ -98,9 +99,23 @@ class Communicator final : public coll::ConnectionProvider {
   // Collective over this communicator; *out is null for WEFT_SPLIT_NOCOLOR.
   Status split(int color, int key, const weftConfig_t* config, std::unique_ptr<Communicator>* out);
 
+  // A new communicator of the ranks not in `excluded` (sorted, distinct, without this rank), in
+  // their order. Collective over the remaining ranks only: the excluded ones take no part and
+  // may be dead (the bootstrap's hub is not used). abortFirst (WEFT_SHRINK_ABORT) stops this
+  // communicator's operations first; it is unusable afterwards.
+  Status shrink(const std::vector<int>& excluded, const weftConfig_t* config, bool abortFirst,
+                std::unique_ptr<Communicator>* out);
+
+  // What the cost model predicts a call takes on this communicator, in microseconds, without
+  // running or connecting anything (weftGroupSimulateEnd; comm_estimate.cc).
+  double estimateUs(const CollCall& call);
+  double estimateP2pUs(const std::vector<P2pCall>& calls) const;
+
   // From any thread: makes every wait of this communicator fail within milliseconds, and tells
   // the peers through the connections.
   void abort();
+  // The same for collectives and device work only: the bootstrap stays usable (for shrink).
+  void abortOperations();
   bool aborted() const { return aborted_.load(); }
 
   // coll::ConnectionProvider
@@ -115,7 +130,8 @@ class Communicator final : public coll::ConnectionProvider {
 
  private:
   Communicator() = default;
-  Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config);
+  Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
+              const std::atomic<bool>* abortInit);
   Status agreeSettings(const weftConfig_t* config);
   Status probeSingleCopy();
   // Hosts that share a name (containers, network namespaces) get their address appended
@@ -170,6 +186,7 @@ class Communicator final : public coll::ConnectionProvider {
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   uint32_t splits_ = 0;
+  uint32_t shrinks_ = 0;
   std::atomic<bool> aborted_{false};
   // The rank whose failure ended this communicator's operation, when known (-1: not yet).
   std::atomic<int> culprit_{-1};

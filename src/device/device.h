@@ -59,6 +59,12 @@ struct StreamTag;
 struct EventTag;
 using Stream = StreamTag*;
 using Event = EventTag*;
+// The public API's WEFT_STREAM_DEFAULT ((weftStream_t)1): the calling thread's current device's
+// default stream as NCCL means it (CUDA's legacy default stream cudaStreamLegacy, HIP's NULL
+// stream). Every runtime accepts it wherever it takes a Stream and translates it there; it
+// cannot be destroyed.
+inline Stream defaultStreamHandle() { return reinterpret_cast<Stream>(static_cast<uintptr_t>(1)); }
+inline bool isDefaultStreamHandle(Stream s) { return s == defaultStreamHandle(); }
 // A CUDA / HIP graph captured from a stream and instantiated, ready to replay: the runtime's
 // graph and executable graph together behind one opaque pointer.
 struct GraphTag;

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "base/os.h"
+#include "base/params.h"
 #include "device/device.h"
 #include "device/host_memory_runtime.h"
 #include "device/gpu_loader.h"
@@ -49,7 +50,8 @@ struct EmulatedIpcHandle {
   uint64_t bytes;  // the allocation's size, as asked for
   uint64_t inode;
   uint64_t fsDevice;
-  uint64_t reserved[3];
+  uint64_t device;  // the emulated device that allocated it
+  uint64_t reserved[2];
 };
 static_assert(sizeof(EmulatedIpcHandle) == sizeof(IpcHandle), "the emulated IPC handle is 64 bytes");
 
@@ -65,6 +67,7 @@ struct Allocation {
   size_t bytes = 0;   // as asked for: pointerInfo answers for [base, base + bytes)
   size_t mapped = 0;  // the mapping's length (kDevice, kImported)
   int fd = -1;        // the memfd (kDevice)
+  int device = 0;     // the emulated device it belongs to (kDevice, kImported)
 };
 
 // Which addresses are the device's, keyed by base address.
@@ -173,9 +176,24 @@ Status cannotRelease(const char* call, const void* ptr, Region wanted) {
                     call, ptr, regionName(wanted));
 }
 
+// How many devices the emulated backend poses as (WEFT_EMULATED_DEVICES, read at each call so
+// that a test may change it), and the calling thread's current one (device 0 until setDevice,
+// as a CUDA thread starts).
+int emulatedDevices() { return static_cast<int>(std::clamp<int64_t>(params::EmulatedDevices(), 1, 8)); }
+thread_local int tCurrentDevice = 0;
+
 Status oneDevice(const char* call, int device) {
-  return WEFT_ERROR(weftInvalidArgument, "emulated runtime: %s(%d): there is one device, 0", call, device);
+  const int n = emulatedDevices();
+  if (n == 1) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "emulated runtime: %s(%d): there is one device, 0 (WEFT_EMULATED_DEVICES poses as more)", call,
+                      device);
+  }
+  return WEFT_ERROR(weftInvalidArgument,
+                    "emulated runtime: %s(%d): the emulated devices are 0..%d (WEFT_EMULATED_DEVICES=%d)", call, device,
+                    n - 1, n);
 }
+bool validDevice(int device) { return device >= 0 && device < emulatedDevices(); }
 
 int cpuCount() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
@@ -186,13 +204,15 @@ class EmulatedRuntime final : public HostMemoryRuntime {
   std::string description() const override {
     return "emulated device: host memory posing as one GPU, for tests (" + std::to_string(cpuCount()) + " CPUs)";
   }
-  int deviceCount() const override { return 1; }
+  int deviceCount() const override { return emulatedDevices(); }
   Status deviceProps(int device, DeviceProps* out) const override {
-    if (device != 0) return oneDevice("deviceProps", device);
+    if (!validDevice(device)) return oneDevice("deviceProps", device);
     DeviceProps p;
     p.name = "Weft emulated device";
     p.arch = "emulated";
-    p.pciBusId = "0000:00:00.0";
+    char busId[16];
+    std::snprintf(busId, sizeof(busId), "0000:%02x:00.0", device);
+    p.pciBusId = busId;
     p.warpSize = 1;
     p.multiProcessors = cpuCount() * 4;
     long pages = sysconf(_SC_PHYS_PAGES);
@@ -200,18 +220,24 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     *out = p;
     return Status::ok();
   }
-  Status setDevice(int device) override { return device == 0 ? Status::ok() : oneDevice("setDevice", device); }
+  Status setDevice(int device) override {
+    if (!validDevice(device)) return oneDevice("setDevice", device);
+    tCurrentDevice = device;
+    return Status::ok();
+  }
   Status getDevice(int* device) const override {
-    *device = 0;
+    *device = validDevice(tCurrentDevice) ? tCurrentDevice : 0;
     return Status::ok();
   }
   Status canAccessPeer(int device, int peer, bool* out) const override {
-    if (device != 0) return oneDevice("canAccessPeer", device);
-    if (peer != 0) return oneDevice("canAccessPeer", peer);
+    if (!validDevice(device)) return oneDevice("canAccessPeer", device);
+    if (!validDevice(peer)) return oneDevice("canAccessPeer", peer);
     *out = true;
     return Status::ok();
   }
-  Status enablePeerAccess(int peer) override { return peer == 0 ? Status::ok() : oneDevice("enablePeerAccess", peer); }
+  Status enablePeerAccess(int peer) override {
+    return validDevice(peer) ? Status::ok() : oneDevice("enablePeerAccess", peer);
+  }
 
   // A memfd, so that ipcExport can hand the same pages to another process.
   Status allocDevice(size_t bytes, void** out) override {
@@ -231,7 +257,9 @@ class EmulatedRuntime final : public HostMemoryRuntime {
       close(fd);
       return systemError("allocDevice", bytes, "mmap", err);
     }
-    registry().add(p, Allocation{Region::kDevice, bytes, mapped, fd});
+    int device = 0;
+    (void)getDevice(&device);
+    registry().add(p, Allocation{Region::kDevice, bytes, mapped, fd, device});
     *out = p;
     return Status::ok();
   }
@@ -267,7 +295,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     if (!registry().findContaining(ptr, &a)) {
       *out = PointerInfo{MemoryKind::kHost, -1};
     } else if (a.region == Region::kDevice || a.region == Region::kImported) {
-      *out = PointerInfo{MemoryKind::kDevice, 0};
+      *out = PointerInfo{MemoryKind::kDevice, a.device};
     } else {
       *out = PointerInfo{MemoryKind::kPinnedHost, -1};
     }
@@ -297,6 +325,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     h.bytes = a.bytes;
     h.inode = st.st_ino;
     h.fsDevice = st.st_dev;
+    h.device = static_cast<uint64_t>(a.device);
     std::memcpy(out->bytes, &h, sizeof(h));
     return Status::ok();
   }
@@ -337,7 +366,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     int err = errno;
     close(fd);  // the mapping keeps the memory
     if (p == MAP_FAILED) return systemError("ipcImport", h.bytes, "mmap", err);
-    registry().add(p, Allocation{Region::kImported, h.bytes, mapped, -1});
+    registry().add(p, Allocation{Region::kImported, h.bytes, mapped, -1, static_cast<int>(h.device)});
     *out = p;
     return Status::ok();
   }

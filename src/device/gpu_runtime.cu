@@ -81,7 +81,19 @@ Status gpuFailure(GpuError err, const char* call, const char* file, int line, co
     }                                                                                         \
   } while (0)
 
-GpuStream gpuStream(Stream s) { return reinterpret_cast<GpuStream>(s); }
+// WEFT_STREAM_DEFAULT (device.h) is the current device's default stream: CUDA's legacy
+// default stream, which synchronizes with other blocking streams as NCCL's NULL does; HIP's
+// NULL stream.
+GpuStream gpuStream(Stream s) {
+  if (isDefaultStreamHandle(s)) {
+#if defined(__HIPCC__)
+    return nullptr;
+#else
+    return cudaStreamLegacy;
+#endif
+  }
+  return reinterpret_cast<GpuStream>(s);
+}
 GpuEvent gpuEvent(Event e) { return reinterpret_cast<GpuEvent>(e); }
 
 // What a Graph points to: the captured graph and its executable instance.
@@ -236,7 +248,9 @@ class GpuRuntime final : public Runtime {
     return Status::ok();
   }
   Status streamDestroy(Stream stream) override {
-    if (stream == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s runtime: streamDestroy(default stream)", name());
+    if (stream == nullptr || isDefaultStreamHandle(stream)) {
+      return WEFT_ERROR(weftInvalidArgument, "%s runtime: streamDestroy(default stream): it is not destroyed", name());
+    }
     WEFT_GPU_TRY(StreamDestroy, (gpuStream(stream)), "%p", static_cast<void*>(stream));
     return Status::ok();
   }

@@ -55,7 +55,10 @@ Status HostMemoryRuntime::streamCreate(Stream* out) {
 }
 
 Status HostMemoryRuntime::streamDestroy(Stream stream) {
-  if (stream == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s: streamDestroy(default stream)", label_);
+  if (stream == nullptr || isDefaultStreamHandle(stream)) {
+    return WEFT_ERROR(weftInvalidArgument, "%s: streamDestroy(default stream): the default stream is not destroyed",
+                      label_);
+  }
   delete reinterpret_cast<TokenStream*>(stream);
   return Status::ok();
 }

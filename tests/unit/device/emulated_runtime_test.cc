@@ -94,6 +94,42 @@ TEST(EmulatedRuntime, PosesAsOneGpu) {
   EXPECT_EQ(rt.enablePeerAccess(2).code(), weftInvalidArgument);
 }
 
+TEST(EmulatedRuntime, PosesAsSeveralGpusOnRequest) {
+  Runtime& rt = emulatedRuntime();
+  setenv("WEFT_EMULATED_DEVICES", "3", 1);
+  EXPECT_EQ(rt.deviceCount(), 3);
+  DeviceProps p;
+  ASSERT_TRUE(rt.deviceProps(2, &p).isOk());
+  EXPECT_EQ(p.pciBusId, "0000:02:00.0");
+  Status s = rt.deviceProps(3, &p);
+  EXPECT_TRUE(contains(s, "deviceProps(3): the emulated devices are 0..2")) << s.message();
+  // The current device is the thread's: a new thread starts on device 0.
+  ASSERT_TRUE(rt.setDevice(2).isOk());
+  int device = -1;
+  ASSERT_TRUE(rt.getDevice(&device).isOk());
+  EXPECT_EQ(device, 2);
+  std::thread([&] {
+    int other = -1;
+    EXPECT_TRUE(rt.getDevice(&other).isOk());
+    EXPECT_EQ(other, 0);
+  }).join();
+  // Device memory belongs to the device current when it was allocated.
+  void* mem = nullptr;
+  ASSERT_TRUE(rt.allocDevice(100, &mem).isOk());
+  PointerInfo info;
+  ASSERT_TRUE(rt.pointerInfo(static_cast<char*>(mem) + 50, &info).isOk());
+  EXPECT_EQ(info.kind, MemoryKind::kDevice);
+  EXPECT_EQ(info.device, 2);
+  bool can = false;
+  ASSERT_TRUE(rt.canAccessPeer(2, 1, &can).isOk());
+  EXPECT_TRUE(can);
+  EXPECT_TRUE(rt.freeDevice(mem).isOk());
+  ASSERT_TRUE(rt.setDevice(0).isOk());
+  unsetenv("WEFT_EMULATED_DEVICES");
+  EXPECT_EQ(rt.deviceCount(), 1);
+  EXPECT_EQ(rt.setDevice(1).code(), weftInvalidArgument);
+}
+
 TEST(EmulatedRuntime, PointerInfoKnowsEveryAllocation) {
   Runtime& rt = emulatedRuntime();
   void* dev = nullptr;
