@@ -17,6 +17,14 @@
 //    the last contribution computes (a + b) / divisor, divisor = number of ranks; in float for
 //    float and the reduced-precision types, in double for double, integer division (toward
 //    zero, of the wrapped sum) for integers.
+//  - PreMulSum (weftRedOpCreatePreMulSum, scalar s of the op's datatype): every rank's input
+//    element x is multiplied by s once, where it enters the data flow (a step that reads the
+//    send buffer), and the products are then summed exactly like weftSum. The product is
+//    OpProd<T>::apply(x, s): for Half, BFloat16 and FP8, float(x) * float(s) rounded once to the
+//    storage type (nearest-even; E4M3 saturating); float in float, double in double; integers
+//    wrap modulo 2^bits. Not fused: each product is rounded to T before it is added, so for
+//    n ranks the result is sum_T(round_T(x_0 * s), ..., round_T(x_{n-1} * s)) in the order the
+//    algorithm adds, the same on the host and on the device (both call preMul below).
 #ifndef WEFT_COLLECTIVES_REDUCE_H_
 #define WEFT_COLLECTIVES_REDUCE_H_
 
@@ -123,6 +131,13 @@ WEFT_HOST_DEVICE inline T sumDivide(T a, T b, uint32_t divisor) {
   }
 }
 
+// PreMulSum's product for one element (see the numerics above): the rank's own input times
+// the op's scalar, rounded once to T.
+template <typename T>
+WEFT_HOST_DEVICE inline T preMul(T x, T scalar) {
+  return OpProd<T>::apply(x, scalar);
+}
+
 // dst[i] = Op(a[i], b[i]) for i = first, first + stride, ... < n. dst may be a or b (each
 // element is read before it is written) but must not overlap them otherwise.
 template <typename T, typename Op>
@@ -149,6 +164,13 @@ ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op);
 // and the slot that forwards the result); neither may overlap a or b unless it equals it.
 using ReduceCopyFn = void (*)(void* dst, void* dst2, const void* a, const void* b, size_t n, uint32_t divisor);
 ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op);
+
+// PreMulSum where a rank's own contribution enters: dst[i] = preMul(own[i], *scalar) when in is
+// null, else OpSum(preMul(own[i], *scalar), in[i]); also stored to dst2 when it is not null.
+// scalar points to one element of the type (host memory). dst may be own or in exactly. The
+// other steps of a premul-sum combine with reduceFunction(type, weftSum).
+using PreMulFn = void (*)(void* dst, void* dst2, const void* own, const void* in, size_t n, const void* scalar);
+PreMulFn preMulFunction(weftDataType_t type);
 
 }  // namespace coll
 }  // namespace weft

@@ -9,10 +9,6 @@ weftResult_t pending() { return weftInternalError; }
 extern "C" {
 weftResult_t weftCommInitRankScalable(weftComm_t*, int, int, int, weftUniqueId*, weftConfig_t*) { return pending(); }
 weftResult_t weftCommShrink(weftComm_t, const int*, int, weftComm_t*, weftConfig_t*, int) { return pending(); }
-weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t*, void*, weftDataType_t, weftScalarResidence_t, weftComm_t) {
-  return pending();
-}
-weftResult_t weftRedOpDestroy(weftRedOp_t, weftComm_t) { return pending(); }
 weftResult_t weftMemAlloc(void**, size_t) { return pending(); }
 weftResult_t weftMemFree(void*) { return pending(); }
 weftResult_t weftCommRegister(const weftComm_t, void*, size_t, void**) { return pending(); }
