@@ -50,6 +50,7 @@ void avgHost(void* dst, void* dst2, const void* a, const void* b, size_t n, uint
 
 template <typename T>
 void preMulHost(void* dst, void* dst2, const void* own, const void* in, size_t n, const void* scalar) {
+  if (n == 0) return;  // touches nothing, the scalar included
   T s;
   std::memcpy(&s, scalar, sizeof(T));
   T* d = static_cast<T*>(dst);
