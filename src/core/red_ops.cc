@@ -19,6 +19,11 @@ namespace {
 
 constexpr uint32_t kRedOpTagBits = 10;
 
+// The parts of an op's value (meaningful for values >= weftNumOps).
+uint32_t indexOf(weftRedOp_t op, int indexBits) {
+  return static_cast<uint32_t>((static_cast<int64_t>(op) - weftNumOps) & ((int64_t{1} << indexBits) - 1));
+}
+
 bool deviceReachable(device::MemoryKind kind) {
   return kind == device::MemoryKind::kDevice || kind == device::MemoryKind::kManaged ||
          kind == device::MemoryKind::kPinnedHost;
@@ -78,9 +83,8 @@ Status Communicator::createPreMulSum(const void* scalar, weftDataType_t type, we
 
 Status Communicator::findPreMulSum(weftRedOp_t op, weftDataType_t type, const char* fn, PreMulSumOp* out) const {
   const int64_t v = static_cast<int64_t>(op) - weftNumOps;
-  const uint32_t tag = static_cast<uint32_t>(v >> kRedOpIndexBits);
-  const uint32_t index = static_cast<uint32_t>(v & ((int64_t{1} << kRedOpIndexBits) - 1));
-  if (v < 0 || tag != redOpTag()) {
+  const uint32_t index = indexOf(op, kRedOpIndexBits);
+  if (v < 0 || static_cast<uint32_t>(v >> kRedOpIndexBits) != redOpTag()) {
     return WEFT_ERROR(weftInvalidArgument,
                       "rank %d: %s: op %d is not a weftRedOp_t of this communicator: the built-in ops are 0..%d, and "
                       "an op made by weftRedOpCreatePreMulSum is valid only on the communicator that made it",
@@ -109,18 +113,17 @@ Status Communicator::checkRedOp(weftRedOp_t op, weftDataType_t type, const char*
 }
 
 Status Communicator::destroyRedOp(weftRedOp_t op) {
-  PreMulSumOp found;
-  // Any datatype: look the op up with its own.
-  const int64_t v = static_cast<int64_t>(op) - weftNumOps;
+  // An op is destroyed whatever its datatype: look it up with its own.
+  const uint32_t index = indexOf(op, kRedOpIndexBits);
   weftDataType_t type = weftFloat32;
   {
     std::lock_guard<std::mutex> lock(redOpsMutex_);
-    auto it = redOps_.find(static_cast<uint32_t>(v & ((int64_t{1} << kRedOpIndexBits) - 1)));
+    auto it = redOps_.find(index);
     if (it != redOps_.end()) type = it->second.type;
   }
-  WEFT_TRY(findPreMulSum(op, type, "weftRedOpDestroy", &found));
+  WEFT_TRY(findPreMulSum(op, type, "weftRedOpDestroy", nullptr));
   std::lock_guard<std::mutex> lock(redOpsMutex_);
-  redOps_.erase(static_cast<uint32_t>(v & ((int64_t{1} << kRedOpIndexBits) - 1)));
+  redOps_.erase(index);
   return Status::ok();
 }
 
