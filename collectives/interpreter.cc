@@ -314,8 +314,8 @@ class Interpreter {
         const View& src = rs.views[static_cast<int>(st.srcBuf)];
         const View& dst = rs.views[static_cast<int>(st.dstBuf)];
         if (st.kind == StepKind::kCopy && src.alloc == dst.alloc &&
-            src.base + st.srcOffset == dst.base + st.dstOffset) {
-          continue;  // skipped by executors
+            src.base + st.srcOffset == dst.base + st.dstOffset && !(preMulHere() && st.srcBuf == Buf::kSend)) {
+          continue;  // skipped by executors (unless it multiplies a premul-sum's input in place)
         }
         if (stepReads(st.kind)) f(static_cast<int>(l), src.alloc, src.base + st.srcOffset, st.count, false);
         if (stepWrites(st.kind)) f(static_cast<int>(l), dst.alloc, dst.base + st.dstOffset, st.count, true);
