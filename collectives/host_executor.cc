@@ -168,9 +168,9 @@ class Executor {
     // step reads the send buffer (so never sends it by reference).
     const bool scalesOwn = run.preMul != nullptr && src != nullptr && step.srcBuf == Buf::kSend;
     char byReference = run.sendByReference[t.step];
-    bool sendReference = !scalesOwn && plan_.sendBufferStable && bytes >= plan_.referenceMinBytes &&
-                         (byReference == LaneRun::kTransportReads ||
-                          (byReference == LaneRun::kPeerReads && plan_.peersReadReferences));
+    bool sendReference =
+        !scalesOwn && plan_.sendBufferStable && bytes >= plan_.referenceMinBytes &&
+        (byReference == LaneRun::kTransportReads || (byReference == LaneRun::kPeerReads && plan_.peersReadReferences));
     if (in && inBytes == 0) {
       // A reference: a plain receive reads straight into its destination (the single copy);
       // anything else reads into a bounce buffer and carries on as with a slot.

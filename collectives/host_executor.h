@@ -136,8 +136,7 @@ Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider);
 ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t slotBytes);
 // preMul and scalar: a premul-sum's (LaneRun); null for every other op.
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
-                 ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul = nullptr,
-                 const void* scalar = nullptr);
+                 ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul = nullptr, const void* scalar = nullptr);
 
 }  // namespace coll
 }  // namespace weft

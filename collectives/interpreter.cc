@@ -138,9 +138,9 @@ class Interpreter {
     }
     std::string scaled;
     if (o_.preMul) {
-      scaled = v.scaledCount == 0                                    ? ", none pre-multiplied"
+      scaled = v.scaledCount == 0                                ? ", none pre-multiplied"
                : (v.scaled == v.set && v.scaledCount == v.count) ? ", pre-multiplied"
-                                                                   : format(", %u pre-multiplied", v.scaledCount);
+                                                                 : format(", %u pre-multiplied", v.scaledCount);
     }
     return format("element %" PRId64 " %s%s%s", v.index, who.c_str(), (v.flags & kPost) ? ", post-processed" : "",
                   scaled.c_str());
@@ -528,9 +528,10 @@ class Interpreter {
           return fail(format("reads %s, which holds nothing yet", bufferName(r, src.alloc, srcAt + j).c_str()));
         if (scalesOwn) {
           if (v.scaledCount != 0) {
-            return fail(format("reads %s from the send buffer, where executors multiply by the premul-sum scalar, "
-                               "but it holds %s: a contribution would be multiplied twice",
-                               bufferName(r, src.alloc, srcAt + j).c_str(), describe(v).c_str()));
+            return fail(
+                format("reads %s from the send buffer, where executors multiply by the premul-sum scalar, "
+                       "but it holds %s: a contribution would be multiplied twice",
+                       bufferName(r, src.alloc, srcAt + j).c_str(), describe(v).c_str()));
           }
           v.scaled = v.set, v.scaledCount = v.count;
         }

@@ -9,8 +9,9 @@
 // The arithmetic is collectives/reduce.h's: the same op functors applied pairwise, left to right
 // over the sources, with the result rounded to T after every step, and avg's division applied
 // on the last step only; a premul-sum multiplies the first source (a rank's own input) by its
-// scalar before anything is added (Step::first). So the result equals a chain of the host functions of reduce.cc bit for
-// bit (NaN payloads aside: GPUs return a canonical NaN from arithmetic on a NaN).
+// scalar before anything is added (Step::first). So the result equals a chain of the host
+// functions of reduce.cc bit for bit (NaN payloads aside: GPUs return a canonical NaN from
+// arithmetic on a NaN).
 #ifndef WEFT_COLLECTIVES_DEVICE_REDUCE_COPY_CUH_
 #define WEFT_COLLECTIVES_DEVICE_REDUCE_COPY_CUH_
 

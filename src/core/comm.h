@@ -84,8 +84,7 @@ class Communicator final : public coll::ConnectionProvider {
 
   // Premul-sum ops (red_ops.cc). Their values are weftNumOps and up, valid on this communicator
   // only: the same sequence of creations gives the same values on every rank.
-  Status createPreMulSum(const void* scalar, weftDataType_t type, weftScalarResidence_t residence,
-                         weftRedOp_t* out);
+  Status createPreMulSum(const void* scalar, weftDataType_t type, weftScalarResidence_t residence, weftRedOp_t* out);
   Status destroyRedOp(weftRedOp_t op);
   // Ok when op is a premul-sum op of this communicator, alive, made for `type`; else a message
   // that says which of those it is not (fn: the API call, for the message).

@@ -173,9 +173,8 @@ Status DevicePath::growStaging(size_t bytes) {
   return Status::ok();
 }
 
-Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes,
-                           weftDataType_t type, const DeviceOp& op, size_t slotBytes, void* stream,
-                           coll::ConnectionProvider* provider) {
+Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, weftDataType_t type,
+                           const DeviceOp& op, size_t slotBytes, void* stream, coll::ConnectionProvider* provider) {
   refused_ = false;
   if (calls.empty() || calls.size() > static_cast<size_t>(device::kMaxFusedOps)) {
     return WEFT_ERROR(weftInternalError, "rank %d: a device launch of %zu collectives", rank_, calls.size());

@@ -94,8 +94,8 @@ Status Communicator::findPreMulSum(weftRedOp_t op, weftDataType_t type, const ch
   auto it = redOps_.find(index);
   if (it == redOps_.end()) {
     bool destroyed = redOpIndicesWrapped_ || index < nextRedOpIndex_;
-    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: op %d %s; create one with weftRedOpCreatePreMulSum", rank_,
-                      fn, static_cast<int>(op),
+    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: op %d %s; create one with weftRedOpCreatePreMulSum", rank_, fn,
+                      static_cast<int>(op),
                       destroyed ? "was destroyed by weftRedOpDestroy" : "was never made by this communicator");
   }
   if (it->second.type != type) {
@@ -132,8 +132,7 @@ Status Communicator::readScalar(const PreMulSumOp& op, uint64_t* bytes) const {
   if (!op.deviceScalar) return Status::ok();
   device::Runtime* runtime = device::gpuRuntime();
   if (runtime == nullptr) {
-    return WEFT_ERROR(weftInternalError, "rank %d: a premul-sum's device scalar, but no GPU backend is loaded",
-                      rank_);
+    return WEFT_ERROR(weftInternalError, "rank %d: a premul-sum's device scalar, but no GPU backend is loaded", rank_);
   }
   Status s = runtime->copy(bytes, op.device, coll::dataTypeSize(op.type), device::CopyKind::kDeviceToHost);
   if (!s.isOk()) {

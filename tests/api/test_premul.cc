@@ -25,8 +25,8 @@ using weft::coll::Fp8E4M3;
 using weft::coll::Fp8E5M2;
 using weft::coll::Half;
 
-const weftDataType_t kAllTypes[] = {weftInt8,   weftUint8,   weftInt32,    weftUint32,
-                                    weftInt64,  weftUint64,  weftFloat16,  weftFloat32,
+const weftDataType_t kAllTypes[] = {weftInt8,    weftUint8,    weftInt32,      weftUint32,
+                                    weftInt64,   weftUint64,   weftFloat16,    weftFloat32,
                                     weftFloat64, weftBfloat16, weftFloat8e4m3, weftFloat8e5m2};
 
 using Bytes = std::vector<char>;
@@ -228,13 +228,20 @@ void roundedExpected(const std::vector<double>& xs, const std::vector<double>& s
 
 void roundedExpected(weftDataType_t t, const std::vector<double>& xs, const std::vector<double>& ss, void* out) {
   switch (t) {
-    case weftFloat16: return roundedExpected<Half>(xs, ss, out);
-    case weftFloat32: return roundedExpected<float>(xs, ss, out);
-    case weftFloat64: return roundedExpected<double>(xs, ss, out);
-    case weftBfloat16: return roundedExpected<BFloat16>(xs, ss, out);
-    case weftFloat8e4m3: return roundedExpected<Fp8E4M3>(xs, ss, out);
-    case weftFloat8e5m2: return roundedExpected<Fp8E5M2>(xs, ss, out);
-    default: FAIL() << "not a floating type: " << t;
+    case weftFloat16:
+      return roundedExpected<Half>(xs, ss, out);
+    case weftFloat32:
+      return roundedExpected<float>(xs, ss, out);
+    case weftFloat64:
+      return roundedExpected<double>(xs, ss, out);
+    case weftBfloat16:
+      return roundedExpected<BFloat16>(xs, ss, out);
+    case weftFloat8e4m3:
+      return roundedExpected<Fp8E4M3>(xs, ss, out);
+    case weftFloat8e5m2:
+      return roundedExpected<Fp8E5M2>(xs, ss, out);
+    default:
+      FAIL() << "not a floating type: " << t;
   }
 }
 
@@ -288,11 +295,11 @@ INSTANTIATE_TEST_SUITE_P(Ranks, PreMulSumRounding,
 
 // ---- Errors ----
 
-#define EXPECT_ERROR(call, code, needle)                                                        \
-  do {                                                                                          \
-    EXPECT_EQ((call), (code));                                                                  \
-    const std::string text = weftGetLastError(r.comm);                                         \
-    EXPECT_NE(text.find(needle), std::string::npos) << "message: " << text;                    \
+#define EXPECT_ERROR(call, code, needle)                                    \
+  do {                                                                      \
+    EXPECT_EQ((call), (code));                                              \
+    const std::string text = weftGetLastError(r.comm);                      \
+    EXPECT_NE(text.find(needle), std::string::npos) << "message: " << text; \
   } while (0)
 
 TEST(PreMulSumErrors, BadArgumentsWrongTypeDestroyedAndForeignOps) {
@@ -303,13 +310,12 @@ TEST(PreMulSumErrors, BadArgumentsWrongTypeDestroyedAndForeignOps) {
                  weftInvalidArgument, "op is NULL");
     EXPECT_ERROR(weftRedOpCreatePreMulSum(&op, nullptr, weftFloat32, weftScalarHostImmediate, r.comm),
                  weftInvalidArgument, "scalar is NULL");
-    EXPECT_ERROR(weftRedOpCreatePreMulSum(&op, &one, static_cast<weftDataType_t>(weftNumTypes),
-                                          weftScalarHostImmediate, r.comm),
-                 weftInvalidArgument, "is not a weftDataType_t");
+    EXPECT_ERROR(
+        weftRedOpCreatePreMulSum(&op, &one, static_cast<weftDataType_t>(weftNumTypes), weftScalarHostImmediate, r.comm),
+        weftInvalidArgument, "is not a weftDataType_t");
     EXPECT_ERROR(weftRedOpCreatePreMulSum(&op, &one, weftFloat32, static_cast<weftScalarResidence_t>(7), r.comm),
                  weftInvalidArgument, "residence 7");
-    EXPECT_EQ(weftRedOpCreatePreMulSum(&op, &one, weftFloat32, weftScalarHostImmediate, nullptr),
-              weftInvalidArgument);
+    EXPECT_EQ(weftRedOpCreatePreMulSum(&op, &one, weftFloat32, weftScalarHostImmediate, nullptr), weftInvalidArgument);
     // No GPU runtime in this test binary (or, on a GPU machine, a host pointer): refused now.
     EXPECT_ERROR(weftRedOpCreatePreMulSum(&op, &one, weftFloat32, weftScalarDevice, r.comm), weftInvalidArgument,
                  "weftScalarHostImmediate");

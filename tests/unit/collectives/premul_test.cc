@@ -244,9 +244,12 @@ struct Reducing {
   CollKind kind;
   Algo algo;
 };
-const Reducing kReducing[] = {{CollKind::kAllReduce, Algo::kRing},          {CollKind::kAllReduce, Algo::kTree},
-                              {CollKind::kAllReduce, Algo::kRecursiveDoubling}, {CollKind::kReduceScatter, Algo::kRing},
-                              {CollKind::kReduce, Algo::kRing},             {CollKind::kReduce, Algo::kTree}};
+const Reducing kReducing[] = {{CollKind::kAllReduce, Algo::kRing},
+                              {CollKind::kAllReduce, Algo::kTree},
+                              {CollKind::kAllReduce, Algo::kRecursiveDoubling},
+                              {CollKind::kReduceScatter, Algo::kRing},
+                              {CollKind::kReduce, Algo::kRing},
+                              {CollKind::kReduce, Algo::kTree}};
 
 TEST(PreMulSumInterpreter, EveryReducingAlgorithmMultipliesEachContributionOnce) {
   for (const Reducing& c : kReducing) {

@@ -30,8 +30,8 @@ struct UseEmulatedDevice {
 
 weft::device::Runtime& rt() { return *weft::device::gpuRuntime(); }
 
-const weftDataType_t kAllTypes[] = {weftInt8,   weftUint8,   weftInt32,    weftUint32,
-                                    weftInt64,  weftUint64,  weftFloat16,  weftFloat32,
+const weftDataType_t kAllTypes[] = {weftInt8,    weftUint8,    weftInt32,      weftUint32,
+                                    weftInt64,   weftUint64,   weftFloat16,    weftFloat32,
                                     weftFloat64, weftBfloat16, weftFloat8e4m3, weftFloat8e5m2};
 
 bool isInteger(weftDataType_t t) {
@@ -48,12 +48,32 @@ void put(weftDataType_t t, void* buf, size_t i, double v) {
   }
   const float f = static_cast<float>(v);
   switch (t) {
-    case weftFloat16: { auto x = weft::coll::Half(f); std::memcpy(at, &x, 2); break; }
-    case weftBfloat16: { auto x = weft::coll::BFloat16(f); std::memcpy(at, &x, 2); break; }
-    case weftFloat8e4m3: { auto x = weft::coll::Fp8E4M3(f); std::memcpy(at, &x, 1); break; }
-    case weftFloat8e5m2: { auto x = weft::coll::Fp8E5M2(f); std::memcpy(at, &x, 1); break; }
-    case weftFloat32: std::memcpy(at, &f, 4); break;
-    default: std::memcpy(at, &v, 8); break;
+    case weftFloat16: {
+      auto x = weft::coll::Half(f);
+      std::memcpy(at, &x, 2);
+      break;
+    }
+    case weftBfloat16: {
+      auto x = weft::coll::BFloat16(f);
+      std::memcpy(at, &x, 2);
+      break;
+    }
+    case weftFloat8e4m3: {
+      auto x = weft::coll::Fp8E4M3(f);
+      std::memcpy(at, &x, 1);
+      break;
+    }
+    case weftFloat8e5m2: {
+      auto x = weft::coll::Fp8E5M2(f);
+      std::memcpy(at, &x, 1);
+      break;
+    }
+    case weftFloat32:
+      std::memcpy(at, &f, 4);
+      break;
+    default:
+      std::memcpy(at, &v, 8);
+      break;
   }
 }
 
@@ -154,8 +174,8 @@ TEST_P(PreMulSumDevice, EveryReducingCollectiveAlgorithmTypeAndResidence) {
               for (bool inPlace : {false, true}) {
                 const std::string what = std::string(algo) + " " + weft::coll::dataTypeName(type) + " scheme " +
                                          std::to_string(scheme) + (onDevice ? " device scalar" : " immediate") +
-                                         " count " + std::to_string(count) + (inPlace ? " in place" : "") +
-                                         " rank " + std::to_string(rank);
+                                         " count " + std::to_string(count) + (inPlace ? " in place" : "") + " rank " +
+                                         std::to_string(rank);
                 DeviceBuffer send(count * n * es), recv(count * n * es);
                 std::vector<char> want;
                 // All-reduce.

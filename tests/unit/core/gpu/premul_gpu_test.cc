@@ -33,16 +33,26 @@ GpuLoadResult& loaded() {
   return result;
 }
 
-const weftDataType_t kAllTypes[] = {weftInt8,   weftUint8,   weftInt32,    weftUint32,
-                                    weftInt64,  weftUint64,  weftFloat16,  weftFloat32,
+const weftDataType_t kAllTypes[] = {weftInt8,    weftUint8,    weftInt32,      weftUint32,
+                                    weftInt64,   weftUint64,   weftFloat16,    weftFloat32,
                                     weftFloat64, weftBfloat16, weftFloat8e4m3, weftFloat8e5m2};
 
 size_t sizeOf(weftDataType_t t) {
   switch (t) {
-    case weftInt8: case weftUint8: case weftFloat8e4m3: case weftFloat8e5m2: return 1;
-    case weftFloat16: case weftBfloat16: return 2;
-    case weftInt32: case weftUint32: case weftFloat32: return 4;
-    default: return 8;
+    case weftInt8:
+    case weftUint8:
+    case weftFloat8e4m3:
+    case weftFloat8e5m2:
+      return 1;
+    case weftFloat16:
+    case weftBfloat16:
+      return 2;
+    case weftInt32:
+    case weftUint32:
+    case weftFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -60,10 +70,18 @@ uint64_t smallFloat(std::mt19937_64& rng, int manBits, int expBits, uint32_t lo,
 void randomElement(weftDataType_t t, std::mt19937_64& rng, void* out) {
   uint64_t bits = rng();
   switch (t) {
-    case weftFloat16: bits = smallFloat(rng, 10, 5, 12, 17); break;        // 2^-3 .. 2^2
-    case weftBfloat16: bits = smallFloat(rng, 7, 8, 124, 129); break;      // 2^-3 .. 2^2
-    case weftFloat8e4m3: bits = smallFloat(rng, 3, 4, 4, 9); break;        // 2^-3 .. 2^2
-    case weftFloat8e5m2: bits = smallFloat(rng, 2, 5, 12, 17); break;      // 2^-3 .. 2^2
+    case weftFloat16:
+      bits = smallFloat(rng, 10, 5, 12, 17);
+      break;  // 2^-3 .. 2^2
+    case weftBfloat16:
+      bits = smallFloat(rng, 7, 8, 124, 129);
+      break;  // 2^-3 .. 2^2
+    case weftFloat8e4m3:
+      bits = smallFloat(rng, 3, 4, 4, 9);
+      break;  // 2^-3 .. 2^2
+    case weftFloat8e5m2:
+      bits = smallFloat(rng, 2, 5, 12, 17);
+      break;  // 2^-3 .. 2^2
     case weftFloat32: {
       const float f = static_cast<float>(static_cast<int64_t>(rng() % 8192) - 4096) / 1024.0f + 1.0f / 3.0f;
       std::memcpy(out, &f, 4);
@@ -74,7 +92,8 @@ void randomElement(weftDataType_t t, std::mt19937_64& rng, void* out) {
       std::memcpy(out, &d, 8);
       return;
     }
-    default: break;
+    default:
+      break;
   }
   std::memcpy(out, &bits, sizeOf(t));
 }
@@ -146,7 +165,7 @@ TEST_F(PreMulSumGpu, KernelsMatchTheHostExecutorBitForBit) {
           if (first == count) first = i;
         }
       }
- EXPECT_EQ(differ, 0u) << "datatype " << type << ": " << differ << " elements differ, the first at " << first;
+      EXPECT_EQ(differ, 0u) << "datatype " << type << ": " << differ << " elements differ, the first at " << first;
       (void)rt_->freeDevice(dSend);
       (void)rt_->freeDevice(dRecv);
       EXPECT_EQ(weftRedOpDestroy(op, comm), weftSuccess);
