@@ -236,7 +236,8 @@ inline const char* dataTypeName(weftDataType_t type) {
   }
 }
 
-// "sum", "prod", "max", "min", "avg"; "invalid" otherwise.
+// "sum", "prod", "max", "min", "avg"; "premulsum" for the ops weftRedOpCreatePreMulSum makes
+// (values from weftNumOps up); "invalid" otherwise.
 inline const char* redOpName(weftRedOp_t op) {
   switch (op) {
     case weftSum:
@@ -250,7 +251,7 @@ inline const char* redOpName(weftRedOp_t op) {
     case weftAvg:
       return "avg";
     default:
-      return "invalid";
+      return static_cast<int>(op) >= weftNumOps ? "premulsum" : "invalid";
   }
 }
 

@@ -10,8 +10,9 @@ namespace weft {
 namespace coll {
 namespace {
 
-using kernel::AvgStep;
-using kernel::PairwiseStep;
+using kernel::AvgSteps;
+using kernel::PairwiseSteps;
+using kernel::PreMulSumSteps;
 
 // One host thread is a lane's whole block.
 struct HostLaneCtx {
@@ -26,22 +27,19 @@ struct HostLaneCtx {
 template <typename T>
 void runTyped(const device::LaneLaunch& launch, int lane) {
   HostLaneCtx ctx;
-  switch (launch.op) {
+  switch (static_cast<int>(launch.op)) {
     case weftSum:
-      kernel::runLane<T>(launch, lane, PairwiseStep<T, OpSum<T>>{}, PairwiseStep<T, OpSum<T>>{}, ctx);
-      return;
+      return kernel::runLane<T>(launch, lane, PairwiseSteps<T, OpSum<T>>{}, ctx);
     case weftProd:
-      kernel::runLane<T>(launch, lane, PairwiseStep<T, OpProd<T>>{}, PairwiseStep<T, OpProd<T>>{}, ctx);
-      return;
+      return kernel::runLane<T>(launch, lane, PairwiseSteps<T, OpProd<T>>{}, ctx);
     case weftMax:
-      kernel::runLane<T>(launch, lane, PairwiseStep<T, OpMax<T>>{}, PairwiseStep<T, OpMax<T>>{}, ctx);
-      return;
+      return kernel::runLane<T>(launch, lane, PairwiseSteps<T, OpMax<T>>{}, ctx);
     case weftMin:
-      kernel::runLane<T>(launch, lane, PairwiseStep<T, OpMin<T>>{}, PairwiseStep<T, OpMin<T>>{}, ctx);
-      return;
+      return kernel::runLane<T>(launch, lane, PairwiseSteps<T, OpMin<T>>{}, ctx);
     case weftAvg:
-      kernel::runLane<T>(launch, lane, AvgStep<T>{0}, AvgStep<T>{launch.divisor}, ctx);
-      return;
+      return kernel::runLane<T>(launch, lane, AvgSteps<T>{launch.divisor}, ctx);
+    case device::kLaneOpPreMulSum:
+      return kernel::runLane<T>(launch, lane, PreMulSumSteps<T>{}, ctx);
     default:
       return;
   }

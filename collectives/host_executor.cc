@@ -164,10 +164,13 @@ class Executor {
     char* dst = stepWrites(step.kind) ? regionPointer(run, step.dstBuf, step.dstOffset, slice.first) : nullptr;
     uint32_t divisor = step.final ? run.avgDivisor : 0;
     size_t n = static_cast<size_t>(slice.count);
+    // A premul-sum multiplies this rank's own input where it enters the data flow: whatever
+    // step reads the send buffer (so never sends it by reference).
+    const bool scalesOwn = run.preMul != nullptr && src != nullptr && step.srcBuf == Buf::kSend;
     char byReference = run.sendByReference[t.step];
-    bool sendReference = plan_.sendBufferStable && bytes >= plan_.referenceMinBytes &&
-                         (byReference == LaneRun::kTransportReads ||
-                          (byReference == LaneRun::kPeerReads && plan_.peersReadReferences));
+    bool sendReference =
+        !scalesOwn && plan_.sendBufferStable && bytes >= plan_.referenceMinBytes &&
+        (byReference == LaneRun::kTransportReads || (byReference == LaneRun::kPeerReads && plan_.peersReadReferences));
     if (in && inBytes == 0) {
       // A reference: a plain receive reads straight into its destination (the single copy);
       // anything else reads into a bounce buffer and carries on as with a slot.
@@ -180,6 +183,13 @@ class Executor {
       if (bounce_.size() < bytes) bounce_.resize(bytes);
       WEFT_TRY(provider_->readPeerMemory(step.recvPeer, reference_.address, bounce_.data(), bytes));
       inData = bounce_.data();
+    }
+    if (scalesOwn) {
+      applyPreMul(run, step.kind, dst, outSlot, src, inData, n);
+      if (out) out->postSend(bytes);
+      if (in) in->releaseRecv();
+      *result = StepResult::kDone;
+      return Status::ok();
     }
     switch (step.kind) {
       case StepKind::kSend:
@@ -220,6 +230,32 @@ class Executor {
     if (in) in->releaseRecv();
     *result = StepResult::kDone;
     return Status::ok();
+  }
+
+  // A step that reads the send buffer, for a premul-sum: its results are the products (with the
+  // incoming data added, for the reducing kinds), stored where the step stores.
+  static void applyPreMul(const LaneRun& run, StepKind kind, char* dst, void* outSlot, const char* src,
+                          const void* inData, size_t n) {
+    switch (kind) {
+      case StepKind::kSend:
+        run.preMul(outSlot, nullptr, src, nullptr, n, run.scalar);
+        return;
+      case StepKind::kRecvReduceSend:
+        run.preMul(outSlot, nullptr, src, inData, n, run.scalar);
+        return;
+      case StepKind::kRecvReduceCopy:
+        run.preMul(dst, nullptr, src, inData, n, run.scalar);
+        return;
+      case StepKind::kRecvReduceCopySend:
+        run.preMul(dst, outSlot, src, inData, n, run.scalar);
+        return;
+      case StepKind::kCopy:  // in place too: the input becomes its product
+        run.preMul(dst, nullptr, src, nullptr, n, run.scalar);
+        return;
+      case StepKind::kRecv:
+      case StepKind::kRecvCopySend:
+        return;  // they read no source
+    }
   }
 
   // Called every few milliseconds while nothing moves.
@@ -430,7 +466,7 @@ ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t sl
 }
 
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
-                 ReduceCopyFn reduceCopy, uint32_t avgDivisor) {
+                 ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul, const void* scalar) {
   for (auto& track : plan->tracks) {
     for (auto& run : track.runs) {
       run.sendbuff = static_cast<const char*>(sendbuff);
@@ -439,6 +475,8 @@ void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scr
       run.reduce = reduce;
       run.reduceCopy = reduceCopy;
       run.avgDivisor = avgDivisor;
+      run.preMul = preMul;
+      run.scalar = scalar;
     }
   }
 }

@@ -78,6 +78,10 @@ struct LaneRun {
   ReduceFn reduce = nullptr;  // for steps that reduce
   ReduceCopyFn reduceCopy = nullptr;  // for steps that reduce, keep and send the result
   uint32_t avgDivisor = 0;    // passed to reduce on final steps (nranks for avg, else 0)
+  // Premul-sum: steps that read the send buffer (this rank's own input) combine through preMul
+  // with *scalar (one element, host memory); reduce and reduceCopy are then weftSum's.
+  PreMulFn preMul = nullptr;
+  const void* scalar = nullptr;
   int64_t sliceElems = 1;     // elements per slice (at most one slot)
   int64_t iterations = 0;     // iterationsFor(schedule.maxStepCount, sliceElems)
   // Filled by connectPlan(): per step, the connection it receives from and sends to, and
@@ -130,8 +134,9 @@ Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider);
 // A plan for one rank's schedule of a collective: one track per lane. The schedule must outlive
 // the plan. Buffers are set per call with bindBuffers().
 ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t slotBytes);
+// preMul and scalar: a premul-sum's (LaneRun); null for every other op.
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
-                 ReduceCopyFn reduceCopy, uint32_t avgDivisor);
+                 ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul = nullptr, const void* scalar = nullptr);
 
 }  // namespace coll
 }  // namespace weft

@@ -33,6 +33,9 @@ struct Value {
   int64_t index = 0;
   uint32_t count = 0;  // contributions
   uint8_t flags = 0;
+  // Premul-sum: the contributions multiplied by the scalar, as set and count above.
+  uint64_t scaled = 0;
+  uint32_t scaledCount = 0;
 };
 
 // Where a buffer of one rank lives: element `base` of allocation `alloc`.
@@ -133,7 +136,14 @@ class Interpreter {
     } else {
       who = format("summed over %u contributions", v.count);
     }
-    return format("element %" PRId64 " %s%s", v.index, who.c_str(), (v.flags & kPost) ? ", post-processed" : "");
+    std::string scaled;
+    if (o_.preMul) {
+      scaled = v.scaledCount == 0                                ? ", none pre-multiplied"
+               : (v.scaled == v.set && v.scaledCount == v.count) ? ", pre-multiplied"
+                                                                 : format(", %u pre-multiplied", v.scaledCount);
+    }
+    return format("element %" PRId64 " %s%s%s", v.index, who.c_str(), (v.flags & kPost) ? ", post-processed" : "",
+                  scaled.c_str());
   }
   int rankOfKey(uint64_t k) const {
     for (int r = 0; r < n_; ++r) {
@@ -144,6 +154,7 @@ class Interpreter {
   std::string expectText(uint64_t set, uint32_t count, int64_t index, bool post) const {
     Value v;
     v.set = set, v.count = count, v.index = index, v.flags = static_cast<uint8_t>(kHas | (post ? kPost : 0));
+    if (preMulHere()) v.scaled = set, v.scaledCount = count;
     return describe(v);
   }
 
@@ -303,8 +314,8 @@ class Interpreter {
         const View& src = rs.views[static_cast<int>(st.srcBuf)];
         const View& dst = rs.views[static_cast<int>(st.dstBuf)];
         if (st.kind == StepKind::kCopy && src.alloc == dst.alloc &&
-            src.base + st.srcOffset == dst.base + st.dstOffset) {
-          continue;  // skipped by executors
+            src.base + st.srcOffset == dst.base + st.dstOffset && !(preMulHere() && st.srcBuf == Buf::kSend)) {
+          continue;  // skipped by executors (unless it multiplies a premul-sum's input in place)
         }
         if (stepReads(st.kind)) f(static_cast<int>(l), src.alloc, src.base + st.srcOffset, st.count, false);
         if (stepWrites(st.kind)) f(static_cast<int>(l), dst.alloc, dst.base + st.dstOffset, st.count, true);
@@ -487,7 +498,9 @@ class Interpreter {
         dstAt < srcAt + sl.count) {
       return where(r, l, ls.iteration, ls.step) + ": its src and dst overlap without being the same elements";
     }
-    bool skipped = st.kind == StepKind::kCopy && src.alloc == dst.alloc && srcAt == dstAt;
+    // Executors multiply a premul-sum's input wherever a step reads the send buffer.
+    const bool scalesOwn = preMulHere() && reads && st.srcBuf == Buf::kSend;
+    bool skipped = st.kind == StepKind::kCopy && src.alloc == dst.alloc && srcAt == dstAt && !scalesOwn;
     bool reduces = st.kind == StepKind::kRecvReduceSend || st.kind == StepKind::kRecvReduceCopy ||
                    st.kind == StepKind::kRecvReduceCopySend;
     Message sent;
@@ -513,6 +526,15 @@ class Interpreter {
         v.flags &= ~kWritten;
         if (!(v.flags & kHas))
           return fail(format("reads %s, which holds nothing yet", bufferName(r, src.alloc, srcAt + j).c_str()));
+        if (scalesOwn) {
+          if (v.scaledCount != 0) {
+            return fail(
+                format("reads %s from the send buffer, where executors multiply by the premul-sum scalar, "
+                       "but it holds %s: a contribution would be multiplied twice",
+                       bufferName(r, src.alloc, srcAt + j).c_str(), describe(v).c_str()));
+          }
+          v.scaled = v.set, v.scaledCount = v.count;
+        }
       }
       if (in) {
         const Value& m = msg.values[j];
@@ -560,6 +582,8 @@ class Interpreter {
     }
     acc.set += m.set;
     acc.count += m.count;
+    acc.scaled += m.scaled;
+    acc.scaledCount += m.scaledCount;
     return "";
   }
 
@@ -622,6 +646,8 @@ class Interpreter {
     const Value& got = ranks_[r].allocs[v.alloc][v.base + e];
     bool ok = (got.flags & kHas) && got.set == set && got.count == count && got.index == index &&
               ((got.flags & kPost) != 0) == post;
+    // A premul-sum's result: every contribution multiplied, once.
+    if (ok && preMulHere()) ok = got.scaled == set && got.scaledCount == count;
     if (ok) return "";
     return format("rank %d recv[%" PRId64 "] holds %s; expected %s", r, e, describe(got).c_str(),
                   expectText(set, count, index, post).c_str());
@@ -664,6 +690,12 @@ class Interpreter {
       if (!e.empty()) return e;
     }
     return "";
+  }
+
+  // Premul-sum applies to the reducing collectives only.
+  bool preMulHere() const {
+    return o_.preMul &&
+           (p_.kind == CollKind::kAllReduce || p_.kind == CollKind::kReduceScatter || p_.kind == CollKind::kReduce);
   }
 
   // A non-root of a reduce writes none of the caller's memory.

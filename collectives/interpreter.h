@@ -1,7 +1,8 @@
 // The reference interpreter: proves schedules correct without any transport. It builds every
 // rank's schedule and runs them all, exactly per the execution model in schedule.h, over
 // symbolic values: each element holds the set of ranks whose contributions it sums, the index
-// of the element in the logical vector, and whether the op's post-processing was applied.
+// of the element in the logical vector, whether the op's post-processing was applied, and (for
+// a premul-sum) which contributions were multiplied by the scalar.
 // Messages travel through bounded FIFOs keyed (src rank, dst rank, lane); lanes are stepped
 // round-robin. It reports the first thing that goes wrong: a bad region, mismatched message
 // sizes, a reduction of unlike elements or of a contribution twice, a deadlock, a message
@@ -38,6 +39,10 @@ struct VerifyOptions {
   // Check that lanes of one rank which touch the same element (one of them writing) are
   // ordered by messages. Costs a vector clock over those lanes per message.
   bool checkRaces = true;
+  // Premul-sum (reducing collectives): model what the executors do, multiplying a value by the
+  // op's scalar whenever a step reads it from the send buffer (Buf::kSend), and check that every
+  // contribution of every result was multiplied exactly once (none missed, none twice).
+  bool preMul = false;
 };
 
 // "" when every rank's schedule for p, run over the symbolic values, ends with exactly the

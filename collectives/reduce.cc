@@ -6,6 +6,8 @@
 // the float and integer types. The tail, and the reduced-precision types, run element by element.
 #include "collectives/reduce.h"
 
+#include <cstring>
+
 namespace weft {
 namespace coll {
 namespace {
@@ -44,6 +46,25 @@ void avgHost(void* dst, void* dst2, const void* a, const void* b, size_t n, uint
   if (divisor <= 1) return reduceHost<kTwoOutputs, T, OpSum<T>>(dst, dst2, a, b, n, divisor);
   hostLoop<kTwoOutputs>(static_cast<T*>(dst), static_cast<T*>(dst2), static_cast<const T*>(a),
                         static_cast<const T*>(b), n, [divisor](T x, T y) { return sumDivide(x, y, divisor); });
+}
+
+template <typename T>
+void preMulHost(void* dst, void* dst2, const void* own, const void* in, size_t n, const void* scalar) {
+  if (n == 0) return;  // touches nothing, the scalar included
+  T s;
+  std::memcpy(&s, scalar, sizeof(T));
+  T* d = static_cast<T*>(dst);
+  T* d2 = static_cast<T*>(dst2);
+  const T* x = static_cast<const T*>(own);
+  if (in == nullptr) {
+    // A copy: the same blocked loop with the second operand ignored.
+    if (d2 != nullptr) return hostLoop<true>(d, d2, x, x, n, [s](T a, T) { return preMul(a, s); });
+    return hostLoop<false>(d, d2, x, x, n, [s](T a, T) { return preMul(a, s); });
+  }
+  const T* b = static_cast<const T*>(in);
+  auto combine = [s](T a, T y) { return OpSum<T>::apply(preMul(a, s), y); };
+  if (d2 != nullptr) return hostLoop<true>(d, d2, x, b, n, combine);
+  hostLoop<false>(d, d2, x, b, n, combine);
 }
 
 template <typename T, typename Op>
@@ -124,7 +145,14 @@ struct PickReduceCopy {
   ReduceCopyFn operator()() const { return copyFunctionFor<T>(op); }
 };
 
+struct PickPreMul {
+  template <typename T>
+  PreMulFn operator()() const { return preMulHost<T>; }
+};
+
 }  // namespace
+
+PreMulFn preMulFunction(weftDataType_t type) { return dispatchType(type, PickPreMul{}); }
 
 ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op) {
   return dispatchType(type, PickReduceCopy{op});

@@ -17,6 +17,17 @@
 //    the last contribution computes (a + b) / divisor, divisor = number of ranks; in float for
 //    float and the reduced-precision types, in double for double, integer division (toward
 //    zero, of the wrapped sum) for integers.
+//  - PreMulSum (weftRedOpCreatePreMulSum; a scalar s of the op's datatype, each rank its own):
+//    every rank's input element x is multiplied by that rank's s exactly once, where it enters
+//    the data flow (the step that reads the send buffer), and the products are then summed
+//    exactly like weftSum. The product is preMul(x, s) = OpProd<T>::apply(x, s): for Half,
+//    BFloat16 and FP8, float(x) * float(s) rounded once to the storage type (nearest-even; E4M3
+//    saturating); float in float, double in double; integers wrap modulo 2^bits. Not fused:
+//    each product is rounded to T before it is added, so the result is the weftSum of
+//    round_T(x_r * s_r) over the ranks r, in the order the algorithm adds (with 2 ranks:
+//    round_T(round_T(x_0 * s_0) + round_T(x_1 * s_1))). Host and device call the same preMul
+//    and OpSum, and preMul is never fused with the sum, so their results are bit-identical
+//    (NaN payloads aside: GPUs return a canonical NaN from arithmetic on a NaN).
 #ifndef WEFT_COLLECTIVES_REDUCE_H_
 #define WEFT_COLLECTIVES_REDUCE_H_
 
@@ -123,6 +134,36 @@ WEFT_HOST_DEVICE inline T sumDivide(T a, T b, uint32_t divisor) {
   }
 }
 
+// PreMulSum's product for one element (see the numerics above): the rank's own input times
+// the op's scalar, rounded once to T. For float and double the multiplication must stay a
+// rounded product: a compiler may otherwise contract it with the sum that follows into one
+// fused multiply-add (nvcc and hipcc do by default), which rounds once where the host rounds
+// twice. __fmul_rn / __dmul_rn are never contracted (CUDA); clang (HIP, and clang on the host)
+// honours the pragma for the multiplication written here; the host build compiles collectives
+// with -ffp-contract=off for GCC (collectives/CMakeLists.txt). The reduced types need none of
+// this: their product is rounded to T by an integer conversion before anything is added.
+template <typename T>
+WEFT_HOST_DEVICE inline T preMul(T x, T scalar) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  if constexpr (std::is_same<T, float>::value) {
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(x, scalar);
+#else
+    return x * scalar;
+#endif
+  } else if constexpr (std::is_same<T, double>::value) {
+#if defined(__CUDA_ARCH__)
+    return __dmul_rn(x, scalar);
+#else
+    return x * scalar;
+#endif
+  } else {
+    return OpProd<T>::apply(x, scalar);
+  }
+}
+
 // dst[i] = Op(a[i], b[i]) for i = first, first + stride, ... < n. dst may be a or b (each
 // element is read before it is written) but must not overlap them otherwise.
 template <typename T, typename Op>
@@ -149,6 +190,13 @@ ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op);
 // and the slot that forwards the result); neither may overlap a or b unless it equals it.
 using ReduceCopyFn = void (*)(void* dst, void* dst2, const void* a, const void* b, size_t n, uint32_t divisor);
 ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op);
+
+// PreMulSum where a rank's own contribution enters: dst[i] = preMul(own[i], *scalar) when in is
+// null, else OpSum(preMul(own[i], *scalar), in[i]); also stored to dst2 when it is not null.
+// scalar points to one element of the type (host memory). dst may be own or in exactly. The
+// other steps of a premul-sum combine with reduceFunction(type, weftSum).
+using PreMulFn = void (*)(void* dst, void* dst2, const void* own, const void* in, size_t n, const void* scalar);
+PreMulFn preMulFunction(weftDataType_t type);
 
 }  // namespace coll
 }  // namespace weft

@@ -1,6 +1,6 @@
 // The lane program's kernels and their dispatcher (weftKernelLaunchLanes, kernel_api.h), compiled
 // beside kernels.cu by nvcc into libweft-cuda.so and by hipcc into libweft-hip.so. A translation
-// unit of its own: its 60 kernels (one per datatype and op) take as long to build as the
+// unit of its own: its 72 kernels (one per datatype and op, premul-sum included) take as long to build as the
 // reduce-copy ones, and it changes with lane_program.cuh, not with them.
 //
 // Block b of a launch runs lane b of lane_program.cuh with its threads; the leader is thread 0
@@ -34,37 +34,38 @@ struct BlockLane {
   WEFT_DEVICE uint32_t& word() const { return *shared; }
 };
 
-template <typename T, typename Step>
-WEFT_GLOBAL void __launch_bounds__(kMaxThreadsPerLane)
-    laneKernel(device::LaneLaunch launch, Step step, Step finalStep) {
+template <typename T, typename Steps>
+WEFT_GLOBAL void __launch_bounds__(kMaxThreadsPerLane) laneKernel(device::LaneLaunch launch, Steps steps) {
   __shared__ uint32_t word;
   BlockLane ctx{&word};
-  runLane<T>(launch, static_cast<int>(blockIdx.x), step, finalStep, ctx);
+  runLane<T>(launch, static_cast<int>(blockIdx.x), steps, ctx);
 }
 
 namespace {
 
-template <typename T, typename Step>
-int launchLanes(const device::LaneLaunch& launch, const Step& step, const Step& finalStep, unsigned threads,
-                GpuStream stream) {
-  laneKernel<T, Step><<<static_cast<unsigned>(launch.nLanes), threads, 0, stream>>>(launch, step, finalStep);
+template <typename T, typename Steps>
+int launchLanes(const device::LaneLaunch& launch, const Steps& steps, unsigned threads, GpuStream stream) {
+  laneKernel<T, Steps><<<static_cast<unsigned>(launch.nLanes), threads, 0, stream>>>(launch, steps);
   return static_cast<int>(gpuLaunchError());
 }
 
-// Partial results combine with the op; avg sums until a step marked final, which divides.
+// Partial results combine with the op; avg sums until a step marked final, which divides; a
+// premul-sum multiplies each rank's input by the scalar where it enters, then sums.
 template <typename T>
 int launchLanesOp(const device::LaneLaunch& launch, unsigned threads, GpuStream stream) {
-  switch (launch.op) {
+  switch (static_cast<int>(launch.op)) {
     case weftSum:
-      return launchLanes<T>(launch, PairwiseStep<T, OpSum<T>>{}, PairwiseStep<T, OpSum<T>>{}, threads, stream);
+      return launchLanes<T>(launch, PairwiseSteps<T, OpSum<T>>{}, threads, stream);
     case weftProd:
-      return launchLanes<T>(launch, PairwiseStep<T, OpProd<T>>{}, PairwiseStep<T, OpProd<T>>{}, threads, stream);
+      return launchLanes<T>(launch, PairwiseSteps<T, OpProd<T>>{}, threads, stream);
     case weftMax:
-      return launchLanes<T>(launch, PairwiseStep<T, OpMax<T>>{}, PairwiseStep<T, OpMax<T>>{}, threads, stream);
+      return launchLanes<T>(launch, PairwiseSteps<T, OpMax<T>>{}, threads, stream);
     case weftMin:
-      return launchLanes<T>(launch, PairwiseStep<T, OpMin<T>>{}, PairwiseStep<T, OpMin<T>>{}, threads, stream);
+      return launchLanes<T>(launch, PairwiseSteps<T, OpMin<T>>{}, threads, stream);
     case weftAvg:
-      return launchLanes<T>(launch, AvgStep<T>{0}, AvgStep<T>{launch.divisor}, threads, stream);
+      return launchLanes<T>(launch, AvgSteps<T>{launch.divisor}, threads, stream);
+    case device::kLaneOpPreMulSum:
+      return launchLanes<T>(launch, PreMulSumSteps<T>{}, threads, stream);
     default:
       return static_cast<int>(kGpuInvalidValue);
   }
@@ -72,7 +73,7 @@ int launchLanesOp(const device::LaneLaunch& launch, unsigned threads, GpuStream 
 
 // What the kernels rely on; the runtime has checked the rest (checkLaneLaunch).
 bool validLaunch(const device::LaneLaunch& l) {
-  if (dataTypeSize(l.type) == 0 || !isValidRedOp(l.op)) return false;
+  if (dataTypeSize(l.type) == 0 || !(isValidRedOp(l.op) || l.op == device::kLaneOpPreMulSum)) return false;
   if (l.op == weftAvg && l.divisor < 1) return false;
   if (l.nLanes < 1 || l.threadsPerLane < 0 || l.threadsPerLane > kMaxThreadsPerLane) return false;
   return l.lanes != nullptr && l.steps != nullptr && l.error != nullptr && (l.nFifos == 0 || l.fifos != nullptr);

@@ -108,12 +108,24 @@ WEFT_HOST_DEVICE inline char* laneSlot(const device::FifoView& f, uint64_t count
   return f.data + (count % f.nSlots) * f.stride;
 }
 
-// Runs lane `lane` of `launch` to its end or its first failure. Step is reduce_copy.cuh's
-// combining step for the launch's op: `step` for partial results, `finalStep` for steps marked
-// final (avg divides there).
-template <typename T, typename Step, typename Ctx>
-WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane, const Step& step,
-                                     const Step& finalStep, Ctx& ctx) {
+// Buf::kSend (schedule.h): the caller's send buffer, this rank's own contribution.
+constexpr uint8_t kLaneBufSend = 0;
+
+// The premul-sum scalar of a launch (kernel_api.h), read once per lane per launch.
+template <typename T>
+WEFT_HOST_DEVICE inline T laneScalar(const device::LaneLaunch& launch) {
+  T s;
+  memcpy(&s, launch.scalar != nullptr ? launch.scalar : static_cast<const void*>(&launch.scalarValue), sizeof(T));
+  return s;
+}
+
+// Runs lane `lane` of `launch` to its end or its first failure. Steps is reduce_copy.cuh's
+// policy for the launch's op: it picks the combining step of each schedule step from whether
+// the step is final (avg divides there) and whether it reads this rank's own input (the send
+// buffer: a premul-sum multiplies it there, once).
+template <typename T, typename Steps, typename Ctx>
+WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane, const Steps& steps, Ctx& ctx) {
+  const T scalar = Steps::kScalesOwn ? laneScalar<T>(launch) : T();
   const device::LaneDesc desc = launch.lanes[lane];
   const device::LaneBuffers& b = launch.buffers[desc.buffers];
   char* const bufs[3] = {const_cast<char*>(static_cast<const char*>(b.sendbuff)), static_cast<char*>(b.recvbuff),
@@ -171,9 +183,12 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
         dsts[nDsts++] = dst;
       }
       if (out != nullptr) dsts[nDsts++] = laneSlot(*out, *out->cursor);
-      if (!(st.kind == kLaneCopy && src == dst)) {
-        reduceCopy<T>(st.final ? finalStep : step, nSrcs, srcs, nDsts, dsts, static_cast<size_t>(n), ctx.tid(),
-                      ctx.nthreads());
+      // Only send, the reductions and copy read src, which then comes first in srcs.
+      const bool own = st.srcBuf == kLaneBufSend && st.kind != kLaneRecv && st.kind != kLaneRecvCopySend;
+      // A copy onto itself moves nothing, unless it multiplies this rank's input in place.
+      if (!(st.kind == kLaneCopy && src == dst && !(Steps::kScalesOwn && own))) {
+        reduceCopy<T>(steps.pick(st.final != 0, own, scalar), nSrcs, srcs, nDsts, dsts, static_cast<size_t>(n),
+                      ctx.tid(), ctx.nthreads());
       }
       ctx.barrier();  // every thread's share is written (and the incoming slot read)
       if (ctx.leader()) {

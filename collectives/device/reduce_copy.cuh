@@ -8,8 +8,10 @@
 //
 // The arithmetic is collectives/reduce.h's: the same op functors applied pairwise, left to right
 // over the sources, with the result rounded to T after every step, and avg's division applied
-// on the last step only. So the result equals a chain of the host functions of reduce.cc bit for
-// bit (NaN payloads aside: GPUs return a canonical NaN from arithmetic on a NaN).
+// on the last step only; a premul-sum multiplies the first source (a rank's own input) by its
+// scalar before anything is added (Step::first). So the result equals a chain of the host
+// functions of reduce.cc bit for bit (NaN payloads aside: GPUs return a canonical NaN from
+// arithmetic on a NaN).
 #ifndef WEFT_COLLECTIVES_DEVICE_REDUCE_COPY_CUH_
 #define WEFT_COLLECTIVES_DEVICE_REDUCE_COPY_CUH_
 
@@ -29,9 +31,13 @@ constexpr int kMaxDsts = 4;
 // Packs each thread has in flight per iteration of the main loop (loads issued before use).
 constexpr int kUnroll = 4;
 
+// A Step combines the sources of an element: acc = first(src0), then acc = mid(acc, src_s) for
+// the middle sources and last(acc, src_{k-1}) for the last one.
+
 // The combining step of sum, prod, min and max: the same at every step.
 template <typename T, typename Op>
 struct PairwiseStep {
+  WEFT_HOST_DEVICE T first(T a) const { return a; }
   WEFT_HOST_DEVICE T mid(T a, T b) const { return Op::apply(a, b); }
   WEFT_HOST_DEVICE T last(T a, T b) const { return Op::apply(a, b); }
 };
@@ -40,6 +46,7 @@ struct PairwiseStep {
 template <typename T>
 struct AvgStep {
   uint32_t divisor;
+  WEFT_HOST_DEVICE T first(T a) const { return a; }
   WEFT_HOST_DEVICE T mid(T a, T b) const { return OpSum<T>::apply(a, b); }
   WEFT_HOST_DEVICE T last(T a, T b) const { return divisor > 1 ? sumDivide(a, b, divisor) : OpSum<T>::apply(a, b); }
 };
@@ -47,8 +54,46 @@ struct AvgStep {
 // A copy has one source, so its step is never called.
 template <typename T>
 struct CopyStep {
+  WEFT_HOST_DEVICE T first(T a) const { return a; }
   WEFT_HOST_DEVICE T mid(T a, T) const { return a; }
   WEFT_HOST_DEVICE T last(T a, T) const { return a; }
+};
+
+// PreMulSum (reduce.h): with scaleFirst, the first source is a rank's own input and is multiplied
+// by the scalar (rounded once to T); every combination is a sum.
+template <typename T>
+struct PreMulSumStep {
+  T scalar;
+  bool scaleFirst;
+  WEFT_HOST_DEVICE T first(T a) const { return scaleFirst ? preMul(a, scalar) : a; }
+  WEFT_HOST_DEVICE T mid(T a, T b) const { return OpSum<T>::apply(a, b); }
+  WEFT_HOST_DEVICE T last(T a, T b) const { return OpSum<T>::apply(a, b); }
+};
+
+// The steps of one op for the lane program (lane_program.cuh): the Step a schedule step uses,
+// from whether it is final (avg divides) and whether its first source is this rank's own input
+// (premul-sum multiplies). kScalesOwn: a copy of the own input onto itself is not a no-op.
+template <typename T, typename Op>
+struct PairwiseSteps {
+  static constexpr bool kScalesOwn = false;
+  WEFT_HOST_DEVICE PairwiseStep<T, Op> pick(bool /*final*/, bool /*own*/, T /*scalar*/) const { return {}; }
+};
+
+template <typename T>
+struct AvgSteps {
+  static constexpr bool kScalesOwn = false;
+  uint32_t divisor;
+  WEFT_HOST_DEVICE AvgStep<T> pick(bool final, bool /*own*/, T /*scalar*/) const {
+    return AvgStep<T>{final ? divisor : 0u};
+  }
+};
+
+template <typename T>
+struct PreMulSumSteps {
+  static constexpr bool kScalesOwn = true;
+  WEFT_HOST_DEVICE PreMulSumStep<T> pick(bool /*final*/, bool own, T scalar) const {
+    return PreMulSumStep<T>{scalar, own};
+  }
 };
 
 // Elements [begin, end), one per thread per iteration, through Access (pack.cuh).
@@ -57,7 +102,7 @@ WEFT_HOST_DEVICE inline void reduceCopyElements(const Step& step, int nSrcs, con
                                                 void* const* dsts, size_t begin, size_t end, size_t tid,
                                                 size_t nthreads) {
   for (size_t i = begin + tid; i < end; i += nthreads) {
-    T acc = Access::template load<T>(srcs[0], i);
+    T acc = step.first(Access::template load<T>(srcs[0], i));
     for (int s = 1; s < nSrcs; ++s) {
       const T x = Access::template load<T>(srcs[s], i);
       acc = s == nSrcs - 1 ? step.last(acc, x) : step.mid(acc, x);
@@ -83,6 +128,9 @@ WEFT_HOST_DEVICE inline void reduceCopyPackGroup(const Step& step, int nSrcs, co
   // Every load of a source is issued before the combine that needs it.
   WEFT_UNROLL for (int u = 0; u < kU; ++u) {
     acc[u] = loadPack<T>(static_cast<const char*>(srcs[0]) + offset + (p + u * stride) * kPackBytes);
+  }
+  WEFT_UNROLL for (int u = 0; u < kU; ++u) {
+    WEFT_UNROLL for (int e = 0; e < Pack<T>::kElems; ++e) acc[u].e[e] = step.first(acc[u].e[e]);
   }
   for (int s = 1; s < nSrcs; ++s) {
     Pack<T> x[kU];

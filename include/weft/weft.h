@@ -204,9 +204,13 @@ weftResult_t weftCommDevice(const weftComm_t comm, int* device);
 
 /* ---- Reduction operations made at run time ------------------------------------------- */
 /* A new op on comm: every input is multiplied by *scalar (of type datatype), then summed.
+ * Each rank multiplies its own input by its own op's scalar (the scalars may differ); every
+ * rank makes its ops in the same order, so that they get the same values.
  * weftScalarHostImmediate: *scalar is read now; weftScalarDevice: scalar points to device
- * memory read each time a collective using the op runs (on a device stream). Supported for
- * every datatype (integer products wrap like weftProd). Use the op only with datatype. */
+ * memory read each time a collective using the op runs (by the device on a device stream; for
+ * host buffers, through the GPU runtime when the call runs). Supported for every datatype
+ * (integer products wrap like weftProd; the product is rounded to datatype once, then summed
+ * like weftSum). Use the op only with datatype, and only on comm. */
 weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
                                       weftScalarResidence_t residence, weftComm_t comm);
 weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm);

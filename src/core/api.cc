@@ -133,9 +133,11 @@ Status checkTypeOp(weftComm* comm, weftDataType_t type, const weftRedOp_t* op, c
     return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: datatype %d is not a weftDataType_t (0..11)", comm->rank, fn,
                       static_cast<int>(type));
   }
+  if (op && static_cast<int>(*op) >= weftNumOps) return comm->impl->checkRedOp(*op, type, fn);
   if (op && !weft::coll::isValidRedOp(static_cast<int>(*op))) {
-    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: op %d is not a weftRedOp_t (0..4)", comm->rank, fn,
-                      static_cast<int>(*op));
+    return WEFT_ERROR(weftInvalidArgument,
+                      "rank %d: %s: op %d is not a weftRedOp_t (0..4, or one made by weftRedOpCreatePreMulSum)",
+                      comm->rank, fn, static_cast<int>(*op));
   }
   return Status::ok();
 }
@@ -598,6 +600,36 @@ weftResult_t weftCommDevice(const weftComm_t comm, int* device) {
   if (comm == nullptr || device == nullptr) return report(comm, invalid("weftCommDevice: comm or device is NULL"));
   *device = comm->impl ? comm->impl->device() : -1;
   return weftSuccess;
+}
+
+weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
+                                      weftScalarResidence_t residence, weftComm_t comm) {
+  const char* fn = "weftRedOpCreatePreMulSum";
+  Status s = checkComm(comm, fn);
+  if (s.isOk()) s = checkTypeOp(comm, datatype, nullptr, fn);
+  if (s.isOk() && (op == nullptr || scalar == nullptr)) {
+    s = WEFT_ERROR(weftInvalidArgument, "rank %d: %s: %s is NULL", comm->rank, fn, op == nullptr ? "op" : "scalar");
+  }
+  if (s.isOk() && residence != weftScalarDevice && residence != weftScalarHostImmediate) {
+    s = WEFT_ERROR(weftInvalidArgument,
+                   "rank %d: %s: residence %d is neither weftScalarDevice (0) nor weftScalarHostImmediate (1)",
+                   comm->rank, fn, static_cast<int>(residence));
+  }
+  if (s.isOk()) s = comm->impl->createPreMulSum(scalar, datatype, residence, op);
+  return s.isOk() ? weftSuccess : report(comm, s);
+}
+
+weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm) {
+  const char* fn = "weftRedOpDestroy";
+  Status s = checkComm(comm, fn);
+  if (s.isOk() && static_cast<int>(op) < weftNumOps) {
+    s = WEFT_ERROR(weftInvalidArgument,
+                   "rank %d: %s: op %d is a built-in op (0..%d); only ops made by weftRedOpCreatePreMulSum are "
+                   "destroyed",
+                   comm->rank, fn, static_cast<int>(op), weftNumOps - 1);
+  }
+  if (s.isOk()) s = comm->impl->destroyRedOp(op);
+  return s.isOk() ? weftSuccess : report(comm, s);
 }
 
 weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,

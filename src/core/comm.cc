@@ -305,14 +305,25 @@ Status Communicator::runCollective(const CollCall& call) {
   setLogRank(rank_);
   size_t elemSize = coll::dataTypeSize(call.type);
   coll::ScheduleParams params = paramsFor(call, elemSize);
-  CachedOp* op = cachedOp(params, elemSize);
+  CachedOp* cached = cachedOp(params, elemSize);
   bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
                  call.kind == coll::CollKind::kReduce;
-  coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, call.op) : nullptr;
-  coll::ReduceCopyFn reduceCopy = reduces ? coll::reduceCopyFunction(call.type, call.op) : nullptr;
-  uint32_t divisor = (reduces && call.op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
+  // A premul-sum multiplies each rank's input where it enters (the executor's preMul) and sums.
+  weftRedOp_t op = call.op;
+  coll::PreMulFn preMul = nullptr;
+  if (reduces && !coll::isValidRedOp(call.op)) {
+    PreMulSumOp found;
+    Status s = findPreMulSum(call.op, call.type, coll::collName(call.kind), &found);
+    if (s.isOk()) s = readScalar(found, &scalarNow_);
+    if (!s.isOk()) return fail(std::move(s));
+    op = weftSum;
+    preMul = coll::preMulFunction(call.type);
+  }
+  coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, op) : nullptr;
+  coll::ReduceCopyFn reduceCopy = reduces ? coll::reduceCopyFunction(call.type, op) : nullptr;
+  uint32_t divisor = (reduces && op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
   // Some schedules keep partial results in a scratch buffer (a tree reduce's interior ranks).
-  if (scratch_.size() < op->scratchBytes) scratch_.resize(op->scratchBytes);
+  if (scratch_.size() < cached->scratchBytes) scratch_.resize(cached->scratchBytes);
   const void* sendbuff = call.sendbuff;
   if (call.kind == coll::CollKind::kAllToAll && call.sendbuff == call.recvbuff && call.count > 0) {
     // In place, the blocks a rank receives would overwrite blocks it has yet to send: send
@@ -322,8 +333,8 @@ Status Communicator::runCollective(const CollCall& call) {
     std::memcpy(staging_.data(), call.sendbuff, bytes);
     sendbuff = staging_.data();
   }
-  coll::ExecPlan& plan = op->plan;
-  bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor);
+  coll::ExecPlan& plan = cached->plan;
+  bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_);
   // Out of place, nothing writes the send buffer during the call: peers may read it directly.
   // That saves a copy where the receiver stores the data as it is (all-to-all, broadcast);
   // a reduction would read it into a bounce buffer anyway, so the others keep the slots.
@@ -335,10 +346,10 @@ Status Communicator::runCollective(const CollCall& call) {
   plan.sendBufferStable = sb == nullptr || rb == nullptr || sb + sendBytes <= rb || rb + recvBytes <= sb;
   plan.peersReadReferences = copiesAsIs;
   // Described only when something fails; the cached op remembers the call for that.
-  op->lastCall = call;
-  op->lastSeq = seq_;
-  op->algoName = coll::algoName(params.algo);
-  if (!plan.what) plan.what = [this, op] { return describe(op->lastCall, op->algoName, op->lastSeq); };
+  cached->lastCall = call;
+  cached->lastSeq = seq_;
+  cached->algoName = coll::algoName(params.algo);
+  if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
   Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return fail(std::move(s));

@@ -46,6 +46,15 @@ struct P2pCall {
   int peer = 0;
 };
 
+// A reduction op made by weftRedOpCreatePreMulSum (red_ops.cc): sum of every rank's input
+// multiplied by a scalar of `type`.
+struct PreMulSumOp {
+  weftDataType_t type = weftFloat32;
+  bool deviceScalar = false;     // weftScalarDevice: read from `device` each time a collective runs
+  const void* device = nullptr;  // device memory (weftScalarDevice)
+  uint64_t value = 0;            // weftScalarHostImmediate: the scalar's bytes, read at creation
+};
+
 // What the ranks agree on at init (rank 0's values win; a rank with different values warns).
 struct CommSettings {
   int32_t nSlots = 8;
@@ -73,6 +82,14 @@ class Communicator final : public coll::ConnectionProvider {
   int rank() const { return rank_; }
   int nRanks() const { return nRanks_; }
   const std::string& name() const { return name_; }
+
+  // Premul-sum ops (red_ops.cc). Their values are weftNumOps and up, valid on this communicator
+  // only: the same sequence of creations gives the same values on every rank.
+  Status createPreMulSum(const void* scalar, weftDataType_t type, weftScalarResidence_t residence, weftRedOp_t* out);
+  Status destroyRedOp(weftRedOp_t op);
+  // Ok when op is a premul-sum op of this communicator, alive, made for `type`; else a message
+  // that says which of those it is not (fn: the API call, for the message).
+  Status checkRedOp(weftRedOp_t op, weftDataType_t type, const char* fn) const;
 
   Status runCollective(const CollCall& call);
   // Enqueues collectives on device buffers (one type and op, at most device::kMaxFusedOps, in
@@ -202,6 +219,20 @@ class Communicator final : public coll::ConnectionProvider {
   Status pairSelfCalls(const std::vector<P2pCall>& calls,
                        std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const;
   int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
+
+  // Premul-sum ops: value = weftNumOps + (redOpTag() << kRedOpIndexBits) + index.
+  static constexpr int kRedOpIndexBits = 20;
+  uint32_t redOpTag() const;
+  // The live op `op`, or an error naming the call (fn) and why it is not one.
+  Status findPreMulSum(weftRedOp_t op, weftDataType_t type, const char* fn, PreMulSumOp* out) const;
+  // The scalar of a premul-sum for one run on host buffers, into *bytes (device scalars are read
+  // through the GPU runtime now).
+  Status readScalar(const PreMulSumOp& op, uint64_t* bytes) const;
+  mutable std::mutex redOpsMutex_;
+  std::map<uint32_t, PreMulSumOp> redOps_;  // by index
+  uint32_t nextRedOpIndex_ = 0;
+  bool redOpIndicesWrapped_ = false;  // every index was handed out once: reuse has begun
+  uint64_t scalarNow_ = 0;            // the scalar of the host collective running now
 };
 
 }  // namespace core

@@ -67,7 +67,16 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
   // a cache hit costs less than deciding that); no eviction may happen halfway through the batch.
   makeRoomForOps(calls.size());
   std::vector<DeviceCall> dcalls;
-  uint32_t divisor = 0;
+  DeviceOp dop;
+  dop.op = op;
+  if (!coll::isValidRedOp(op)) {
+    // A premul-sum (the batch shares it): the lanes read its scalar when they run.
+    PreMulSumOp found;
+    WEFT_TRY(findPreMulSum(op, type, coll::collName(calls.front().kind), &found));
+    dop.op = device::kLaneOpPreMulSum;
+    dop.scalar = found.deviceScalar ? found.device : nullptr;
+    dop.scalarValue = found.value;
+  }
   for (const CollCall& call : calls) {
     ++seq_;
     coll::ScheduleParams params = paramsFor(call, elemSize);
@@ -77,7 +86,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     const CachedOp* cached = cachedOp(params, elemSize);
     bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
                    call.kind == coll::CollKind::kReduce;
-    if (reduces && call.op == weftAvg) divisor = static_cast<uint32_t>(nRanks_);
+    if (reduces && call.op == weftAvg) dop.divisor = static_cast<uint32_t>(nRanks_);
     DeviceCall d;
     d.schedule = &cached->schedule;
     d.shape = {static_cast<int>(call.kind), static_cast<int>(params.algo), params.root, params.nChannels, params.count};
@@ -89,7 +98,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     d.what = describe(call, coll::algoName(params.algo), seq_);
     dcalls.push_back(std::move(d));
   }
-  Status s = devicePath_->enqueue(dcalls, {}, type, op, divisor, static_cast<size_t>(settings_.slotBytes), stream, this);
+  Status s = devicePath_->enqueue(dcalls, {}, type, dop, static_cast<size_t>(settings_.slotBytes), stream, this);
   if (!s.isOk()) return devicePath_->refusedLast() ? s : fail(std::move(s));
   return Status::ok();
 }
@@ -149,7 +158,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
                       "the group, or use weftAllToAll)",
                       rank_, dcalls.size(), device::kMaxFusedOps);
   }
-  Status s = devicePath_->enqueue(dcalls, lanes, weftUint8, weftSum, 0, static_cast<size_t>(settings_.slotBytes),
+  Status s = devicePath_->enqueue(dcalls, lanes, weftUint8, DeviceOp{}, static_cast<size_t>(settings_.slotBytes),
                                   stream, this);
   if (!s.isOk()) return devicePath_->refusedLast() ? s : fail(std::move(s));
   return Status::ok();

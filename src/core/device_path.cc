@@ -173,9 +173,8 @@ Status DevicePath::growStaging(size_t bytes) {
   return Status::ok();
 }
 
-Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes,
-                           weftDataType_t type, weftRedOp_t op, uint32_t divisor, size_t slotBytes, void* stream,
-                           coll::ConnectionProvider* provider) {
+Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, weftDataType_t type,
+                           const DeviceOp& op, size_t slotBytes, void* stream, coll::ConnectionProvider* provider) {
   refused_ = false;
   if (calls.empty() || calls.size() > static_cast<size_t>(device::kMaxFusedOps)) {
     return WEFT_ERROR(weftInternalError, "rank %d: a device launch of %zu collectives", rank_, calls.size());
@@ -214,8 +213,10 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
   }
   device::LaneLaunch l = launch->tables->launch();
   l.type = type;
-  l.op = op;
-  l.divisor = divisor == 0 ? 1 : divisor;
+  l.op = op.op;
+  l.divisor = op.divisor == 0 ? 1 : op.divisor;
+  l.scalar = op.scalar;
+  l.scalarValue = op.scalarValue;
   l.abortFlag = abortFlag_;
   l.error = error_;
   l.timeoutNs = timeoutNs_;

@@ -48,6 +48,14 @@ struct DeviceCall {
   std::string what;  // "rank 0: allreduce #12 (ring, 1024 x float sum)"
 };
 
+// The reduction of a launch, as LaneLaunch carries it (device/kernel_api.h).
+struct DeviceOp {
+  weftRedOp_t op = weftSum;      // device::kLaneOpPreMulSum for a premul-sum
+  uint32_t divisor = 0;          // avg: the rank count
+  const void* scalar = nullptr;  // premul-sum, weftScalarDevice: read by the lanes when they run
+  uint64_t scalarValue = 0;      // premul-sum, weftScalarHostImmediate: the scalar's bytes
+};
+
 class DevicePath {
  public:
   static Status create(device::Runtime* runtime, int device, int rank, double timeoutS,
@@ -66,8 +74,7 @@ class DevicePath {
   // fifoLanes: per call, the FIFO lane of its (one-lane) schedule (sends and receives); empty
   // for collectives, which take their lanes from their place in the launch.
   Status enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, weftDataType_t type,
-                 weftRedOp_t op, uint32_t divisor, size_t slotBytes, void* stream,
-                 coll::ConnectionProvider* provider);
+                 const DeviceOp& op, size_t slotBytes, void* stream, coll::ConnectionProvider* provider);
   // Two bytes of device memory for barriers (a one-byte all-reduce), allocated by create() so
   // that a barrier needs no allocation during a graph capture.
   Status barrierBytes(void** out);

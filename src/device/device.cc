@@ -79,8 +79,9 @@ Status checkLaneLaunch(const LaneLaunch& l) {
     return WEFT_ERROR(weftInvalidArgument, "lane launch: datatype %d is not a weftDataType_t",
                       static_cast<int>(l.type));
   }
-  if (static_cast<int>(l.op) < 0 || static_cast<int>(l.op) >= weftNumOps) {
-    return WEFT_ERROR(weftInvalidArgument, "lane launch: op %d is not a weftRedOp_t", static_cast<int>(l.op));
+  if ((static_cast<int>(l.op) < 0 || static_cast<int>(l.op) >= weftNumOps) && l.op != kLaneOpPreMulSum) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: op %d is neither a weftRedOp_t nor kLaneOpPreMulSum",
+                      static_cast<int>(l.op));
   }
   if (l.op == weftAvg && l.divisor < 1) {
     return WEFT_ERROR(weftInvalidArgument, "lane launch: weftAvg with divisor 0; pass the rank count");

@@ -108,6 +108,10 @@ struct LaneBuffers {
 // bytes, well inside the 4 KiB CUDA and HIP allow.
 constexpr int kMaxFusedOps = 32;
 
+// LaneLaunch::op of a premul-sum (weftRedOpCreatePreMulSum): whatever value the communicator
+// gave the op, the lane program sees this one (reduce.h defines the numerics).
+constexpr weftRedOp_t kLaneOpPreMulSum = static_cast<weftRedOp_t>(weftNumOps);
+
 // One launch of the lane program: every lane of one collective, or of up to kMaxFusedOps
 // collectives (or sends and receives) of one group that share type and op (each lane names its collective's buffers).
 // Passed by value to the kernel, so a graph that captured it replays it as it was; the tables it
@@ -115,8 +119,14 @@ constexpr int kMaxFusedOps = 32;
 // unchanged while any launch (or captured graph) that uses them may run.
 struct LaneLaunch {
   weftDataType_t type = weftFloat32;
-  weftRedOp_t op = weftSum;
+  weftRedOp_t op = weftSum;  // weftSum..weftAvg, or kLaneOpPreMulSum
   uint32_t divisor = 1;  // avg: the rank count
+  // kLaneOpPreMulSum: the scalar, one element of `type`, read by every lane when the launch (or
+  // a graph replay of it) runs: from `scalar` when it is not null (device-readable memory, e.g.
+  // weftScalarDevice), else from the low bytes of scalarValue (little-endian, as the host
+  // stored them).
+  const void* scalar = nullptr;
+  uint64_t scalarValue = 0;
   int32_t nLanes = 0;
   const LaneDesc* lanes = nullptr;
   const LaneStep* steps = nullptr;

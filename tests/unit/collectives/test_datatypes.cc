@@ -341,7 +341,10 @@ TEST(DatatypeTables, SizesNamesValidity) {
   }
   EXPECT_FALSE(isValidRedOp(-1));
   EXPECT_FALSE(isValidRedOp(weftNumOps));
-  EXPECT_STREQ(redOpName(static_cast<weftRedOp_t>(weftNumOps)), "invalid");
+  // Values from weftNumOps up are the ops weftRedOpCreatePreMulSum makes (built-in ops stay valid
+  // alone: a premul-sum is checked against its communicator's table).
+  EXPECT_STREQ(redOpName(static_cast<weftRedOp_t>(weftNumOps)), "premulsum");
+  EXPECT_STREQ(redOpName(static_cast<weftRedOp_t>(-1)), "invalid");
 }
 
 }  // namespace

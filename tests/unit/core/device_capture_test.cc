@@ -315,7 +315,7 @@ class DeviceCapture : public ::testing::Test {
     c.stageSend = kind == coll::CollKind::kAllToAll && send == recv && count > 0;
     c.what = std::string("rank 0: ") + (kind == coll::CollKind::kAllToAll ? "alltoall" : "allreduce") + " #" +
              std::to_string(++seq_);
-    return path_->enqueue({c}, {}, weftFloat32, weftSum, 0, 64 << 10, user_, &peers_);
+    return path_->enqueue({c}, {}, weftFloat32, DeviceOp{}, 64 << 10, user_, &peers_);
   }
   // A one-rank collective copies its input: recv must hold fill(seed).
   static void expectFilled(const float* recv, size_t count, int seed) {

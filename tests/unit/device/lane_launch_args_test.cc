@@ -117,8 +117,13 @@ TEST(LaneLaunchArgs, TypeOpAndDivisor) {
   l.type = static_cast<weftDataType_t>(-1);
   expectRejected(l, "datatype -1");
   l = t.launch();
-  l.op = static_cast<weftRedOp_t>(weftNumOps);
-  expectRejected(l, "op 5 is not a weftRedOp_t");
+  // weftNumOps is the lane program's premul-sum (kLaneOpPreMulSum); values past it are no op.
+  l.op = kLaneOpPreMulSum;
+  EXPECT_TRUE(checkLaneLaunch(l).isOk());
+  l.op = static_cast<weftRedOp_t>(weftNumOps + 1);
+  expectRejected(l, "op 6 is neither a weftRedOp_t nor kLaneOpPreMulSum");
+  l.op = static_cast<weftRedOp_t>(-1);
+  expectRejected(l, "op -1 is neither");
   l = t.launch();
   l.op = weftAvg;
   l.divisor = 0;
