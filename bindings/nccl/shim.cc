@@ -226,10 +226,10 @@ TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn) {
 
 namespace {
 
-// TEMPORARY while weftMemQuery is a stub (src/core/api_pending.cc returns weftInternalError): a
-// failed query counts as host memory. The real one always succeeds and says weftMemHost for host
-// memory, so host buffers take the host path either way; device buffers with a NULL stream need
-// the real one.
+// True when p is memory a GPU runtime knows (device, managed or pinned host memory): NCCL's NULL
+// stream then means the current device's default stream. Pageable host memory takes Weft's host
+// path (the extension that lets NCCL-API programs run on CPU-only machines). weftMemQuery answers
+// weftMemHost for any pointer no runtime knows, so a failed query can only be a NULL argument.
 bool needsDevice(const void* p) {
   if (p == nullptr) return false;
   weftMemKind_t kind = weftMemHost;

@@ -1,7 +1,5 @@
-// NCCL functions whose Weft counterparts are being written on other branches (pre-multiplied
-// sums, gather, scatter, memory, registration, group simulation, shrink, scalable init). Until
-// they land, src/core/api_pending.cc answers weftInternalError and these tests skip, saying so;
-// a real implementation answers a NULL argument with ncclInvalidArgument and the tests run.
+// NCCL 2.28's newer functions through the shim: pre-multiplied sums, gather, scatter, memory,
+// registration, group simulation, shrink, scalable init.
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -14,15 +12,7 @@ using nccl_test::Rank;
 
 namespace {
 
-#define SKIP_WHILE_PENDING(probe)                                                 \
-  if ((probe) == ncclInternalError) {                                             \
-    GTEST_SKIP() << #probe                                                        \
-                 << " answers ncclInternalError: its Weft function is still the " \
-                    "stub in src/core/api_pending.cc";                            \
-  }
-
-TEST(NcclPending, PreMulSumScalesEveryInput) {
-  SKIP_WHILE_PENDING(ncclRedOpCreatePreMulSum(nullptr, nullptr, ncclFloat, ncclScalarHostImmediate, nullptr));
+TEST(NcclNewer, PreMulSumScalesEveryInput) {
   nccl_test::runRanks(Mode::kThreads, 3, [](Rank& me) {
     float scalar = 0.5f;
     ncclRedOp_t op;
@@ -37,9 +27,7 @@ TEST(NcclPending, PreMulSumScalesEveryInput) {
   });
 }
 
-TEST(NcclPending, GatherAndScatter) {
-  SKIP_WHILE_PENDING(ncclGather(nullptr, nullptr, 1, ncclInt32, 0, nullptr, nullptr));
-  SKIP_WHILE_PENDING(ncclScatter(nullptr, nullptr, 1, ncclInt32, 0, nullptr, nullptr));
+TEST(NcclNewer, GatherAndScatter) {
   nccl_test::runRanks(Mode::kThreads, 3, [](Rank& me) {
     const int n = me.nranks, root = 1;
     int32_t mine[2] = {me.rank * 10, me.rank * 10 + 1};
@@ -58,13 +46,11 @@ TEST(NcclPending, GatherAndScatter) {
   });
 }
 
-TEST(NcclPending, MemAllocAndRegistration) {
-  SKIP_WHILE_PENDING(ncclMemAlloc(nullptr, 64));
+TEST(NcclNewer, MemAllocAndRegistration) {
   void* p = nullptr;
   ASSERT_EQ(ncclMemAlloc(&p, 1 << 20), ncclSuccess) << ncclGetLastError(nullptr);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(ncclMemFree(p), ncclSuccess);
-  SKIP_WHILE_PENDING(ncclCommRegister(nullptr, nullptr, 0, nullptr));
   nccl_test::runRanks(Mode::kThreads, 2, [](Rank& me) {
     std::vector<float> buf(256, 1.0f);
     void* handle = nullptr;
@@ -75,9 +61,8 @@ TEST(NcclPending, MemAllocAndRegistration) {
   });
 }
 
-TEST(NcclPending, GroupSimulateEndEstimatesWithoutRunning) {
+TEST(NcclNewer, GroupSimulateEndEstimatesWithoutRunning) {
   ncclSimInfo_t probe = NCCL_SIM_INFO_INITIALIZER;
-  SKIP_WHILE_PENDING(ncclGroupSimulateEnd(&probe));
   nccl_test::runRanks(Mode::kThreads, 2, [](Rank& me) {
     std::vector<float> in(1024, 1.0f), out(1024, -1.0f);
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
@@ -89,8 +74,7 @@ TEST(NcclPending, GroupSimulateEndEstimatesWithoutRunning) {
   });
 }
 
-TEST(NcclPending, ShrinkExcludesARank) {
-  SKIP_WHILE_PENDING(ncclCommShrink(nullptr, nullptr, 0, nullptr, nullptr, NCCL_SHRINK_DEFAULT));
+TEST(NcclNewer, ShrinkExcludesARank) {
   nccl_test::runRanks(Mode::kThreads, 3, [](Rank& me) {
     if (me.rank == 1) return;  // excluded: takes no part
     int exclude[1] = {1};
@@ -108,8 +92,7 @@ TEST(NcclPending, ShrinkExcludesARank) {
   });
 }
 
-TEST(NcclPending, InitRankScalableWithTwoIds) {
-  SKIP_WHILE_PENDING(ncclCommInitRankScalable(nullptr, 1, 0, 1, nullptr, nullptr));
+TEST(NcclNewer, InitRankScalableWithTwoIds) {
   ncclUniqueId ids[2];
   ASSERT_EQ(ncclGetUniqueId(&ids[0]), ncclSuccess);
   ASSERT_EQ(ncclGetUniqueId(&ids[1]), ncclSuccess);
