@@ -180,6 +180,7 @@ void ProcessGroupWeft::check(weftResult_t r, const char* collective) const {
   if (r == weftSuccess) return;
   std::string message = weftGetLastError(comm_);
   if (message.empty()) message = weftGetLastError(nullptr);
+  if (message.empty()) message = "Weft gave no further message";
   throw std::runtime_error(c10::str("weft: ", collective, " failed on rank ", rank_, " of ", size_, " (",
                                     weftGetErrorString(r), "): ", message));
 }
