@@ -154,12 +154,12 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     throw std::runtime_error("weft: init_process_group: rank " + std::to_string(rank) + " of " + std::to_string(size) +
                              " could not join the communicator: " + weftGetLastError(nullptr));
   }
-  queue_ = std::make_unique<WorkQueue>();
+  queue_ = std::make_shared<WorkQueue>();
   init();
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
-  queue_.reset();  // runs what is queued (each call ends by its deadline at the latest)
+  queue_->shutdown();  // runs what is queued (each call ends by its deadline at the latest)
   weftResult_t state = weftSuccess;
   if (weftCommGetAsyncError(comm_, &state) == weftSuccess && state == weftSuccess) {
     (void)weftCommDestroy(comm_);
@@ -194,7 +194,7 @@ void ProcessGroupWeft::checkRank(int64_t rank, const char* what, const char* col
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::post(c10d::OpType type, std::vector<at::Tensor> outputs,
                                                       const at::Tensor* sample, Call call) {
-  auto work = c10::make_intrusive<WeftWork>(rank_, type, std::move(outputs));
+  auto work = c10::make_intrusive<WeftWork>(rank_, type, std::move(outputs), queue_);
   if (sample != nullptr && sample->is_cuda()) {
 #ifdef WEFT_TORCH_CUDA
     // Device work is ordered by the stream: host calls queued earlier go first, then this call is

@@ -121,7 +121,7 @@ class ProcessGroupWeft : public BackendBase {
                     weftStream_t stream, const char* collective) const;
 
   weftComm_t comm_ = nullptr;
-  std::unique_ptr<WorkQueue> queue_;
+  std::shared_ptr<WorkQueue> queue_;  // works hold weak references (WeftWork::wait)
   // Between startCoalescing and endCoalescing: the calls to issue as one Weft group.
   bool coalescing_ = false;
   std::vector<std::pair<c10::intrusive_ptr<WeftWork>, Call>> batch_;

@@ -302,12 +302,30 @@ def test_async_and_barrier(rank, n, gloo):
     ts = [data(rank, (1000,), torch.float32, 160 + i) for i in range(8)]
     works = [dist.all_reduce(t, async_op=True) for t in ts]
     fut = works[-1].get_future().then(lambda f: f.value()[0] * 2)
+    works[3].wait()  # not the next call: the worker runs the earlier ones first
     for i, w in enumerate(works):
         w.wait()
         assert w.is_completed() and w.is_success()
         expect("async all_reduce %d" % i, ts[i],
                reduce_ref([data(r, (1000,), torch.float32, 160 + i) for r in range(n)], "SUM"))
     expect("future.then", fut.wait(), ts[-1] * 2)
+    # Polling alone (no wait, no future) gets a call done.
+    t = data(rank, (10,), torch.float32, 170)
+    w = dist.all_reduce(t, async_op=True)
+    while not w.is_completed():
+        pass
+    expect("polled all_reduce", t, reduce_ref([data(r, (10,), torch.float32, 170) for r in range(n)], "SUM"))
+    # A call nobody asks about starts anyway: this rank waits on a Gloo call that needs it done
+    # on the other ranks.
+    t = data(rank, (10,), torch.float32, 171)
+    w = dist.all_reduce(t, async_op=True)
+    dist.barrier(group=gloo)
+    flag = torch.zeros(1)
+    if rank != 0:
+        w.wait()
+    dist.all_reduce(flag, group=gloo)
+    w.wait()
+    expect("unobserved all_reduce", t, reduce_ref([data(r, (10,), torch.float32, 171) for r in range(n)], "SUM"))
     for _ in range(3):
         dist.barrier()
     w = dist.barrier(async_op=True)
