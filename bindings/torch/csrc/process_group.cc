@@ -154,7 +154,7 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     throw std::runtime_error("weft: init_process_group: rank " + std::to_string(rank) + " of " + std::to_string(size) +
                              " could not join the communicator: " + weftGetLastError(nullptr));
   }
-  queue_ = std::make_shared<WorkQueue>();
+  queue_ = std::make_shared<WorkQueue>([this](const std::vector<Call*>& calls) { runGroup(calls); });
   init();
 }
 
@@ -215,11 +215,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::post(c10d::OpType type, std::ve
     batch_.emplace_back(work, std::move(call));
     return work;
   }
-  queue_->push({work}, [call = std::move(call)] {
-    call.issue(nullptr);
-    if (call.finish) call.finish();
-  });
+  const bool pointToPoint = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+  std::vector<Call> calls;
+  calls.push_back(std::move(call));
+  queue_->push({work}, std::move(calls), pointToPoint);
   return work;
+}
+
+void ProcessGroupWeft::runGroup(const std::vector<Call*>& calls) const {
+  check(weftGroupStart(), "send/recv");
+  try {
+    for (Call* call : calls) call->issue(nullptr);
+  } catch (...) {
+    (void)weftGroupEnd();
+    throw;
+  }
+  check(weftGroupEnd(), "send/recv");
+  for (Call* call : calls) {
+    if (call->finish) call->finish();
+  }
 }
 
 #ifdef WEFT_TORCH_COALESCING_REQS
@@ -233,26 +247,17 @@ void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>
   if (batch_.empty()) return;
   std::vector<c10::intrusive_ptr<WeftWork>> works;
   std::vector<Call> calls;
+  bool pointToPoint = true;
   for (auto& entry : batch_) {
+    const c10d::OpType type = entry.first->retrieveOpType();
+    pointToPoint = pointToPoint && (type == c10d::OpType::SEND || type == c10d::OpType::RECV);
     works.push_back(entry.first);
     calls.push_back(std::move(entry.second));
   }
   batch_.clear();
   // One Weft group: the sends and receives of the batch run concurrently, so exchanges in both
   // directions cannot wait on each other.
-  queue_->push(std::move(works), [this, calls = std::move(calls)] {
-    check(weftGroupStart(), "batch_isend_irecv");
-    try {
-      for (const Call& call : calls) call.issue(nullptr);
-    } catch (...) {
-      (void)weftGroupEnd();
-      throw;
-    }
-    check(weftGroupEnd(), "batch_isend_irecv");
-    for (const Call& call : calls) {
-      if (call.finish) call.finish();
-    }
-  });
+  queue_->push(std::move(works), std::move(calls), pointToPoint);
 }
 #endif
 

@@ -42,14 +42,6 @@ using BackendBase = c10d::Backend;
 using BackendBase = c10d::ProcessGroup;
 #endif
 
-// What one torch call asks of Weft. issue() makes the Weft calls on `stream` (NULL: host
-// tensors, on the worker); finish() copies results into tensors that were not contiguous. They
-// are two steps so that batched point-to-point calls can all be issued inside one Weft group.
-struct Call {
-  std::function<void(weftStream_t)> issue;
-  std::function<void()> finish;
-};
-
 class ProcessGroupWeft : public BackendBase {
  public:
   ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
@@ -109,6 +101,8 @@ class ProcessGroupWeft : public BackendBase {
   // on the tensor's current CUDA stream for device tensors.
   c10::intrusive_ptr<c10d::Work> post(c10d::OpType type, std::vector<at::Tensor> outputs, const at::Tensor* sample,
                                       Call call);
+  // The queue's GroupRunner: the calls' issue() steps inside one Weft group, then their finish().
+  void runGroup(const std::vector<Call*>& calls) const;
   // Throws a std::runtime_error carrying weftGetLastError's message when r is not weftSuccess.
   void check(weftResult_t r, const char* collective) const;
   // Rooted collectives and point-to-point calls: the rank must be one of this group's.

@@ -7,6 +7,14 @@
 #include <utility>
 
 namespace weft_torch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kStartDelay = std::chrono::milliseconds(1);
+constexpr auto kPoll = std::chrono::milliseconds(1);
+constexpr auto kIdle = std::chrono::milliseconds(200);
+
+}  // namespace
 
 WeftWork::WeftWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<WorkQueue> queue)
     : c10d::Work(rank, type),
@@ -43,7 +51,7 @@ void WeftWork::complete(std::exception_ptr error) {
   finish(error);
 }
 
-WorkQueue::WorkQueue() : thread_([this] { loop(); }) {}
+WorkQueue::WorkQueue(GroupRunner runGroup) : runGroup_(std::move(runGroup)), thread_([this] { loop(); }) {}
 
 WorkQueue::~WorkQueue() { shutdown(); }
 
@@ -57,18 +65,16 @@ void WorkQueue::shutdown() {
   thread_.join();
 }
 
-namespace {
-constexpr auto kPoll = std::chrono::milliseconds(1);
-constexpr auto kIdle = std::chrono::milliseconds(200);
-}  // namespace
-
-void WorkQueue::push(std::vector<c10::intrusive_ptr<WeftWork>> works, std::function<void()> run) {
+void WorkQueue::push(std::vector<c10::intrusive_ptr<WeftWork>> works, std::vector<Call> calls, bool pointToPoint) {
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    tasks_.push_back(Task{std::move(works), std::move(run)});
-    lastPush_ = std::chrono::steady_clock::now();
-    wake = deepSleep_ || tasks_.size() > 1;
+    const auto now = Clock::now();
+    tasks_.push_back(Task{std::move(works), std::move(calls), pointToPoint, now});
+    lastPush_ = now;
+    // Collectives queued behind another one: nobody waits on the first alone, start now.
+    if (tasks_.size() > 1 && !pointToPoint) started_ = true;
+    wake = deepSleep_ || (started_ && !busy_);
   }
   if (wake) wake_.notify_one();
 }
@@ -76,30 +82,71 @@ void WorkQueue::push(std::vector<c10::intrusive_ptr<WeftWork>> works, std::funct
 void WorkQueue::kick() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (tasks_.empty() || busy_) return;  // nothing to start, or it is running (and loops on)
+    if (tasks_.empty()) return;
+    started_ = true;
+    if (busy_) return;  // the worker (or a waiting caller) is running a task and loops on
   }
   wake_.notify_one();
 }
 
 void WorkQueue::drain() {
-  wake_.notify_one();
+  kick();
   std::unique_lock<std::mutex> lock(mutex_);
   idle_.wait(lock, [this] { return tasks_.empty() && !busy_; });
 }
 
-void WorkQueue::runTask(Task& task) {
+bool WorkQueue::startable() const {
+  if (busy_ || tasks_.empty()) return false;
+  return started_ || stop_ || Clock::now() - tasks_.front().pushed >= kStartDelay;
+}
+
+std::vector<WorkQueue::Task> WorkQueue::takeNext() {
+  std::vector<Task> batch;
+  batch.push_back(std::move(tasks_.front()));
+  tasks_.pop_front();
+  while (batch.front().pointToPoint && !tasks_.empty() && tasks_.front().pointToPoint) {
+    batch.push_back(std::move(tasks_.front()));
+    tasks_.pop_front();
+  }
+  busy_ = true;
+  return batch;
+}
+
+void WorkQueue::run(std::vector<Task>& batch) {
+  // Output tensors may be parameters that require grad; copying results into them is not
+  // something autograd should see (grad mode is per thread and on by default).
+  at::NoGradGuard noGrad;
   std::exception_ptr error;
   try {
-    task.run();
+    std::vector<Call*> calls;
+    for (Task& task : batch) {
+      for (Call& call : task.calls) calls.push_back(&call);
+    }
+    if (calls.size() == 1) {
+      calls[0]->issue(nullptr);
+      if (calls[0]->finish) calls[0]->finish();
+    } else {
+      runGroup_(calls);
+    }
   } catch (...) {
     error = std::current_exception();
   }
-  for (auto& work : task.works) work->complete(error);
-  task = Task{};  // drop the tensors before taking the lock again
+  for (Task& task : batch) {
+    for (auto& work : task.works) work->complete(error);
+  }
+  batch.clear();  // drop the tensors before taking the lock again
+}
+
+void WorkQueue::finishRun(std::unique_lock<std::mutex>& lock) {
+  busy_ = false;
+  if (tasks_.empty()) {
+    started_ = false;
+    idle_.notify_all();
+  }
 }
 
 bool WorkQueue::runIfNext(const WeftWork* work) {
-  Task task;
+  std::vector<Task> batch;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (busy_ || stop_ || tasks_.empty()) return false;
@@ -107,48 +154,40 @@ bool WorkQueue::runIfNext(const WeftWork* work) {
     if (std::find_if(next.begin(), next.end(), [work](const auto& w) { return w.get() == work; }) == next.end()) {
       return false;
     }
-    task = std::move(tasks_.front());
-    tasks_.pop_front();
-    busy_ = true;  // the worker waits until this task is done
+    batch = takeNext();  // busy_: the worker waits until this batch is done
   }
+  run(batch);
+  bool more;
   {
-    at::NoGradGuard noGrad;
-    runTask(task);
+    std::unique_lock<std::mutex> lock(mutex_);
+    finishRun(lock);
+    more = !tasks_.empty();
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    busy_ = false;
-    if (tasks_.empty()) idle_.notify_all();
-  }
-  wake_.notify_one();
+  if (more) wake_.notify_one();
   return true;
 }
 
 void WorkQueue::loop() {
-  // Output tensors may be parameters that require grad; copying results into them is not
-  // something autograd should see (grad mode is per thread and on by default).
-  at::NoGradGuard noGrad;
   std::unique_lock<std::mutex> lock(mutex_);
-  auto ready = [this] { return (stop_ || !tasks_.empty()) && !busy_; };
   for (;;) {
-    while (!ready()) {
-      if (std::chrono::steady_clock::now() - lastPush_ < kIdle) {
+    while (!startable()) {
+      if (stop_ && tasks_.empty() && !busy_) return;
+      const auto now = Clock::now();
+      if (!tasks_.empty() && !busy_) {
+        wake_.wait_until(lock, tasks_.front().pushed + kStartDelay);  // or until asked
+      } else if (busy_ || now - lastPush_ < kIdle) {
         wake_.wait_for(lock, kPoll);
       } else {
         deepSleep_ = true;
-        wake_.wait(lock, ready);
+        wake_.wait(lock);
         deepSleep_ = false;
       }
     }
-    if (tasks_.empty()) return;  // stop_, and everything queued has run
-    Task task = std::move(tasks_.front());
-    tasks_.pop_front();
-    busy_ = true;
+    std::vector<Task> batch = takeNext();
     lock.unlock();
-    runTask(task);
+    run(batch);
     lock.lock();
-    busy_ = false;
-    if (tasks_.empty()) idle_.notify_all();
+    finishRun(lock);
   }
 }
 

@@ -259,6 +259,24 @@ def test_point_to_point(rank, n, gloo):
     if n < 2:
         return
     nxt, prv = (rank + 1) % n, (rank - 1) % n
+    # isend/irecv both ways without batch_isend_irecv (sends and receives queued one after another
+    # run as one Weft group, so they cannot wait on each other), on fresh connections.
+    for size in (10, 1 << 20):
+        t = data(rank, (size,), torch.float32, 125)
+        a, b = torch.empty(size), torch.empty(size)
+        reqs = [dist.isend(t, nxt), dist.isend(t, prv), dist.irecv(a, prv), dist.irecv(b, nxt)]
+        for r in reqs:
+            r.wait()
+        expect("isend/irecv from the left %d" % size, a, data(prv, (size,), torch.float32, 125))
+        expect("isend/irecv from the right %d" % size, b, data(nxt, (size,), torch.float32, 125))
+    # A receive queued behind a send to the same peer, then a blocking receive.
+    t = data(rank, (1000,), torch.float32, 126)
+    got = torch.empty(1000)
+    if rank < 2:
+        req = dist.isend(t, 1 - rank)
+        dist.recv(got, 1 - rank)
+        req.wait()
+        expect("isend then recv", got, data(1 - rank, (1000,), torch.float32, 126))
     for size in (10, 1 << 20):  # 40 B and 4 MiB
         t = data(rank, (size,), torch.float32, 130)
         got = torch.empty(size)
