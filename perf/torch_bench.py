@@ -8,9 +8,10 @@ a noisy machine hits both alike.
 
 1. all_reduce (float32 sum, in place, blocking like dist.all_reduce(t)) from 4 B to 256 MiB:
    time per call (the slowest rank's mean) and busbw = bytes / time * 2(n-1)/n.
-2. A DDP training step (zero_grad, forward, backward with its all-reduces, SGD step) of a model
-   with about 100 MB of gradients (6 x Linear(2048, 2048), batch 4), DDP over weft against DDP
-   over Gloo; and the same step without DDP (no communication) to show the compute share.
+2. A DDP training step (zero_grad, forward, backward with its all-reduces, SGD step) of two models
+   with about 100 MB of gradients: "mlp" (6 x Linear(2048, 2048), batch 4: compute-heavy) and
+   "embedding" (an embedding table with dense gradients: little compute), DDP over weft against
+   DDP over Gloo, and the same step without DDP (no communication) to show the compute share.
 
 Usage (from the build tree's root, after building weft_torch):
   PYTHONPATH=build/python /usr/bin/python3 perf/torch_bench.py --ranks 2 4
@@ -61,8 +62,8 @@ def bench_allreduce(rank, n, gloo, args):
     rows = []
     for size in sizes(args.min_bytes, args.max_bytes):
         t = torch.zeros(max(1, size // 4), dtype=torch.float32)
-        # Enough calls for about args.seconds of Weft per block at small sizes, at least 2.
-        iters = int(max(2, min(2000, args.budget_bytes // size)))
+        # About budget_bytes per block, between 2 and max_iters calls.
+        iters = int(max(2, min(args.max_iters, args.budget_bytes // size)))
         results = {"weft": [], "gloo": []}
         for name, group in (("weft", None), ("gloo", gloo)):  # warm-up
             dist.all_reduce(t, group=group)
@@ -83,45 +84,60 @@ def bench_allreduce(rank, n, gloo, args):
         sys.stdout.flush()
 
 
-def make_model():
+def make_model(kind):
     torch.manual_seed(0)
-    layers = []
-    for _ in range(6):
-        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
-    return torch.nn.Sequential(*layers)
+    if kind == "mlp":  # 25.2 M parameters, compute-heavy: every step multiplies by all of them
+        layers = []
+        for _ in range(6):
+            layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
+        return torch.nn.Sequential(*layers)
+    # "embedding": 25.2 M parameters with dense gradients and little compute (a lookup of 256 rows)
+    return torch.nn.Sequential(torch.nn.Embedding(196608, 128), torch.nn.Linear(128, 1))
+
+
+MODELS = {
+    "mlp": ("6 x Linear(2048, 2048), batch 4", lambda: torch.randn(4, 2048)),
+    "embedding": ("Embedding(196608, 128) + Linear(128, 1), dense gradients, batch 256",
+                  lambda: torch.randint(0, 196608, (256,), generator=torch.Generator().manual_seed(1))),
+}
 
 
 def bench_ddp(rank, n, gloo, args):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    models = {"weft": DDP(make_model(), process_group=None), "gloo": DDP(make_model(), process_group=gloo),
-              "local (no DDP)": make_model()}
-    grad_bytes = sum(p.numel() * p.element_size() for p in models["local (no DDP)"].parameters())
-    opts = {k: torch.optim.SGD(m.parameters(), lr=1e-4) for k, m in models.items()}
-    x = torch.randn(4, 2048)
+    for kind in args.ddp_models:
+        what, make_input = MODELS[kind]
+        models = {"weft": DDP(make_model(kind), process_group=None), "gloo": DDP(make_model(kind), process_group=gloo),
+                  "local (no DDP)": make_model(kind)}
+        grad_bytes = sum(p.numel() * p.element_size() for p in models["local (no DDP)"].parameters())
+        opts = {k: torch.optim.SGD(m.parameters(), lr=1e-4) for k, m in models.items()}
+        x = make_input()
 
-    def step(name):
-        opts[name].zero_grad()
-        models[name](x).sum().backward()
-        opts[name].step()
+        def step(name):
+            opts[name].zero_grad()
+            models[name](x).sum().backward()
+            opts[name].step()
 
-    for name in models:  # warm-up (DDP's first step builds its buckets)
-        step(name)
-        step(name)
-    times = {k: [] for k in models}
-    for _ in range(args.ddp_blocks):
-        for name in models:
-            times[name].append(time_block(lambda: step(name), args.ddp_steps, gloo))
-    if rank == 0:
-        best = {k: min(v) for k, v in times.items()}
-        print("\n### DDP step, %d ranks: %.1f MB of gradients (6 x Linear(2048, 2048), batch 4, SGD)\n" % (
-            n, grad_bytes / 1e6))
-        print("| | step time (ms), best of %d blocks of %d steps | all blocks (ms) |" % (args.ddp_blocks, args.ddp_steps))
-        print("|---|---:|---|")
-        for k in models:
-            print("| %s | %.1f | %s |" % (k, best[k] * 1e3, " / ".join("%.0f" % (t * 1e3) for t in times[k])))
-        print("\nweft/gloo DDP step speed: %.2fx" % (best["gloo"] / best["weft"]))
-        sys.stdout.flush()
+        for name in models:  # warm-up (DDP's first step builds its buckets)
+            step(name)
+            step(name)
+        times = {k: [] for k in models}
+        for _ in range(args.ddp_blocks):
+            for name in models:
+                times[name].append(time_block(lambda: step(name), args.ddp_steps, gloo))
+        if rank == 0:
+            best = {k: min(v) for k, v in times.items()}
+            print("\n### DDP step, %d ranks: %.1f MB of gradients (%s, SGD)\n" % (n, grad_bytes / 1e6, what))
+            print("| | step time (ms), best of %d blocks of %d steps | all blocks (ms) |" % (
+                args.ddp_blocks, args.ddp_steps))
+            print("|---|---:|---|")
+            for k in models:
+                print("| %s | %.1f | %s |" % (k, best[k] * 1e3, " / ".join("%.0f" % (t * 1e3) for t in times[k])))
+            print("\nweft/gloo DDP step speed: %.2fx; time beyond the local step: weft %.1f ms, gloo %.1f ms" % (
+                best["gloo"] / best["weft"], (best["weft"] - best["local (no DDP)"]) * 1e3,
+                (best["gloo"] - best["local (no DDP)"]) * 1e3))
+            sys.stdout.flush()
+        del models, opts
 
 
 def worker(rank, n, store, args):
@@ -144,8 +160,10 @@ def main():
     p.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     p.add_argument("--min-bytes", type=int, default=4)
     p.add_argument("--max-bytes", type=int, default=256 * MiB)
-    p.add_argument("--budget-bytes", type=int, default=256 * MiB, help="bytes per block (sets the call count)")
-    p.add_argument("--blocks", type=int, default=3, help="alternating blocks per size and library")
+    p.add_argument("--budget-bytes", type=int, default=128 * MiB, help="bytes per block (sets the call count)")
+    p.add_argument("--max-iters", type=int, default=500, help="most calls per block")
+    p.add_argument("--blocks", type=int, default=5, help="alternating blocks per size and library")
+    p.add_argument("--ddp-models", nargs="+", default=["mlp", "embedding"], choices=sorted(MODELS))
     p.add_argument("--ddp-steps", type=int, default=5)
     p.add_argument("--ddp-blocks", type=int, default=3)
     p.add_argument("--no-allreduce", action="store_true")
