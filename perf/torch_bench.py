@@ -107,7 +107,9 @@ def bench_ddp(rank, n, gloo, args):
 
     for kind in args.ddp_models:
         what, make_input = MODELS[kind]
-        models = {"weft": DDP(make_model(kind), process_group=None), "gloo": DDP(make_model(kind), process_group=gloo),
+        view = args.bucket_view
+        models = {"weft": DDP(make_model(kind), process_group=None, gradient_as_bucket_view=view),
+                  "gloo": DDP(make_model(kind), process_group=gloo, gradient_as_bucket_view=view),
                   "local (no DDP)": make_model(kind)}
         grad_bytes = sum(p.numel() * p.element_size() for p in models["local (no DDP)"].parameters())
         opts = {k: torch.optim.SGD(m.parameters(), lr=1e-4) for k, m in models.items()}
@@ -127,7 +129,8 @@ def bench_ddp(rank, n, gloo, args):
                 times[name].append(time_block(lambda: step(name), args.ddp_steps, gloo))
         if rank == 0:
             best = {k: min(v) for k, v in times.items()}
-            print("\n### DDP step, %d ranks: %.1f MB of gradients (%s, SGD)\n" % (n, grad_bytes / 1e6, what))
+            print("\n### DDP step, %d ranks: %.1f MB of gradients (%s, SGD%s)\n" % (
+                n, grad_bytes / 1e6, what, ", gradient_as_bucket_view" if view else ""))
             print("| | step time (ms), best of %d blocks of %d steps | all blocks (ms) |" % (
                 args.ddp_blocks, args.ddp_steps))
             print("|---|---:|---|")
@@ -164,6 +167,7 @@ def main():
     p.add_argument("--max-iters", type=int, default=500, help="most calls per block")
     p.add_argument("--blocks", type=int, default=5, help="alternating blocks per size and library")
     p.add_argument("--ddp-models", nargs="+", default=["mlp", "embedding"], choices=sorted(MODELS))
+    p.add_argument("--bucket-view", action="store_true", help="DDP(gradient_as_bucket_view=True): no gradient copies")
     p.add_argument("--ddp-steps", type=int, default=5)
     p.add_argument("--ddp-blocks", type=int, default=3)
     p.add_argument("--no-allreduce", action="store_true")

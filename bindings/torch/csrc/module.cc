@@ -13,11 +13,14 @@ PYBIND11_MODULE(_C, m) {
   // communicator waits for the other ranks, so the GIL is released meanwhile.
   m.def("create_process_group", &weft_torch::ProcessGroupWeft::create, py::arg("store"), py::arg("rank"),
         py::arg("size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>());
-  m.def("weft_version", [] {
-    int version = 0;
-    (void)weftGetVersion(&version);
-    return version;
-  }, "Weft's version code: major*10000 + minor*100 + patch");
+  m.def(
+      "weft_version",
+      [] {
+        int version = 0;
+        (void)weftGetVersion(&version);
+        return version;
+      },
+      "Weft's version code: major*10000 + minor*100 + patch");
 #ifdef WEFT_TORCH_CUDA
   m.attr("with_cuda") = true;
 #else

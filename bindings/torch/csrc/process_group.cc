@@ -41,9 +41,9 @@ const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* col
 void checkSame(const at::Tensor& t, const at::Tensor& like, const char* collective, const char* what) {
   checkTensor(t, collective);
   if (t.scalar_type() != like.scalar_type() || t.device() != like.device()) {
-    refuse(collective, std::string(what) + " must have the input's dtype and device (" + c10::toString(like.scalar_type()) +
-                           " on " + like.device().str() + "), got " + c10::toString(t.scalar_type()) + " on " +
-                           t.device().str());
+    refuse(collective, std::string(what) + " must have the input's dtype and device (" +
+                           c10::toString(like.scalar_type()) + " on " + like.device().str() + "), got " +
+                           c10::toString(t.scalar_type()) + " on " + t.device().str());
   }
 }
 
@@ -101,14 +101,14 @@ std::vector<int64_t> splitRows(const std::vector<int64_t>& splits, int64_t rows,
   if (splits.empty()) {
     if (rows % size != 0) {
       refuse("all_to_all_single", std::string(which) + " has " + std::to_string(rows) +
-                                       " rows, which do not split evenly over " + std::to_string(size) +
-                                       " ranks; pass split sizes");
+                                      " rows, which do not split evenly over " + std::to_string(size) +
+                                      " ranks; pass split sizes");
     }
     return std::vector<int64_t>(static_cast<size_t>(size), rows / size);
   }
   if (splits.size() != static_cast<size_t>(size)) {
     refuse("all_to_all_single", std::string(which) + " split sizes have " + std::to_string(splits.size()) +
-                                     " entries for " + std::to_string(size) + " ranks");
+                                    " entries for " + std::to_string(size) + " ranks");
   }
   int64_t sum = 0;
   for (int64_t s : splits) {
@@ -116,8 +116,8 @@ std::vector<int64_t> splitRows(const std::vector<int64_t>& splits, int64_t rows,
     sum += s;
   }
   if (sum != rows) {
-    refuse("all_to_all_single", std::string(which) + " split sizes add up to " + std::to_string(sum) + " rows but the " +
-                                     which + " tensor has " + std::to_string(rows));
+    refuse("all_to_all_single", std::string(which) + " split sizes add up to " + std::to_string(sum) +
+                                    " rows but the " + which + " tensor has " + std::to_string(rows));
   }
   return splits;
 }
@@ -520,8 +520,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter(std::vector<at::
   return post(c10d::OpType::REDUCE_SCATTER, {out}, &out, std::move(call));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_reduce_scatter_base(at::Tensor& outputBuffer,
-                                                                      at::Tensor& inputBuffer,
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_reduce_scatter_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
                                                                       const c10d::ReduceScatterOptions& opts) {
   checkTensor(outputBuffer, "reduce_scatter_tensor");
   checkSame(inputBuffer, outputBuffer, "reduce_scatter_tensor", "the input tensor");
@@ -556,14 +555,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall_base(at::Tensor& outpu
   if (outputSplitSizes.empty() && inputSplitSizes.empty()) {
     // Even blocks: Weft's all-to-all.
     if (in.numel() != out.numel() || in.numel() % size_ != 0) {
-      refuse("all_to_all_single", "without split sizes the input and output must have the same number of elements, "
-                                  "divisible by the world size (" + std::to_string(size_) + ")");
+      refuse("all_to_all_single",
+             "without split sizes the input and output must have the same number of elements, "
+             "divisible by the world size (" +
+                 std::to_string(size_) + ")");
     }
     call.issue = [this, in, out, el](weftStream_t stream) {
       Dense src(in), dst(out);
-      check(weftAllToAll(src.data(), dst.data(), weftCount(in, el) / static_cast<size_t>(size_), el.type, comm_,
-                         stream),
-            "all_to_all_single");
+      check(
+          weftAllToAll(src.data(), dst.data(), weftCount(in, el) / static_cast<size_t>(size_), el.type, comm_, stream),
+          "all_to_all_single");
       dst.writeBack();
     };
   } else {

@@ -5,10 +5,10 @@
 #pragma once
 
 #include <c10/core/ScalarType.h>
-#include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <cstddef>
 #include <string>
+#include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include "weft/weft.h"
 
@@ -28,9 +28,9 @@ WeftElements weftElements(c10::ScalarType dtype, const char* collective);
 struct WeftReduction {
   weftRedOp_t op = weftSum;
   bool preMulSum = false;
-  double factor = 1.0;         // PREMUL_SUM with a number
+  double factor = 1.0;  // PREMUL_SUM with a number
   bool hasFactorTensor = false;
-  at::Tensor factorTensor;     // PREMUL_SUM with a (one-element) tensor
+  at::Tensor factorTensor;  // PREMUL_SUM with a (one-element) tensor
 };
 
 // Maps c10d's ReduceOp (SUM 0, AVG 1, PRODUCT 2, MIN 3, MAX 4, BAND 5, BOR 6, BXOR 7,

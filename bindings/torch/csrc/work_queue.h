@@ -6,7 +6,6 @@
 #pragma once
 
 #include <ATen/core/ivalue.h>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <chrono>
 #include <condition_variable>
@@ -16,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 #include "weft/weft.h"
@@ -96,10 +96,10 @@ class WorkQueue {
     bool pointToPoint = false;
     std::chrono::steady_clock::time_point pushed;
   };
-  std::vector<Task> takeNext();              // mutex_ held: the front task, and sends/receives after it
-  void run(std::vector<Task>& batch);        // mutex_ not held, busy_ set
+  std::vector<Task> takeNext();                        // mutex_ held: the front task, and sends/receives after it
+  void run(std::vector<Task>& batch);                  // mutex_ not held, busy_ set
   void finishRun(std::unique_lock<std::mutex>& lock);  // after run(): clears busy_
-  bool startable() const;                    // mutex_ held
+  bool startable() const;                              // mutex_ held
   void loop();
 
   GroupRunner runGroup_;
