@@ -1,0 +1,679 @@
+#include "process_group.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/StringUtil.h>
+
+#ifdef WEFT_TORCH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace weft_torch {
+namespace {
+
+constexpr const char* kUniqueIdKey = "weft_unique_id";
+
+[[noreturn]] void refuse(const char* collective, const std::string& what) {
+  throw std::invalid_argument(std::string("weft: ") + collective + ": " + what);
+}
+
+void checkTensor(const at::Tensor& t, const char* collective) {
+  if (!t.defined()) refuse(collective, "got an undefined tensor");
+  if (t.layout() != at::kStrided) refuse(collective, "sparse tensors are not supported; call .to_dense() first");
+  if (!t.device().is_cpu() && !t.device().is_cuda()) {
+    refuse(collective, "tensors on " + t.device().str() + " are not supported; use CPU (or CUDA) tensors");
+  }
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* collective) {
+  if (tensors.size() != 1) {
+    refuse(collective, "takes exactly one tensor per process (got " + std::to_string(tensors.size()) + ")");
+  }
+  checkTensor(tensors[0], collective);
+  return tensors[0];
+}
+
+void checkSame(const at::Tensor& t, const at::Tensor& like, const char* collective, const char* what) {
+  checkTensor(t, collective);
+  if (t.scalar_type() != like.scalar_type() || t.device() != like.device()) {
+    refuse(collective, std::string(what) + " must have the input's dtype and device (" +
+                           c10::toString(like.scalar_type()) + " on " + like.device().str() + "), got " +
+                           c10::toString(t.scalar_type()) + " on " + t.device().str());
+  }
+}
+
+size_t weftCount(const at::Tensor& t, const WeftElements& el) { return static_cast<size_t>(t.numel()) * el.perElement; }
+
+// A contiguous stand-in for a tensor: the tensor itself, or a copy that writeBack() copies into
+// the tensor. Made on the thread that runs the Weft call, so a copy sees earlier calls' results.
+class Dense {
+ public:
+  explicit Dense(at::Tensor t) : user_(std::move(t)), buf_(user_.is_contiguous() ? user_ : user_.contiguous()) {}
+  void* data() const { return buf_.data_ptr(); }
+  const at::Tensor& tensor() const { return buf_; }
+  void writeBack() {
+    if (!buf_.is_same(user_)) user_.copy_(buf_);
+  }
+
+ private:
+  at::Tensor user_;
+  at::Tensor buf_;
+};
+
+// The Weft op for one call: a built-in op, or a pre-multiplied sum made on the communicator for
+// this call and destroyed after it.
+class ScopedRedOp {
+ public:
+  ScopedRedOp(weftComm_t comm, const WeftReduction& red, weftDataType_t type, c10::ScalarType dtype)
+      : comm_(comm), op_(red.op) {
+    if (!red.preMulSum) return;
+    // The factor has the reduced elements' type (the real type for complex tensors).
+    const c10::ScalarType scalarType = c10::isComplexType(dtype) ? c10::toRealValueType(dtype) : dtype;
+    at::Tensor factor = red.hasFactorTensor
+                            ? red.factorTensor.to(at::kCPU).to(scalarType).reshape({-1}).narrow(0, 0, 1).contiguous()
+                            : at::scalar_tensor(red.factor, at::TensorOptions().dtype(scalarType));
+    result_ = weftRedOpCreatePreMulSum(&op_, factor.data_ptr(), type, weftScalarHostImmediate, comm);
+    made_ = result_ == weftSuccess;
+  }
+  ~ScopedRedOp() {
+    if (made_) (void)weftRedOpDestroy(op_, comm_);
+  }
+  ScopedRedOp(const ScopedRedOp&) = delete;
+  ScopedRedOp& operator=(const ScopedRedOp&) = delete;
+
+  weftResult_t result() const { return result_; }
+  weftRedOp_t op() const { return op_; }
+
+ private:
+  weftComm_t comm_;
+  weftRedOp_t op_;
+  weftResult_t result_ = weftSuccess;
+  bool made_ = false;
+};
+
+// Element offsets of split sizes along dim 0 (torch's all_to_all_single); empty = even.
+std::vector<int64_t> splitRows(const std::vector<int64_t>& splits, int64_t rows, int size, const char* which) {
+  if (splits.empty()) {
+    if (rows % size != 0) {
+      refuse("all_to_all_single", std::string(which) + " has " + std::to_string(rows) +
+                                      " rows, which do not split evenly over " + std::to_string(size) +
+                                      " ranks; pass split sizes");
+    }
+    return std::vector<int64_t>(static_cast<size_t>(size), rows / size);
+  }
+  if (splits.size() != static_cast<size_t>(size)) {
+    refuse("all_to_all_single", std::string(which) + " split sizes have " + std::to_string(splits.size()) +
+                                    " entries for " + std::to_string(size) + " ranks");
+  }
+  int64_t sum = 0;
+  for (int64_t s : splits) {
+    if (s < 0) refuse("all_to_all_single", std::string(which) + " split sizes must not be negative");
+    sum += s;
+  }
+  if (sum != rows) {
+    refuse("all_to_all_single", std::string(which) + " split sizes add up to " + std::to_string(sum) +
+                                    " rows but the " + which + " tensor has " + std::to_string(rows));
+  }
+  return splits;
+}
+
+}  // namespace
+
+// ---- Creation -------------------------------------------------------------------------------
+
+ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : BackendBase(rank, size) {
+  weftUniqueId id;
+  if (rank == 0) {
+    if (weftGetUniqueId(&id) != weftSuccess) {
+      throw std::runtime_error(std::string("weft: init_process_group: rank 0 could not make a unique id: ") +
+                               weftGetLastError(nullptr));
+    }
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
+    store->set(kUniqueIdKey, std::vector<uint8_t>(bytes, bytes + sizeof(id)));
+  } else {
+    std::vector<uint8_t> bytes = store->get(kUniqueIdKey);  // waits for rank 0, up to the store's timeout
+    if (bytes.size() != sizeof(id)) {
+      throw std::runtime_error("weft: init_process_group: the store holds a unique id of " +
+                               std::to_string(bytes.size()) + " bytes under '" + kUniqueIdKey + "', expected " +
+                               std::to_string(sizeof(id)) + "; is another program using the same store?");
+    }
+    std::memcpy(&id, bytes.data(), sizeof(id));
+  }
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  const double seconds = std::chrono::duration<double>(timeout).count();
+  config.timeoutS = seconds > 0 ? static_cast<int>(std::min(std::ceil(seconds), 2147483647.0)) : 0;
+  config.commName = "torch.distributed";
+  if (weftCommInitRankConfig(&comm_, size, id, rank, &config) != weftSuccess) {
+    throw std::runtime_error("weft: init_process_group: rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                             " could not join the communicator: " + weftGetLastError(nullptr));
+  }
+  queue_ = std::make_shared<WorkQueue>([this](const std::vector<Call*>& calls) { runGroup(calls); });
+  init();
+}
+
+ProcessGroupWeft::~ProcessGroupWeft() {
+  queue_->shutdown();  // runs what is queued (each call ends by its deadline at the latest)
+  weftResult_t state = weftSuccess;
+  if (weftCommGetAsyncError(comm_, &state) == weftSuccess && state == weftSuccess) {
+    (void)weftCommDestroy(comm_);
+  } else {
+    (void)weftCommAbort(comm_);
+  }
+}
+
+c10::intrusive_ptr<BackendBase> ProcessGroupWeft::create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                         int size, std::chrono::duration<float> timeout) {
+  return c10::make_intrusive<ProcessGroupWeft>(store, rank, size,
+                                               std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+}
+
+// ---- Running calls ----------------------------------------------------------------------------
+
+void ProcessGroupWeft::check(weftResult_t r, const char* collective) const {
+  if (r == weftSuccess) return;
+  std::string message = weftGetLastError(comm_);
+  if (message.empty()) message = weftGetLastError(nullptr);
+  if (message.empty()) message = "Weft gave no further message";
+  throw std::runtime_error(c10::str("weft: ", collective, " failed on rank ", rank_, " of ", size_, " (",
+                                    weftGetErrorString(r), "): ", message));
+}
+
+void ProcessGroupWeft::checkRank(int64_t rank, const char* what, const char* collective) const {
+  if (rank < 0 || rank >= size_) {
+    refuse(collective, std::string(what) + " " + std::to_string(rank) + " is not a rank of this group (0.." +
+                           std::to_string(size_ - 1) + ")");
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::post(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                      const at::Tensor* sample, Call call) {
+  auto work = c10::make_intrusive<WeftWork>(rank_, type, std::move(outputs), queue_);
+  if (sample != nullptr && sample->is_cuda()) {
+#ifdef WEFT_TORCH_CUDA
+    // Device work is ordered by the stream: host calls queued earlier go first, then this call is
+    // enqueued on the tensor's current stream, where whatever uses the outputs will run too.
+    queue_->drain();
+    c10::cuda::CUDAGuard guard(sample->device());
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(sample->device().index()).stream();
+    call.issue(reinterpret_cast<weftStream_t>(stream));
+    if (call.finish) call.finish();
+    work->complete(nullptr);
+    return work;
+#else
+    refuse(c10d::opTypeToString(type).c_str(),
+           "this weft_torch was built without CUDA support (it needs torch 2.x built with CUDA); use CPU tensors");
+#endif
+  }
+  if (coalescing_) {
+    batch_.emplace_back(work, std::move(call));
+    return work;
+  }
+  const bool pointToPoint = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+  std::vector<Call> calls;
+  calls.push_back(std::move(call));
+  queue_->push({work}, std::move(calls), pointToPoint);
+  return work;
+}
+
+void ProcessGroupWeft::runGroup(const std::vector<Call*>& calls) const {
+  check(weftGroupStart(), "send/recv");
+  try {
+    for (Call* call : calls) call->issue(nullptr);
+  } catch (...) {
+    (void)weftGroupEnd();
+    throw;
+  }
+  check(weftGroupEnd(), "send/recv");
+  for (Call* call : calls) {
+    if (call->finish) call->finish();
+  }
+}
+
+#ifdef WEFT_TORCH_COALESCING_REQS
+void ProcessGroupWeft::startCoalescing() {
+  coalescing_ = true;
+  batch_.clear();
+}
+
+void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /* reqs */) {
+  coalescing_ = false;
+  if (batch_.empty()) return;
+  std::vector<c10::intrusive_ptr<WeftWork>> works;
+  std::vector<Call> calls;
+  bool pointToPoint = true;
+  for (auto& entry : batch_) {
+    const c10d::OpType type = entry.first->retrieveOpType();
+    pointToPoint = pointToPoint && (type == c10d::OpType::SEND || type == c10d::OpType::RECV);
+    works.push_back(entry.first);
+    calls.push_back(std::move(entry.second));
+  }
+  batch_.clear();
+  // One Weft group: the sends and receives of the batch run concurrently, so exchanges in both
+  // directions cannot wait on each other.
+  queue_->push(std::move(works), std::move(calls), pointToPoint);
+}
+#endif
+
+void ProcessGroupWeft::exchange(const std::vector<std::pair<const void*, size_t>>& send,
+                                const std::vector<std::pair<void*, size_t>>& recv, weftDataType_t type,
+                                weftStream_t stream, const char* collective) const {
+  check(weftGroupStart(), collective);
+  weftResult_t first = weftSuccess;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;  // the caller copies its own block
+    const auto& s = send[static_cast<size_t>(p)];
+    const auto& r = recv[static_cast<size_t>(p)];
+    weftResult_t a = s.second > 0 ? weftSend(s.first, s.second, type, p, comm_, stream) : weftSuccess;
+    weftResult_t b = r.second > 0 ? weftRecv(r.first, r.second, type, p, comm_, stream) : weftSuccess;
+    if (first == weftSuccess) first = a != weftSuccess ? a : b;
+  }
+  weftResult_t end = weftGroupEnd();
+  check(first != weftSuccess ? first : end, collective);
+}
+
+void ProcessGroupWeft::allReduceNow(void* data, size_t count, weftDataType_t type, c10::ScalarType dtype,
+                                    const WeftReduction& red, weftStream_t stream, const char* collective) const {
+  ScopedRedOp op(comm_, red, type, dtype);
+  check(op.result(), "weftRedOpCreatePreMulSum");
+  check(weftAllReduce(data, data, count, type, op.op(), comm_, stream), collective);
+}
+
+// ---- Collectives ------------------------------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors,
+                                                           const c10d::AllreduceOptions& opts) {
+  const at::Tensor& t = single(tensors, "all_reduce");
+  const WeftElements el = weftElements(t.scalar_type(), "all_reduce");
+  const WeftReduction red = weftReduction(opts.reduceOp, t.scalar_type(), "all_reduce");
+  Call call;
+  call.issue = [this, t, el, red](weftStream_t stream) {
+    Dense d(t);
+    allReduceNow(d.data(), weftCount(t, el), el.type, t.scalar_type(), red, stream, "all_reduce");
+    d.writeBack();
+  };
+  return post(c10d::OpType::ALLREDUCE, tensors, &t, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                     const c10d::AllreduceCoalescedOptions& opts) {
+  if (tensors.empty()) refuse("all_reduce_coalesced", "got no tensors");
+  std::vector<WeftElements> els;
+  std::vector<WeftReduction> reds;
+  for (const at::Tensor& t : tensors) {
+    checkSame(t, tensors[0], "all_reduce_coalesced", "every tensor");
+    els.push_back(weftElements(t.scalar_type(), "all_reduce_coalesced"));
+    reds.push_back(weftReduction(opts.reduceOp, t.scalar_type(), "all_reduce_coalesced"));
+  }
+  Call call;
+  call.issue = [this, tensors, els, reds](weftStream_t stream) {
+    std::vector<Dense> dense(tensors.begin(), tensors.end());
+    std::vector<std::unique_ptr<ScopedRedOp>> ops;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      ops.push_back(std::make_unique<ScopedRedOp>(comm_, reds[i], els[i].type, tensors[i].scalar_type()));
+      check(ops.back()->result(), "weftRedOpCreatePreMulSum");
+    }
+    // One group: Weft runs the all-reduces back to back.
+    check(weftGroupStart(), "all_reduce_coalesced");
+    weftResult_t first = weftSuccess;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      weftResult_t r = weftAllReduce(dense[i].data(), dense[i].data(), weftCount(tensors[i], els[i]), els[i].type,
+                                     ops[i]->op(), comm_, stream);
+      if (first == weftSuccess) first = r;
+    }
+    weftResult_t end = weftGroupEnd();
+    check(first != weftSuccess ? first : end, "all_reduce_coalesced");
+    for (Dense& d : dense) d.writeBack();
+  };
+  return post(c10d::OpType::ALLREDUCE_COALESCED, tensors, &tensors[0], std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors,
+                                                           const c10d::BroadcastOptions& opts) {
+  const at::Tensor& t = single(tensors, "broadcast");
+  checkRank(opts.rootRank, "source", "broadcast");
+  const WeftElements el = weftElements(t.scalar_type(), "broadcast");
+  const int root = static_cast<int>(opts.rootRank);
+  Call call;
+  call.issue = [this, t, el, root](weftStream_t stream) {
+    Dense d(t);
+    check(weftBroadcast(d.data(), d.data(), weftCount(t, el), el.type, root, comm_, stream), "broadcast");
+    d.writeBack();
+  };
+  return post(c10d::OpType::BROADCAST, tensors, &t, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce(std::vector<at::Tensor>& tensors,
+                                                        const c10d::ReduceOptions& opts) {
+  const at::Tensor& t = single(tensors, "reduce");
+  checkRank(opts.rootRank, "destination", "reduce");
+  const WeftElements el = weftElements(t.scalar_type(), "reduce");
+  const WeftReduction red = weftReduction(opts.reduceOp, t.scalar_type(), "reduce");
+  const int root = static_cast<int>(opts.rootRank);
+  Call call;
+  call.issue = [this, t, el, red, root](weftStream_t stream) {
+    Dense d(t);
+    ScopedRedOp op(comm_, red, el.type, t.scalar_type());
+    check(op.result(), "weftRedOpCreatePreMulSum");
+    check(weftReduce(d.data(), d.data(), weftCount(t, el), el.type, op.op(), root, comm_, stream), "reduce");
+    if (rank_ == root) d.writeBack();
+  };
+  return post(c10d::OpType::REDUCE, tensors, &t, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                                           std::vector<at::Tensor>& inputTensors,
+                                                           const c10d::AllgatherOptions& /* opts */) {
+  const at::Tensor& in = single(inputTensors, "all_gather");
+  if (outputTensors.size() != 1 || outputTensors[0].size() != static_cast<size_t>(size_)) {
+    refuse("all_gather", "needs one output list of " + std::to_string(size_) + " tensors");
+  }
+  std::vector<at::Tensor> outs = outputTensors[0];
+  for (const at::Tensor& o : outs) {
+    checkSame(o, in, "all_gather", "every output tensor");
+    if (o.numel() != in.numel()) refuse("all_gather", "every output tensor must have as many elements as the input");
+  }
+  const WeftElements el = weftElements(in.scalar_type(), "all_gather");
+  Call call;
+  call.issue = [this, in, outs, el](weftStream_t stream) {
+    Dense src(in);
+    const int64_t n = in.numel();
+    at::Tensor flat = at::empty({n * size_}, in.options().memory_format(at::MemoryFormat::Contiguous));
+    check(weftAllGather(src.data(), flat.data_ptr(), weftCount(in, el), el.type, comm_, stream), "all_gather");
+    for (int r = 0; r < size_; ++r) outs[static_cast<size_t>(r)].copy_(flat.narrow(0, r * n, n).view(outs[r].sizes()));
+  };
+  return post(c10d::OpType::ALLGATHER, outs, &in, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_allgather_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+                                                                 const c10d::AllgatherOptions& /* opts */) {
+  checkTensor(inputBuffer, "all_gather_into_tensor");
+  checkSame(outputBuffer, inputBuffer, "all_gather_into_tensor", "the output tensor");
+  if (outputBuffer.numel() != inputBuffer.numel() * size_) {
+    refuse("all_gather_into_tensor", "the output tensor must have world size (" + std::to_string(size_) +
+                                         ") times as many elements as the input");
+  }
+  const WeftElements el = weftElements(inputBuffer.scalar_type(), "all_gather_into_tensor");
+  at::Tensor in = inputBuffer, out = outputBuffer;
+  Call call;
+  call.issue = [this, in, out, el](weftStream_t stream) {
+    Dense src(in), dst(out);
+    check(weftAllGather(src.data(), dst.data(), weftCount(in, el), el.type, comm_, stream), "all_gather_into_tensor");
+    dst.writeBack();
+  };
+  return post(c10d::OpType::_ALLGATHER_BASE, {out}, &in, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::gather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                                        std::vector<at::Tensor>& inputTensors,
+                                                        const c10d::GatherOptions& opts) {
+  const at::Tensor& in = single(inputTensors, "gather");
+  checkRank(opts.rootRank, "destination", "gather");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) {
+    if (outputTensors.size() != 1 || outputTensors[0].size() != static_cast<size_t>(size_)) {
+      refuse("gather", "the destination needs one gather list of " + std::to_string(size_) + " tensors");
+    }
+    outs = outputTensors[0];
+    for (const at::Tensor& o : outs) {
+      checkSame(o, in, "gather", "every tensor of the gather list");
+      if (o.numel() != in.numel()) refuse("gather", "every tensor of the gather list must have the input's size");
+    }
+  }
+  const WeftElements el = weftElements(in.scalar_type(), "gather");
+  Call call;
+  call.issue = [this, in, outs, el, root](weftStream_t stream) {
+    Dense src(in);
+    const size_t n = weftCount(in, el);
+    std::vector<std::pair<const void*, size_t>> send(static_cast<size_t>(size_), {nullptr, 0});
+    std::vector<std::pair<void*, size_t>> recv(static_cast<size_t>(size_), {nullptr, 0});
+    std::vector<Dense> dst(outs.begin(), outs.end());
+    if (rank_ == root) {
+      for (int p = 0; p < size_; ++p) recv[static_cast<size_t>(p)] = {dst[static_cast<size_t>(p)].data(), n};
+    } else {
+      send[static_cast<size_t>(root)] = {src.data(), n};
+    }
+    exchange(send, recv, el.type, stream, "gather");
+    if (rank_ == root) {
+      outs[static_cast<size_t>(root)].copy_(in.reshape(outs[root].sizes()));
+      for (int p = 0; p < size_; ++p) {
+        if (p != root) dst[static_cast<size_t>(p)].writeBack();
+      }
+    }
+  };
+  return post(c10d::OpType::GATHER, outs, &in, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::scatter(std::vector<at::Tensor>& outputTensors,
+                                                         std::vector<std::vector<at::Tensor>>& inputTensors,
+                                                         const c10d::ScatterOptions& opts) {
+  const at::Tensor& out = single(outputTensors, "scatter");
+  checkRank(opts.rootRank, "source", "scatter");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> ins;
+  if (rank_ == root) {
+    if (inputTensors.size() != 1 || inputTensors[0].size() != static_cast<size_t>(size_)) {
+      refuse("scatter", "the source needs one scatter list of " + std::to_string(size_) + " tensors");
+    }
+    ins = inputTensors[0];
+    for (const at::Tensor& i : ins) {
+      checkSame(i, out, "scatter", "every tensor of the scatter list");
+      if (i.numel() != out.numel()) refuse("scatter", "every tensor of the scatter list must have the output's size");
+    }
+  }
+  const WeftElements el = weftElements(out.scalar_type(), "scatter");
+  Call call;
+  call.issue = [this, ins, out, el, root](weftStream_t stream) {
+    Dense dst(out);
+    const size_t n = weftCount(out, el);
+    std::vector<std::pair<const void*, size_t>> send(static_cast<size_t>(size_), {nullptr, 0});
+    std::vector<std::pair<void*, size_t>> recv(static_cast<size_t>(size_), {nullptr, 0});
+    std::vector<Dense> src(ins.begin(), ins.end());
+    if (rank_ == root) {
+      for (int p = 0; p < size_; ++p) send[static_cast<size_t>(p)] = {src[static_cast<size_t>(p)].data(), n};
+    } else {
+      recv[static_cast<size_t>(root)] = {dst.data(), n};
+    }
+    exchange(send, recv, el.type, stream, "scatter");
+    if (rank_ == root) {
+      out.copy_(ins[static_cast<size_t>(root)].reshape(out.sizes()));
+    } else {
+      dst.writeBack();
+    }
+  };
+  return post(c10d::OpType::SCATTER, {out}, &out, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter(std::vector<at::Tensor>& outputTensors,
+                                                                std::vector<std::vector<at::Tensor>>& inputTensors,
+                                                                const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor& out = single(outputTensors, "reduce_scatter");
+  if (inputTensors.size() != 1 || inputTensors[0].size() != static_cast<size_t>(size_)) {
+    refuse("reduce_scatter", "needs one input list of " + std::to_string(size_) + " tensors");
+  }
+  std::vector<at::Tensor> ins = inputTensors[0];
+  for (const at::Tensor& i : ins) {
+    checkSame(i, out, "reduce_scatter", "every input tensor");
+    if (i.numel() != out.numel()) refuse("reduce_scatter", "every input tensor must have the output's size");
+  }
+  const WeftElements el = weftElements(out.scalar_type(), "reduce_scatter");
+  const WeftReduction red = weftReduction(opts.reduceOp, out.scalar_type(), "reduce_scatter");
+  Call call;
+  call.issue = [this, ins, out, el, red](weftStream_t stream) {
+    const int64_t n = out.numel();
+    at::Tensor flat = at::empty({n * size_}, out.options().memory_format(at::MemoryFormat::Contiguous));
+    for (int r = 0; r < size_; ++r) flat.narrow(0, r * n, n).copy_(ins[static_cast<size_t>(r)].reshape({-1}));
+    Dense dst(out);
+    ScopedRedOp op(comm_, red, el.type, out.scalar_type());
+    check(op.result(), "weftRedOpCreatePreMulSum");
+    check(weftReduceScatter(flat.data_ptr(), dst.data(), weftCount(out, el), el.type, op.op(), comm_, stream),
+          "reduce_scatter");
+    dst.writeBack();
+  };
+  return post(c10d::OpType::REDUCE_SCATTER, {out}, &out, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_reduce_scatter_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+                                                                      const c10d::ReduceScatterOptions& opts) {
+  checkTensor(outputBuffer, "reduce_scatter_tensor");
+  checkSame(inputBuffer, outputBuffer, "reduce_scatter_tensor", "the input tensor");
+  if (inputBuffer.numel() != outputBuffer.numel() * size_) {
+    refuse("reduce_scatter_tensor", "the input tensor must have world size (" + std::to_string(size_) +
+                                        ") times as many elements as the output");
+  }
+  const WeftElements el = weftElements(outputBuffer.scalar_type(), "reduce_scatter_tensor");
+  const WeftReduction red = weftReduction(opts.reduceOp, outputBuffer.scalar_type(), "reduce_scatter_tensor");
+  at::Tensor in = inputBuffer, out = outputBuffer;
+  Call call;
+  call.issue = [this, in, out, el, red](weftStream_t stream) {
+    Dense src(in), dst(out);
+    ScopedRedOp op(comm_, red, el.type, out.scalar_type());
+    check(op.result(), "weftRedOpCreatePreMulSum");
+    check(weftReduceScatter(src.data(), dst.data(), weftCount(out, el), el.type, op.op(), comm_, stream),
+          "reduce_scatter_tensor");
+    dst.writeBack();
+  };
+  return post(c10d::OpType::_REDUCE_SCATTER_BASE, {out}, &out, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+                                                               std::vector<int64_t>& outputSplitSizes,
+                                                               std::vector<int64_t>& inputSplitSizes,
+                                                               const c10d::AllToAllOptions& /* opts */) {
+  checkTensor(inputBuffer, "all_to_all_single");
+  checkSame(outputBuffer, inputBuffer, "all_to_all_single", "the output tensor");
+  const WeftElements el = weftElements(inputBuffer.scalar_type(), "all_to_all_single");
+  at::Tensor in = inputBuffer, out = outputBuffer;
+  Call call;
+  if (outputSplitSizes.empty() && inputSplitSizes.empty()) {
+    // Even blocks: Weft's all-to-all.
+    if (in.numel() != out.numel() || in.numel() % size_ != 0) {
+      refuse("all_to_all_single",
+             "without split sizes the input and output must have the same number of elements, "
+             "divisible by the world size (" +
+                 std::to_string(size_) + ")");
+    }
+    call.issue = [this, in, out, el](weftStream_t stream) {
+      Dense src(in), dst(out);
+      check(
+          weftAllToAll(src.data(), dst.data(), weftCount(in, el) / static_cast<size_t>(size_), el.type, comm_, stream),
+          "all_to_all_single");
+      dst.writeBack();
+    };
+  } else {
+    // Uneven blocks along dim 0: one Weft group of sends and receives.
+    if (in.dim() == 0 || out.dim() == 0) refuse("all_to_all_single", "split sizes need tensors with a first dimension");
+    const std::vector<int64_t> inRows = splitRows(inputSplitSizes, in.size(0), size_, "input");
+    const std::vector<int64_t> outRows = splitRows(outputSplitSizes, out.size(0), size_, "output");
+    const int64_t inRow = in.size(0) > 0 ? in.numel() / in.size(0) : 0;
+    const int64_t outRow = out.size(0) > 0 ? out.numel() / out.size(0) : 0;
+    if (inRows[static_cast<size_t>(rank_)] * inRow != outRows[static_cast<size_t>(rank_)] * outRow) {
+      refuse("all_to_all_single", "this rank's block to itself has " +
+                                      std::to_string(inRows[static_cast<size_t>(rank_)] * inRow) +
+                                      " elements in the input but " +
+                                      std::to_string(outRows[static_cast<size_t>(rank_)] * outRow) + " in the output");
+    }
+    call.issue = [this, in, out, el, inRows, outRows, inRow, outRow](weftStream_t stream) {
+      Dense src(in), dst(out);
+      std::vector<std::pair<const void*, size_t>> send;
+      std::vector<std::pair<void*, size_t>> recv;
+      const size_t item = static_cast<size_t>(in.element_size());
+      int64_t inAt = 0, outAt = 0, selfIn = 0, selfOut = 0;
+      for (int p = 0; p < size_; ++p) {
+        const int64_t ni = inRows[static_cast<size_t>(p)] * inRow, no = outRows[static_cast<size_t>(p)] * outRow;
+        send.emplace_back(static_cast<const char*>(src.data()) + inAt * item, static_cast<size_t>(ni) * el.perElement);
+        recv.emplace_back(static_cast<char*>(dst.data()) + outAt * item, static_cast<size_t>(no) * el.perElement);
+        if (p == rank_) {
+          selfIn = inAt;
+          selfOut = outAt;
+        }
+        inAt += ni;
+        outAt += no;
+      }
+      exchange(send, recv, el.type, stream, "all_to_all_single");
+      const int64_t mine = inRows[static_cast<size_t>(rank_)] * inRow;
+      dst.tensor().view({-1}).narrow(0, selfOut, mine).copy_(src.tensor().view({-1}).narrow(0, selfIn, mine));
+      dst.writeBack();
+    };
+  }
+  return post(c10d::OpType::ALLTOALL_BASE, {out}, &in, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall(std::vector<at::Tensor>& outputTensors,
+                                                          std::vector<at::Tensor>& inputTensors,
+                                                          const c10d::AllToAllOptions& /* opts */) {
+  if (outputTensors.size() != static_cast<size_t>(size_) || inputTensors.size() != static_cast<size_t>(size_)) {
+    refuse("all_to_all", "needs input and output lists of " + std::to_string(size_) + " tensors");
+  }
+  checkTensor(inputTensors[0], "all_to_all");
+  for (const at::Tensor& t : inputTensors) checkSame(t, inputTensors[0], "all_to_all", "every input tensor");
+  for (const at::Tensor& t : outputTensors) checkSame(t, inputTensors[0], "all_to_all", "every output tensor");
+  if (inputTensors[static_cast<size_t>(rank_)].numel() != outputTensors[static_cast<size_t>(rank_)].numel()) {
+    refuse("all_to_all", "the input and output tensors at this rank's own index must have the same size");
+  }
+  const WeftElements el = weftElements(inputTensors[0].scalar_type(), "all_to_all");
+  std::vector<at::Tensor> ins = inputTensors, outs = outputTensors;
+  Call call;
+  call.issue = [this, ins, outs, el](weftStream_t stream) {
+    std::vector<Dense> src(ins.begin(), ins.end()), dst(outs.begin(), outs.end());
+    std::vector<std::pair<const void*, size_t>> send;
+    std::vector<std::pair<void*, size_t>> recv;
+    for (int p = 0; p < size_; ++p) {
+      send.emplace_back(src[static_cast<size_t>(p)].data(), weftCount(ins[static_cast<size_t>(p)], el));
+      recv.emplace_back(dst[static_cast<size_t>(p)].data(), weftCount(outs[static_cast<size_t>(p)], el));
+    }
+    exchange(send, recv, el.type, stream, "all_to_all");
+    outs[static_cast<size_t>(rank_)].copy_(ins[static_cast<size_t>(rank_)].reshape(outs[rank_].sizes()));
+    for (int p = 0; p < size_; ++p) {
+      if (p != rank_) dst[static_cast<size_t>(p)].writeBack();
+    }
+  };
+  return post(c10d::OpType::ALLTOALL, outs, &ins[0], std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dstRank, int /* tag */) {
+  const at::Tensor& t = single(tensors, "send");
+  checkRank(dstRank, "destination", "send");
+  const WeftElements el = weftElements(t.scalar_type(), "send");
+  // The contiguous copy lives until the call is done: inside a batch Weft sends at the group's end.
+  auto src = std::make_shared<std::unique_ptr<Dense>>();
+  Call call;
+  call.issue = [this, t, el, dstRank, src](weftStream_t stream) {
+    *src = std::make_unique<Dense>(t);
+    check(weftSend((*src)->data(), weftCount(t, el), el.type, dstRank, comm_, stream), "send");
+  };
+  call.finish = [src] { src->reset(); };
+  return post(c10d::OpType::SEND, tensors, &t, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int srcRank, int /* tag */) {
+  const at::Tensor& t = single(tensors, "recv");
+  checkRank(srcRank, "source", "recv");
+  const WeftElements el = weftElements(t.scalar_type(), "recv");
+  auto dst = std::make_shared<std::unique_ptr<Dense>>();
+  Call call;
+  call.issue = [this, t, el, srcRank, dst](weftStream_t stream) {
+    *dst = std::make_unique<Dense>(t);
+    check(weftRecv((*dst)->data(), weftCount(t, el), el.type, srcRank, comm_, stream), "recv");
+  };
+  call.finish = [dst] {
+    (*dst)->writeBack();
+    dst->reset();
+  };
+  return post(c10d::OpType::RECV, tensors, &t, std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOptions& /* opts */) {
+  Call call;
+  call.issue = [this](weftStream_t) { check(weftBarrier(comm_, nullptr), "barrier"); };
+  return post(c10d::OpType::BARRIER, {}, nullptr, std::move(call));
+}
+
+}  // namespace weft_torch

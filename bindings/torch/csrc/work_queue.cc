@@ -1,0 +1,194 @@
+#include "work_queue.h"
+
+#include <ATen/core/grad_mode.h>
+#include <ATen/core/jit_type.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace weft_torch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kStartDelay = std::chrono::milliseconds(1);
+constexpr auto kPoll = std::chrono::milliseconds(1);
+constexpr auto kIdle = std::chrono::milliseconds(200);
+
+}  // namespace
+
+WeftWork::WeftWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<WorkQueue> queue)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+      queue_(std::move(queue)) {}
+
+bool WeftWork::wait(std::chrono::milliseconds timeout) {
+  if (!c10d::Work::isCompleted()) {
+    if (auto queue = queue_.lock()) {
+      if (!queue->runIfNext(this)) queue->kick();
+    }
+  }
+  return c10d::Work::wait(timeout);
+}
+
+bool WeftWork::isCompleted() {
+  if (c10d::Work::isCompleted()) return true;
+  if (auto queue = queue_.lock()) queue->kick();
+  return false;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WeftWork::getFuture() {
+  if (auto queue = queue_.lock()) queue->kick();
+  return future_;
+}
+
+void WeftWork::complete(std::exception_ptr error) {
+  if (error) {
+    future_->setError(error);
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+  finish(error);
+}
+
+WorkQueue::WorkQueue(GroupRunner runGroup) : runGroup_(std::move(runGroup)), thread_([this] { loop(); }) {}
+
+WorkQueue::~WorkQueue() { shutdown(); }
+
+void WorkQueue::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return;
+    stop_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void WorkQueue::push(std::vector<c10::intrusive_ptr<WeftWork>> works, std::vector<Call> calls, bool pointToPoint) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = Clock::now();
+    tasks_.push_back(Task{std::move(works), std::move(calls), pointToPoint, now});
+    lastPush_ = now;
+    // Collectives queued behind another one: nobody waits on the first alone, start now.
+    if (tasks_.size() > 1 && !pointToPoint) started_ = true;
+    wake = deepSleep_ || (started_ && !busy_);
+  }
+  if (wake) wake_.notify_one();
+}
+
+void WorkQueue::kick() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (tasks_.empty()) return;
+    started_ = true;
+    if (busy_) return;  // the worker (or a waiting caller) is running a task and loops on
+  }
+  wake_.notify_one();
+}
+
+void WorkQueue::drain() {
+  kick();
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [this] { return tasks_.empty() && !busy_; });
+}
+
+bool WorkQueue::startable() const {
+  if (busy_ || tasks_.empty()) return false;
+  return started_ || stop_ || Clock::now() - tasks_.front().pushed >= kStartDelay;
+}
+
+std::vector<WorkQueue::Task> WorkQueue::takeNext() {
+  std::vector<Task> batch;
+  batch.push_back(std::move(tasks_.front()));
+  tasks_.pop_front();
+  while (batch.front().pointToPoint && !tasks_.empty() && tasks_.front().pointToPoint) {
+    batch.push_back(std::move(tasks_.front()));
+    tasks_.pop_front();
+  }
+  busy_ = true;
+  return batch;
+}
+
+void WorkQueue::run(std::vector<Task>& batch) {
+  // Output tensors may be parameters that require grad; copying results into them is not
+  // something autograd should see (grad mode is per thread and on by default).
+  at::NoGradGuard noGrad;
+  std::exception_ptr error;
+  try {
+    std::vector<Call*> calls;
+    for (Task& task : batch) {
+      for (Call& call : task.calls) calls.push_back(&call);
+    }
+    if (calls.size() == 1) {
+      calls[0]->issue(nullptr);
+      if (calls[0]->finish) calls[0]->finish();
+    } else {
+      runGroup_(calls);
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  for (Task& task : batch) {
+    for (auto& work : task.works) work->complete(error);
+  }
+  batch.clear();  // drop the tensors before taking the lock again
+}
+
+void WorkQueue::finishRun(std::unique_lock<std::mutex>& lock) {
+  busy_ = false;
+  if (tasks_.empty()) {
+    started_ = false;
+    idle_.notify_all();
+  }
+}
+
+bool WorkQueue::runIfNext(const WeftWork* work) {
+  std::vector<Task> batch;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (busy_ || stop_ || tasks_.empty()) return false;
+    const auto& next = tasks_.front().works;
+    if (std::find_if(next.begin(), next.end(), [work](const auto& w) { return w.get() == work; }) == next.end()) {
+      return false;
+    }
+    batch = takeNext();  // busy_: the worker waits until this batch is done
+  }
+  run(batch);
+  bool more;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finishRun(lock);
+    more = !tasks_.empty();
+  }
+  if (more) wake_.notify_one();
+  return true;
+}
+
+void WorkQueue::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    while (!startable()) {
+      if (stop_ && tasks_.empty() && !busy_) return;
+      const auto now = Clock::now();
+      if (!tasks_.empty() && !busy_) {
+        wake_.wait_until(lock, tasks_.front().pushed + kStartDelay);  // or until asked
+      } else if (busy_ || now - lastPush_ < kIdle) {
+        wake_.wait_for(lock, kPoll);
+      } else {
+        deepSleep_ = true;
+        wake_.wait(lock);
+        deepSleep_ = false;
+      }
+    }
+    std::vector<Task> batch = takeNext();
+    lock.unlock();
+    run(batch);
+    lock.lock();
+    finishRun(lock);
+  }
+}
+
+}  // namespace weft_torch
