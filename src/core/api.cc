@@ -5,9 +5,9 @@
 #include "core/group.h"
 #include "weft/weft.h"
 
+using weft::coll::CollKind;
 using weft::core::CollCall;
 using weft::core::capi::Call;
-using weft::coll::CollKind;
 namespace capi = weft::core::capi;
 
 extern "C" {
@@ -28,8 +28,7 @@ weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId,
   return capi::initRank(comm, nranks, commId, rank, nullptr);
 }
 
-weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
-                                    weftConfig_t* config) {
+weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank, weftConfig_t* config) {
   return capi::initRank(comm, nranks, commId, rank, config);
 }
 
@@ -89,8 +88,8 @@ weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm) {
 
 // ---- Collectives ----
 
-weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
-                           weftRedOp_t op, weftComm_t comm, weftStream_t stream) {
+weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, weftRedOp_t op,
+                           weftComm_t comm, weftStream_t stream) {
   CollCall c{CollKind::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0};
   return capi::collective(Call(comm, "weftAllReduce"), c, stream);
 }
@@ -113,14 +112,14 @@ weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count, w
   return capi::collective(Call(comm, "weftBroadcast"), c, stream);
 }
 
-weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
-                        weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream) {
+weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, weftRedOp_t op,
+                        int root, weftComm_t comm, weftStream_t stream) {
   CollCall c{CollKind::kReduce, sendbuff, recvbuff, count, datatype, op, root};
   return capi::collective(Call(comm, "weftReduce"), c, stream);
 }
 
-weftResult_t weftAllToAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
-                          weftComm_t comm, weftStream_t stream) {
+weftResult_t weftAllToAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, weftComm_t comm,
+                          weftStream_t stream) {
   CollCall c{CollKind::kAllToAll, sendbuff, recvbuff, count, datatype, weftSum, 0};
   return capi::collective(Call(comm, "weftAllToAll"), c, stream);
 }

@@ -16,9 +16,7 @@ namespace {
 
 Status validateCollective(const Call& call, const CollCall& c, weftStream_t stream) {
   weftComm* comm = call.comm();
-  WEFT_TRY(call.checkComm());
-  WEFT_TRY(call.checkStream(stream));
-  WEFT_TRY(call.checkTypeOp(c.type, collReduces(c.kind) ? &c.op : nullptr));
+  WEFT_TRY(call.checkCall(stream, c.type, collReduces(c.kind) ? &c.op : nullptr));
   if (collRooted(c.kind)) WEFT_TRY(call.checkPeer(c.root, "root"));
   const size_t n = static_cast<size_t>(comm->nRanks);
   WEFT_TRY(call.checkCount(c.count, coll::dataTypeSize(c.type), collCountMultiple(c.kind, n)));
@@ -34,9 +32,7 @@ Status validateCollective(const Call& call, const CollCall& c, weftStream_t stre
 }
 
 Status validateP2p(const Call& call, const P2pArgs& a) {
-  WEFT_TRY(call.checkComm());
-  WEFT_TRY(call.checkStream(a.stream));
-  WEFT_TRY(call.checkTypeOp(a.type, nullptr));
+  WEFT_TRY(call.checkCall(a.stream, a.type, nullptr));
   WEFT_TRY(call.checkPeer(a.peer, "peer"));
   const size_t elem = coll::dataTypeSize(a.type);
   WEFT_TRY(call.checkCount(a.count, elem, 1));
@@ -86,8 +82,7 @@ weftResult_t redOpCreatePreMulSum(const Call& call, weftRedOp_t* op, void* scala
   if (s.isOk()) s = call.checkOutput(op, "op");
   if (s.isOk()) s = call.checkOutput(scalar, "scalar");
   if (s.isOk() && residence != weftScalarDevice && residence != weftScalarHostImmediate) {
-    s = call.error(weftInvalidArgument,
-                   "residence %d is neither weftScalarDevice (0) nor weftScalarHostImmediate (1)",
+    s = call.error(weftInvalidArgument, "residence %d is neither weftScalarDevice (0) nor weftScalarHostImmediate (1)",
                    static_cast<int>(residence));
   }
   if (s.isOk()) s = call.comm()->impl->createPreMulSum(scalar, type, residence, op);

@@ -17,9 +17,7 @@ namespace {
 
 Status validateRooted(const Call& call, const Rooted& c, weftStream_t stream) {
   weftComm* comm = call.comm();
-  WEFT_TRY(call.checkComm());
-  WEFT_TRY(call.checkStream(stream));
-  WEFT_TRY(call.checkTypeOp(c.type, nullptr));
+  WEFT_TRY(call.checkCall(stream, c.type, nullptr));
   WEFT_TRY(call.checkPeer(c.root, "root"));
   const size_t n = static_cast<size_t>(comm->nRanks);
   const size_t elem = coll::dataTypeSize(c.type);

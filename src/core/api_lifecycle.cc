@@ -33,8 +33,8 @@ Status checkExcluded(const Call& call, const int* excludeRanks, int nExclude, st
   for (int i = 0; i < nExclude; ++i) {
     const int r = excludeRanks[i];
     if (r < 0 || r >= comm->nRanks) {
-      return call.error(weftInvalidArgument, "excludeRanks[%d] = %d is not a rank of this communicator (0..%d)", i,
-                        r, comm->nRanks - 1);
+      return call.error(weftInvalidArgument, "excludeRanks[%d] = %d is not a rank of this communicator (0..%d)", i, r,
+                        comm->nRanks - 1);
     }
     if (r == comm->rank) {
       return call.error(weftInvalidArgument,
@@ -175,16 +175,26 @@ weftResult_t getVersion(int* version) {
 
 const char* errorString(weftResult_t result) {
   switch (result) {
-    case weftSuccess: return "no error";
-    case weftUnhandledDeviceError: return "unhandled device (CUDA/HIP) error";
-    case weftSystemError: return "system error (sockets, shared memory, processes)";
-    case weftInternalError: return "internal error (a bug in Weft; please report it)";
-    case weftInvalidArgument: return "invalid argument";
-    case weftInvalidUsage: return "invalid usage";
-    case weftRemoteError: return "remote error (another rank failed or went away)";
-    case weftInProgress: return "operation in progress";
-    case weftTimeout: return "timeout";
-    default: return "unknown result code";
+    case weftSuccess:
+      return "no error";
+    case weftUnhandledDeviceError:
+      return "unhandled device (CUDA/HIP) error";
+    case weftSystemError:
+      return "system error (sockets, shared memory, processes)";
+    case weftInternalError:
+      return "internal error (a bug in Weft; please report it)";
+    case weftInvalidArgument:
+      return "invalid argument";
+    case weftInvalidUsage:
+      return "invalid usage";
+    case weftRemoteError:
+      return "remote error (another rank failed or went away)";
+    case weftInProgress:
+      return "operation in progress";
+    case weftTimeout:
+      return "timeout";
+    default:
+      return "unknown result code";
   }
 }
 

@@ -82,9 +82,7 @@ Status Call::error(weftResult_t code, const char* fmt, ...) const {
   return Status::error(code, prefix() + text);
 }
 
-Status Call::wrap(Status s, const std::string& what) const {
-  return std::move(s).withPrefix(prefix() + what + ": ");
-}
+Status Call::wrap(Status s, const std::string& what) const { return std::move(s).withPrefix(prefix() + what + ": "); }
 
 // ---- Checks --------------------------------------------------------------------------
 
@@ -106,8 +104,14 @@ Status Call::checkComm() const {
     std::lock_guard<std::mutex> lock(comm_->mutex);
     why = comm_->errorMessage.empty() ? std::string("aborted") : comm_->errorMessage;
   }
-  return error(weftInvalidUsage,
-               "refused: the communicator is in an error state (%s); destroy it and create a new one", why.c_str());
+  return error(weftInvalidUsage, "refused: the communicator is in an error state (%s); destroy it and create a new one",
+               why.c_str());
+}
+
+Status Call::checkCall(weftStream_t stream, weftDataType_t type, const weftRedOp_t* op) const {
+  WEFT_TRY(checkComm());
+  WEFT_TRY(checkStream(stream));
+  return checkTypeOp(type, op);
 }
 
 Status Call::checkOutput(const void* out, const char* what) const {
@@ -143,8 +147,7 @@ Status Call::checkTypeOp(weftDataType_t type, const weftRedOp_t* op) const {
 
 Status Call::checkPeer(int peer, const char* what) const {
   if (peer >= 0 && peer < comm_->nRanks) return Status::ok();
-  return error(weftInvalidArgument, "%s %d is not a rank of this communicator (0..%d)", what, peer,
-               comm_->nRanks - 1);
+  return error(weftInvalidArgument, "%s %d is not a rank of this communicator (0..%d)", what, peer, comm_->nRanks - 1);
 }
 
 Status Call::checkCount(size_t count, size_t elemSize, size_t multiple) const {
@@ -170,9 +173,8 @@ Status Call::checkDeviceBuffer(const void* buf, size_t bytes, const char* what) 
   const bool ok = info.kind == device::MemoryKind::kManaged || info.kind == device::MemoryKind::kPinnedHost ||
                   (info.kind == device::MemoryKind::kDevice && info.device == dev);
   if (ok) return Status::ok();
-  const std::string where = info.kind == device::MemoryKind::kDevice
-                                ? "memory of device " + std::to_string(info.device)
-                                : std::string("pageable host memory");
+  const std::string where = info.kind == device::MemoryKind::kDevice ? "memory of device " + std::to_string(info.device)
+                                                                     : std::string("pageable host memory");
   return error(weftInvalidArgument,
                "%s (%zu bytes) is %s, but with a stream buffers must be on this rank's device %d (or managed / "
                "pinned host memory); pass stream = NULL for host buffers",

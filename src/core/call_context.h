@@ -37,6 +37,8 @@ class Call {
   Status checkComm() const;
   // The communicator exists and finished its init, failed or not (register, shrink).
   Status checkInitDone() const;
+  // The checks of every call that moves data: checkComm, checkStream and checkTypeOp.
+  Status checkCall(weftStream_t stream, weftDataType_t type, const weftRedOp_t* op) const;
   Status checkOutput(const void* out, const char* what) const;  // "<what> is NULL"
   Status checkStream(weftStream_t stream) const;
   // op: null when the call does not reduce.

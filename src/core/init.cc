@@ -45,8 +45,8 @@ void startNonBlockingInit(weftComm* comm, const weftUniqueId& id, const weftConf
       st = runtime->setDevice(device);
       if (!st.isOk()) {
         st = Call("weftCommInitRankConfig", comm->rank)
-                 .wrap(std::move(st), "non-blocking init could not make the caller's device " +
-                                          std::to_string(device) + " current in its thread");
+                 .wrap(std::move(st), "non-blocking init could not make the caller's device " + std::to_string(device) +
+                                          " current in its thread");
       }
     }
     if (st.isOk()) st = initComm(comm, id, comm->nRanks, comm->rank, &cfg);
