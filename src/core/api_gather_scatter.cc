@@ -1,80 +1,39 @@
 // weftGather and weftScatter: rooted collectives built, as NCCL builds them, from one group of
 // sends and receives (the root exchanges one block with every rank; a block of its own is a
-// copy, skipped when in place). They go through the group machinery of api.cc, so they work
+// copy, skipped when in place). They go through the group machinery (group.h), so they work
 // inside and outside weftGroupStart/End, on host buffers and on a device stream alike.
 #include <string>
 #include <vector>
 
 #include "collectives/datatypes.h"
-#include "core/api_internal.h"
-
-using weft::Status;
+#include "core/api_entry.h"
+#include "core/call_context.h"
+#include "core/group.h"
 
 namespace weft {
 namespace core {
 namespace capi {
 namespace {
 
-std::string where(weftComm* comm, const char* fn) { return "rank " + std::to_string(comm->rank) + ": " + fn; }
-
-// The checks of a rooted exchange: `spread` is the buffer of nRanks blocks on the root
-// (recvbuff for gather, sendbuff for scatter), `block` the one-block buffer of every rank.
-struct Rooted {
-  bool gather = true;
-  const void* sendbuff = nullptr;
-  void* recvbuff = nullptr;
-  size_t count = 0;
-  weftDataType_t type = weftFloat32;
-  int root = 0;
-};
-
-Status validateRooted(weftComm* comm, const Rooted& c, weftStream_t stream, const char* fn) {
-  WEFT_TRY(checkComm(comm, fn));
-  WEFT_TRY(checkStream(comm, stream, fn));
-  WEFT_TRY(checkTypeOp(comm, c.type, nullptr, fn));
-  if (c.root < 0 || c.root >= comm->nRanks) {
-    return Status::error(weftInvalidArgument, where(comm, fn) + ": root " + std::to_string(c.root) +
-                                                  " is not a rank of this communicator (0.." +
-                                                  std::to_string(comm->nRanks - 1) + ")");
-  }
+Status validateRooted(const Call& call, const Rooted& c, weftStream_t stream) {
+  weftComm* comm = call.comm();
+  WEFT_TRY(call.checkCall(stream, c.type, nullptr));
+  WEFT_TRY(call.checkPeer(c.root, "root"));
   const size_t n = static_cast<size_t>(comm->nRanks);
   const size_t elem = coll::dataTypeSize(c.type);
-  WEFT_TRY(checkCount(comm, c.count, elem, n, fn));
+  WEFT_TRY(call.checkCount(c.count, elem, n));
   const bool isRoot = c.root == comm->rank;
   // Gather reads every rank's sendbuff and writes the root's recvbuff; scatter the other way.
   const void* block = c.gather ? c.sendbuff : c.recvbuff;
   const char* blockName = c.gather ? "sendbuff" : "recvbuff";
   const void* spread = c.gather ? static_cast<const void*>(c.recvbuff) : c.sendbuff;
   const char* spreadName = c.gather ? "recvbuff" : "sendbuff";
-  WEFT_TRY(checkBuffer(comm, block, c.count, blockName, fn));
-  if (isRoot) WEFT_TRY(checkBuffer(comm, spread, c.count * n, spreadName, fn));
-  if (stream != nullptr) {
-    WEFT_TRY(checkDeviceBuffer(comm, block, c.count * elem, blockName, fn));
-    if (isRoot) WEFT_TRY(checkDeviceBuffer(comm, spread, c.count * elem * n, spreadName, fn));
-    // A failure of device work enqueued earlier puts the communicator in its error state.
-    Status async = comm->impl->deviceAsyncError();
-    if (!async.isOk()) {
-      reportFailure(comm, async);
-      return checkComm(comm, fn);
-    }
-  }
-  return Status::ok();
-}
-
-PendingOp p2pOp(weftComm* comm, weftStream_t stream, bool send, const void* buf, size_t bytes, int peer) {
-  PendingOp op;
-  op.comm = comm;
-  op.stream = stream;
-  op.isP2p = true;
-  op.p2p.send = send;
-  if (send) {
-    op.p2p.sendbuff = buf;
-  } else {
-    op.p2p.recvbuff = const_cast<void*>(buf);
-  }
-  op.p2p.bytes = bytes;
-  op.p2p.peer = peer;
-  return op;
+  WEFT_TRY(call.checkBuffer(block, c.count, blockName));
+  if (isRoot) WEFT_TRY(call.checkBuffer(spread, c.count * n, spreadName));
+  if (stream == nullptr) return Status::ok();
+  WEFT_TRY(call.checkDeviceBuffer(block, c.count * elem, blockName));
+  if (isRoot) WEFT_TRY(call.checkDeviceBuffer(spread, c.count * elem * n, spreadName));
+  return call.checkDeviceAsync();
 }
 
 // The root exchanges block r of its spread buffer with rank r; every other rank exchanges its
@@ -108,31 +67,16 @@ std::vector<PendingOp> rootedOps(weftComm* comm, const Rooted& c, weftStream_t s
   return ops;
 }
 
-weftResult_t rooted(weftComm* comm, const Rooted& c, weftStream_t stream, const char* fn) {
-  Status s = validateRooted(comm, c, stream, fn);
-  if (!s.isOk()) return report(comm, s);
-  std::vector<PendingOp> ops = rootedOps(comm, c, stream);
+}  // namespace
+
+weftResult_t rooted(const Call& call, const Rooted& c, weftStream_t stream) {
+  Status s = validateRooted(call, c, stream);
+  if (!s.isOk()) return call.finish(s);
+  std::vector<PendingOp> ops = rootedOps(call.comm(), c, stream);
   if (ops.empty()) return weftSuccess;
-  return submitAll(comm, ops);
+  return submitAll(call.comm(), ops);
 }
 
-}  // namespace
 }  // namespace capi
 }  // namespace core
 }  // namespace weft
-
-extern "C" {
-
-weftResult_t weftGather(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
-                        weftComm_t comm, weftStream_t stream) {
-  weft::core::capi::Rooted c{true, sendbuff, recvbuff, count, datatype, root};
-  return weft::core::capi::rooted(comm, c, stream, "weftGather");
-}
-
-weftResult_t weftScatter(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
-                         weftComm_t comm, weftStream_t stream) {
-  weft::core::capi::Rooted c{false, sendbuff, recvbuff, count, datatype, root};
-  return weft::core::capi::rooted(comm, c, stream, "weftScatter");
-}
-
-}  // extern "C"

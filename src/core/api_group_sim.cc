@@ -5,31 +5,28 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/api_internal.h"
-
-using weft::Status;
+#include "core/api_entry.h"
+#include "core/call_context.h"
+#include "core/group.h"
 
 namespace weft {
 namespace core {
 namespace capi {
 namespace {
 
-Status checkSimInfo(const weftSimInfo_t* simInfo) {
-  if (simInfo == nullptr) return WEFT_ERROR(weftInvalidArgument, "weftGroupSimulateEnd: simInfo is NULL");
+Status checkSimInfo(const Call& call, const weftSimInfo_t* simInfo) {
+  WEFT_TRY(call.checkOutput(simInfo, "simInfo"));
   if (simInfo->size < sizeof(weftSimInfo_t) || simInfo->magic != WEFT_SIM_INFO_MAGIC) {
-    return WEFT_ERROR(weftInvalidArgument,
-                      "weftGroupSimulateEnd: simInfo was not set up with WEFT_SIM_INFO_INITIALIZER (size %zu, magic "
-                      "0x%08x); start from it",
+    return call.error(weftInvalidArgument,
+                      "simInfo was not set up with WEFT_SIM_INFO_INITIALIZER (size %zu, magic 0x%08x); start from it",
                       simInfo->size, simInfo->magic);
   }
-  if (tlsGroup.depth <= 0) {
-    return WEFT_ERROR(weftInvalidUsage, "weftGroupSimulateEnd without a matching weftGroupStart");
-  }
-  if (tlsGroup.depth > 1) {
-    return WEFT_ERROR(weftInvalidUsage,
-                      "weftGroupSimulateEnd inside a nested group (depth %d): it ends the outermost group only; end "
-                      "the inner groups with weftGroupEnd first",
-                      tlsGroup.depth);
+  if (groupDepth() <= 0) return call.error(weftInvalidUsage, "called without a matching weftGroupStart");
+  if (groupDepth() > 1) {
+    return call.error(weftInvalidUsage,
+                      "called inside a nested group (depth %d): it ends the outermost group only; end the inner "
+                      "groups with weftGroupEnd first",
+                      groupDepth());
   }
   return Status::ok();
 }
@@ -56,21 +53,15 @@ double estimateGroup(const std::vector<PendingOp>& ops) {
 }
 
 }  // namespace
-}  // namespace capi
-}  // namespace core
-}  // namespace weft
 
-extern "C" {
-
-weftResult_t weftGroupSimulateEnd(weftSimInfo_t* simInfo) {
-  using namespace weft::core::capi;
-  Status s = checkSimInfo(simInfo);
-  if (!s.isOk()) return report(nullptr, s);
-  std::vector<PendingOp> ops;
-  ops.swap(tlsGroup.ops);
-  tlsGroup.depth = 0;
-  simInfo->estimatedTime = static_cast<float>(estimateGroup(ops));
+weftResult_t groupSimulateEnd(weftSimInfo_t* simInfo) {
+  Call call(nullptr, "weftGroupSimulateEnd");
+  Status s = checkSimInfo(call, simInfo);
+  if (!s.isOk()) return call.finish(s);
+  simInfo->estimatedTime = static_cast<float>(estimateGroup(dropGroup()));
   return weftSuccess;
 }
 
-}  // extern "C"
+}  // namespace capi
+}  // namespace core
+}  // namespace weft

@@ -1,6 +1,9 @@
-// What the files of the C API share (api.cc and the api_*.cc beside it): the C handle, the
-// argument checks, error reporting and the group being recorded. Nothing outside src/core/api*
-// includes it.
+// What the files of the C API share: the C handle, the guard that marks a call in flight on it,
+// and the error state (weftGetLastError's text, the communicator's error state). The C entry
+// points are in api.cc; each job has its file: call_context.{h,cc} (argument checks, the one
+// way to build an error), group.{h,cc} (groups and fusion), init.cc (every init), and
+// api_collectives.cc, api_gather_scatter.cc, api_lifecycle.cc, api_memory.cc, api_group_sim.cc.
+// Nothing outside src/core/ includes it.
 #ifndef WEFT_CORE_API_INTERNAL_H_
 #define WEFT_CORE_API_INTERNAL_H_
 
@@ -10,7 +13,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "base/status.h"
 #include "core/comm.h"
@@ -29,6 +31,7 @@ struct weftComm {
   std::mutex mutex;  // guards lastError, errorMessage and registrations
   std::string lastError;
   std::string errorMessage;  // the failure that put the communicator in its error state
+  // Calls running on the communicator now (see InFlight): weftCommAbort waits for none.
   std::atomic<int> inFlight{0};
   // weftCommRegister's handles (the key is the handle), freed with the communicator.
   struct Registration {
@@ -42,6 +45,21 @@ namespace weft {
 namespace core {
 namespace capi {
 
+// Marks a call running on comm for its scope. weftCommAbort frees the communicator as soon as
+// nothing is in flight, so a failure must be recorded (report*) while the guard still lives:
+// compute the result inside its scope, e.g. `return s.isOk() ? weftSuccess : reportOpFailure(..)`.
+class InFlight {
+ public:
+  explicit InFlight(weftComm* comm) : comm_(comm) { comm_->inFlight.fetch_add(1); }
+  ~InFlight() { comm_->inFlight.fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  weftComm* comm_;
+};
+
+// weftGetLastError(NULL)'s text on this thread.
 extern thread_local std::string tlsLastError;
 
 // Records a failure for weftGetLastError (on comm, when not null, and for this thread), logs it
@@ -51,51 +69,11 @@ weftResult_t report(weftComm* comm, const Status& status);
 weftResult_t reportFailure(weftComm* comm, const Status& status);
 // A failed operation: reportFailure, unless the device path refused it before it did anything.
 weftResult_t reportOpFailure(weftComm* comm, const Status& status);
-// weftInvalidArgument with a printf text of one string and two integers.
-Status invalid(const char* fmt, const char* a = "", long long b = 0, long long c = 0);
-
-// The checks every call makes; each names `fn` and the rank in its message.
-Status checkComm(weftComm* comm, const char* fn);
-Status checkStream(weftComm* comm, weftStream_t stream, const char* fn);
-Status checkDeviceBuffer(weftComm* comm, const void* buf, size_t bytes, const char* what, const char* fn);
-Status checkTypeOp(weftComm* comm, weftDataType_t type, const weftRedOp_t* op, const char* fn);
-Status checkBuffer(weftComm* comm, const void* buf, size_t count, const char* what, const char* fn);
-Status checkCount(weftComm* comm, size_t count, size_t elemSize, size_t multiple, const char* fn);
-
-// One call recorded for a group (or run at once outside one).
-struct PendingOp {
-  weftComm* comm = nullptr;
-  weftStream_t stream = nullptr;  // non-null: device buffers, enqueued on this stream
-  bool isP2p = false;
-  CollCall coll;
-  P2pCall p2p;
-};
-
-struct GroupState {
-  int depth = 0;
-  std::vector<PendingOp> ops;
-  Status firstError;
-};
-
-extern thread_local GroupState tlsGroup;
-
-// The bytes a collective reads from sendbuff and writes to recvbuff on a communicator of n ranks.
-struct Extents {
-  size_t send = 0;
-  size_t recv = 0;
-};
-Extents extentsOf(const CollCall& c, size_t nRanks);
-
-// Runs ops (all on one communicator) now as one group, or records them in the group being
-// built: the calls of one API function that the group machinery runs together.
-weftResult_t submitAll(weftComm* comm, const std::vector<PendingOp>& ops);
-
-// weftCommInitRankConfig's work after nothing but its own checks: blocking, or (config->blocking
-// == 0) on a thread that binds the caller's current GPU.
-weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int rank, weftConfig_t* config);
 
 // A new C handle around a communicator that is ready.
 weftComm* wrapCommunicator(std::unique_ptr<Communicator> impl);
+// Frees a handle (joining a non-blocking init first).
+void freeComm(weftComm* comm);
 
 }  // namespace capi
 }  // namespace core

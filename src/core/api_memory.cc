@@ -15,10 +15,9 @@
 
 #include "base/log.h"
 #include "base/os.h"
-#include "core/api_internal.h"
+#include "core/api_entry.h"
+#include "core/call_context.h"
 #include "device/device.h"
-
-using weft::Status;
 
 namespace weft {
 namespace core {
@@ -49,10 +48,10 @@ device::Runtime* currentGpu(int* dev) {
   return runtime;
 }
 
-Status memAlloc(void** ptr, size_t size) {
-  if (ptr == nullptr) return WEFT_ERROR(weftInvalidArgument, "weftMemAlloc: ptr (the output pointer) is NULL");
+Status allocate(const Call& call, void** ptr, size_t size) {
+  WEFT_TRY(call.checkOutput(ptr, "ptr (the output pointer)"));
   *ptr = nullptr;
-  if (size == 0) return WEFT_ERROR(weftInvalidArgument, "weftMemAlloc: size is 0; ask for at least one byte");
+  if (size == 0) return call.error(weftInvalidArgument, "size is 0; ask for at least one byte");
   int dev = -1;
   Allocation a;
   a.bytes = size;
@@ -60,14 +59,13 @@ Status memAlloc(void** ptr, size_t size) {
   void* p = nullptr;
   if (a.runtime != nullptr) {
     Status s = a.runtime->allocDevice(size, &p);
-    if (!s.isOk())
-      return std::move(s).withPrefix("weftMemAlloc(" + formatBytes(size) + ") on device " + std::to_string(dev) + ": ");
+    if (!s.isOk()) return call.wrap(std::move(s), formatBytes(size) + " on device " + std::to_string(dev));
   } else {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t rounded = (size + page - 1) / page * page;
     int err = posix_memalign(&p, page, rounded);
     if (err != 0) {
-      return WEFT_ERROR(weftSystemError, "weftMemAlloc(%s) of host memory failed: %s", formatBytes(size).c_str(),
+      return call.error(weftSystemError, "%s of host memory failed: %s", formatBytes(size).c_str(),
                         errnoText(err).c_str());
     }
   }
@@ -80,7 +78,7 @@ Status memAlloc(void** ptr, size_t size) {
   return Status::ok();
 }
 
-Status memFree(void* ptr) {
+Status release(const Call& call, void* ptr) {
   if (ptr == nullptr) return Status::ok();  // like free(NULL)
   Allocation a;
   {
@@ -88,9 +86,9 @@ Status memFree(void* ptr) {
     std::lock_guard<std::mutex> lock(t.mutex);
     auto it = t.live.find(ptr);
     if (it == t.live.end()) {
-      return WEFT_ERROR(weftInvalidArgument,
-                        "weftMemFree: %p was not returned by weftMemAlloc, or was freed already; free other memory "
-                        "with the call that allocated it",
+      return call.error(weftInvalidArgument,
+                        "%p was not returned by weftMemAlloc, or was freed already; free other memory with the call "
+                        "that allocated it",
                         ptr);
     }
     a = it->second;
@@ -101,13 +99,10 @@ Status memFree(void* ptr) {
   return Status::ok();
 }
 
-Status memQuery(const void* ptr, weftMemKind_t* kind, int* device) {
-  if (ptr == nullptr || kind == nullptr || device == nullptr) {
-    return WEFT_ERROR(weftInvalidArgument, "weftMemQuery: %s is NULL",
-                      ptr == nullptr    ? "ptr"
-                      : kind == nullptr ? "kind"
-                                        : "device");
-  }
+Status query(const Call& call, const void* ptr, weftMemKind_t* kind, int* device) {
+  WEFT_TRY(call.checkOutput(ptr, "ptr"));
+  WEFT_TRY(call.checkOutput(kind, "kind"));
+  WEFT_TRY(call.checkOutput(device, "device"));
   *kind = weftMemHost;
   *device = -1;
   device::Runtime* runtime = device::gpuRuntime();
@@ -132,26 +127,33 @@ Status memQuery(const void* ptr, weftMemKind_t* kind, int* device) {
   return Status::ok();
 }
 
-// Register and deregister work on any communicator that finished its init, failed or not.
-Status checkRegistrationComm(weftComm* comm, const char* fn) {
-  if (comm == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s: comm is NULL", fn);
-  if (comm->state.load() == weftInProgress) {
-    return WEFT_ERROR(weftInvalidUsage,
-                      "rank %d: %s: the communicator is still initialising (non-blocking init); poll "
-                      "weftCommGetAsyncError until it returns weftSuccess",
-                      comm->rank, fn);
-  }
-  return Status::ok();
+}  // namespace
+
+weftResult_t memAlloc(void** ptr, size_t size) {
+  Call call(nullptr, "weftMemAlloc");
+  return call.finish(allocate(call, ptr, size));
 }
 
-Status commRegister(weftComm* comm, void* buff, size_t size, void** handle) {
-  const char* fn = "weftCommRegister";
-  WEFT_TRY(checkRegistrationComm(comm, fn));
-  if (handle == nullptr) return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: handle is NULL", comm->rank, fn);
+weftResult_t memFree(void* ptr) {
+  Call call(nullptr, "weftMemFree");
+  return call.finish(release(call, ptr));
+}
+
+weftResult_t memQuery(const void* ptr, weftMemKind_t* kind, int* device) {
+  Call call(nullptr, "weftMemQuery");
+  return call.finish(query(call, ptr, kind, device));
+}
+
+// Register and deregister work on any communicator that finished its init, failed or not.
+weftResult_t commRegister(const Call& call, void* buff, size_t size, void** handle) {
+  Status s = call.checkInitDone();
+  if (s.isOk()) s = call.checkOutput(handle, "handle");
+  if (!s.isOk()) return call.finish(s);
   *handle = nullptr;
-  if (buff == nullptr) return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: buff is NULL", comm->rank, fn);
-  if (size == 0)
-    return WEFT_ERROR(weftInvalidArgument, "rank %d: %s: size is 0; register at least one byte", comm->rank, fn);
+  s = call.checkOutput(buff, "buff");
+  if (s.isOk() && size == 0) s = call.error(weftInvalidArgument, "size is 0; register at least one byte");
+  if (!s.isOk()) return call.finish(s);
+  weftComm* comm = call.comm();
   auto reg = std::make_unique<weftComm::Registration>();
   reg->buff = buff;
   reg->size = size;
@@ -162,54 +164,23 @@ Status commRegister(weftComm* comm, void* buff, size_t size, void** handle) {
   }
   WEFT_LOG(kTrace, kInit, "rank %d: registered %s at %p (handle %p)", comm->rank, formatBytes(size).c_str(), buff, key);
   *handle = key;
-  return Status::ok();
+  return weftSuccess;
 }
 
-Status commDeregister(weftComm* comm, void* handle) {
-  const char* fn = "weftCommDeregister";
-  WEFT_TRY(checkRegistrationComm(comm, fn));
-  std::lock_guard<std::mutex> lock(comm->mutex);
-  auto it = comm->registrations.find(handle);
-  if (it == comm->registrations.end()) {
-    return WEFT_ERROR(weftInvalidArgument,
-                      "rank %d: %s: handle %p is not registered on this communicator (never returned by its "
-                      "weftCommRegister, or deregistered already)",
-                      comm->rank, fn, handle);
+weftResult_t commDeregister(const Call& call, void* handle) {
+  Status s = call.checkInitDone();
+  if (s.isOk()) {
+    std::lock_guard<std::mutex> lock(call.comm()->mutex);
+    if (call.comm()->registrations.erase(handle) == 0) {
+      s = call.error(weftInvalidArgument,
+                     "handle %p is not registered on this communicator (never returned by its weftCommRegister, or "
+                     "deregistered already)",
+                     handle);
+    }
   }
-  comm->registrations.erase(it);
-  return Status::ok();
+  return call.finish(s);
 }
 
-}  // namespace
 }  // namespace capi
 }  // namespace core
 }  // namespace weft
-
-extern "C" {
-
-weftResult_t weftMemAlloc(void** ptr, size_t size) {
-  weft::Status s = weft::core::capi::memAlloc(ptr, size);
-  return s.isOk() ? weftSuccess : weft::core::capi::report(nullptr, s);
-}
-
-weftResult_t weftMemFree(void* ptr) {
-  weft::Status s = weft::core::capi::memFree(ptr);
-  return s.isOk() ? weftSuccess : weft::core::capi::report(nullptr, s);
-}
-
-weftResult_t weftMemQuery(const void* ptr, weftMemKind_t* kind, int* device) {
-  weft::Status s = weft::core::capi::memQuery(ptr, kind, device);
-  return s.isOk() ? weftSuccess : weft::core::capi::report(nullptr, s);
-}
-
-weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle) {
-  weft::Status s = weft::core::capi::commRegister(comm, buff, size, handle);
-  return s.isOk() ? weftSuccess : weft::core::capi::report(comm, s);
-}
-
-weftResult_t weftCommDeregister(const weftComm_t comm, void* handle) {
-  weft::Status s = weft::core::capi::commDeregister(comm, handle);
-  return s.isOk() ? weftSuccess : weft::core::capi::report(comm, s);
-}
-
-}  // extern "C"

@@ -9,7 +9,7 @@
 // keeps a connection to rank 0 (the hub of allGather and barrier) and opens point-to-point
 // connections lazily for send/recv. Every connection between ranks presents the secret.
 //
-// Callers: src/core/comm.cc (init, split), src/core/api.cc (weftGetUniqueId,
+// Callers: src/core/comm.cc (init, split), src/core/init.cc (weftGetUniqueId,
 // weftCommInitFromEnv), transports through PeerExchange.
 #ifndef WEFT_CORE_BOOTSTRAP_H_
 #define WEFT_CORE_BOOTSTRAP_H_

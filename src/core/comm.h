@@ -1,6 +1,6 @@
 // The communicator: the ranks' agreement (bootstrap, peers, settings), the connections to
 // peers, and the calls that run collectives and point-to-point groups on host memory.
-// api.cc wraps it in the C API's weftComm; nothing else in the library sees it.
+// The C API wraps it in its weftComm (api_internal.h); nothing else in the library sees it.
 #ifndef WEFT_CORE_COMM_H_
 #define WEFT_CORE_COMM_H_
 

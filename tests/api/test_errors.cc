@@ -60,6 +60,46 @@ TEST(Arguments, InvalidCallsReturnInvalidArgumentAndTouchNothing) {
   });
 }
 
+// Every refused call's message starts "rank r: fn: " (or "fn: " before a rank is known), built in
+// one place (src/core/call_context.cc) for collectives, sends, gather/scatter, split, premul-sum
+// ops, registration and the init checks alike.
+TEST(Arguments, MessagesStartWithRankAndFunction) {
+  auto startsWith = [](const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; };
+  runRanks(Mode::kThreads, 1, [&](Rank& r) {
+    std::vector<float> a(8, 1.0f);
+    EXPECT_EQ(weftAllReduce(nullptr, a.data(), 8, weftFloat32, weftSum, r.comm, nullptr), weftInvalidArgument);
+    EXPECT_TRUE(startsWith(weftGetLastError(r.comm), "rank 0: weftAllReduce: sendbuff is NULL"))
+        << weftGetLastError(r.comm);
+    EXPECT_EQ(weftSend(a.data(), 8, weftFloat32, 5, r.comm, nullptr), weftInvalidArgument);
+    EXPECT_TRUE(startsWith(weftGetLastError(r.comm), "rank 0: weftSend: peer 5 is not a rank"))
+        << weftGetLastError(r.comm);
+    EXPECT_EQ(weftGather(a.data(), a.data(), 8, weftFloat32, 1, r.comm, nullptr), weftInvalidArgument);
+    EXPECT_TRUE(startsWith(weftGetLastError(r.comm), "rank 0: weftGather: root 1 is not a rank"))
+        << weftGetLastError(r.comm);
+    weftComm_t child = nullptr;
+    EXPECT_EQ(weftCommSplit(r.comm, -5, 0, &child, nullptr), weftInvalidArgument);
+    EXPECT_TRUE(startsWith(weftGetLastError(r.comm), "rank 0: weftCommSplit: color -5 is negative"))
+        << weftGetLastError(r.comm);
+    weftRedOp_t op = weftSum;
+    EXPECT_EQ(weftRedOpCreatePreMulSum(&op, nullptr, weftFloat32, weftScalarHostImmediate, r.comm),
+              weftInvalidArgument);
+    EXPECT_TRUE(startsWith(weftGetLastError(r.comm), "rank 0: weftRedOpCreatePreMulSum: scalar is NULL"))
+        << weftGetLastError(r.comm);
+    void* handle = nullptr;
+    EXPECT_EQ(weftCommRegister(r.comm, nullptr, 8, &handle), weftInvalidArgument);
+    EXPECT_TRUE(startsWith(weftGetLastError(r.comm), "rank 0: weftCommRegister: buff is NULL"))
+        << weftGetLastError(r.comm);
+  });
+  EXPECT_EQ(weftBroadcast(nullptr, nullptr, 0, weftFloat32, 0, nullptr, nullptr), weftInvalidArgument);
+  EXPECT_TRUE(startsWith(weftGetLastError(nullptr), "weftBroadcast: comm is NULL")) << weftGetLastError(nullptr);
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  weftComm_t comm = nullptr;
+  EXPECT_EQ(weftCommInitRank(&comm, 2, id, 2), weftInvalidArgument);
+  EXPECT_TRUE(startsWith(weftGetLastError(nullptr), "weftCommInitRank: rank 2 is outside 0..1"))
+      << weftGetLastError(nullptr);
+}
+
 TEST(Arguments, InitAndQueries) {
   weftComm_t comm = nullptr;
   weftUniqueId id;

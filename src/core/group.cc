@@ -1,0 +1,198 @@
+// Groups (group.h): the thread's recorded calls, fusion of device collectives, and running each
+// communicator's share of a group.
+#include "core/group.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/call_context.h"
+#include "core/coll_facts.h"
+#include "device/device.h"
+
+namespace weft {
+namespace core {
+namespace capi {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<PendingOp> ops;
+};
+
+thread_local GroupState tlsGroup;
+
+bool overlaps(const CollCall& a, const CollCall& b, size_t nRanks) {
+  auto range = [](const void* p, size_t bytes) {
+    auto v = reinterpret_cast<uintptr_t>(p);
+    return std::make_pair(v, v + bytes);
+  };
+  Extents ea = extentsOf(a, nRanks), eb = extentsOf(b, nRanks);
+  std::pair<uintptr_t, uintptr_t> ra[2] = {range(a.sendbuff, ea.send), range(a.recvbuff, ea.recv)};
+  std::pair<uintptr_t, uintptr_t> rb[2] = {range(b.sendbuff, eb.send), range(b.recvbuff, eb.recv)};
+  for (auto& x : ra) {
+    for (auto& y : rb) {
+      if (x.first != 0 && y.first != 0 && x.first < y.second && y.first < x.second) return true;
+    }
+  }
+  return false;
+}
+
+// ops[j] can join the launch of batch (which started at ops[i]): same stream, type and op, room
+// left, and buffers apart from every call already in it.
+bool fuses(const std::vector<CollCall>& batch, const PendingOp& first, const PendingOp& next) {
+  if (batch.size() >= static_cast<size_t>(device::kMaxFusedOps)) return false;
+  if (next.stream != first.stream || next.coll.type != first.coll.type || next.coll.op != first.coll.op) return false;
+  const size_t nRanks = static_cast<size_t>(next.comm->nRanks);
+  for (const CollCall& c : batch) {
+    if (overlaps(c, next.coll, nRanks)) return false;
+  }
+  return true;
+}
+
+// Device collectives of a group: consecutive calls on one stream with one type and op whose
+// buffers are apart are fused into one launch (they run side by side); the others go alone.
+Status runDeviceOps(Communicator* impl, const std::vector<PendingOp>& ops) {
+  size_t i = 0;
+  while (i < ops.size()) {
+    std::vector<CollCall> batch{ops[i].coll};
+    size_t j = i + 1;
+    while (j < ops.size() && fuses(batch, ops[i], ops[j])) batch.push_back(ops[j++].coll);
+    WEFT_TRY(impl->runDevice(batch, ops[i].stream));
+    i = j;
+  }
+  return Status::ok();
+}
+
+// Runs one communicator's share of a group: collectives in call order (device ones enqueued,
+// fused where they can be), then every send and receive concurrently.
+Status runOps(weftComm* comm, const std::vector<PendingOp>& ops) {
+  Communicator* impl = comm->impl.get();
+  std::vector<P2pCall> p2p, deviceP2p;
+  weftStream_t p2pStream = nullptr;
+  std::vector<PendingOp> device;
+  for (const PendingOp& op : ops) {
+    if (op.stream != nullptr && op.isP2p) {
+      if (p2pStream != nullptr && op.stream != p2pStream) {
+        return Call(comm, "weftGroupEnd")
+            .error(weftInvalidUsage, "the sends and receives of a group on device buffers must use one stream");
+      }
+      p2pStream = op.stream;
+      deviceP2p.push_back(op.p2p);
+    } else if (op.stream != nullptr) {
+      device.push_back(op);
+    } else {
+      if (!device.empty()) WEFT_TRY(runDeviceOps(impl, device));
+      device.clear();
+      if (op.isP2p) {
+        p2p.push_back(op.p2p);
+      } else {
+        WEFT_TRY(impl->runCollective(op.coll));
+      }
+    }
+  }
+  if (!device.empty()) WEFT_TRY(runDeviceOps(impl, device));
+  if (!deviceP2p.empty()) WEFT_TRY(impl->runDeviceP2p(deviceP2p, p2pStream));
+  if (!p2p.empty()) WEFT_TRY(impl->runP2p(p2p));
+  return Status::ok();
+}
+
+// Runs ops now; a failure is recorded while the call is still in flight (see InFlight).
+weftResult_t runNow(weftComm* comm, const std::vector<PendingOp>& ops) {
+  InFlight inFlight(comm);
+  Status s = runOps(comm, ops);
+  return s.isOk() ? weftSuccess : reportOpFailure(comm, s);
+}
+
+// Runs a group's calls: each communicator's share in call order. Several communicators (e.g.
+// from weftCommInitAll) driven by one thread must run concurrently: each gets a thread.
+weftResult_t runGroup(const std::vector<PendingOp>& ops) {
+  std::vector<weftComm*> comms;
+  for (const auto& op : ops) {
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  }
+  std::vector<weftResult_t> results(comms.size(), weftSuccess);
+  auto runShare = [&](size_t i) {
+    std::vector<PendingOp> mine;
+    for (const auto& op : ops) {
+      if (op.comm == comms[i]) mine.push_back(op);
+    }
+    results[i] = runNow(comms[i], mine);
+  };
+  if (comms.size() == 1) {
+    runShare(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < comms.size(); ++i) threads.emplace_back(runShare, i);
+    for (auto& t : threads) t.join();
+  }
+  for (weftResult_t r : results) {
+    if (r != weftSuccess) return r;
+  }
+  return weftSuccess;
+}
+
+}  // namespace
+
+PendingOp collOp(weftComm* comm, const CollCall& call, weftStream_t stream) {
+  PendingOp op;
+  op.comm = comm;
+  op.stream = stream;
+  op.coll = call;
+  return op;
+}
+
+PendingOp p2pOp(weftComm* comm, weftStream_t stream, bool send, const void* buf, size_t bytes, int peer) {
+  PendingOp op;
+  op.comm = comm;
+  op.stream = stream;
+  op.isP2p = true;
+  op.p2p.send = send;
+  if (send) {
+    op.p2p.sendbuff = buf;
+  } else {
+    op.p2p.recvbuff = const_cast<void*>(buf);
+  }
+  op.p2p.bytes = bytes;
+  op.p2p.peer = peer;
+  return op;
+}
+
+int groupDepth() { return tlsGroup.depth; }
+
+weftResult_t submitAll(weftComm* comm, const std::vector<PendingOp>& ops) {
+  if (tlsGroup.depth > 0) {
+    tlsGroup.ops.insert(tlsGroup.ops.end(), ops.begin(), ops.end());
+    return weftSuccess;
+  }
+  return runNow(comm, ops);
+}
+
+weftResult_t groupStart() {
+  ++tlsGroup.depth;
+  return weftSuccess;
+}
+
+weftResult_t groupEnd() {
+  Call call(nullptr, "weftGroupEnd");
+  if (tlsGroup.depth <= 0) {
+    return call.finish(call.error(weftInvalidUsage, "called without a matching weftGroupStart"));
+  }
+  if (--tlsGroup.depth > 0) return weftSuccess;
+  std::vector<PendingOp> ops;
+  ops.swap(tlsGroup.ops);
+  return runGroup(ops);
+}
+
+std::vector<PendingOp> dropGroup() {
+  std::vector<PendingOp> ops;
+  ops.swap(tlsGroup.ops);
+  tlsGroup.depth = 0;
+  return ops;
+}
+
+}  // namespace capi
+}  // namespace core
+}  // namespace weft
