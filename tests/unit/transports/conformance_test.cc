@@ -3,7 +3,8 @@
 // this host has, p2p on the emulated device, and the device bridge over shared memory. Each
 // contract point is checked with exact data: slots wrapping around many times, zero-byte
 // messages, reference messages, aborts both ways with their culprit, each end doing only its
-// own half, and (forked, where the transport crosses processes) a peer that exits.
+// own half, and (forked, where the transport crosses processes) a peer that exits. The same
+// contract holds for an external network plugin (net_v1.h) through the plugin transport.
 //
 // A device-FIFO connection (p2p, bridge) is driven the way the lane program drives it, through
 // its FifoView; host connections through their methods (Port, below). A transport that cannot
@@ -31,6 +32,7 @@
 #include "mailboxes.h"
 #include "shm_test_util.h"
 #include "transports/bridge/device_bridge.h"
+#include "transports/net/net_plugin.h"
 #include "transports/net/ofi_api.h"
 #include "transports/net/ofi_provider.h"
 #include "transports/net/ofi_transport.h"
@@ -176,6 +178,16 @@ std::vector<TransportCase> transportCases() {
     ofi.noReferences = "known gap: the libfabric transport neither carries a reference nor its bytes (ofi_link.cc)";
     out.push_back(ofi);
   }
+
+  // An external network plugin (include/weft/net_v1.h) built outside Weft: TCP on loopback.
+  TransportCase plugin;
+  plugin.name = "net_plugin_loopback";
+  plugin.environment = [] {
+    setenv("WEFT_NET_PLUGIN", WEFT_TEST_NET_PLUGIN_DIR "/libweft_test_net_loopback.so", 1);
+  };
+  plugin.make = [] { return std::make_unique<net::PluginTransport>(); };
+  plugin.info = ownHostInfo;
+  out.push_back(plugin);
 
   TransportCase p2p;
   p2p.name = "p2p_emulated";
