@@ -104,7 +104,8 @@ typedef struct weftNet_v1 {
   weftResult_t (*closeSend)(void* sendComm);
   weftResult_t (*closeRecv)(void* recvComm);
   weftResult_t (*closeListen)(void* listenComm);
-  /* Once per process, after the last communication closed; may be NULL. */
+  /* Reserved for the end of the process; may be NULL. This Weft keeps a plugin loaded for the
+   * life of the process and does not call it. */
   void (*finalize)(void);
 } weftNet_v1_t;
 

@@ -32,6 +32,8 @@ struct NetPlugin {
   int devices = 0;
 };
 
+// "weftRemoteError", ... for messages (weftGetErrorString lives in src/core, above this layer).
+const char* netResultName(weftResult_t r);
 // Checks a table as the loader does (`path` for messages).
 Status checkNetPluginTable(const weftNet_v1_t* table, const std::string& path);
 // The plugin at `path`, loaded and initialised once per process (failures are remembered and
