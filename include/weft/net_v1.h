@@ -24,6 +24,16 @@
  * communication from one thread at a time, but different communications from different
  * threads.
  *
+ * Building one needs this header and weft.h only, e.g.
+ *   c++ -shared -fPIC -fvisibility=hidden -I<weft>/include foo_net.cc -o libweft-net-foo.so
+ * with `extern "C" __attribute__((visibility("default"))) const weftNet_v1_t weftNetPlugin_v1 =
+ * {.size = sizeof(weftNet_v1_t), .version = WEFT_NET_PLUGIN_VERSION_V1, ...};`
+ * (tests/unit/transports/plugins/loopback_net_plugin.cc is a complete example over TCP).
+ *
+ * Version 1 moves host memory: Weft hands the plugin its own staging buffers (device buffers
+ * are staged through pinned host memory, as for the built-in transports). Registering memory
+ * for zero-copy and device pointers (ptrSupport) are left to a later version.
+ *
  * Results are weftResult_t (weft.h): weftSuccess, or weftSystemError (the OS or the network
  * refused), weftRemoteError (the peer closed or went away), weftInternalError (a bug).
  */
