@@ -215,16 +215,20 @@ struct Wire {
   std::shared_ptr<net::Proxy> proxy;       // the bridge's
   std::unique_ptr<Transport> transport[2];  // rank 0's, rank 1's
   std::unique_ptr<Connection> recv;
-  std::unique_ptr<Connection> send;  // declared last: closed first (an importer before its exporter)
+  std::unique_ptr<Connection> send;  // closed before recv (an importer before its exporter)
+  std::string tag;
+  // A second lane between the same ranks (LanesAreIndependent); closed first.
+  std::unique_ptr<Connection> recv2;
+  std::unique_ptr<Connection> send2;
 };
 
 ConnectRequest makeRequest(const TransportCase& tc, const std::string& tag, int self, int selfPid, int peerPid,
-                           size_t nSlots, size_t slotBytes, PeerExchange* exchange) {
+                           size_t nSlots, size_t slotBytes, PeerExchange* exchange, int lane = 0) {
   ConnectRequest r;
   r.commTag = tag;
   r.self = tc.info(self, selfPid);
   r.peer = tc.info(1 - self, peerPid);
-  r.lane = tc.device ? (1 << 16) + 1 : 0;  // device executor FIFO lanes start at 1 << 16
+  r.lane = (tc.device ? (1 << 16) + 1 : 0) + lane;  // device executor FIFO lanes start at 1 << 16
   r.nSlots = nSlots;
   r.slotBytes = slotBytes;
   r.deadline = Deadline::afterSeconds(20);
@@ -246,24 +250,33 @@ Status maybeBridge(const TransportCase& tc, bool sender, size_t nSlots, size_t s
                                   sender ? 1 : 0, w->proxy.get(), conn);
 }
 
-Status connectWire(const TransportCase& tc, size_t nSlots, size_t slotBytes, Wire* w) {
-  tc.environment();
-  w->transport[0] = tc.make();
-  w->transport[1] = tc.make();
-  const std::string tag = shmtest::uniqueTag();
+// Connects rank 0 -> rank 1 on `lane` with the wire's transports (made on the first call).
+Status connectLane(const TransportCase& tc, size_t nSlots, size_t slotBytes, int lane, Wire* w,
+                   std::unique_ptr<Connection>* recv, std::unique_ptr<Connection>* send) {
+  if (!w->transport[0]) {
+    tc.environment();
+    w->transport[0] = tc.make();
+    w->transport[1] = tc.make();
+    w->tag = shmtest::uniqueTag();
+  }
   const int pid = getpid();
   // The receiving end first, as the communicator does: making it never waits.
-  WEFT_TRY(w->transport[1]->connectRecv(makeRequest(tc, tag, 1, pid, pid, nSlots, slotBytes, &w->ex1), &w->recv));
-  WEFT_TRY(w->transport[0]->connectSend(makeRequest(tc, tag, 0, pid, pid, nSlots, slotBytes, &w->ex0), &w->send));
-  WEFT_TRY(maybeBridge(tc, false, nSlots, slotBytes, w, &w->recv));
-  WEFT_TRY(maybeBridge(tc, true, nSlots, slotBytes, w, &w->send));
+  WEFT_TRY(w->transport[1]->connectRecv(makeRequest(tc, w->tag, 1, pid, pid, nSlots, slotBytes, &w->ex1, lane), recv));
+  WEFT_TRY(w->transport[0]->connectSend(makeRequest(tc, w->tag, 0, pid, pid, nSlots, slotBytes, &w->ex0, lane), send));
+  WEFT_TRY(maybeBridge(tc, false, nSlots, slotBytes, w, recv));
+  WEFT_TRY(maybeBridge(tc, true, nSlots, slotBytes, w, send));
   return Status::ok();
+}
+
+Status connectWire(const TransportCase& tc, size_t nSlots, size_t slotBytes, Wire* w) {
+  return connectLane(tc, nSlots, slotBytes, 0, w, &w->recv, &w->send);
 }
 
 // Message `m` of a stream: its size (from `sizes`, cycled) and its bytes (patternByte).
 struct StreamSpec {
   uint64_t count;
   std::function<size_t(uint64_t m)> bytes;
+  uint64_t salt = 0;  // added to m in the bytes: streams that must not mix differ in it
 };
 
 void fill(void* slot, uint64_t m, size_t n) {
@@ -287,7 +300,7 @@ std::string sendStream(Port port, const StreamSpec& spec, Deadline deadline) {
     }
     backoff.reset();
     size_t n = spec.bytes(m);
-    fill(slot, m, n);
+    fill(slot, m + spec.salt, n);
     port.postSend(n);
     ++m;
   }
@@ -316,7 +329,7 @@ std::string recvStream(Port port, const StreamSpec& spec, Deadline deadline) {
     }
     const auto* b = static_cast<const unsigned char*>(data);
     for (size_t i = 0; i < n; ++i) {
-      if (b[i] != patternByte(m, i)) return "message " + std::to_string(m) + " byte " + std::to_string(i) + " differs";
+      if (b[i] != patternByte(m + spec.salt, i)) return "message " + std::to_string(m) + " byte " + std::to_string(i) + " differs";
     }
     port.releaseRecv();
     ++m;
@@ -445,6 +458,25 @@ TEST_P(Conformance, ReferenceMessagesArriveAsReferencesOrAsTheirBytes) {
   Deadline deadline = Deadline::afterSeconds(10);
   while (!w.send->allSendsConsumed() && !deadline.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_TRUE(w.send->allSendsConsumed());
+}
+
+// Two lanes between the same ranks, streaming at once with different bytes: nothing crosses.
+TEST_P(Conformance, LanesAreIndependent) {
+  Wire w;
+  ASSERT_NO_FATAL_FAILURE(connect(&w));
+  Status st = connectLane(tc(), nSlots(), slotBytes(), 1, &w, &w.recv2, &w.send2);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  const size_t cap = slotBytes();
+  StreamSpec a{nSlots() * 20 + 1, [cap](uint64_t m) { return 1 + (m * 7919) % cap; }, 0};
+  StreamSpec b{nSlots() * 20 + 3, [cap](uint64_t m) { return 1 + (m * 31) % cap; }, 1000003};
+  std::string why[4];
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { why[0] = recvStream(Port(w.recv.get()), a, Deadline::afterSeconds(60)); });
+  threads.emplace_back([&] { why[1] = recvStream(Port(w.recv2.get()), b, Deadline::afterSeconds(60)); });
+  threads.emplace_back([&] { why[2] = sendStream(Port(w.send2.get()), b, Deadline::afterSeconds(60)); });
+  why[3] = sendStream(Port(w.send.get()), a, Deadline::afterSeconds(60));
+  for (auto& t : threads) t.join();
+  for (const std::string& text : why) EXPECT_EQ(text, "");
 }
 
 TEST_P(Conformance, EachEndDoesOnlyItsOwnHalf) {
