@@ -70,7 +70,9 @@ TEST_P(NetPluginApi, AllReduceAndBroadcastOverTwoRanksAreExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, NetPluginApi, ::testing::Values(Mode::kThreads, Mode::kProcesses),
-                         [](const ::testing::TestParamInfo<Mode>& p) { return std::string(weft_test::modeName(p.param)); });
+                         [](const ::testing::TestParamInfo<Mode>& p) {
+                           return std::string(weft_test::modeName(p.param));
+                         });
 
 TEST(NetPluginApiErrors, ABrokenPluginFailsTheFirstCollectiveWithTheLoadersSentence) {
   setenv("WEFT_SHM_DISABLE", "1", 1);

@@ -111,8 +111,11 @@ class PluginLink final : public NetLink {
   }
   void fail(const char* what, weftResult_t r) {
     if (r == weftRemoteError) {
-      state_.fail(WEFT_ERROR(weftRemoteError, "%s closed the connection (network plugin %s, %s); check that rank's "
-                             "output", peerText_.c_str(), pluginName_.c_str(), what), false);
+      state_.fail(WEFT_ERROR(weftRemoteError,
+                             "%s closed the connection (network plugin %s, %s); check that rank's "
+                             "output",
+                             peerText_.c_str(), pluginName_.c_str(), what),
+                  false);
     } else {
       state_.fail(pluginError(what, r), false);
     }
@@ -218,8 +221,11 @@ class PluginLink final : public NetLink {
         }
       }
       if (bytes > ring_.slotBytes()) {
-        state_.fail(WEFT_ERROR(weftInternalError, "rank %d: a slot to %s holds %zu bytes, more than its %zu; this is "
-                               "a bug in the caller", selfRank_, peerText_.c_str(), bytes, ring_.slotBytes()), false);
+        state_.fail(WEFT_ERROR(weftInternalError,
+                               "rank %d: a slot to %s holds %zu bytes, more than its %zu; this is "
+                               "a bug in the caller",
+                               selfRank_, peerText_.c_str(), bytes, ring_.slotBytes()),
+                    false);
         return true;
       }
       std::vector<char>& frame = staging_[c % staging_.size()];
@@ -267,9 +273,11 @@ class PluginLink final : public NetLink {
       FrameHeader h;
       std::memcpy(&h, ctl_.data(), sizeof(h));
       if (n != sizeof(h) + WEFT_NET_HANDLE_BYTES_V1 || h.magic != kFrameMagic || h.type != kFrameHello) {
-        state_.fail(WEFT_ERROR(weftInternalError, "rank %d: %s sent no hello first over network plugin %s; do both "
-                               "ranks use the same WEFT_NET_PLUGIN?", selfRank_, peerText_.c_str(),
-                               pluginName_.c_str()), false);
+        state_.fail(WEFT_ERROR(weftInternalError,
+                               "rank %d: %s sent no hello first over network plugin %s; do both "
+                               "ranks use the same WEFT_NET_PLUGIN?",
+                               selfRank_, peerText_.c_str(), pluginName_.c_str()),
+                    false);
         return true;
       }
       std::memcpy(hello_.data(), ctl_.data() + sizeof(h), WEFT_NET_HANDLE_BYTES_V1);
@@ -314,9 +322,11 @@ class PluginLink final : public NetLink {
       std::memcpy(&h, frame.data(), sizeof(h));
       if (n < sizeof(h) || h.magic != kFrameMagic || h.type != kFrameData || h.bytes != n - sizeof(h) ||
           h.bytes > ring_.slotBytes()) {
-        state_.fail(WEFT_ERROR(weftInternalError, "rank %d: a message from %s over network plugin %s is not one of "
-                               "Weft's (%zu bytes); the plugin corrupted or reordered it", selfRank_,
-                               peerText_.c_str(), pluginName_.c_str(), n), false);
+        state_.fail(WEFT_ERROR(weftInternalError,
+                               "rank %d: a message from %s over network plugin %s is not one of "
+                               "Weft's (%zu bytes); the plugin corrupted or reordered it",
+                               selfRank_, peerText_.c_str(), pluginName_.c_str(), n),
+                    false);
         return true;
       }
       std::memcpy(ring_.slot(c), frame.data() + sizeof(h), h.bytes);
@@ -350,7 +360,8 @@ class PluginLink final : public NetLink {
   bool helloSent_ = false;
   bool helloSeen_ = false;
   bool backFailed_ = false;
-  weftResult_t postError_ = weftSuccess;  // receiver: irecv refused; reported once the rest is in  // receiver: the sender's back channel could not be reached
+  weftResult_t postError_ = weftSuccess;  // receiver: irecv refused; reported once the rest is in  // receiver: the
+                                          // sender's back channel could not be reached
   std::vector<char> abortBuf_ = std::vector<char>(sizeof(FrameHeader));
   bool abortSent_ = false;
   void* abortRequest_ = nullptr;
@@ -412,9 +423,10 @@ Status PluginTransport::connectSend(const ConnectRequest& req, std::unique_ptr<C
   Offer offer;
   Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
   if (!got.isOk()) {
-    return WEFT_ERROR(got.code(), "rank %d: no offer from rank %d (host %s) for network plugin %s: %s; do both ranks "
-                      "set the same WEFT_NET_PLUGIN?", req.self.rank, req.peer.rank, req.peer.hostName,
-                      plugin->name.c_str(), got.message().c_str());
+    return WEFT_ERROR(got.code(),
+                      "rank %d: no offer from rank %d (host %s) for network plugin %s: %s; do both ranks "
+                      "set the same WEFT_NET_PLUGIN?",
+                      req.self.rank, req.peer.rank, req.peer.hostName, plugin->name.c_str(), got.message().c_str());
   }
   offer.plugin[sizeof(offer.plugin) - 1] = '\0';
   if (offer.magic != kOfferMagic || offer.version != WEFT_NET_PLUGIN_VERSION_V1 || offer.rank != req.peer.rank ||

@@ -34,14 +34,22 @@ void pluginLogger(int level, const char* format, ...) {
 
 const char* netResultName(weftResult_t r) {
   switch (r) {
-    case weftSuccess: return "weftSuccess";
-    case weftSystemError: return "weftSystemError";
-    case weftInternalError: return "weftInternalError";
-    case weftInvalidArgument: return "weftInvalidArgument";
-    case weftInvalidUsage: return "weftInvalidUsage";
-    case weftRemoteError: return "weftRemoteError";
-    case weftTimeout: return "weftTimeout";
-    default: return "an error code net_v1.h does not list";
+    case weftSuccess:
+      return "weftSuccess";
+    case weftSystemError:
+      return "weftSystemError";
+    case weftInternalError:
+      return "weftInternalError";
+    case weftInvalidArgument:
+      return "weftInvalidArgument";
+    case weftInvalidUsage:
+      return "weftInvalidUsage";
+    case weftRemoteError:
+      return "weftRemoteError";
+    case weftTimeout:
+      return "weftTimeout";
+    default:
+      return "an error code net_v1.h does not list";
   }
 }
 
@@ -59,18 +67,26 @@ Status checkNetPluginTable(const weftNet_v1_t* t, const std::string& path) {
                       path.c_str(), WEFT_NET_PLUGIN_SYMBOL_V1, t->version, WEFT_NET_PLUGIN_VERSION_V1);
   }
   const std::pair<const char*, bool> required[] = {
-      {"name", t->name != nullptr},       {"init", t->init != nullptr},
-      {"devices", t->devices != nullptr}, {"getProperties", t->getProperties != nullptr},
-      {"listen", t->listen != nullptr},   {"connect", t->connect != nullptr},
-      {"accept", t->accept != nullptr},   {"isend", t->isend != nullptr},
-      {"irecv", t->irecv != nullptr},     {"test", t->test != nullptr},
-      {"closeSend", t->closeSend != nullptr}, {"closeRecv", t->closeRecv != nullptr},
+      {"name", t->name != nullptr},
+      {"init", t->init != nullptr},
+      {"devices", t->devices != nullptr},
+      {"getProperties", t->getProperties != nullptr},
+      {"listen", t->listen != nullptr},
+      {"connect", t->connect != nullptr},
+      {"accept", t->accept != nullptr},
+      {"isend", t->isend != nullptr},
+      {"irecv", t->irecv != nullptr},
+      {"test", t->test != nullptr},
+      {"closeSend", t->closeSend != nullptr},
+      {"closeRecv", t->closeRecv != nullptr},
       {"closeListen", t->closeListen != nullptr},
   };
   for (const auto& [field, set] : required) {
     if (!set) {
-      return WEFT_ERROR(weftInvalidArgument, "WEFT_NET_PLUGIN=%s: its %s table leaves %s unset; every entry but "
-                        "finalize is required in version 1", path.c_str(), WEFT_NET_PLUGIN_SYMBOL_V1, field);
+      return WEFT_ERROR(weftInvalidArgument,
+                        "WEFT_NET_PLUGIN=%s: its %s table leaves %s unset; every entry but "
+                        "finalize is required in version 1",
+                        path.c_str(), WEFT_NET_PLUGIN_SYMBOL_V1, field);
     }
   }
   return Status::ok();
@@ -82,8 +98,10 @@ Status loadOnce(const std::string& path, NetPlugin* plugin) {
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = dlerror();
-    return WEFT_ERROR(weftSystemError, "WEFT_NET_PLUGIN=%s cannot be loaded: %s; check the path, or unset "
-                      "WEFT_NET_PLUGIN to use the built-in network transports", path.c_str(), why ? why : "?");
+    return WEFT_ERROR(weftSystemError,
+                      "WEFT_NET_PLUGIN=%s cannot be loaded: %s; check the path, or unset "
+                      "WEFT_NET_PLUGIN to use the built-in network transports",
+                      path.c_str(), why ? why : "?");
   }
   const auto* table = static_cast<const weftNet_v1_t*>(dlsym(lib, WEFT_NET_PLUGIN_SYMBOL_V1));
   if (table == nullptr) {
@@ -98,8 +116,10 @@ Status loadOnce(const std::string& path, NetPlugin* plugin) {
   plugin->name = table->name;
   weftResult_t r = plugin->ops.init(pluginLogger);
   if (r != weftSuccess) {
-    return WEFT_ERROR(r, "WEFT_NET_PLUGIN=%s (%s): init failed (%s); see the plugin's log lines above, or unset "
-                      "WEFT_NET_PLUGIN", path.c_str(), plugin->name.c_str(), netResultName(r));
+    return WEFT_ERROR(r,
+                      "WEFT_NET_PLUGIN=%s (%s): init failed (%s); see the plugin's log lines above, or unset "
+                      "WEFT_NET_PLUGIN",
+                      path.c_str(), plugin->name.c_str(), netResultName(r));
   }
   r = plugin->ops.devices(&plugin->devices);
   if (r != weftSuccess || plugin->devices < 1) {

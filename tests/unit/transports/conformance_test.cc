@@ -182,9 +182,7 @@ std::vector<TransportCase> transportCases() {
   // An external network plugin (include/weft/net_v1.h) built outside Weft: TCP on loopback.
   TransportCase plugin;
   plugin.name = "net_plugin_loopback";
-  plugin.environment = [] {
-    setenv("WEFT_NET_PLUGIN", WEFT_TEST_NET_PLUGIN_DIR "/libweft_test_net_loopback.so", 1);
-  };
+  plugin.environment = [] { setenv("WEFT_NET_PLUGIN", WEFT_TEST_NET_PLUGIN_DIR "/libweft_test_net_loopback.so", 1); };
   plugin.make = [] { return std::make_unique<net::PluginTransport>(); };
   plugin.info = ownHostInfo;
   out.push_back(plugin);
@@ -212,7 +210,7 @@ struct Wire {
   Mailboxes boxes;
   Exchange ex0{&boxes, 0};
   Exchange ex1{&boxes, 1};
-  std::shared_ptr<net::Proxy> proxy;       // the bridge's
+  std::shared_ptr<net::Proxy> proxy;        // the bridge's
   std::unique_ptr<Transport> transport[2];  // rank 0's, rank 1's
   std::unique_ptr<Connection> recv;
   std::unique_ptr<Connection> send;  // closed before recv (an importer before its exporter)
@@ -329,7 +327,8 @@ std::string recvStream(Port port, const StreamSpec& spec, Deadline deadline) {
     }
     const auto* b = static_cast<const unsigned char*>(data);
     for (size_t i = 0; i < n; ++i) {
-      if (b[i] != patternByte(m + spec.salt, i)) return "message " + std::to_string(m) + " byte " + std::to_string(i) + " differs";
+      if (b[i] != patternByte(m + spec.salt, i))
+        return "message " + std::to_string(m) + " byte " + std::to_string(i) + " differs";
     }
     port.releaseRecv();
     ++m;

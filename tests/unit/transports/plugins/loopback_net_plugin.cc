@@ -61,13 +61,15 @@ weftResult_t progress(Comm* c) {
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return weftSuccess;
       c->broken = true;
-      if (logger) logger(WEFT_NET_LOG_INFO, "loopback: fd %d %s: %s", c->fd, c->sending ? "send" : "recv",
-                         n == 0 ? "closed by the peer" : strerror(errno));
+      if (logger)
+        logger(WEFT_NET_LOG_INFO, "loopback: fd %d %s: %s", c->fd, c->sending ? "send" : "recv",
+               n == 0 ? "closed by the peer" : strerror(errno));
       return weftRemoteError;  // closed or reset by the peer
     }
     if (r->length > r->capacity) {
-      if (logger) logger(WEFT_NET_LOG_WARN, "loopback: a %llu-byte message for a %zu-byte receive",
-                         static_cast<unsigned long long>(r->length), r->capacity);
+      if (logger)
+        logger(WEFT_NET_LOG_WARN, "loopback: a %llu-byte message for a %zu-byte receive",
+               static_cast<unsigned long long>(r->length), r->capacity);
       return weftInternalError;
     }
     while (r->dataDone < r->length) {
@@ -79,9 +81,10 @@ weftResult_t progress(Comm* c) {
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return weftSuccess;
       c->broken = true;
-      if (logger) logger(WEFT_NET_LOG_INFO, "loopback: fd %d %s mid-message (%zu of %llu): %s", c->fd,
-                         c->sending ? "send" : "recv", r->dataDone, static_cast<unsigned long long>(r->length),
-                         n == 0 ? "closed by the peer" : strerror(errno));
+      if (logger)
+        logger(WEFT_NET_LOG_INFO, "loopback: fd %d %s mid-message (%zu of %llu): %s", c->fd,
+               c->sending ? "send" : "recv", r->dataDone, static_cast<unsigned long long>(r->length),
+               n == 0 ? "closed by the peer" : strerror(errno));
       return weftRemoteError;
     }
     r->complete = true;
