@@ -1,0 +1,64 @@
+// Network plugins (include/weft/net_v1.h): loading a vendor's ops table, and the transport
+// ("net-plugin") that carries a pair's traffic through any such table.
+//
+// WEFT_NET_PLUGIN=/path/libfoo.so names the library; it is loaded once per process, its
+// weftNetPlugin_v1 table checked (size first, then version, then every entry v1 requires) and
+// its init() called, each failure with a sentence that says what to do. The transport then
+// takes every networked pair (ranks on other hosts, or all pairs with WEFT_SHM_DISABLE=1) ahead
+// of the built-in socket and libfabric transports.
+//
+// On the plugin's one-directional communications the adapter runs Weft's link protocol: each
+// message is a FrameHeader (net_link.h) plus its bytes; the receiver learns the sender's
+// back-channel handle from the first message (a hello) and connects back, so that aborts (with
+// their culprit) travel both ways.
+#ifndef WEFT_TRANSPORTS_NET_NET_PLUGIN_H_
+#define WEFT_TRANSPORTS_NET_NET_PLUGIN_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "transports/net/proxy.h"
+#include "transports/transport.h"
+#include "weft/net_v1.h"
+
+namespace weft {
+namespace net {
+
+struct NetPlugin {
+  std::string path;
+  std::string name;
+  weftNet_v1_t ops;  // the v1 prefix of the plugin's table
+  int devices = 0;
+};
+
+// "weftRemoteError", ... for messages (weftGetErrorString lives in src/core, above this layer).
+const char* netResultName(weftResult_t r);
+// Checks a table as the loader does (`path` for messages).
+Status checkNetPluginTable(const weftNet_v1_t* table, const std::string& path);
+// The plugin at `path`, loaded and initialised once per process (failures are remembered and
+// returned again). The library is never unloaded: a plugin may own threads.
+Status loadNetPlugin(const std::string& path, const NetPlugin** out);
+
+class PluginTransport final : public Transport {
+ public:
+  PluginTransport();
+  ~PluginTransport() override;
+  const char* name() const override { return "net-plugin"; }
+  // When WEFT_NET_PLUGIN is set: ranks on other hosts, and on this host too with
+  // WEFT_SHM_DISABLE=1. A plugin that fails to load is reported by connecting, not skipped.
+  bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override;
+  Status connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) override;
+  Status connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) override;
+
+ private:
+  Status start(const NetPlugin** plugin);
+
+  std::mutex startMutex_;
+  std::shared_ptr<Proxy> proxy_;
+};
+
+}  // namespace net
+}  // namespace weft
+
+#endif  // WEFT_TRANSPORTS_NET_NET_PLUGIN_H_
