@@ -501,8 +501,7 @@ class Interpreter {
     // Executors multiply a premul-sum's input wherever a step reads the send buffer.
     const bool scalesOwn = preMulHere() && reads && st.srcBuf == Buf::kSend;
     bool skipped = st.kind == StepKind::kCopy && src.alloc == dst.alloc && srcAt == dstAt && !scalesOwn;
-    bool reduces = st.kind == StepKind::kRecvReduceSend || st.kind == StepKind::kRecvReduceCopy ||
-                   st.kind == StepKind::kRecvReduceCopySend;
+    bool reduces = stepReduces(st.kind);
     Message sent;
     if (out) sent.values.resize(sl.count);
     for (int64_t j = 0; j < sl.count; ++j) {

@@ -59,43 +59,6 @@ const char* bufName(Buf buf) {
   return "unknown";
 }
 
-bool stepReceives(StepKind kind) { return kind != StepKind::kSend && kind != StepKind::kCopy; }
-
-bool stepSends(StepKind kind) {
-  return kind == StepKind::kSend || kind == StepKind::kRecvReduceSend || kind == StepKind::kRecvReduceCopySend ||
-         kind == StepKind::kRecvCopySend;
-}
-
-bool stepReads(StepKind kind) {
-  return kind == StepKind::kSend || kind == StepKind::kRecvReduceSend || kind == StepKind::kRecvReduceCopy ||
-         kind == StepKind::kRecvReduceCopySend || kind == StepKind::kCopy;
-}
-
-bool stepWrites(StepKind kind) {
-  return kind == StepKind::kRecv || kind == StepKind::kRecvReduceCopy || kind == StepKind::kRecvReduceCopySend ||
-         kind == StepKind::kRecvCopySend || kind == StepKind::kCopy;
-}
-
-const char* stepName(StepKind kind) {
-  switch (kind) {
-    case StepKind::kSend:
-      return "send";
-    case StepKind::kRecv:
-      return "recv";
-    case StepKind::kRecvReduceSend:
-      return "recvReduceSend";
-    case StepKind::kRecvReduceCopy:
-      return "recvReduceCopy";
-    case StepKind::kRecvReduceCopySend:
-      return "recvReduceCopySend";
-    case StepKind::kRecvCopySend:
-      return "recvCopySend";
-    case StepKind::kCopy:
-      return "copy";
-  }
-  return "unknown";
-}
-
 int64_t sendBufferCount(const ScheduleParams& p) {
   switch (p.kind) {
     case CollKind::kReduceScatter:

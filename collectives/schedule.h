@@ -37,6 +37,8 @@
 #include <string>
 #include <vector>
 
+#include "collectives/step_kind.h"
+
 namespace weft {
 namespace coll {
 
@@ -64,24 +66,10 @@ const char* algoName(Algo algo);      // "ring", "tree", "pairwise"
 constexpr int kMaxScheduleChannels = 32;
 constexpr int kMaxScheduleRanks = 1 << 20;
 
-enum class Buf : uint8_t { kSend, kRecv, kScratch };
+// Buf (the buffers a step names): step_kind.h.
 const char* bufName(Buf buf);  // "send", "recv", "scratch"
 
-enum class StepKind : uint8_t {
-  kSend,                // send src
-  kRecv,                // dst = incoming
-  kRecvReduceSend,      // send (src op incoming)
-  kRecvReduceCopy,      // dst = src op incoming
-  kRecvReduceCopySend,  // dst = src op incoming; send dst
-  kRecvCopySend,        // dst = incoming; send it on
-  kCopy,                // dst = src (local; skipped when they are the same memory)
-};
-
-bool stepReceives(StepKind kind);
-bool stepSends(StepKind kind);
-bool stepReads(StepKind kind);   // uses src
-bool stepWrites(StepKind kind);  // writes dst
-const char* stepName(StepKind kind);
+// StepKind and what each kind does: step_kind.h.
 
 struct Step {
   StepKind kind = StepKind::kCopy;
