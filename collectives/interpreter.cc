@@ -84,7 +84,8 @@ uint64_t splitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-bool inPlaceSupported(CollKind kind) { return kind != CollKind::kAllToAll && kind != CollKind::kSendRecv; }
+// All-to-all is staged by the communicator in place (coll_traits.h); its schedules are not.
+bool inPlaceSupported(CollKind kind) { return collTraits(kind).scheduled && !collTraits(kind).stagesInPlace; }
 
 class Interpreter {
  public:
@@ -275,8 +276,8 @@ class Interpreter {
       recv = View{1, 0, recvCount, nullptr};
       send = recv;
     }
-    if (p_.kind == CollKind::kBroadcast && r != p_.root) send.invalid = "only the root provides in a broadcast";
-    if (p_.kind == CollKind::kReduce && r != p_.root) {
+    if (!collUsesSend(p_.kind, r, p_.root)) send.invalid = "only the root provides in a broadcast";
+    if (!collUsesRecv(p_.kind, r, p_.root)) {
       recv.invalid = "only the root provides in a reduce (it may be invalid on the others)";
     }
   }
@@ -693,8 +694,7 @@ class Interpreter {
 
   // Premul-sum applies to the reducing collectives only.
   bool preMulHere() const {
-    return o_.preMul &&
-           (p_.kind == CollKind::kAllReduce || p_.kind == CollKind::kReduceScatter || p_.kind == CollKind::kReduce);
+    return o_.preMul && collReduces(p_.kind);
   }
 
   // A non-root of a reduce writes none of the caller's memory.
