@@ -467,25 +467,34 @@ class Interpreter {
     return "";
   }
 
+  // Takes the step's incoming message (the slice's size, or the ranks disagree) and merges its
+  // vector clock into the lane's.
+  std::string takeMessage(int r, int l, const Step& st, const Slice& sl, std::deque<Message>* in, Message* out) {
+    LaneState& ls = ranks_[r].lanes[l];
+    Message& msg = *out;
+    msg = std::move(in->front());
+    in->pop_front();
+    if (static_cast<int64_t>(msg.values.size()) != sl.count) {
+      return where(r, l, ls.iteration, ls.step) +
+             format(": expects a slice of %" PRId64
+                    " elements but rank %d sent %zu (lane %d step %zu (%s), "
+                    "iteration %" PRId64 ")",
+                    sl.count, st.recvPeer, msg.values.size(), msg.lane, msg.step,
+                    formatStep(s_[st.recvPeer].lanes[msg.lane].steps[msg.step]).c_str(), msg.iteration);
+    }
+    for (int t = 0; t < nTracks_; ++t) {
+      if (msg.clock[t] > ls.clock[t]) ls.clock[t] = msg.clock[t];
+    }
+    return "";
+  }
+
   std::string runStep(int r, int l, const Step& st, std::deque<Message>* in, std::deque<Message>* out) {
     RankState& rs = ranks_[r];
     LaneState& ls = rs.lanes[l];
     Slice sl = sliceOf(st, ls.iteration, o_.sliceElems);
     Message msg;
     if (in) {
-      msg = std::move(in->front());
-      in->pop_front();
-      if (static_cast<int64_t>(msg.values.size()) != sl.count) {
-        return where(r, l, ls.iteration, ls.step) +
-               format(": expects a slice of %" PRId64
-                      " elements but rank %d sent %zu (lane %d step %zu (%s), "
-                      "iteration %" PRId64 ")",
-                      sl.count, st.recvPeer, msg.values.size(), msg.lane, msg.step,
-                      formatStep(s_[st.recvPeer].lanes[msg.lane].steps[msg.step]).c_str(), msg.iteration);
-      }
-      for (int t = 0; t < nTracks_; ++t) {
-        if (msg.clock[t] > ls.clock[t]) ls.clock[t] = msg.clock[t];
-      }
+      if (std::string e = takeMessage(r, l, st, sl, in, &msg); !e.empty()) return e;
     }
     if (ls.track >= 0) {
       ++ls.clock[ls.track];

@@ -91,6 +91,26 @@ WEFT_HOST_DEVICE constexpr bool stepReads(StepKind kind) { return (stepFlags(kin
 WEFT_HOST_DEVICE constexpr bool stepWrites(StepKind kind) { return (stepFlags(kind) & kStepWrites) != 0; }
 WEFT_HOST_DEVICE constexpr bool stepReduces(StepKind kind) { return (stepFlags(kind) & kStepReduces) != 0; }
 
+// The operands of one step's slice, as both executors combine them (the host executor's apply,
+// the lane program's reduceCopy): sources {src if it reads, the incoming message if it
+// receives}, destinations {dst if it writes, the outgoing slot if it sends}. Two sources mean a
+// reduction (see the static_asserts below); one source is copied to every destination.
+struct StepOperands {
+  const void* srcs[2];
+  void* dsts[2];
+  int nSrcs;
+  int nDsts;
+};
+WEFT_HOST_DEVICE inline StepOperands stepOperands(StepKind kind, const void* src, const void* in, void* dst,
+                                                  void* out) {
+  StepOperands o{{nullptr, nullptr}, {nullptr, nullptr}, 0, 0};
+  if (stepReads(kind)) o.srcs[o.nSrcs++] = src;
+  if (stepReceives(kind)) o.srcs[o.nSrcs++] = in;
+  if (stepWrites(kind)) o.dsts[o.nDsts++] = dst;
+  if (stepSends(kind)) o.dsts[o.nDsts++] = out;
+  return o;
+}
+
 // Host only (names are for people).
 constexpr const char* stepName(StepKind kind) {
   return static_cast<uint8_t>(kind) < kNumStepKinds ? kStepKinds[static_cast<uint8_t>(kind)].name : "unknown";
@@ -121,11 +141,11 @@ constexpr bool stepFlagsMatchTable() {
   }
   return true;
 }
-// A reducing kind combines src with a message: it must read and receive.
-constexpr bool stepReducersReadAndReceive() {
+// Two sources (it reads and receives) exactly when it reduces: stepOperands' callers rely on it.
+constexpr bool stepTwoSourcesIffReduces() {
   for (int i = 0; i < kNumStepKinds; ++i) {
     const StepKindInfo& k = kStepKinds[i];
-    if (k.reduces && !(k.reads && k.receives)) return false;
+    if (k.reduces != (k.reads && k.receives)) return false;
   }
   return true;
 }
@@ -134,7 +154,7 @@ static_assert(kNumStepKinds <= 8, "kStepFlagWord holds 8 kinds; widen it (two wo
 static_assert(stepTableInEnumOrder(), "kStepKinds must list every StepKind once, in enum order");
 static_assert(stepEncodingRoundTrips(), "a LaneStep's kind byte must be the StepKind's value");
 static_assert(stepFlagsMatchTable(), "kStepFlagWord must say what kStepKinds says");
-static_assert(stepReducersReadAndReceive(), "a reducing step kind must read src and receive");
+static_assert(stepTwoSourcesIffReduces(), "a step kind reduces exactly when it reads src and receives");
 // The byte values GPU modules built from this header use (a change needs every module rebuilt,
 // which the build does; these catch a reordering that a stale module would misread).
 static_assert(encodeStepKind(StepKind::kSend) == 0 && encodeStepKind(StepKind::kRecv) == 1 &&

@@ -158,20 +158,13 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
 
       char* src = bufs[st.srcBuf] + static_cast<size_t>(st.srcOffset + first) * sizeof(T);
       char* dst = bufs[st.dstBuf] + static_cast<size_t>(st.dstOffset + first) * sizeof(T);
-      const void* srcs[2];
-      void* dsts[2];
-      int nSrcs = 0;
-      int nDsts = 0;
-      const bool reads = stepReads(kind);
-      if (reads) srcs[nSrcs++] = src;  // src, when read, comes first (reduce_copy.cuh's order)
-      if (in != nullptr) srcs[nSrcs++] = laneSlot(*in, *in->cursor);
-      if (stepWrites(kind)) dsts[nDsts++] = dst;
-      if (out != nullptr) dsts[nDsts++] = laneSlot(*out, *out->cursor);
-      const bool own = reads && st.srcBuf == kLaneBufSend;
+      const StepOperands o = stepOperands(kind, src, in != nullptr ? laneSlot(*in, *in->cursor) : nullptr, dst,
+                                          out != nullptr ? laneSlot(*out, *out->cursor) : nullptr);
+      const bool own = stepReads(kind) && st.srcBuf == kLaneBufSend;
       // A copy onto itself moves nothing, unless it multiplies this rank's input in place.
       if (!(kind == StepKind::kCopy && src == dst && !(Steps::kScalesOwn && own))) {
-        reduceCopy<T>(steps.pick(st.final != 0, own, scalar), nSrcs, srcs, nDsts, dsts, static_cast<size_t>(n),
-                      ctx.tid(), ctx.nthreads());
+        reduceCopy<T>(steps.pick(st.final != 0, own, scalar), o.nSrcs, o.srcs, o.nDsts, o.dsts,
+                      static_cast<size_t>(n), ctx.tid(), ctx.nthreads());
       }
       ctx.barrier();  // every thread's share is written (and the incoming slot read)
       if (ctx.leader()) {
