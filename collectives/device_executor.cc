@@ -20,6 +20,9 @@ int fifoIndex(DeviceProgram* program, std::map<ConnectionKey, int>* index, const
   return i;
 }
 
+static_assert(sizeof(device::LaneStep::kind) == sizeof(encodeStepKind(StepKind::kSend)),
+              "LaneStep::kind carries encodeStepKind's byte");
+
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
@@ -53,7 +56,7 @@ Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, siz
     for (const Step& step : lane.steps) {
       if (step.count == 0) continue;  // moves nothing in any iteration, like its peer's step
       device::LaneStep ls;
-      ls.kind = static_cast<uint8_t>(step.kind);
+      ls.kind = encodeStepKind(step.kind);
       ls.srcBuf = static_cast<uint8_t>(step.srcBuf);
       ls.dstBuf = static_cast<uint8_t>(step.dstBuf);
       ls.final = step.final ? 1 : 0;

@@ -61,9 +61,165 @@ char* regionPointer(const LaneRun& run, Buf buf, int64_t offset, int64_t first) 
 
 enum class StepResult { kDone, kBlocked };
 
+// What a step holds once it may run: its slice, the incoming message (or a reference to it) and
+// the outgoing slot.
+struct StepIo {
+  Slice slice;
+  size_t bytes = 0;
+  Connection* in = nullptr;
+  Connection* out = nullptr;
+  const void* inData = nullptr;
+  size_t inBytes = 0;  // 0: inData is a ReferenceMessage
+  void* outSlot = nullptr;
+};
+
+// Moves one slice the way the step kind says (step_kind.h): the operands as the device lanes
+// see them; two sources reduce into every destination, one source is copied to each.
+// A premul-sum multiplies this rank's own input (scalesOwn: the step reads the send buffer).
+void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const char* src, char* dst, bool scalesOwn) {
+  const StepOperands o = stepOperands(step.kind, src, io.inData, dst, io.outSlot);
+  const size_t n = static_cast<size_t>(io.slice.count);
+  const uint32_t divisor = step.final ? run.avgDivisor : 0;
+  if (scalesOwn) {
+    run.preMul(o.dsts[0], o.nDsts > 1 ? o.dsts[1] : nullptr, o.srcs[0], o.nSrcs > 1 ? o.srcs[1] : nullptr, n,
+               run.scalar);
+  } else if (stepReduces(step.kind)) {
+    if (o.nDsts > 1) {
+      run.reduceCopy(o.dsts[0], o.dsts[1], o.srcs[0], o.srcs[1], n, divisor);
+    } else {
+      run.reduce(o.dsts[0], o.srcs[0], o.srcs[1], n, divisor);
+    }
+  } else {
+    // A copy onto itself (the same memory) moves nothing; a local copy may overlap.
+    for (int d = 0; d < o.nDsts; ++d) {
+      if (o.dsts[d] != o.srcs[0]) std::memmove(o.dsts[d], o.srcs[0], io.bytes);
+    }
+  }
+}
+
+// Finds who is to blame when nothing moves: a failed peer, a silent one, or (after the
+// deadline) the peers this rank waits for. Called every few milliseconds while the executor
+// waits; the sentences name the operation, the step and the peer.
+class StallBlame {
+ public:
+  StallBlame(const ExecPlan& plan, ConnectionProvider* provider) : plan_(plan), provider_(provider) {}
+
+  Status check(const std::vector<TrackState>& tracks, bool expired, double stalledS) {
+    WEFT_TRY(provider_->healthCheck());
+    // Any peer of this operation that failed ends it, even one this rank is not waiting for:
+    // the data this rank waits for may never come because of it.
+    for (const auto& key : plan_.keys) {
+      Connection* conn = provider_->get(key);
+      if (!conn->peerAborted()) continue;
+      // What the peer posted before it failed is visible now (release/acquire): use it first.
+      if (canAnyTrackMove(tracks)) return Status::ok();
+      return blameAbortedPeer(tracks, key.peer, conn->peerAbortCulprit());
+    }
+    std::set<int> silentPeers;
+    for (const auto& t : tracks) {
+      if (t.done) continue;
+      const Step& step = currentStep(t);
+      const LaneRun& run = currentRun(t);
+      Status peer;
+      int culprit = -1;
+      if (t.waitingRecv) {
+        peer = run.recvConns[t.step]->checkPeer();
+        silentPeers.insert(culprit = step.recvPeer);
+      }
+      if (peer.isOk() && t.waitingSend) {
+        peer = run.sendConns[t.step]->checkPeer();
+        silentPeers.insert(culprit = step.sendPeer);
+      }
+      if (!peer.isOk()) {
+        // A peer that finished its part and exited may have posted what this rank waits for
+        // just before it went: look once more before calling it a failure.
+        if (canAnyTrackMove(tracks)) return Status::ok();
+        provider_->noteCulprit(culprit);
+        return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
+      }
+    }
+    if (!expired) return Status::ok();
+    return timedOut(tracks, silentPeers, stalledS);
+  }
+
+ private:
+  // `peer` reported a failure; `culprit` is the rank it blamed (-1: none).
+  Status blameAbortedPeer(const std::vector<TrackState>& tracks, int peer, int culprit) {
+    if (culprit >= 0 && culprit == provider_->selfRank()) {
+      // The peer gave up waiting for this rank (a time-out), while this rank waits in turn:
+      // the cause is further along, and this rank knows for whom it waits.
+      std::set<int> waitedFor;
+      std::string where = describeWaits(tracks, &waitedFor);
+      int next = waitedFor.empty() ? -1 : *waitedFor.begin();
+      provider_->noteCulprit(next);
+      Status failed = WEFT_ERROR(weftRemoteError,
+                                 "%s: rank %d gave up waiting for this rank, which is itself still waiting (%s)%s",
+                                 plan_.what().c_str(), peer, where.c_str(),
+                                 next >= 0 ? "; the ranks this rank waits for are the likely cause" : "");
+      return provider_->explainPeerFailure(std::move(failed));
+    }
+    Status failed = culprit >= 0 && culprit != peer
+                        ? WEFT_ERROR(weftRemoteError,
+                                     "%s: rank %d reported a failure caused by rank %d; see rank %d's log for "
+                                     "the cause",
+                                     plan_.what().c_str(), peer, culprit, culprit)
+                        : WEFT_ERROR(weftRemoteError, "%s: rank %d reported a failure; see its log for the cause",
+                                     plan_.what().c_str(), peer);
+    provider_->noteCulprit(culprit >= 0 ? culprit : peer);
+    return provider_->explainPeerFailure(std::move(failed));
+  }
+
+  Status timedOut(const std::vector<TrackState>& tracks, const std::set<int>& silentPeers, double stalledS) {
+    if (!silentPeers.empty()) provider_->noteCulprit(*silentPeers.begin());
+    std::string peers;
+    for (int p : silentPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(p);
+    std::string where = describeWaits(tracks, nullptr);
+    return WEFT_ERROR(weftTimeout,
+                      "%s timed out after %.0f s without progress: peers not heard from: %s (%s). Check that those "
+                      "ranks are alive and called the same collective; raise WEFT_TIMEOUT_S if they are just slow",
+                      plan_.what().c_str(), stalledS, peers.c_str(), where.c_str());
+  }
+
+  // "lane 0 step 2 (recv) of iteration 5 waits for data from rank 3; ..." for every track that
+  // waits, and the ranks waited for.
+  std::string describeWaits(const std::vector<TrackState>& tracks, std::set<int>* peers) const {
+    std::string where;
+    for (const auto& t : tracks) {
+      if (t.done || (!t.waitingRecv && !t.waitingSend)) continue;
+      const Step& step = currentStep(t);
+      int peer = t.waitingRecv ? step.recvPeer : step.sendPeer;
+      if (peers) peers->insert(peer);
+      char line[256];
+      std::snprintf(line, sizeof(line), "%slane %d step %zu (%s) of iteration %lld waits %s rank %d",
+                    where.empty() ? "" : "; ", currentRun(t).fifoLane, t.step, stepName(step.kind),
+                    static_cast<long long>(t.iteration), t.waitingRecv ? "for data from" : "for a free slot at", peer);
+      where += line;
+    }
+    return where;
+  }
+
+  // True when some track's current step has its message or its free slot now.
+  static bool canAnyTrackMove(const std::vector<TrackState>& tracks) {
+    for (const auto& t : tracks) {
+      if (t.done) continue;
+      const Step& step = currentStep(t);
+      const LaneRun& run = currentRun(t);
+      size_t bytes = 0;
+      bool inReady = !stepReceives(step.kind) || run.recvConns[t.step]->tryRecv(&bytes) != nullptr;
+      bool outReady = !stepSends(step.kind) || run.sendConns[t.step]->trySendSlot() != nullptr;
+      if (inReady && outReady) return true;
+    }
+    return false;
+  }
+
+  const ExecPlan& plan_;
+  ConnectionProvider* provider_;
+};
+
 class Executor {
  public:
-  Executor(const ExecPlan& plan, ConnectionProvider* provider) : plan_(plan), provider_(provider) {}
+  Executor(const ExecPlan& plan, ConnectionProvider* provider)
+      : plan_(plan), provider_(provider), blame_(plan, provider) {}
 
   Status run() {
     // Reused across calls on this thread: no allocation on the path of a small collective.
@@ -105,244 +261,131 @@ class Executor {
       if (now >= nextCheck) {
         nextCheck = now + kHealthCheckIntervalNs;
         bool expired = static_cast<double>(now - stallSince) / 1e9 > plan_.timeoutS;
-        WEFT_TRY(checkWhileWaiting(tracks, expired, static_cast<double>(now - stallSince) / 1e9));
+        WEFT_TRY(blame_.check(tracks, expired, static_cast<double>(now - stallSince) / 1e9));
       }
     }
   }
 
  private:
+  // One step of one slice: acquire its message and slot, resolve a reference to the peer's
+  // memory, apply the step, then post and release. Blocked (nothing changed) when the message
+  // or the slot is not there yet.
   Status tryStep(TrackState& t, StepResult* result) {
+    *result = StepResult::kBlocked;
+    StepIo io;
+    bool ready = false;
+    WEFT_TRY(acquire(t, &io, &ready));
+    if (!ready) return Status::ok();
     const LaneRun& run = currentRun(t);
     const Step& step = currentStep(t);
-    Slice slice = sliceOf(step, t.iteration, run.sliceElems);
-    size_t bytes = static_cast<size_t>(slice.count) * run.elemSize;
-    *result = StepResult::kBlocked;
-
-    Connection* in = nullptr;
-    Connection* out = nullptr;
-    const void* inData = nullptr;
-    size_t inBytes = 0;
-    void* outSlot = nullptr;
-    t.waitingRecv = t.waitingSend = false;
-    if (stepReceives(step.kind)) {
-      in = run.recvConns[t.step];
-      inData = in->tryRecv(&inBytes);
-      if (inData == nullptr) {
-        t.waitingRecv = true;
-        return Status::ok();
-      }
-      if (inBytes == 0) {
-        // A reference: the bytes are still in the sender's memory; read them when the step
-        // runs (below), once its outgoing slot is free too.
-        std::memcpy(&reference_, inData, sizeof(reference_));
-        if (reference_.magic != kReferenceMagic || reference_.bytes != bytes) {
-          return WEFT_ERROR(weftInvalidUsage,
-                            "%s: rank %d sent a reference to %llu bytes where the schedule expects %zu (lane %d, "
-                            "step %zu); every rank must call the same collectives with the same count and datatype",
-                            plan_.what().c_str(), step.recvPeer, static_cast<unsigned long long>(reference_.bytes),
-                            bytes, run.fifoLane, t.step);
-        }
-      } else if (inBytes != bytes) {
-        return WEFT_ERROR(weftInvalidUsage,
-                          "%s: received %zu bytes from rank %d where the schedule expects %zu (lane %d, step %zu "
-                          "%s, iteration %lld); every rank must call the same collectives in the same order with "
-                          "the same count and datatype",
-                          plan_.what().c_str(), inBytes, step.recvPeer, bytes, run.fifoLane, t.step,
-                          stepName(step.kind), static_cast<long long>(t.iteration));
-      }
-    }
-    if (stepSends(step.kind)) {
-      out = run.sendConns[t.step];
-      outSlot = out->trySendSlot();
-      if (outSlot == nullptr) {
-        t.waitingSend = true;
-        return Status::ok();
-      }
-    }
-
-    const char* src = stepReads(step.kind) ? regionPointer(run, step.srcBuf, step.srcOffset, slice.first) : nullptr;
-    char* dst = stepWrites(step.kind) ? regionPointer(run, step.dstBuf, step.dstOffset, slice.first) : nullptr;
-    uint32_t divisor = step.final ? run.avgDivisor : 0;
-    size_t n = static_cast<size_t>(slice.count);
+    const char* src = stepReads(step.kind) ? regionPointer(run, step.srcBuf, step.srcOffset, io.slice.first) : nullptr;
+    char* dst = stepWrites(step.kind) ? regionPointer(run, step.dstBuf, step.dstOffset, io.slice.first) : nullptr;
     // A premul-sum multiplies this rank's own input where it enters the data flow: whatever
     // step reads the send buffer (so never sends it by reference).
     const bool scalesOwn = run.preMul != nullptr && src != nullptr && step.srcBuf == Buf::kSend;
-    char byReference = run.sendByReference[t.step];
-    bool sendReference =
-        !scalesOwn && plan_.sendBufferStable && bytes >= plan_.referenceMinBytes &&
-        (byReference == LaneRun::kTransportReads || (byReference == LaneRun::kPeerReads && plan_.peersReadReferences));
-    if (in && inBytes == 0) {
-      // A reference: a plain receive reads straight into its destination (the single copy);
-      // anything else reads into a bounce buffer and carries on as with a slot.
-      if (step.kind == StepKind::kRecv) {
-        WEFT_TRY(provider_->readPeerMemory(step.recvPeer, reference_.address, dst, bytes));
-        in->releaseRecv();
-        *result = StepResult::kDone;
-        return Status::ok();
-      }
-      if (bounce_.size() < bytes) bounce_.resize(bytes);
-      WEFT_TRY(provider_->readPeerMemory(step.recvPeer, reference_.address, bounce_.data(), bytes));
-      inData = bounce_.data();
+    bool finished = false;
+    WEFT_TRY(resolveReference(step, &io, dst, &finished));
+    if (finished) {
+      // A plain receive read the bytes straight into its destination (the single copy).
+    } else if (!scalesOwn && lendsSource(t, io)) {
+      lend(io, src);
+    } else {
+      applyStep(run, step, io, src, dst, scalesOwn);
+      if (io.out) io.out->postSend(io.bytes);
     }
-    if (scalesOwn) {
-      applyPreMul(run, step.kind, dst, outSlot, src, inData, n);
-      if (out) out->postSend(bytes);
-      if (in) in->releaseRecv();
-      *result = StepResult::kDone;
-      return Status::ok();
-    }
-    switch (step.kind) {
-      case StepKind::kSend:
-        if (sendReference) {
-          ReferenceMessage ref;
-          ref.magic = kReferenceMagic;
-          ref.address = reinterpret_cast<uint64_t>(src);
-          ref.bytes = bytes;
-          std::memcpy(outSlot, &ref, sizeof(ref));
-          out->postSend(0);
-          lent_.insert(out);
-          *result = StepResult::kDone;
-          return Status::ok();
-        }
-        std::memcpy(outSlot, src, bytes);
-        break;
-      case StepKind::kRecv:
-        std::memcpy(dst, inData, bytes);
-        break;
-      case StepKind::kRecvReduceSend:
-        run.reduce(outSlot, src, inData, n, divisor);
-        break;
-      case StepKind::kRecvReduceCopy:
-        run.reduce(dst, src, inData, n, divisor);
-        break;
-      case StepKind::kRecvReduceCopySend:
-        run.reduceCopy(dst, outSlot, src, inData, n, divisor);
-        break;
-      case StepKind::kRecvCopySend:
-        std::memcpy(dst, inData, bytes);
-        std::memcpy(outSlot, inData, bytes);
-        break;
-      case StepKind::kCopy:
-        if (dst != src) std::memmove(dst, src, bytes);
-        break;
-    }
-    if (out) out->postSend(bytes);
-    if (in) in->releaseRecv();
+    if (io.in) io.in->releaseRecv();
     *result = StepResult::kDone;
     return Status::ok();
   }
 
-  // A step that reads the send buffer, for a premul-sum: its results are the products (with the
-  // incoming data added, for the reducing kinds), stored where the step stores.
-  static void applyPreMul(const LaneRun& run, StepKind kind, char* dst, void* outSlot, const char* src,
-                          const void* inData, size_t n) {
-    switch (kind) {
-      case StepKind::kSend:
-        run.preMul(outSlot, nullptr, src, nullptr, n, run.scalar);
-        return;
-      case StepKind::kRecvReduceSend:
-        run.preMul(outSlot, nullptr, src, inData, n, run.scalar);
-        return;
-      case StepKind::kRecvReduceCopy:
-        run.preMul(dst, nullptr, src, inData, n, run.scalar);
-        return;
-      case StepKind::kRecvReduceCopySend:
-        run.preMul(dst, outSlot, src, inData, n, run.scalar);
-        return;
-      case StepKind::kCopy:  // in place too: the input becomes its product
-        run.preMul(dst, nullptr, src, nullptr, n, run.scalar);
-        return;
-      case StepKind::kRecv:
-      case StepKind::kRecvCopySend:
-        return;  // they read no source
+  // The incoming message (of the size the schedule expects, or a reference to that many bytes)
+  // and a free outgoing slot, as far as the step's kind needs them; *ready false while either
+  // is missing.
+  Status acquire(TrackState& t, StepIo* io, bool* ready) {
+    const LaneRun& run = currentRun(t);
+    const Step& step = currentStep(t);
+    io->slice = sliceOf(step, t.iteration, run.sliceElems);
+    io->bytes = static_cast<size_t>(io->slice.count) * run.elemSize;
+    t.waitingRecv = t.waitingSend = false;
+    if (stepReceives(step.kind)) {
+      io->in = run.recvConns[t.step];
+      io->inData = io->in->tryRecv(&io->inBytes);
+      if (io->inData == nullptr) {
+        t.waitingRecv = true;
+        return Status::ok();
+      }
+      WEFT_TRY(checkMessage(t, *io));
     }
+    if (stepSends(step.kind)) {
+      io->out = run.sendConns[t.step];
+      io->outSlot = io->out->trySendSlot();
+      if (io->outSlot == nullptr) {
+        t.waitingSend = true;
+        return Status::ok();
+      }
+    }
+    *ready = true;
+    return Status::ok();
   }
 
-  // Called every few milliseconds while nothing moves.
-  Status checkWhileWaiting(std::vector<TrackState>& tracks, bool expired, double stalledS) {
-    WEFT_TRY(provider_->healthCheck());
-    // Any peer of this operation that failed ends it, even one this rank is not waiting for:
-    // the data this rank waits for may never come because of it.
-    for (const auto& key : plan_.keys) {
-      Connection* conn = provider_->get(key);
-      if (conn->peerAborted()) {
-        // What the peer posted before it failed is visible now (release/acquire): use it first.
-        if (canAnyTrackMove(tracks)) return Status::ok();
-        int culprit = conn->peerAbortCulprit();
-        if (culprit >= 0 && culprit == provider_->selfRank()) {
-          // The peer gave up waiting for this rank (a time-out), while this rank waits in turn:
-          // the cause is further along, and this rank knows for whom it waits.
-          std::set<int> waitedFor;
-          std::string where = describeWaits(tracks, &waitedFor);
-          int next = waitedFor.empty() ? -1 : *waitedFor.begin();
-          provider_->noteCulprit(next);
-          Status failed = WEFT_ERROR(weftRemoteError,
-                                     "%s: rank %d gave up waiting for this rank, which is itself still waiting (%s)%s",
-                                     plan_.what().c_str(), key.peer, where.c_str(),
-                                     next >= 0 ? "; the ranks this rank waits for are the likely cause" : "");
-          return provider_->explainPeerFailure(std::move(failed));
-        }
-        Status failed = culprit >= 0 && culprit != key.peer
-                            ? WEFT_ERROR(weftRemoteError,
-                                         "%s: rank %d reported a failure caused by rank %d; see rank %d's log for "
-                                         "the cause",
-                                         plan_.what().c_str(), key.peer, culprit, culprit)
-                            : WEFT_ERROR(weftRemoteError, "%s: rank %d reported a failure; see its log for the cause",
-                                         plan_.what().c_str(), key.peer);
-        provider_->noteCulprit(culprit >= 0 ? culprit : key.peer);
-        return provider_->explainPeerFailure(std::move(failed));
+  // A message of another size than the schedule's means the ranks called different things.
+  Status checkMessage(const TrackState& t, const StepIo& io) {
+    const LaneRun& run = currentRun(t);
+    const Step& step = currentStep(t);
+    if (io.inBytes == 0) {
+      // A reference: the bytes are still in the sender's memory; read them when the step runs
+      // (resolveReference), once its outgoing slot is free too.
+      std::memcpy(&reference_, io.inData, sizeof(reference_));
+      if (reference_.magic != kReferenceMagic || reference_.bytes != io.bytes) {
+        return WEFT_ERROR(weftInvalidUsage,
+                          "%s: rank %d sent a reference to %llu bytes where the schedule expects %zu (lane %d, "
+                          "step %zu); every rank must call the same collectives with the same count and datatype",
+                          plan_.what().c_str(), step.recvPeer, static_cast<unsigned long long>(reference_.bytes),
+                          io.bytes, run.fifoLane, t.step);
       }
+    } else if (io.inBytes != io.bytes) {
+      return WEFT_ERROR(weftInvalidUsage,
+                        "%s: received %zu bytes from rank %d where the schedule expects %zu (lane %d, step %zu "
+                        "%s, iteration %lld); every rank must call the same collectives in the same order with "
+                        "the same count and datatype",
+                        plan_.what().c_str(), io.inBytes, step.recvPeer, io.bytes, run.fifoLane, t.step,
+                        stepName(step.kind), static_cast<long long>(t.iteration));
     }
-    std::set<int> silentPeers;
-    for (const auto& t : tracks) {
-      if (t.done) continue;
-      const Step& step = currentStep(t);
-      const LaneRun& run = currentRun(t);
-      Status peer;
-      int culprit = -1;
-      if (t.waitingRecv) {
-        peer = run.recvConns[t.step]->checkPeer();
-        silentPeers.insert(culprit = step.recvPeer);
-      }
-      if (peer.isOk() && t.waitingSend) {
-        peer = run.sendConns[t.step]->checkPeer();
-        silentPeers.insert(culprit = step.sendPeer);
-      }
-      if (!peer.isOk()) {
-        // A peer that finished its part and exited may have posted what this rank waits for
-        // just before it went: look once more before calling it a failure.
-        if (canAnyTrackMove(tracks)) return Status::ok();
-        provider_->noteCulprit(culprit);
-        return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
-      }
-    }
-    if (!expired) return Status::ok();
-    if (!silentPeers.empty()) provider_->noteCulprit(*silentPeers.begin());
-    std::string peers;
-    for (int p : silentPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(p);
-    std::string where = describeWaits(tracks, nullptr);
-    return WEFT_ERROR(weftTimeout,
-                      "%s timed out after %.0f s without progress: peers not heard from: %s (%s). Check that those "
-                      "ranks are alive and called the same collective; raise WEFT_TIMEOUT_S if they are just slow",
-                      plan_.what().c_str(), stalledS, peers.c_str(), where.c_str());
+    return Status::ok();
   }
 
-  // "lane 0 step 2 (recv) of iteration 5 waits for data from rank 3; ..." for every track that
-  // waits, and the ranks waited for.
-  std::string describeWaits(const std::vector<TrackState>& tracks, std::set<int>* peers) const {
-    std::string where;
-    for (const auto& t : tracks) {
-      if (t.done || (!t.waitingRecv && !t.waitingSend)) continue;
-      const Step& step = currentStep(t);
-      int peer = t.waitingRecv ? step.recvPeer : step.sendPeer;
-      if (peers) peers->insert(peer);
-      char line[256];
-      std::snprintf(line, sizeof(line), "%slane %d step %zu (%s) of iteration %lld waits %s rank %d",
-                    where.empty() ? "" : "; ", currentRun(t).fifoLane, t.step, stepName(step.kind),
-                    static_cast<long long>(t.iteration), t.waitingRecv ? "for data from" : "for a free slot at", peer);
-      where += line;
+  // A reference received: a plain receive reads straight into its destination (*finished);
+  // anything else reads into a bounce buffer and carries on as with a slot.
+  Status resolveReference(const Step& step, StepIo* io, char* dst, bool* finished) {
+    if (io->in == nullptr || io->inBytes != 0) return Status::ok();
+    if (step.kind == StepKind::kRecv) {
+      WEFT_TRY(provider_->readPeerMemory(step.recvPeer, reference_.address, dst, io->bytes));
+      *finished = true;
+      return Status::ok();
     }
-    return where;
+    if (bounce_.size() < io->bytes) bounce_.resize(io->bytes);
+    WEFT_TRY(provider_->readPeerMemory(step.recvPeer, reference_.address, bounce_.data(), io->bytes));
+    io->inData = bounce_.data();
+    return Status::ok();
+  }
+
+  // Whether this send passes a reference to its source instead of the bytes (single copy).
+  bool lendsSource(const TrackState& t, const StepIo& io) const {
+    if (currentStep(t).kind != StepKind::kSend) return false;
+    char byReference = currentRun(t).sendByReference[t.step];
+    return plan_.sendBufferStable && io.bytes >= plan_.referenceMinBytes &&
+           (byReference == LaneRun::kTransportReads ||
+            (byReference == LaneRun::kPeerReads && plan_.peersReadReferences));
+  }
+
+  void lend(const StepIo& io, const char* src) {
+    ReferenceMessage ref;
+    ref.magic = kReferenceMagic;
+    ref.address = reinterpret_cast<uint64_t>(src);
+    ref.bytes = io.bytes;
+    std::memcpy(io.outSlot, &ref, sizeof(ref));
+    io.out->postSend(0);
+    lent_.insert(io.out);
   }
 
   // Memory this rank lent by reference must stay as it is until the peers have read it: the
@@ -376,23 +419,10 @@ class Executor {
     }
   }
 
-  // True when some track's current step has its message or its free slot now.
-  bool canAnyTrackMove(const std::vector<TrackState>& tracks) {
-    for (const auto& t : tracks) {
-      if (t.done) continue;
-      const Step& step = currentStep(t);
-      const LaneRun& run = currentRun(t);
-      size_t bytes = 0;
-      bool inReady = !stepReceives(step.kind) || run.recvConns[t.step]->tryRecv(&bytes) != nullptr;
-      bool outReady = !stepSends(step.kind) || run.sendConns[t.step]->trySendSlot() != nullptr;
-      if (inReady && outReady) return true;
-    }
-    return false;
-  }
-
   const ExecPlan& plan_;
   ConnectionProvider* provider_;
-  ReferenceMessage reference_;       // the reference tryStep is working on
+  StallBlame blame_;
+  ReferenceMessage reference_;       // the reference the current step received
   std::vector<char> bounce_;         // referenced bytes a reduction reads
   std::set<Connection*> lent_;       // connections that carried references
 };

@@ -84,7 +84,8 @@ uint64_t splitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-bool inPlaceSupported(CollKind kind) { return kind != CollKind::kAllToAll && kind != CollKind::kSendRecv; }
+// All-to-all is staged by the communicator in place (coll_traits.h); its schedules are not.
+bool inPlaceSupported(CollKind kind) { return collTraits(kind).scheduled && !collTraits(kind).stagesInPlace; }
 
 class Interpreter {
  public:
@@ -275,8 +276,8 @@ class Interpreter {
       recv = View{1, 0, recvCount, nullptr};
       send = recv;
     }
-    if (p_.kind == CollKind::kBroadcast && r != p_.root) send.invalid = "only the root provides in a broadcast";
-    if (p_.kind == CollKind::kReduce && r != p_.root) {
+    if (!collUsesSend(p_.kind, r, p_.root)) send.invalid = "only the root provides in a broadcast";
+    if (!collUsesRecv(p_.kind, r, p_.root)) {
       recv.invalid = "only the root provides in a reduce (it may be invalid on the others)";
     }
   }
@@ -466,25 +467,34 @@ class Interpreter {
     return "";
   }
 
+  // Takes the step's incoming message (the slice's size, or the ranks disagree) and merges its
+  // vector clock into the lane's.
+  std::string takeMessage(int r, int l, const Step& st, const Slice& sl, std::deque<Message>* in, Message* out) {
+    LaneState& ls = ranks_[r].lanes[l];
+    Message& msg = *out;
+    msg = std::move(in->front());
+    in->pop_front();
+    if (static_cast<int64_t>(msg.values.size()) != sl.count) {
+      return where(r, l, ls.iteration, ls.step) +
+             format(": expects a slice of %" PRId64
+                    " elements but rank %d sent %zu (lane %d step %zu (%s), "
+                    "iteration %" PRId64 ")",
+                    sl.count, st.recvPeer, msg.values.size(), msg.lane, msg.step,
+                    formatStep(s_[st.recvPeer].lanes[msg.lane].steps[msg.step]).c_str(), msg.iteration);
+    }
+    for (int t = 0; t < nTracks_; ++t) {
+      if (msg.clock[t] > ls.clock[t]) ls.clock[t] = msg.clock[t];
+    }
+    return "";
+  }
+
   std::string runStep(int r, int l, const Step& st, std::deque<Message>* in, std::deque<Message>* out) {
     RankState& rs = ranks_[r];
     LaneState& ls = rs.lanes[l];
     Slice sl = sliceOf(st, ls.iteration, o_.sliceElems);
     Message msg;
     if (in) {
-      msg = std::move(in->front());
-      in->pop_front();
-      if (static_cast<int64_t>(msg.values.size()) != sl.count) {
-        return where(r, l, ls.iteration, ls.step) +
-               format(": expects a slice of %" PRId64
-                      " elements but rank %d sent %zu (lane %d step %zu (%s), "
-                      "iteration %" PRId64 ")",
-                      sl.count, st.recvPeer, msg.values.size(), msg.lane, msg.step,
-                      formatStep(s_[st.recvPeer].lanes[msg.lane].steps[msg.step]).c_str(), msg.iteration);
-      }
-      for (int t = 0; t < nTracks_; ++t) {
-        if (msg.clock[t] > ls.clock[t]) ls.clock[t] = msg.clock[t];
-      }
+      if (std::string e = takeMessage(r, l, st, sl, in, &msg); !e.empty()) return e;
     }
     if (ls.track >= 0) {
       ++ls.clock[ls.track];
@@ -501,8 +511,7 @@ class Interpreter {
     // Executors multiply a premul-sum's input wherever a step reads the send buffer.
     const bool scalesOwn = preMulHere() && reads && st.srcBuf == Buf::kSend;
     bool skipped = st.kind == StepKind::kCopy && src.alloc == dst.alloc && srcAt == dstAt && !scalesOwn;
-    bool reduces = st.kind == StepKind::kRecvReduceSend || st.kind == StepKind::kRecvReduceCopy ||
-                   st.kind == StepKind::kRecvReduceCopySend;
+    bool reduces = stepReduces(st.kind);
     Message sent;
     if (out) sent.values.resize(sl.count);
     for (int64_t j = 0; j < sl.count; ++j) {
@@ -694,8 +703,7 @@ class Interpreter {
 
   // Premul-sum applies to the reducing collectives only.
   bool preMulHere() const {
-    return o_.preMul &&
-           (p_.kind == CollKind::kAllReduce || p_.kind == CollKind::kReduceScatter || p_.kind == CollKind::kReduce);
+    return o_.preMul && collReduces(p_.kind);
   }
 
   // A non-root of a reduce writes none of the caller's memory.

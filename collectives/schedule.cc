@@ -3,6 +3,8 @@
 // themselves live in algo_*.cc; the interpreter that proves them in interpreter.cc.
 #include "collectives/schedule.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -12,40 +14,6 @@
 
 namespace weft {
 namespace coll {
-
-const char* collName(CollKind kind) {
-  switch (kind) {
-    case CollKind::kAllReduce:
-      return "allreduce";
-    case CollKind::kAllGather:
-      return "allgather";
-    case CollKind::kReduceScatter:
-      return "reducescatter";
-    case CollKind::kBroadcast:
-      return "broadcast";
-    case CollKind::kReduce:
-      return "reduce";
-    case CollKind::kAllToAll:
-      return "alltoall";
-    case CollKind::kSendRecv:
-      return "sendrecv";
-  }
-  return "unknown";
-}
-
-const char* algoName(Algo algo) {
-  switch (algo) {
-    case Algo::kRing:
-      return "ring";
-    case Algo::kTree:
-      return "tree";
-    case Algo::kPairwise:
-      return "pairwise";
-    case Algo::kRecursiveDoubling:
-      return "doubling";
-  }
-  return "unknown";
-}
 
 const char* bufName(Buf buf) {
   switch (buf) {
@@ -59,70 +27,140 @@ const char* bufName(Buf buf) {
   return "unknown";
 }
 
-bool stepReceives(StepKind kind) { return kind != StepKind::kSend && kind != StepKind::kCopy; }
+// ---- The algorithm table -------------------------------------------------------------------
 
-bool stepSends(StepKind kind) {
-  return kind == StepKind::kSend || kind == StepKind::kRecvReduceSend || kind == StepKind::kRecvReduceCopySend ||
-         kind == StepKind::kRecvCopySend;
-}
+namespace {
 
-bool stepReads(StepKind kind) {
-  return kind == StepKind::kSend || kind == StepKind::kRecvReduceSend || kind == StepKind::kRecvReduceCopy ||
-         kind == StepKind::kRecvReduceCopySend || kind == StepKind::kCopy;
-}
+struct AlgoInfo {
+  Algo algo;
+  const char* name;
+  // The tuner's name for it, when the tuner picks it for all-reduce (topology cannot see Algo).
+  bool tunedAllReduce;
+  topo::AllReduceAlgo tuner;
+};
 
-bool stepWrites(StepKind kind) {
-  return kind == StepKind::kRecv || kind == StepKind::kRecvReduceCopy || kind == StepKind::kRecvReduceCopySend ||
-         kind == StepKind::kRecvCopySend || kind == StepKind::kCopy;
-}
-
-const char* stepName(StepKind kind) {
-  switch (kind) {
-    case StepKind::kSend:
-      return "send";
-    case StepKind::kRecv:
-      return "recv";
-    case StepKind::kRecvReduceSend:
-      return "recvReduceSend";
-    case StepKind::kRecvReduceCopy:
-      return "recvReduceCopy";
-    case StepKind::kRecvReduceCopySend:
-      return "recvReduceCopySend";
-    case StepKind::kRecvCopySend:
-      return "recvCopySend";
-    case StepKind::kCopy:
-      return "copy";
+// Every algorithm, in enum order.
+constexpr AlgoInfo kAlgos[] = {
+    {Algo::kRing, "ring", true, topo::AllReduceAlgo::kRing},
+    {Algo::kTree, "tree", true, topo::AllReduceAlgo::kTree},
+    {Algo::kPairwise, "pairwise", false, topo::AllReduceAlgo::kRing},
+    {Algo::kRecursiveDoubling, "doubling", true, topo::AllReduceAlgo::kDoubling},
+};
+constexpr int kNumAlgos = static_cast<int>(sizeof(kAlgos) / sizeof(kAlgos[0]));
+constexpr bool algoTableInEnumOrder() {
+  for (int i = 0; i < kNumAlgos; ++i) {
+    if (static_cast<int>(kAlgos[i].algo) != i) return false;
   }
-  return "unknown";
+  return true;
+}
+static_assert(algoTableInEnumOrder(), "kAlgos must list every Algo once, in enum order");
+
+using BuildFn = void (*)(const ScheduleParams& p, int rank, RankSchedule* s);
+using ScratchFn = int64_t (*)(const ScheduleParams& p);
+
+// One row per (collective, algorithm) that exists; a pair without a row is not supported.
+struct AlgoImpl {
+  CollKind kind;
+  Algo algo;
+  BuildFn build;
+  int lanesPerChannel;
+  ScratchFn scratch;  // elements of Buf::kScratch; null: none
+};
+
+constexpr AlgoImpl kAlgoImpls[] = {
+    {CollKind::kAllReduce, Algo::kRing, algo::buildRingAllReduce, 1, nullptr},
+    {CollKind::kAllReduce, Algo::kTree, algo::buildTreeAllReduce, 4, nullptr},
+    {CollKind::kAllReduce, Algo::kRecursiveDoubling, algo::buildDoublingAllReduce, 1, nullptr},
+    {CollKind::kAllGather, Algo::kRing, algo::buildRingAllGather, 1, nullptr},
+    {CollKind::kReduceScatter, Algo::kRing, algo::buildRingReduceScatter, 1, nullptr},
+    {CollKind::kBroadcast, Algo::kRing, algo::buildChainBroadcast, 1, nullptr},
+    {CollKind::kBroadcast, Algo::kTree, algo::buildTreeBroadcast, 1, nullptr},
+    {CollKind::kReduce, Algo::kRing, algo::buildChainReduce, 1, nullptr},
+    {CollKind::kReduce, Algo::kTree, algo::buildTreeReduce, 1, algo::treeReduceScratch},
+    {CollKind::kAllToAll, Algo::kPairwise, algo::buildPairwiseAllToAll, 1, nullptr},
+};
+
+constexpr bool everyScheduledKindHasItsDefault() {
+  for (const CollTraits& t : kCollTraits) {
+    bool found = false;
+    for (const AlgoImpl& a : kAlgoImpls) found = found || (a.kind == t.kind && a.algo == t.defaultAlgo);
+    if (t.scheduled != found) return false;
+  }
+  return true;
+}
+static_assert(everyScheduledKindHasItsDefault(),
+              "every scheduled collective needs a row for its default algorithm, and only those");
+
+const AlgoImpl* findImpl(CollKind kind, Algo algo) {
+  for (const AlgoImpl& a : kAlgoImpls) {
+    if (a.kind == kind && a.algo == algo) return &a;
+  }
+  return nullptr;
 }
 
-int64_t sendBufferCount(const ScheduleParams& p) {
-  switch (p.kind) {
-    case CollKind::kReduceScatter:
-    case CollKind::kAllToAll:
-      return p.count * p.nRanks;
-    default:
-      return p.count;
-  }
+}  // namespace
+
+const char* algoName(Algo algo) {
+  return static_cast<int>(algo) < kNumAlgos ? kAlgos[static_cast<int>(algo)].name : "unknown";
 }
 
-int64_t recvBufferCount(const ScheduleParams& p) {
-  switch (p.kind) {
-    case CollKind::kAllGather:
-    case CollKind::kAllToAll:
-      return p.count * p.nRanks;
-    default:
-      return p.count;
+bool algoFromName(const std::string& name, Algo* out) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  for (const AlgoInfo& a : kAlgos) {
+    if (lower == a.name) return *out = a.algo, true;
   }
+  return false;
 }
+
+Algo algoOf(topo::AllReduceAlgo tuned) {
+  for (const AlgoInfo& a : kAlgos) {
+    if (a.tunedAllReduce && a.tuner == tuned) return a.algo;
+  }
+  return collTraits(CollKind::kAllReduce).defaultAlgo;
+}
+
+bool algoSupported(CollKind kind, Algo algo) { return findImpl(kind, algo) != nullptr; }
+
+std::string supportedAlgorithms() {
+  std::string out;
+  for (const CollTraits& t : kCollTraits) {
+    if (!t.scheduled) continue;
+    out += out.empty() ? "" : "; ";
+    out += t.name;
+    out += ":";
+    const char* sep = " ";
+    for (const AlgoImpl& a : kAlgoImpls) {
+      if (a.kind != t.kind) continue;
+      out += sep;
+      out += algoName(a.algo);
+      sep = ", ";
+    }
+  }
+  return out;
+}
+
+std::string algorithmNames() {
+  std::string out;
+  for (int i = 0; i < kNumAlgos; ++i) {
+    out += i == 0 ? "" : i + 1 == kNumAlgos ? " or " : ", ";
+    out += kAlgos[i].name;
+  }
+  return out;
+}
+
+int64_t sendBufferCount(const ScheduleParams& p) { return collExtents(p.kind, p.count, p.nRanks).send; }
+
+int64_t recvBufferCount(const ScheduleParams& p) { return collExtents(p.kind, p.count, p.nRanks).recv; }
 
 int64_t scratchBufferCount(const ScheduleParams& p) {
-  if (p.kind == CollKind::kReduce && p.algo == Algo::kTree) return algo::treeReduceScratch(p);
-  return 0;
+  const AlgoImpl* impl = findImpl(p.kind, p.algo);
+  return impl != nullptr && impl->scratch != nullptr ? impl->scratch(p) : 0;
 }
 
 int lanesPerChannel(const ScheduleParams& p) {
-  return (p.kind == CollKind::kAllReduce && p.algo == Algo::kTree) ? 4 : 1;
+  const AlgoImpl* impl = findImpl(p.kind, p.algo);
+  return impl != nullptr ? impl->lanesPerChannel : 1;
 }
 
 namespace {
@@ -137,40 +175,19 @@ std::string format(const char* fmt, ...) {
   return text;
 }
 
-bool algoSupported(CollKind kind, Algo algo) {
-  switch (kind) {
-    case CollKind::kAllReduce:
-      return algo == Algo::kRing || algo == Algo::kTree || algo == Algo::kRecursiveDoubling;
-    case CollKind::kBroadcast:
-    case CollKind::kReduce:
-      return algo == Algo::kRing || algo == Algo::kTree;
-    case CollKind::kAllGather:
-    case CollKind::kReduceScatter:
-      return algo == Algo::kRing;
-    case CollKind::kAllToAll:
-      return algo == Algo::kPairwise;
-    case CollKind::kSendRecv:
-      return false;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string validateParams(const ScheduleParams& p) {
-  if (p.kind == CollKind::kSendRecv) {
+  if (!collTraits(p.kind).scheduled) {
     return "send/recv schedules are built from the user's calls, not by buildSchedule";
   }
   if (!algoSupported(p.kind, p.algo)) {
-    return format(
-        "%s has no %s algorithm (all-reduce: ring, tree; all-gather, reduce-scatter: ring; "
-        "broadcast, reduce: ring, tree; all-to-all: pairwise)",
-        collName(p.kind), algoName(p.algo));
+    return format("%s has no %s algorithm (%s)", collName(p.kind), algoName(p.algo), supportedAlgorithms().c_str());
   }
   if (p.nRanks < 1 || p.nRanks > kMaxScheduleRanks) {
     return format("nRanks is %d; schedules support 1 to %d ranks", p.nRanks, kMaxScheduleRanks);
   }
-  if ((p.kind == CollKind::kBroadcast || p.kind == CollKind::kReduce) && (p.root < 0 || p.root >= p.nRanks)) {
+  if (collRooted(p.kind) && (p.root < 0 || p.root >= p.nRanks)) {
     return format("root %d is not a rank of a communicator of %d ranks", p.root, p.nRanks);
   }
   if (p.nChannels < 1 || p.nChannels > kMaxScheduleChannels) {
@@ -200,34 +217,8 @@ RankSchedule buildSchedule(const ScheduleParams& p, int rank) {
   RankSchedule s;
   s.rank = rank;
   s.lanes.resize(static_cast<size_t>(p.nChannels) * lanesPerChannel(p));
-  switch (p.kind) {
-    case CollKind::kAllReduce:
-      if (p.algo == Algo::kTree) {
-        algo::buildTreeAllReduce(p, rank, &s);
-      } else if (p.algo == Algo::kRecursiveDoubling) {
-        algo::buildDoublingAllReduce(p, rank, &s);
-      } else {
-        algo::buildRingAllReduce(p, rank, &s);
-      }
-      break;
-    case CollKind::kAllGather:
-      algo::buildRingAllGather(p, rank, &s);
-      break;
-    case CollKind::kReduceScatter:
-      algo::buildRingReduceScatter(p, rank, &s);
-      break;
-    case CollKind::kBroadcast:
-      (p.algo == Algo::kTree ? algo::buildTreeBroadcast : algo::buildChainBroadcast)(p, rank, &s);
-      break;
-    case CollKind::kReduce:
-      (p.algo == Algo::kTree ? algo::buildTreeReduce : algo::buildChainReduce)(p, rank, &s);
-      break;
-    case CollKind::kAllToAll:
-      algo::buildPairwiseAllToAll(p, rank, &s);
-      break;
-    case CollKind::kSendRecv:
-      break;
-  }
+  // validateParams has made sure the table has the pair.
+  if (const AlgoImpl* impl = findImpl(p.kind, p.algo)) impl->build(p, rank, &s);
   return s;
 }
 

@@ -37,51 +37,36 @@
 #include <string>
 #include <vector>
 
+#include "collectives/coll_traits.h"
+#include "collectives/step_kind.h"
+#include "topology/tuner.h"
+
 namespace weft {
 namespace coll {
 
-enum class CollKind : uint8_t {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kReduce,
-  kAllToAll,
-  kSendRecv,  // user point-to-point operations (built from the calls, not by an algorithm)
-};
+// CollKind, Algo and what each collective is: coll_traits.h. StepKind, Buf and what each step
+// kind does: step_kind.h.
 
-enum class Algo : uint8_t {
-  kRing,      // all-reduce, all-gather, reduce-scatter; broadcast/reduce as a chain from/to root
-  kTree,      // all-reduce: double binary tree; broadcast/reduce: binary tree
-  kPairwise,  // all-to-all: n-1 rounds of (send to r+k, receive from r-k)
-  kRecursiveDoubling,  // all-reduce of small messages: log2(n) rounds of exchange with rank ^ 2^k
-};
-
-const char* collName(CollKind kind);  // "allreduce", ...
-const char* algoName(Algo algo);      // "ring", "tree", "pairwise"
+// The algorithm table (schedule.cc): per algorithm its name; per (collective, algorithm) pair
+// that exists its builder, lanes per channel and scratch. Everything below reads it.
+const char* algoName(Algo algo);  // "ring", "tree", "pairwise", "doubling"
+// The algorithm named `name` (algoName's spelling, any case).
+bool algoFromName(const std::string& name, Algo* out);
+// The algorithm the tuner's all-reduce choice names.
+Algo algoOf(topo::AllReduceAlgo tuned);
+// Whether buildSchedule has `algo` for `kind`.
+bool algoSupported(CollKind kind, Algo algo);
+// "allreduce: ring, tree, doubling; allgather: ring; ...": what exists, for messages.
+std::string supportedAlgorithms();
+// "ring, tree, pairwise or doubling": every algorithm's name, for messages.
+std::string algorithmNames();
 
 // Limits validateParams enforces.
 constexpr int kMaxScheduleChannels = 32;
 constexpr int kMaxScheduleRanks = 1 << 20;
 
-enum class Buf : uint8_t { kSend, kRecv, kScratch };
 const char* bufName(Buf buf);  // "send", "recv", "scratch"
 
-enum class StepKind : uint8_t {
-  kSend,                // send src
-  kRecv,                // dst = incoming
-  kRecvReduceSend,      // send (src op incoming)
-  kRecvReduceCopy,      // dst = src op incoming
-  kRecvReduceCopySend,  // dst = src op incoming; send dst
-  kRecvCopySend,        // dst = incoming; send it on
-  kCopy,                // dst = src (local; skipped when they are the same memory)
-};
-
-bool stepReceives(StepKind kind);
-bool stepSends(StepKind kind);
-bool stepReads(StepKind kind);   // uses src
-bool stepWrites(StepKind kind);  // writes dst
-const char* stepName(StepKind kind);
 
 struct Step {
   StepKind kind = StepKind::kCopy;
@@ -122,9 +107,8 @@ struct ScheduleParams {
   std::vector<int> ringOrder;
 };
 
-// Element counts of the send and receive buffers for these parameters on any rank (the
-// receive buffer of reduce is used on the root only; the send buffer of broadcast on the root
-// only).
+// Element counts of the send and receive buffers for these parameters on any rank:
+// collExtents (coll_traits.h) for p.kind, p.count, p.nRanks.
 int64_t sendBufferCount(const ScheduleParams& p);
 int64_t recvBufferCount(const ScheduleParams& p);
 // Elements of Buf::kScratch the executor must provide on every rank (0: none).
@@ -133,6 +117,7 @@ int64_t scratchBufferCount(const ScheduleParams& p);
 // Lanes per channel: lane = channel * lanesPerChannel(p) + k. Every rank's schedule has
 // nChannels * lanesPerChannel(p) lanes. Ring, chain, binary tree and pairwise algorithms use
 // one lane per channel; the tree all-reduce four: (tree 0 up, tree 0 down, tree 1 up, tree 1 down).
+// 1 for a pair the algorithm table does not have.
 int lanesPerChannel(const ScheduleParams& p);
 
 // The schedule of one rank. Empty lanes are allowed. p must be valid (validateParams).

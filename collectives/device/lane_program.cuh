@@ -21,28 +21,13 @@
 #include <cstdint>
 
 #include "collectives/device/reduce_copy.cuh"
+#include "collectives/step_kind.h"
 #include "device/kernel_api.h"
 #include "device/platform.h"
 
 namespace weft {
 namespace coll {
 namespace kernel {
-
-// StepKind values (schedule.h), which this header cannot include (it is host-only C++).
-enum LaneStepKind : uint8_t {
-  kLaneSend = 0,
-  kLaneRecv = 1,
-  kLaneRecvReduceSend = 2,
-  kLaneRecvReduceCopy = 3,
-  kLaneRecvReduceCopySend = 4,
-  kLaneRecvCopySend = 5,
-  kLaneCopy = 6,
-};
-
-WEFT_HOST_DEVICE inline bool laneStepReceives(uint8_t k) { return k >= kLaneRecv && k <= kLaneRecvCopySend; }
-WEFT_HOST_DEVICE inline bool laneStepSends(uint8_t k) {
-  return k == kLaneSend || k == kLaneRecvReduceSend || k == kLaneRecvReduceCopySend || k == kLaneRecvCopySend;
-}
 
 // How often (in polls) a waiting leader looks at the abort flags and the clock.
 constexpr uint32_t kPollsPerCheck = 128;
@@ -108,8 +93,11 @@ WEFT_HOST_DEVICE inline char* laneSlot(const device::FifoView& f, uint64_t count
   return f.data + (count % f.nSlots) * f.stride;
 }
 
-// Buf::kSend (schedule.h): the caller's send buffer, this rank's own contribution.
-constexpr uint8_t kLaneBufSend = 0;
+// Buf::kSend: the caller's send buffer, this rank's own contribution.
+constexpr uint8_t kLaneBufSend = static_cast<uint8_t>(Buf::kSend);
+static_assert(static_cast<int>(Buf::kSend) == 0 && static_cast<int>(Buf::kRecv) == 1 &&
+                  static_cast<int>(Buf::kScratch) == 2,
+              "runLane indexes its buffers {send, recv, scratch} by a LaneStep's Buf value");
 
 // The premul-sum scalar of a launch (kernel_api.h), read once per lane per launch.
 template <typename T>
@@ -137,8 +125,9 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
       if (first >= st.count) continue;  // this step's regions are done; its peer's step is empty too
       const int64_t n = st.count - first < desc.sliceElems ? st.count - first : desc.sliceElems;
       const uint64_t bytes = static_cast<uint64_t>(n) * sizeof(T);
-      const bool receives = laneStepReceives(st.kind);
-      const bool sends = laneStepSends(st.kind);
+      const StepKind kind = decodeStepKind(st.kind);
+      const bool receives = stepReceives(kind);
+      const bool sends = stepSends(kind);
       const device::FifoView* in = receives ? &launch.fifos[st.recvFifo] : nullptr;
       const device::FifoView* out = sends ? &launch.fifos[st.sendFifo] : nullptr;
 
@@ -169,26 +158,13 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
 
       char* src = bufs[st.srcBuf] + static_cast<size_t>(st.srcOffset + first) * sizeof(T);
       char* dst = bufs[st.dstBuf] + static_cast<size_t>(st.dstOffset + first) * sizeof(T);
-      const void* srcs[2];
-      void* dsts[2];
-      int nSrcs = 0;
-      int nDsts = 0;
-      if (st.kind == kLaneSend || st.kind == kLaneRecvReduceSend || st.kind == kLaneRecvReduceCopy ||
-          st.kind == kLaneRecvReduceCopySend || st.kind == kLaneCopy) {
-        srcs[nSrcs++] = src;
-      }
-      if (in != nullptr) srcs[nSrcs++] = laneSlot(*in, *in->cursor);
-      if (st.kind == kLaneRecv || st.kind == kLaneRecvReduceCopy || st.kind == kLaneRecvReduceCopySend ||
-          st.kind == kLaneRecvCopySend || st.kind == kLaneCopy) {
-        dsts[nDsts++] = dst;
-      }
-      if (out != nullptr) dsts[nDsts++] = laneSlot(*out, *out->cursor);
-      // Only send, the reductions and copy read src, which then comes first in srcs.
-      const bool own = st.srcBuf == kLaneBufSend && st.kind != kLaneRecv && st.kind != kLaneRecvCopySend;
+      const StepOperands o = stepOperands(kind, src, in != nullptr ? laneSlot(*in, *in->cursor) : nullptr, dst,
+                                          out != nullptr ? laneSlot(*out, *out->cursor) : nullptr);
+      const bool own = stepReads(kind) && st.srcBuf == kLaneBufSend;
       // A copy onto itself moves nothing, unless it multiplies this rank's input in place.
-      if (!(st.kind == kLaneCopy && src == dst && !(Steps::kScalesOwn && own))) {
-        reduceCopy<T>(steps.pick(st.final != 0, own, scalar), nSrcs, srcs, nDsts, dsts, static_cast<size_t>(n),
-                      ctx.tid(), ctx.nthreads());
+      if (!(kind == StepKind::kCopy && src == dst && !(Steps::kScalesOwn && own))) {
+        reduceCopy<T>(steps.pick(st.final != 0, own, scalar), o.nSrcs, o.srcs, o.nDsts, o.dsts,
+                      static_cast<size_t>(n), ctx.tid(), ctx.nthreads());
       }
       ctx.barrier();  // every thread's share is written (and the incoming slot read)
       if (ctx.leader()) {

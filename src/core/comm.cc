@@ -226,26 +226,15 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   p.root = call.root;
   p.count = static_cast<int64_t>(call.count);
   int64_t bytes = p.count * static_cast<int64_t>(elemSize);
-  switch (call.kind) {
-    case coll::CollKind::kAllReduce: {
-      topo::AllReduceAlgo algo = forcedAllReduce_;
-      // WEFT_ALGO was parsed (and validated) at init; otherwise the size rule decides.
-      if (!forcedAllReduceSet_) (void)topo::chooseAllReduceAlgo(tunerInput(bytes), &algo);
-      p.algo = algo == topo::AllReduceAlgo::kTree       ? coll::Algo::kTree
-               : algo == topo::AllReduceAlgo::kDoubling ? coll::Algo::kRecursiveDoubling
-                                                        : coll::Algo::kRing;
-      break;
-    }
-    case coll::CollKind::kBroadcast:
-    case coll::CollKind::kReduce:
-      p.algo = (bytes <= settings_.treeMaxBytes && nRanks_ > 2) ? coll::Algo::kTree : coll::Algo::kRing;
-      break;
-    case coll::CollKind::kAllToAll:
-      p.algo = coll::Algo::kPairwise;
-      break;
-    default:
-      p.algo = coll::Algo::kRing;
-      break;
+  p.algo = coll::collTraits(call.kind).defaultAlgo;
+  if (call.kind == coll::CollKind::kAllReduce) {
+    topo::AllReduceAlgo algo = forcedAllReduce_;
+    // WEFT_ALGO was parsed (and validated) at init; otherwise the size rule decides.
+    if (!forcedAllReduceSet_) (void)topo::chooseAllReduceAlgo(tunerInput(bytes), &algo);
+    p.algo = coll::algoOf(algo);
+  } else if (coll::algoSupported(call.kind, coll::Algo::kTree)) {
+    // Broadcast and reduce: a tree for small messages, where the chain's n - 1 hops cost most.
+    if (bytes <= settings_.treeMaxBytes && nRanks_ > 2) p.algo = coll::Algo::kTree;
   }
   int64_t channels = std::clamp<int64_t>(bytes / kBytesPerChannel, settings_.minChannels, settings_.maxChannels);
   p.nChannels = static_cast<int>(channels);
@@ -283,8 +272,7 @@ Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, si
 
 std::string Communicator::describe(const CollCall& call, const std::string& algo, uint64_t seq) const {
   char text[256];
-  bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
-                 call.kind == coll::CollKind::kReduce;
+  bool reduces = coll::collReduces(call.kind);
   std::snprintf(text, sizeof(text), "rank %d: %s #%llu (%s, %zu x %s%s%s)", rank_, coll::collName(call.kind),
                 static_cast<unsigned long long>(seq), algo.c_str(), call.count, coll::dataTypeName(call.type),
                 reduces ? " " : "", reduces ? coll::redOpName(call.op) : "");
@@ -306,8 +294,7 @@ Status Communicator::runCollective(const CollCall& call) {
   size_t elemSize = coll::dataTypeSize(call.type);
   coll::ScheduleParams params = paramsFor(call, elemSize);
   CachedOp* cached = cachedOp(params, elemSize);
-  bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
-                 call.kind == coll::CollKind::kReduce;
+  bool reduces = coll::collReduces(call.kind);
   // A premul-sum multiplies each rank's input where it enters (the executor's preMul) and sums.
   weftRedOp_t op = call.op;
   coll::PreMulFn preMul = nullptr;
@@ -325,10 +312,10 @@ Status Communicator::runCollective(const CollCall& call) {
   // Some schedules keep partial results in a scratch buffer (a tree reduce's interior ranks).
   if (scratch_.size() < cached->scratchBytes) scratch_.resize(cached->scratchBytes);
   const void* sendbuff = call.sendbuff;
-  if (call.kind == coll::CollKind::kAllToAll && call.sendbuff == call.recvbuff && call.count > 0) {
+  if (coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count))) {
     // In place, the blocks a rank receives would overwrite blocks it has yet to send: send
     // from a copy.
-    size_t bytes = call.count * elemSize * static_cast<size_t>(nRanks_);
+    size_t bytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
     staging_.resize(std::max(staging_.size(), bytes));
     std::memcpy(staging_.data(), call.sendbuff, bytes);
     sendbuff = staging_.data();
@@ -338,7 +325,7 @@ Status Communicator::runCollective(const CollCall& call) {
   // Out of place, nothing writes the send buffer during the call: peers may read it directly.
   // That saves a copy where the receiver stores the data as it is (all-to-all, broadcast);
   // a reduction would read it into a bounce buffer anyway, so the others keep the slots.
-  bool copiesAsIs = call.kind == coll::CollKind::kAllToAll || call.kind == coll::CollKind::kBroadcast;
+  bool copiesAsIs = coll::collTraits(call.kind).peersReadSendBuffer;
   const char* sb = static_cast<const char*>(sendbuff);
   const char* rb = static_cast<const char*>(call.recvbuff);
   size_t sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;

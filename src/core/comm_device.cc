@@ -84,8 +84,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
       --params.nChannels;
     }
     const CachedOp* cached = cachedOp(params, elemSize);
-    bool reduces = call.kind == coll::CollKind::kAllReduce || call.kind == coll::CollKind::kReduceScatter ||
-                   call.kind == coll::CollKind::kReduce;
+    bool reduces = coll::collReduces(call.kind);
     if (reduces && call.op == weftAvg) dop.divisor = static_cast<uint32_t>(nRanks_);
     DeviceCall d;
     d.schedule = &cached->schedule;
@@ -94,7 +93,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     d.recvbuff = call.recvbuff;
     d.scratchBytes = static_cast<size_t>(coll::scratchBufferCount(params)) * elemSize;
     d.sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
-    d.stageSend = call.kind == coll::CollKind::kAllToAll && call.sendbuff == call.recvbuff && call.count > 0;
+    d.stageSend = coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count));
     d.what = describe(call, coll::algoName(params.algo), seq_);
     dcalls.push_back(std::move(d));
   }

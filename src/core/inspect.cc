@@ -11,33 +11,9 @@ namespace weft {
 namespace core {
 namespace {
 
-bool parseCollective(std::string name, coll::CollKind* out) {
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-  name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
-  const struct {
-    const char* name;
-    coll::CollKind kind;
-  } kNames[] = {{"allreduce", coll::CollKind::kAllReduce},     {"allgather", coll::CollKind::kAllGather},
-                {"reducescatter", coll::CollKind::kReduceScatter}, {"broadcast", coll::CollKind::kBroadcast},
-                {"reduce", coll::CollKind::kReduce},           {"alltoall", coll::CollKind::kAllToAll}};
-  for (const auto& n : kNames) {
-    if (name == n.name) return *out = n.kind, true;
-  }
-  return false;
-}
-
-bool parseAlgorithm(std::string name, coll::CollKind kind, coll::Algo* out) {
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-  if (name.empty()) {
-    *out = kind == coll::CollKind::kAllToAll ? coll::Algo::kPairwise : coll::Algo::kRing;
-    return true;
-  }
-  const coll::Algo kAll[] = {coll::Algo::kRing, coll::Algo::kTree, coll::Algo::kPairwise,
-                             coll::Algo::kRecursiveDoubling};
-  for (coll::Algo a : kAll) {
-    if (name == coll::algoName(a)) return *out = a, true;
-  }
-  return false;
+bool parseAlgorithm(const std::string& name, coll::CollKind kind, coll::Algo* out) {
+  if (name.empty()) return *out = coll::collTraits(kind).defaultAlgo, true;
+  return coll::algoFromName(name, out);
 }
 
 }  // namespace
@@ -56,15 +32,13 @@ std::string formatParameterTable() {
 
 Status formatSchedules(const ScheduleRequest& request, std::string* out) {
   coll::ScheduleParams p;
-  if (!parseCollective(request.collective, &p.kind)) {
-    return WEFT_ERROR(weftInvalidArgument,
-                      "unknown collective \"%s\": use allreduce, allgather, reducescatter, broadcast, reduce or "
-                      "alltoall",
-                      request.collective.c_str());
+  if (!coll::collFromName(request.collective.c_str(), &p.kind)) {
+    return WEFT_ERROR(weftInvalidArgument, "unknown collective \"%s\": use %s", request.collective.c_str(),
+                      coll::scheduledCollNames());
   }
   if (!parseAlgorithm(request.algorithm, p.kind, &p.algo)) {
-    return WEFT_ERROR(weftInvalidArgument, "unknown algorithm \"%s\": use ring, tree, doubling or pairwise",
-                      request.algorithm.c_str());
+    return WEFT_ERROR(weftInvalidArgument, "unknown algorithm \"%s\": use %s", request.algorithm.c_str(),
+                      coll::algorithmNames().c_str());
   }
   p.nRanks = request.nRanks;
   p.nChannels = request.channels;
@@ -75,7 +49,7 @@ Status formatSchedules(const ScheduleRequest& request, std::string* out) {
   char head[256];
   std::snprintf(head, sizeof(head), "# %s, %s, %d ranks, %d channel(s), count %lld%s\n", coll::collName(p.kind),
                 coll::algoName(p.algo), p.nRanks, p.nChannels, static_cast<long long>(p.count),
-                (p.kind == coll::CollKind::kBroadcast || p.kind == coll::CollKind::kReduce)
+                coll::collRooted(p.kind)
                     ? (", root " + std::to_string(p.root)).c_str()
                     : "");
   *out = head;

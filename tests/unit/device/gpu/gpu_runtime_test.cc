@@ -333,7 +333,7 @@ TEST_F(GpuRuntimeTest, RegisteredHostMemoryIsPinnedUntilUnregistered) {
 // step, launched on its own stream; two ranks in one process exchange through the FIFO.
 class GpuLanesTest : public GpuRuntimeTest {
  protected:
-  // LaneStep::kind values (coll::StepKind, as lane_program.cuh names them).
+  // LaneStep::kind values: encodeStepKind (collectives/step_kind.h, whose static_asserts fix them).
   static constexpr uint8_t kSend = 0;
   static constexpr uint8_t kRecv = 1;
   static constexpr uint8_t kRecvReduceCopy = 3;
