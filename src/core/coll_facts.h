@@ -1,12 +1,13 @@
-// COLLECTIVE FACTS: the single place where the C API's validation and group fusion ask what a
-// collective kind is: does it reduce, is it rooted, which buffers does a rank touch, and how many
-// bytes of each. Nothing else in src/core/api*, call_context.cc or group.cc tests a CollKind.
-// (To be answered by collectives/coll_traits.h once it lands.)
+// What the C API's validation and group fusion ask about a call, answered from the collective
+// traits table (collectives/coll_traits.h): does it reduce, is it rooted, which buffers does
+// this rank touch, and how many bytes of each. Nothing in src/core/api*, call_context.cc or
+// group.cc tests a CollKind itself.
 #ifndef WEFT_CORE_COLL_FACTS_H_
 #define WEFT_CORE_COLL_FACTS_H_
 
 #include <cstddef>
 
+#include "collectives/coll_traits.h"
 #include "collectives/datatypes.h"
 #include "core/comm.h"
 
@@ -15,24 +16,16 @@ namespace core {
 namespace capi {
 
 using coll::CollKind;
-
-// It combines the ranks' data with a reduction op (which must then be checked).
-inline bool collReduces(CollKind k) {
-  return k == CollKind::kAllReduce || k == CollKind::kReduceScatter || k == CollKind::kReduce;
-}
-
-// It has a root rank (which must then be a rank of the communicator).
-inline bool collRooted(CollKind k) { return k == CollKind::kBroadcast || k == CollKind::kReduce; }
+using coll::collReduces;
+using coll::collRooted;
 
 // The larger buffer holds `count` elements times this.
-inline size_t collCountMultiple(CollKind k, size_t nRanks) {
-  return (k == CollKind::kAllGather || k == CollKind::kReduceScatter || k == CollKind::kAllToAll) ? nRanks : 1;
-}
+inline size_t collCountMultiple(CollKind k, size_t nRanks) { return coll::collCountPerRank(k) ? nRanks : 1; }
 
 // Whether this rank reads sendbuff / writes recvbuff (non-roots of a broadcast send nothing, of a
 // reduce receive nothing).
-inline bool collReadsSend(const CollCall& c, int rank) { return !(c.kind == CollKind::kBroadcast && c.root != rank); }
-inline bool collWritesRecv(const CollCall& c, int rank) { return !(c.kind == CollKind::kReduce && c.root != rank); }
+inline bool collReadsSend(const CollCall& c, int rank) { return coll::collUsesSend(c.kind, rank, c.root); }
+inline bool collWritesRecv(const CollCall& c, int rank) { return coll::collUsesRecv(c.kind, rank, c.root); }
 
 // The bytes a collective reads from sendbuff and writes to recvbuff on a communicator of n ranks.
 struct Extents {
@@ -40,11 +33,9 @@ struct Extents {
   size_t recv = 0;
 };
 inline Extents extentsOf(const CollCall& c, size_t nRanks) {
-  const size_t bytes = c.count * coll::dataTypeSize(c.type);
-  Extents e;
-  e.send = (c.kind == CollKind::kReduceScatter || c.kind == CollKind::kAllToAll) ? bytes * nRanks : bytes;
-  e.recv = (c.kind == CollKind::kAllGather || c.kind == CollKind::kAllToAll) ? bytes * nRanks : bytes;
-  return e;
+  const coll::CollExtents e = coll::collExtentBytes(c.kind, static_cast<int64_t>(c.count), coll::dataTypeSize(c.type),
+                                                    static_cast<int64_t>(nRanks));
+  return Extents{static_cast<size_t>(e.send), static_cast<size_t>(e.recv)};
 }
 
 }  // namespace capi
