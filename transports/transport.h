@@ -7,8 +7,10 @@
 // rank never blocks in one connection while another could progress. Waiting, deadlines and
 // back-off belong to the caller.
 //
-// Implementations (shm/, later p2p/ and net/) register a factory with registerTransport();
-// src/core picks, for each pair of ranks, the first registered transport that canConnect().
+// Implementations (shm/, p2p/, bridge/, net/ with its socket, libfabric and plugin transports)
+// register a factory with registerTransport(); src/core picks, for each pair of ranks, the first
+// registered transport that canConnect(). tests/unit/transports/conformance_test.cc holds every
+// one of them to this contract.
 #ifndef WEFT_TRANSPORTS_TRANSPORT_H_
 #define WEFT_TRANSPORTS_TRANSPORT_H_
 
@@ -75,9 +77,11 @@ struct ConnectRequest {
   std::string commTag;  // unique per communicator on this host (names of shared segments, ...)
   PeerInfo self;
   PeerInfo peer;
-  int lane = 0;              // which FIFO between this pair (lanes are independent)
-  size_t nSlots = 8;
-  size_t slotBytes = 1 << 17;
+  int lane = 0;  // which FIFO between this pair (lanes are independent)
+  // The FIFO's geometry; src/core sets both from the communicator's settings (these are the
+  // parameter table's defaults).
+  size_t nSlots = 4;
+  size_t slotBytes = 1 << 18;
   Deadline deadline;
   PeerExchange* exchange = nullptr;  // may be null for transports that need no exchange
   // Waits in connectSend() give up (weftRemoteError) once this becomes true (weftCommAbort).

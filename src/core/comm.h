@@ -56,12 +56,14 @@ struct PreMulSumOp {
 };
 
 // What the ranks agree on at init (rank 0's values win; a rank with different values warns).
+// agreeSettings fills every field from the parameters and the config; the initial values are the
+// parameter table's defaults (src/base/params_table.h: WEFT_BUFFSIZE 1 MiB over WEFT_NSLOTS 4).
 struct CommSettings {
-  int32_t nSlots = 8;
+  int32_t nSlots = 4;
   int32_t minChannels = 1;
-  int32_t maxChannels = 2;
+  int32_t maxChannels = 4;
   int32_t timeoutS = 1800;
-  int64_t slotBytes = 1 << 17;
+  int64_t slotBytes = 1 << 18;
   int64_t treeMaxBytes = 65536;
   int64_t doublingMaxBytes = 8192;
   char algo[16] = {0};
