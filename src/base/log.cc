@@ -57,6 +57,11 @@ uint32_t parseSubsys(std::string text) {
   return exclude ? ~mask : mask;
 }
 
+bool isKnownLevel(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), ::toupper);
+  return text.empty() || text == "NONE" || text == "WARN" || text == "INFO" || text == "TRACE" || text == "VERSION";
+}
+
 int parseLevel(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), ::toupper);
   if (text == "NONE") return kNone;
@@ -90,7 +95,13 @@ void load() {
     s.file = fileName.empty() ? nullptr : std::fopen(expandFileName(fileName).c_str(), "a");
   }
   s.subsys.store(parseSubsys(params::DebugSubsys()));
-  s.level.store(parseLevel(params::Debug()));
+  const std::string level = params::Debug();
+  s.level.store(parseLevel(level));
+  // The level is published: this warning does not re-enter load().
+  if (!isKnownLevel(level)) {
+    WEFT_LOG(kWarn, kEnv, "WEFT_DEBUG=\"%s\" is not a log level (NONE, WARN, INFO, TRACE); using WARN",
+             level.c_str());
+  }
 }
 
 }  // namespace

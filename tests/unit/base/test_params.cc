@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/log.h"
 #include "base/params.h"
 
 namespace weft {
@@ -58,6 +59,48 @@ TEST(Params, BadValuesFallBackToTheDefault) {
     EnvVar v("WEFT_SHM_DISABLE", "maybe");
     EXPECT_FALSE(params::ShmDisable());
   }
+}
+
+// Issue 13: an out-of-range value is warned about, with the value used instead.
+TEST(Params, OutOfRangeValuesAreWarnedAboutWithTheValueUsed) {
+  struct Case {
+    const char* env;
+    const char* text;
+    int64_t (*read)();
+    int64_t used;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"WEFT_BUFFSIZE", "1", params::Buffsize, 4096, "WEFT_BUFFSIZE=1 is below the smallest allowed value; using 4096"},
+      {"WEFT_NSLOTS", "0", params::NSlots, 2, "WEFT_NSLOTS=0 is below the smallest allowed value; using 2"},
+      {"WEFT_MIN_NCHANNELS", "1000", params::MinNChannels, 32,
+       "WEFT_MIN_NCHANNELS=1000 is above the largest allowed value; using 32"},
+      {"WEFT_MAX_NCHANNELS", "-3", params::MaxNChannels, 1, "WEFT_MAX_NCHANNELS=-3 is below"},
+      {"WEFT_EMULATED_DEVICES", "9", params::EmulatedDevices, 8, "WEFT_EMULATED_DEVICES=9 is above"},
+  };
+  for (const Case& c : cases) {
+    EnvVar v(c.env, c.text);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(c.read(), c.used) << c.env;
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(c.words), std::string::npos) << c.env << ": " << err;
+  }
+  // In range: no warning, the value itself.
+  EnvVar ok("WEFT_NSLOTS", "8");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(params::NSlots(), 8);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(Params, UnknownLogLevelIsWarnedAbout) {
+  {
+    EnvVar v("WEFT_DEBUG", "garbage");
+    testing::internal::CaptureStderr();
+    reloadLogSettings();
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("WEFT_DEBUG=\"garbage\" is not a log level"), std::string::npos) << err;
+  }
+  reloadLogSettings();
 }
 
 TEST(Params, TableListsEveryParameterWithHelpAndCurrentValue) {
