@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <new>
+#include <pthread.h>
 #include <string>
 
 #include "base/os.h"
@@ -23,8 +25,19 @@ struct Settings {
   FILE* file = nullptr;  // nullptr: stderr
 };
 
+Settings& settings();
+
+Settings* makeSettings() {
+  auto* s = new Settings();  // never destroyed: logging works during exit
+  // A process forked while another thread (the root listener, a proxy) writes a log line must
+  // not inherit fileMutex locked: hold it across fork() and give the child a fresh one.
+  pthread_atfork([] { settings().fileMutex.lock(); }, [] { settings().fileMutex.unlock(); },
+                 [] { new (&settings().fileMutex) std::mutex(); });
+  return s;
+}
+
 Settings& settings() {
-  static Settings* s = new Settings();  // never destroyed: logging works during exit
+  static Settings* s = makeSettings();
   return *s;
 }
 

@@ -159,3 +159,51 @@ TEST(Params, LauncherRankAndSizeFromOpenMpiThenPmi) {
 
 }  // namespace
 }  // namespace weft
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+namespace weft {
+namespace {
+
+// Issue 13, item 5: a thread warning about parameters (as the root listener does) while the
+// process forks must not leave the warnings' lock held in the child. Each child reads bad and
+// out-of-range values (new ones, so it warns and takes the lock) and must exit within 10 s.
+TEST(Params, ForkWhileAnotherThreadWarnsDoesNotDeadlockTheChild) {
+  std::atomic<bool> stop{false};
+  // (The thread only reads the environment: setenv's own lock is not Weft's to guard.)
+  setenv("WEFT_TREE_MAX_BYTES", "bad", 1);
+  std::thread warner([&] {
+    while (!stop.load()) (void)params::TreeMaxBytes();  // takes the warnings' lock each time
+  });
+  testing::internal::CaptureStderr();
+  int hung = 0;
+  for (int k = 0; k < 40; ++k) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(10);  // a deadlocked child dies of SIGALRM
+      setenv("WEFT_NSLOTS", ("-" + std::to_string(k + 100)).c_str(), 1);
+      (void)params::NSlots();
+      setenv("WEFT_BUFFSIZE", "x", 1);
+      (void)params::Buffsize();
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) ++hung;
+  }
+  stop.store(true);
+  warner.join();
+  testing::internal::GetCapturedStderr();
+  unsetenv("WEFT_TREE_MAX_BYTES");
+  unsetenv("WEFT_NSLOTS");
+  unsetenv("WEFT_BUFFSIZE");
+  EXPECT_EQ(hung, 0) << "children deadlocked after fork";
+}
+
+}  // namespace
+}  // namespace weft
