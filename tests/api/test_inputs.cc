@@ -115,3 +115,65 @@ TEST(Groups, AbortInsideAnOpenGroupDropsItsCalls) {
 
 }  // namespace
 }  // namespace weft_test
+
+namespace weft_test {
+namespace {
+
+struct Env {
+  Env(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~Env() { unsetenv(name_); }
+  const char* name_;
+};
+
+TEST(Parameters, TimeoutOfZeroOrLessIsRejectedWithItsOwnMessage) {
+  for (const char* value : {"0", "-5"}) {
+    Env t("WEFT_TIMEOUT_S", value);
+    weftUniqueId id;
+    EXPECT_EQ(weftGetUniqueId(&id), weftInvalidArgument) << value;
+    const std::string err = weftGetLastError(nullptr);
+    EXPECT_TRUE(contains(err, std::string("WEFT_TIMEOUT_S=") + value + " is not a time-out")) << err;
+    weftComm_t comm = nullptr;
+    EXPECT_EQ(weftCommInitRank(&comm, 1, id, 0), weftInvalidArgument);
+    EXPECT_TRUE(contains(weftGetLastError(nullptr), "WEFT_TIMEOUT_S")) << weftGetLastError(nullptr);
+    EXPECT_EQ(comm, nullptr);
+  }
+}
+
+TEST(Parameters, RankCountsAreBounded) {
+  weftUniqueId id{};
+  weftComm_t comm = nullptr;
+  EXPECT_EQ(weftCommInitRank(&comm, (1 << 20) + 1, id, 0), weftInvalidArgument);
+  EXPECT_TRUE(contains(weftGetLastError(nullptr), "at most")) << weftGetLastError(nullptr);
+  std::vector<weftComm_t> comms(5000, nullptr);
+  EXPECT_EQ(weftCommInitAll(comms.data(), 5000, nullptr), weftInvalidArgument);
+  EXPECT_TRUE(contains(weftGetLastError(nullptr), "at most 4096")) << weftGetLastError(nullptr);
+}
+
+// Issue 13, item 5: ranks forked after weftGetUniqueId (the root listener thread running in the
+// parent) under every parameter-warning path finish, rather than deadlock in the child.
+TEST(Parameters, RanksForkedAfterGetUniqueIdUnderEveryWarningPath) {
+  const std::pair<const char*, const char*> paths[] = {
+      {"WEFT_TIMEOUT_S", "ten"},      // not a valid integer (read by the root listener too)
+      {"WEFT_NSLOTS", "0"},           // out of range
+      {"WEFT_MIN_NCHANNELS", "1000"}, // out of range
+      {"WEFT_TIMEOUTT", "5"},         // unknown variable
+      {"WEFT_DEBUG", "garbage"},      // unknown log level
+  };
+  for (const auto& [name, value] : paths) {
+    Env e(name, value);
+    for (int round = 0; round < 3; ++round) {
+      runRanks(
+          Mode::kProcesses, 3,
+          [](Rank& r) {
+            std::vector<float> a(64, 1.0f);
+            ASSERT_EQ(weftAllReduce(a.data(), a.data(), 64, weftFloat32, weftSum, r.comm, nullptr), weftSuccess)
+                << weftGetLastError(r.comm);
+            EXPECT_EQ(a[63], 3.0f);
+          },
+          60);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft_test
