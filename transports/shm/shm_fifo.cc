@@ -170,9 +170,19 @@ static std::string noSpaceMarker(const std::string& fifoName) { return fifoName 
 static std::mutex markersMutex;
 static std::vector<std::string>* markers = new std::vector<std::string>();  // used at exit
 
+// A rank that fails often exits at once: give each waiting sender up to 2 s (it polls every
+// 200 us at most) to take its marker before removing it (failure path only).
 static void removeMarkersAtExit() {
   std::lock_guard<std::mutex> lock(markersMutex);
-  for (const std::string& m : *markers) shm_unlink(m.c_str());
+  for (const std::string& m : *markers) {
+    for (int i = 0; i < 400; ++i) {
+      int fd = shm_open(m.c_str(), O_RDONLY, 0);
+      if (fd < 0) break;  // taken
+      close(fd);
+      usleep(5000);
+    }
+    shm_unlink(m.c_str());
+  }
   markers->clear();
 }
 
