@@ -230,7 +230,9 @@ weftResult_t weftMemQuery(const void* ptr, weftMemKind_t* kind, int* device);
 /* ---- Collectives ----------------------------------------------------------------------
  * Every collective is called by every rank of comm in the same order. In-place is allowed
  * where NCCL allows it (sendbuff == recvbuff; for all-gather sendbuff == recvbuff +
- * rank*count, for reduce-scatter recvbuff == sendbuff + rank*count). */
+ * rank*count, for reduce-scatter recvbuff == sendbuff + rank*count; for gather and scatter
+ * see below). Any other overlap of sendbuff and recvbuff on a rank that uses both is refused
+ * with weftInvalidArgument: a partial overlap would corrupt the result. */
 weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
                            weftRedOp_t op, weftComm_t comm, weftStream_t stream);
 /* recvbuff holds nranks*count elements: rank r's sendbuff lands at recvbuff + r*count. */

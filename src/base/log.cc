@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <new>
+#include <pthread.h>
 #include <string>
 
 #include "base/os.h"
@@ -23,8 +25,19 @@ struct Settings {
   FILE* file = nullptr;  // nullptr: stderr
 };
 
+Settings& settings();
+
+Settings* makeSettings() {
+  auto* s = new Settings();  // never destroyed: logging works during exit
+  // A process forked while another thread (the root listener, a proxy) writes a log line must
+  // not inherit fileMutex locked: hold it across fork() and give the child a fresh one.
+  pthread_atfork([] { settings().fileMutex.lock(); }, [] { settings().fileMutex.unlock(); },
+                 [] { new (&settings().fileMutex) std::mutex(); });
+  return s;
+}
+
 Settings& settings() {
-  static Settings* s = new Settings();  // never destroyed: logging works during exit
+  static Settings* s = makeSettings();
   return *s;
 }
 
@@ -55,6 +68,11 @@ uint32_t parseSubsys(std::string text) {
     start = comma + 1;
   }
   return exclude ? ~mask : mask;
+}
+
+bool isKnownLevel(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), ::toupper);
+  return text.empty() || text == "NONE" || text == "WARN" || text == "INFO" || text == "TRACE" || text == "VERSION";
 }
 
 int parseLevel(std::string text) {
@@ -90,7 +108,13 @@ void load() {
     s.file = fileName.empty() ? nullptr : std::fopen(expandFileName(fileName).c_str(), "a");
   }
   s.subsys.store(parseSubsys(params::DebugSubsys()));
-  s.level.store(parseLevel(params::Debug()));
+  const std::string level = params::Debug();
+  s.level.store(parseLevel(level));
+  // The level is published: this warning does not re-enter load().
+  if (!isKnownLevel(level)) {
+    WEFT_LOG(kWarn, kEnv, "WEFT_DEBUG=\"%s\" is not a log level (NONE, WARN, INFO, TRACE); using WARN",
+             level.c_str());
+  }
 }
 
 }  // namespace

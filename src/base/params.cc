@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <pthread.h>
 #include <set>
 
 #include "base/log.h"
@@ -51,14 +52,71 @@ bool parse(const char* text, std::string* out) {
   return true;
 }
 
+// The names of the warnings given (variable=value). A plain pthread mutex with fork handlers:
+// a rank forked while another thread (the root listener, a proxy) holds it must not find it
+// locked forever in the child (issue 13).
+pthread_mutex_t warnedMutex = PTHREAD_MUTEX_INITIALIZER;
+std::set<std::string>* warned = new std::set<std::string>();  // never destroyed: used at exit
+
+void lockWarned() { pthread_mutex_lock(&warnedMutex); }
+void unlockWarned() { pthread_mutex_unlock(&warnedMutex); }
+void resetWarnedInChild() { pthread_mutex_init(&warnedMutex, nullptr); }
+const int kForkHandlers = pthread_atfork(lockWarned, unlockWarned, resetWarnedInChild);
+
+// True the first time this key is seen in this process.
+bool firstTime(const std::string& key) {
+  (void)kForkHandlers;
+  lockWarned();
+  const bool first = warned->insert(key).second;
+  unlockWarned();
+  return first;
+}
+
 // Warn once per variable and value about a value that does not parse.
 void warnBadValue(const char* env, const char* text, const char* type) {
-  static std::mutex mu;
-  static std::set<std::string> warned;
-  std::lock_guard<std::mutex> lock(mu);
-  std::string key = std::string(env) + "=" + text;
-  if (!warned.insert(key).second) return;
+  if (!firstTime(std::string(env) + "=" + text)) return;
   WEFT_LOG(kWarn, kEnv, "WEFT_%s=\"%s\" is not a valid %s; using the default", env, text, type);
+}
+
+// The allowed values of the integer parameters that have a WEFT_PARAM_RANGE.
+#define WEFT_PARAM(type, name, env, def, help) constexpr const char* kEnv##name = env;
+#include "base/params_table.h"
+#undef WEFT_PARAM
+struct Range {
+  const char* env;
+  int64_t lo, hi;
+};
+const Range kRanges[] = {
+#define WEFT_PARAM(type, name, env, def, help)
+#define WEFT_PARAM_RANGE(name, lo, hi) {kEnv##name, lo, hi},
+#include "base/params_table.h"
+#undef WEFT_PARAM_RANGE
+#undef WEFT_PARAM
+};
+
+// A value outside its range is warned about once, with the value used instead.
+int64_t clampToRange(const char* env, const char* text, int64_t v) {
+  for (const Range& r : kRanges) {
+    if (std::strcmp(r.env, env) != 0) continue;
+    if (v >= r.lo && v <= r.hi) return v;
+    const int64_t used = v < r.lo ? r.lo : r.hi;
+    if (firstTime(std::string(env) + "=" + text)) {
+      WEFT_LOG(kWarn, kEnv, "WEFT_%s=%s is %s the %s allowed value; using %lld (allowed: %lld..%lld)", env, text,
+               v < r.lo ? "below" : "above", v < r.lo ? "smallest" : "largest", static_cast<long long>(used),
+               static_cast<long long>(r.lo), static_cast<long long>(r.hi));
+    }
+    return used;
+  }
+  return v;
+}
+
+template <typename T>
+T checkRange(const char*, const char*, T v) {
+  return v;
+}
+template <>
+int64_t checkRange(const char* env, const char* text, int64_t v) {
+  return clampToRange(env, text, v);
 }
 
 template <typename T>
@@ -71,7 +129,7 @@ T read(const char* env, T def) {
     warnBadValue(env, text, typeName(static_cast<T*>(nullptr)));
     return def;
   }
-  return value;
+  return checkRange(env, text, value);
 }
 
 size_t editDistance(const std::string& a, const std::string& b) {

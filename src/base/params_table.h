@@ -1,7 +1,13 @@
 // The parameter table: every WEFT_* environment variable Weft reads, declared once.
 // WEFT_PARAM(type, Name, "ENV_SUFFIX", default, "one-line help")
 // Read one with weft::params::Name(); `weft-topo --params` prints this table.
+// WEFT_PARAM_RANGE(Name, lo, hi): an integer parameter's allowed values; a value outside is
+// warned about (once per value) and the nearest allowed value used.
 // (No include guard: params.h and params.cc include this file with different definitions.)
+#ifndef WEFT_PARAM_RANGE
+#define WEFT_PARAM_RANGE(name, lo, hi)
+#define WEFT_PARAM_RANGE_UNSET_
+#endif
 
 // Time-outs and errors
 WEFT_PARAM(int64_t, TimeoutS, "TIMEOUT_S", 1800, "seconds any wait may take before the communicator fails with weftTimeout")
@@ -22,9 +28,13 @@ WEFT_PARAM(std::string, HostId, "HOSTID", "", "names this rank's host: ranks wit
 // Algorithms and channels
 WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or Doubling (default: chosen by size)")
 WEFT_PARAM(int64_t, DoublingMaxBytes, "DOUBLING_MAX_BYTES", 8192, "largest all-reduce (bytes) for which the size rule picks recursive doubling")
+WEFT_PARAM_RANGE(DoublingMaxBytes, 0, INT64_MAX)
 WEFT_PARAM(int64_t, TreeMaxBytes, "TREE_MAX_BYTES", 65536, "largest all-reduce (bytes) for which the size rule picks the tree")
+WEFT_PARAM_RANGE(TreeMaxBytes, 0, INT64_MAX)
 WEFT_PARAM(int64_t, MinNChannels, "MIN_NCHANNELS", 1, "fewest channels (parallel rings/trees) a collective uses")
+WEFT_PARAM_RANGE(MinNChannels, 1, 32)
 WEFT_PARAM(int64_t, MaxNChannels, "MAX_NCHANNELS", 4, "most channels (parallel rings/trees) a collective uses")
+WEFT_PARAM_RANGE(MaxNChannels, 1, 32)
 
 // Transports
 WEFT_PARAM(bool, ShmDisable, "SHM_DISABLE", false, "1: never use the shared-memory transport")
@@ -32,9 +42,17 @@ WEFT_PARAM(bool, P2pDisable, "P2P_DISABLE", false, "1: never let GPUs write each
 WEFT_PARAM(bool, SingleCopy, "SINGLE_COPY", true, "0: never let a rank read a peer's buffers directly; always copy through shared memory")
 WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different processes read each other's buffers with process_vm_readv (single-copy across processes; off by default: slower than two copies at slot size on the machines measured)")
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
+WEFT_PARAM_RANGE(Buffsize, 4096, 1LL << 30)
 WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")
+WEFT_PARAM_RANGE(NSlots, 2, 64)
 WEFT_PARAM(std::string, Net, "NET", "auto", "network transport between hosts: socket, ofi (libfabric) or auto (ofi when libfabric has a hardware provider, else socket)")
 WEFT_PARAM(std::string, GpuBackend, "GPU_BACKEND", "auto", "GPU module to load: auto (libweft-cuda.so, then libweft-hip.so), cuda, hip, none, or emulated (for testing: host memory posing as one GPU)")
 WEFT_PARAM(int64_t, EmulatedDevices, "EMULATED_DEVICES", 1, "GPUs the emulated backend (WEFT_GPU_BACKEND=emulated) poses as, 1..8, all in host memory; for tests of device choice")
 WEFT_PARAM(std::string, NetPlugin, "NET_PLUGIN", "", "network plugin library (include/weft/net_v1.h, symbol weftNetPlugin_v1) that carries traffic between hosts instead of the built-in transports, e.g. /opt/vendor/libweft-net-foo.so")
+WEFT_PARAM_RANGE(EmulatedDevices, 1, 8)
 WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
+
+#ifdef WEFT_PARAM_RANGE_UNSET_
+#undef WEFT_PARAM_RANGE
+#undef WEFT_PARAM_RANGE_UNSET_
+#endif

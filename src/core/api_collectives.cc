@@ -24,8 +24,11 @@ Status validateCollective(const Call& call, const CollCall& c, weftStream_t stre
   const bool writesRecv = collWritesRecv(c, comm->rank);
   if (readsSend) WEFT_TRY(call.checkBuffer(c.sendbuff, c.count, "sendbuff"));
   if (writesRecv) WEFT_TRY(call.checkBuffer(c.recvbuff, c.count, "recvbuff"));
-  if (stream == nullptr) return Status::ok();
   const Extents e = extentsOf(c, n);
+  if (readsSend && writesRecv) {
+    WEFT_TRY(call.checkOverlap(c.sendbuff, e.send, c.recvbuff, e.recv, inPlaceOffset(c, comm->rank)));
+  }
+  if (stream == nullptr) return Status::ok();
   if (readsSend) WEFT_TRY(call.checkDeviceBuffer(c.sendbuff, e.send, "sendbuff"));
   if (writesRecv) WEFT_TRY(call.checkDeviceBuffer(c.recvbuff, e.recv, "recvbuff"));
   return call.checkDeviceAsync();

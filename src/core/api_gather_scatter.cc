@@ -30,6 +30,13 @@ Status validateRooted(const Call& call, const Rooted& c, weftStream_t stream) {
   const char* spreadName = c.gather ? "recvbuff" : "sendbuff";
   WEFT_TRY(call.checkBuffer(block, c.count, blockName));
   if (isRoot) WEFT_TRY(call.checkBuffer(spread, c.count * n, spreadName));
+  // On the root, in place means the block is block `root` of the spread buffer.
+  if (isRoot) {
+    const size_t bytes = c.count * elem;
+    const auto off = static_cast<std::ptrdiff_t>(bytes) * c.root;
+    WEFT_TRY(c.gather ? call.checkOverlap(block, bytes, spread, bytes * n, -off)
+                      : call.checkOverlap(spread, bytes * n, block, bytes, off));
+  }
   if (stream == nullptr) return Status::ok();
   WEFT_TRY(call.checkDeviceBuffer(block, c.count * elem, blockName));
   if (isRoot) WEFT_TRY(call.checkDeviceBuffer(spread, c.count * elem * n, spreadName));

@@ -10,6 +10,7 @@
 
 #include "core/api_entry.h"
 #include "core/call_context.h"
+#include "core/group.h"
 
 namespace weft {
 namespace core {
@@ -124,6 +125,13 @@ weftResult_t commFinalize(const Call& call) {
 weftResult_t commDestroy(const Call& call) {
   Status s = call.checkOutput(call.comm(), "comm");
   if (!s.isOk()) return call.finish(s);
+  // weftGroupEnd would run the recorded calls on a freed communicator.
+  if (const size_t n = recordedCallsOn(call.comm())) {
+    return call.finish(call.error(weftInvalidUsage,
+                                  "refused: the group open on this thread holds %zu call(s) on this communicator; "
+                                  "call weftGroupEnd first, or weftCommAbort to drop them",
+                                  n));
+  }
   freeComm(call.comm());
   return weftSuccess;
 }
@@ -138,6 +146,8 @@ weftResult_t commAbort(const Call& call) {
     comm->initThread.join();
   }
   if (comm->impl) comm->impl->abort();
+  // Calls recorded in this thread's open group must not run on the freed communicator.
+  forgetCallsOn(comm);
   // Calls in flight on other threads see the abort within milliseconds; wait for them to leave.
   while (comm->inFlight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   freeComm(comm);

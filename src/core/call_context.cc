@@ -164,6 +164,19 @@ Status Call::checkBuffer(const void* buf, size_t count, const char* what) const 
   return Status::ok();
 }
 
+Status Call::checkOverlap(const void* send, size_t sendBytes, const void* recv, size_t recvBytes,
+                          std::ptrdiff_t inPlaceOffset) const {
+  if (send == nullptr || recv == nullptr || sendBytes == 0 || recvBytes == 0) return Status::ok();
+  const uintptr_t s = reinterpret_cast<uintptr_t>(send), r = reinterpret_cast<uintptr_t>(recv);
+  if (s + sendBytes <= r || r + recvBytes <= s) return Status::ok();
+  // Exactly in place, as weft.h documents it for this call.
+  if (r == s + static_cast<uintptr_t>(inPlaceOffset)) return Status::ok();
+  return error(weftInvalidArgument,
+               "sendbuff [%p, +%zu bytes) and recvbuff [%p, +%zu bytes) partially overlap; use separate buffers, "
+               "or exactly the in-place layout weft.h documents for this call",
+               send, sendBytes, recv, recvBytes);
+}
+
 Status Call::checkDeviceBuffer(const void* buf, size_t bytes, const char* what) const {
   if (buf == nullptr || bytes == 0) return Status::ok();
   device::PointerInfo info;

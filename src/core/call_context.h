@@ -46,6 +46,11 @@ class Call {
   Status checkPeer(int peer, const char* what) const;  // a rank of the communicator
   Status checkCount(size_t count, size_t elemSize, size_t multiple) const;
   Status checkBuffer(const void* buf, size_t count, const char* what) const;
+  // sendbuff [send, send + sendBytes) and recvbuff [recv, recv + recvBytes) do not overlap, or
+  // overlap exactly in place: recv == send + inPlaceOffset (bytes; the offset is signed: an
+  // all-gather's sendbuff lies inside recvbuff). Any other overlap is weftInvalidArgument.
+  Status checkOverlap(const void* send, size_t sendBytes, const void* recv, size_t recvBytes,
+                      std::ptrdiff_t inPlaceOffset) const;
   // With a stream: memory this rank's GPU reaches (its device, managed, or pinned host).
   Status checkDeviceBuffer(const void* buf, size_t bytes, const char* what) const;
   // Device work enqueued earlier that failed puts the communicator in its error state.

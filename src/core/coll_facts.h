@@ -38,6 +38,16 @@ inline Extents extentsOf(const CollCall& c, size_t nRanks) {
   return Extents{static_cast<size_t>(e.send), static_cast<size_t>(e.recv)};
 }
 
+// Where recvbuff must start, relative to sendbuff (bytes), for the call to be in place on this
+// rank (weft.h): the same address, except that an all-gather's sendbuff is block `rank` of
+// recvbuff and a reduce-scatter's recvbuff is block `rank` of sendbuff.
+inline std::ptrdiff_t inPlaceOffset(const CollCall& c, int rank) {
+  const auto block = static_cast<std::ptrdiff_t>(c.count * coll::dataTypeSize(c.type)) * rank;
+  if (c.kind == CollKind::kAllGather) return -block;
+  if (c.kind == CollKind::kReduceScatter) return block;
+  return 0;
+}
+
 }  // namespace capi
 }  // namespace core
 }  // namespace weft

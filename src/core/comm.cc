@@ -128,12 +128,13 @@ void Communicator::groupByHost() {
 
 Status Communicator::agreeSettings(const weftConfig_t* config) {
   CommSettings mine;
-  mine.nSlots = static_cast<int32_t>(std::clamp<int64_t>(params::NSlots(), 2, 64));
-  int64_t buffsize = std::clamp<int64_t>(params::Buffsize(), 4096, 1LL << 30);
+  // params keeps each value inside its WEFT_PARAM_RANGE (and warns about one outside it).
+  mine.nSlots = static_cast<int32_t>(params::NSlots());
+  int64_t buffsize = params::Buffsize();
   // Slots hold whole cache lines so that reductions into them stay aligned.
   mine.slotBytes = std::max<int64_t>(64, (buffsize / mine.nSlots) / 64 * 64);
-  mine.minChannels = static_cast<int32_t>(std::clamp<int64_t>(params::MinNChannels(), 1, 32));
-  mine.maxChannels = static_cast<int32_t>(std::clamp<int64_t>(params::MaxNChannels(), 1, 32));
+  mine.minChannels = static_cast<int32_t>(params::MinNChannels());
+  mine.maxChannels = static_cast<int32_t>(params::MaxNChannels());
   if (config && config->minChannels > 0) mine.minChannels = std::min(config->minChannels, 32);
   if (config && config->maxChannels > 0) mine.maxChannels = std::min(config->maxChannels, 32);
   mine.maxChannels = std::max(mine.maxChannels, mine.minChannels);

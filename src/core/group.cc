@@ -186,6 +186,17 @@ weftResult_t groupEnd() {
   return runGroup(ops);
 }
 
+size_t recordedCallsOn(const weftComm* comm) {
+  return static_cast<size_t>(std::count_if(tlsGroup.ops.begin(), tlsGroup.ops.end(),
+                                           [comm](const PendingOp& op) { return op.comm == comm; }));
+}
+
+void forgetCallsOn(const weftComm* comm) {
+  auto& ops = tlsGroup.ops;
+  ops.erase(std::remove_if(ops.begin(), ops.end(), [comm](const PendingOp& op) { return op.comm == comm; }),
+            ops.end());
+}
+
 std::vector<PendingOp> dropGroup() {
   std::vector<PendingOp> ops;
   ops.swap(tlsGroup.ops);

@@ -36,6 +36,10 @@ weftResult_t submitAll(weftComm* comm, const std::vector<PendingOp>& ops);
 weftResult_t groupStart();
 // Ends a group; the outermost runs what was recorded.
 weftResult_t groupEnd();
+// The calls on comm recorded by the group open on this thread (0 outside a group).
+size_t recordedCallsOn(const weftComm* comm);
+// Removes them (weftCommAbort inside an open group: weftGroupEnd then runs the others).
+void forgetCallsOn(const weftComm* comm);
 // Ends the outermost group without running it: its recorded calls are handed back.
 std::vector<PendingOp> dropGroup();
 

@@ -9,8 +9,12 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <new>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "base/log.h"
 
@@ -156,6 +160,47 @@ uint64_t shmFreeBytes() {
   return static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize);
 }
 
+// A receiver that could not create its FIFO for lack of /dev/shm leaves an empty segment (no
+// data: it fits in a full tmpfs) named "<fifo>-nospace"; the sender waiting in attach() finds
+// it, removes it and fails at once with the same remedy, instead of timing out.
+static std::string noSpaceMarker(const std::string& fifoName) { return fifoName + "-nospace"; }
+
+// The markers this process left: removed at exit when no sender took them (its peer failed too,
+// or gave up), so that nothing stays in /dev/shm.
+static std::mutex markersMutex;
+static std::vector<std::string>* markers = new std::vector<std::string>();  // used at exit
+
+// A rank that fails often exits at once: give each waiting sender up to 2 s (it polls every
+// 200 us at most) to take its marker before removing it (failure path only).
+static void removeMarkersAtExit() {
+  std::lock_guard<std::mutex> lock(markersMutex);
+  for (const std::string& m : *markers) {
+    for (int i = 0; i < 400; ++i) {
+      int fd = shm_open(m.c_str(), O_RDONLY, 0);
+      if (fd < 0) break;  // taken
+      close(fd);
+      usleep(5000);
+    }
+    shm_unlink(m.c_str());
+  }
+  markers->clear();
+}
+
+static void markNoSpace(const std::string& fifoName) {
+  const std::string marker = noSpaceMarker(fifoName);
+  int fd = shm_open(marker.c_str(), O_RDWR | O_CREAT, 0600);
+  if (fd < 0) return;
+  close(fd);
+  static const int registered = std::atexit(removeMarkersAtExit);
+  (void)registered;
+  std::lock_guard<std::mutex> lock(markersMutex);
+  markers->push_back(marker);
+}
+
+static bool takeNoSpaceMark(const std::string& fifoName) {
+  return shm_unlink(noSpaceMarker(fifoName).c_str()) == 0;
+}
+
 Status checkShmSpace(uint64_t freeBytes, uint64_t needBytes, int selfRank, int peerRank) {
   if (needBytes <= freeBytes) return Status::ok();
   return WEFT_ERROR(weftSystemError,
@@ -189,7 +234,10 @@ ShmFifo::~ShmFifo() {
 Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint64_t freeBytes) {
   WEFT_TRY(checkGeometry(spec));
   const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
-  WEFT_TRY(checkShmSpace(freeBytes, layout.totalBytes, spec.selfRank, spec.peerRank));
+  if (Status space = checkShmSpace(freeBytes, layout.totalBytes, spec.selfRank, spec.peerRank); !space.isOk()) {
+    markNoSpace(spec.name);
+    return space;
+  }
   const char* name = spec.name.c_str();
 
   int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -209,6 +257,23 @@ Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint
     int err = errno;
     return WEFT_ERROR(weftSystemError, "rank %d: ftruncate(%s, %s) for the FIFO from rank %d failed: %s", spec.selfRank,
                       name, formatBytes(layout.totalBytes).c_str(), spec.peerRank, errnoText(err).c_str());
+  }
+  // Reserve the real space now: a sparse segment over-commits /dev/shm, and the first write past
+  // what is left would kill this rank or its peer with SIGBUS instead of failing here.
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(layout.totalBytes));
+  while (rc == EINTR) rc = posix_fallocate(fd, 0, static_cast<off_t>(layout.totalBytes));
+  if (rc == ENOSPC) {
+    markNoSpace(spec.name);
+    return WEFT_ERROR(weftSystemError,
+                      "rank %d: /dev/shm has %s free but the shared-memory transport needs %s for the FIFO from rank "
+                      "%d; run the container with --shm-size=1g, lower WEFT_BUFFSIZE, or set WEFT_SHM_DISABLE=1",
+                      spec.selfRank, formatBytes(shmFreeBytes()).c_str(), formatBytes(layout.totalBytes).c_str(),
+                      spec.peerRank);
+  }
+  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+    return WEFT_ERROR(weftSystemError, "rank %d: reserving %s of /dev/shm for %s (the FIFO from rank %d) failed: %s",
+                      spec.selfRank, formatBytes(layout.totalBytes).c_str(), name, spec.peerRank,
+                      errnoText(rc).c_str());
   }
   void* base = mmap(nullptr, layout.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
@@ -253,6 +318,13 @@ Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<
   Backoff backoff;
   for (;;) {
     int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0 && errno == ENOENT && takeNoSpaceMark(spec.name)) {
+      return WEFT_ERROR(weftSystemError,
+                        "rank %d: rank %d could not create the shared-memory FIFO to this rank: /dev/shm is full (%s "
+                        "free here); run the container with --shm-size=1g, lower WEFT_BUFFSIZE, or set "
+                        "WEFT_SHM_DISABLE=1",
+                        spec.selfRank, spec.peerRank, formatBytes(shmFreeBytes()).c_str());
+    }
     if (fd < 0 && errno != ENOENT) {
       int err = errno;
       return WEFT_ERROR(weftSystemError, "rank %d: shm_open(%s) for the FIFO to rank %d failed: %s", spec.selfRank,

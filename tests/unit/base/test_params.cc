@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/log.h"
 #include "base/params.h"
 
 namespace weft {
@@ -60,6 +61,48 @@ TEST(Params, BadValuesFallBackToTheDefault) {
   }
 }
 
+// Issue 13: an out-of-range value is warned about, with the value used instead.
+TEST(Params, OutOfRangeValuesAreWarnedAboutWithTheValueUsed) {
+  struct Case {
+    const char* env;
+    const char* text;
+    int64_t (*read)();
+    int64_t used;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"WEFT_BUFFSIZE", "1", params::Buffsize, 4096, "WEFT_BUFFSIZE=1 is below the smallest allowed value; using 4096"},
+      {"WEFT_NSLOTS", "0", params::NSlots, 2, "WEFT_NSLOTS=0 is below the smallest allowed value; using 2"},
+      {"WEFT_MIN_NCHANNELS", "1000", params::MinNChannels, 32,
+       "WEFT_MIN_NCHANNELS=1000 is above the largest allowed value; using 32"},
+      {"WEFT_MAX_NCHANNELS", "-3", params::MaxNChannels, 1, "WEFT_MAX_NCHANNELS=-3 is below"},
+      {"WEFT_EMULATED_DEVICES", "9", params::EmulatedDevices, 8, "WEFT_EMULATED_DEVICES=9 is above"},
+  };
+  for (const Case& c : cases) {
+    EnvVar v(c.env, c.text);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(c.read(), c.used) << c.env;
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(c.words), std::string::npos) << c.env << ": " << err;
+  }
+  // In range: no warning, the value itself.
+  EnvVar ok("WEFT_NSLOTS", "8");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(params::NSlots(), 8);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(Params, UnknownLogLevelIsWarnedAbout) {
+  {
+    EnvVar v("WEFT_DEBUG", "garbage");
+    testing::internal::CaptureStderr();
+    reloadLogSettings();
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("WEFT_DEBUG=\"garbage\" is not a log level"), std::string::npos) << err;
+  }
+  reloadLogSettings();
+}
+
 TEST(Params, TableListsEveryParameterWithHelpAndCurrentValue) {
   EnvVar v("WEFT_NSLOTS", "6");
   auto all = params::all();
@@ -112,6 +155,54 @@ TEST(Params, LauncherRankAndSizeFromOpenMpiThenPmi) {
     EXPECT_EQ(params::launcherRank(), 5);  // Open MPI's first
     EXPECT_EQ(params::launcherSize(), 8);  // a non-integer is skipped
   }
+}
+
+}  // namespace
+}  // namespace weft
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+namespace weft {
+namespace {
+
+// Issue 13, item 5: a thread warning about parameters (as the root listener does) while the
+// process forks must not leave the warnings' lock held in the child. Each child reads bad and
+// out-of-range values (new ones, so it warns and takes the lock) and must exit within 10 s.
+TEST(Params, ForkWhileAnotherThreadWarnsDoesNotDeadlockTheChild) {
+  std::atomic<bool> stop{false};
+  // (The thread only reads the environment: setenv's own lock is not Weft's to guard.)
+  setenv("WEFT_TREE_MAX_BYTES", "bad", 1);
+  std::thread warner([&] {
+    while (!stop.load()) (void)params::TreeMaxBytes();  // takes the warnings' lock each time
+  });
+  testing::internal::CaptureStderr();
+  int hung = 0;
+  for (int k = 0; k < 40; ++k) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(10);  // a deadlocked child dies of SIGALRM
+      setenv("WEFT_NSLOTS", ("-" + std::to_string(k + 100)).c_str(), 1);
+      (void)params::NSlots();
+      setenv("WEFT_BUFFSIZE", "x", 1);
+      (void)params::Buffsize();
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) ++hung;
+  }
+  stop.store(true);
+  warner.join();
+  testing::internal::GetCapturedStderr();
+  unsetenv("WEFT_TREE_MAX_BYTES");
+  unsetenv("WEFT_NSLOTS");
+  unsetenv("WEFT_BUFFSIZE");
+  EXPECT_EQ(hung, 0) << "children deadlocked after fork";
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -180,6 +182,16 @@ TEST(ShmFifo, CreateFailsCleanlyWithoutSpace) {
   EXPECT_EQ(st.code(), weftSystemError);
   EXPECT_NE(st.message().find("/dev/shm has 64 KiB free"), std::string::npos) << st.message();
   EXPECT_EQ(fifo, nullptr);
+  // Only the empty marker that tells the waiting sender (issue 13: the error on every rank).
+  EXPECT_EQ(shmEntries(tag).size(), 1u);
+  // The sender fails at once with the remedy (not at its deadline) and takes the marker.
+  std::unique_ptr<ShmFifo> send;
+  const auto t0 = std::chrono::steady_clock::now();
+  st = ShmFifo::attach(spec(tag, true, 8, 1 << 16), Deadline::afterSeconds(20), &send);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(st.code(), weftSystemError);
+  EXPECT_NE(st.message().find("rank 1 could not create the shared-memory FIFO"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("--shm-size"), std::string::npos) << st.message();
   EXPECT_TRUE(shmEntries(tag).empty());
 }
 
