@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -58,6 +59,18 @@ struct ReferenceMessage {
   uint64_t bytes = 0;
 };
 constexpr uint64_t kReferenceMagic = 0x5745465452454621ull;  // "WEFTREF!"
+
+// For transports that send a reference's bytes themselves (sendsReferencedBytes()): the bytes a
+// posted slot stands for. A slot of `*bytes` == 0 holding a ReferenceMessage becomes the memory it
+// names (the executor keeps it unchanged until the slot is consumed); any other slot is itself.
+inline void resolveReferencedBytes(const char** data, size_t* bytes) {
+  if (*bytes != 0) return;
+  ReferenceMessage ref;
+  std::memcpy(&ref, *data, sizeof(ref));
+  if (ref.magic != kReferenceMagic) return;
+  *data = reinterpret_cast<const char*>(ref.address);
+  *bytes = static_cast<size_t>(ref.bytes);
+}
 
 // Sends and receives small blobs between two ranks out of band (through the bootstrap), for
 // transports that must exchange addresses or handles while connecting.

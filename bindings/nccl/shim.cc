@@ -92,13 +92,17 @@ const char* lastError(ncclComm_t comm) {
 
 // ---- Logging -----------------------------------------------------------------------------
 
+namespace {
+void vlogInfo(const char* fmt, va_list ap) {
+  if (infoEnabled()) emit(vformat(fmt, ap));
+}
+}  // namespace
+
 void logInfo(const char* fmt, ...) {
-  if (!infoEnabled()) return;
   va_list ap;
   va_start(ap, fmt);
-  std::string text = vformat(fmt, ap);
+  vlogInfo(fmt, ap);
   va_end(ap);
-  emit(text);
 }
 
 void logInfoOnce(const char* key, const char* fmt, ...) {
@@ -108,12 +112,10 @@ void logInfoOnce(const char* key, const char* fmt, ...) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!seen.insert(key).second) return;
   }
-  if (!infoEnabled()) return;
   va_list ap;
   va_start(ap, fmt);
-  std::string text = vformat(fmt, ap);
+  vlogInfo(fmt, ap);
   va_end(ap);
-  emit(text);
 }
 
 // ---- ncclConfig_t --------------------------------------------------------------------------

@@ -212,14 +212,7 @@ class PluginLink final : public NetLink {
       const uint64_t c = ring_.tail.load(std::memory_order_relaxed) + inflight_.size();
       size_t bytes = ring_.size(c).load(std::memory_order_relaxed);
       const char* data = ring_.slot(c);
-      if (bytes == 0) {
-        ReferenceMessage ref;
-        std::memcpy(&ref, data, sizeof(ref));
-        if (ref.magic == kReferenceMagic) {
-          data = reinterpret_cast<const char*>(ref.address);
-          bytes = static_cast<size_t>(ref.bytes);
-        }
-      }
+      resolveReferencedBytes(&data, &bytes);
       if (bytes > ring_.slotBytes()) {
         state_.fail(WEFT_ERROR(weftInternalError,
                                "rank %d: a slot to %s holds %zu bytes, more than its %zu; this is "

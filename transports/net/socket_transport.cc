@@ -212,16 +212,7 @@ class SocketLink final : public NetLink {
       if (tail == ring_.head.load(std::memory_order_acquire)) return moved;
       size_t bytes = ring_.size(tail).load(std::memory_order_relaxed);
       const char* data = ring_.slot(tail);
-      if (bytes == 0) {
-        // A reference (transport.h): the bytes are in this process's memory, at the address the
-        // executor put in the slot; it keeps them unchanged until the slot is sent.
-        ReferenceMessage ref;
-        std::memcpy(&ref, data, sizeof(ref));
-        if (ref.magic == kReferenceMagic) {
-          data = reinterpret_cast<const char*>(ref.address);
-          bytes = static_cast<size_t>(ref.bytes);
-        }
-      }
+      resolveReferencedBytes(&data, &bytes);
       if (headerDone_ == 0 && dataDone_ == 0) {
         header_.magic = kFrameMagic;
         header_.type = kFrameData;
