@@ -18,7 +18,7 @@
 //           links' usable bandwidths of link_bw.h.
 // Every constant is in CostParams with its source; nothing names a machine or a vendor.
 //
-// Calibration check (tests/unit/topology/test_cost_model.cc, ring all-reduce busbw, Simple, 32
+// Calibration check (tests/unit/topology/cost_model_test.cc, ring all-reduce busbw, Simple, 32
 // channels, on the machines of machines.h): 8xH100 1 GiB 360.5 GB/s vs published 365-370
 // (-1.9%); 8xA100 1 GiB 235.6 vs ~230 (+2.4%); 8xMI300X 1 GiB 327.4 vs 315-320 (+3.1%), 128 MiB
 // 314.7 vs 295 (+6.7%), 8 MiB 188.7 vs 175 (+7.9%); 2 x 8xH100 with 8x400G NICs 1 GiB 384.8

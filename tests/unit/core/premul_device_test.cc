@@ -77,7 +77,7 @@ void put(weftDataType_t t, void* buf, size_t i, double v) {
   }
 }
 
-// As in tests/api/test_premul.cc: products and partial sums exact in the type over up to 4
+// As in tests/api/premul_test.cc: products and partial sums exact in the type over up to 4
 // ranks whatever the order (scheme 0: scalars +-2, inputs -1..1; scheme 1, not for FP8:
 // scalars -3..0, inputs -3..3), each rank with its own scalar.
 double scalarOf(int scheme, int rank) { return scheme == 0 ? (rank % 2 ? -2.0 : 2.0) : static_cast<double>(rank - 3); }

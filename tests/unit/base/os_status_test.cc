@@ -24,7 +24,7 @@ TEST(Status, TryPropagatesCodeMessageAndCallSites) {
   EXPECT_FALSE(s.isOk());
   EXPECT_EQ(s.code(), weftSystemError);
   EXPECT_EQ(s.message(), "shm_open(/x) failed");
-  EXPECT_NE(s.trace().find("test_os_status.cc"), std::string::npos) << s.trace();
+  EXPECT_NE(s.trace().find("os_status_test.cc"), std::string::npos) << s.trace();
   EXPECT_NE(s.trace().find(" <- "), std::string::npos) << s.trace();
   Status p = std::move(s).withPrefix("rank 3: ");
   EXPECT_EQ(p.message(), "rank 3: shm_open(/x) failed");

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "test_detect_util.h"
+#include "detect_test_util.h"
 #include "topology/detect.h"
 #include "topology/detect_sources.h"
 

@@ -1,7 +1,7 @@
 // Helpers for the detection tests: fake sysfs trees under tests/fixtures/sysfs/, found from
 // this file's path, and small look-ups in a System.
-#ifndef WEFT_TESTS_UNIT_TOPOLOGY_TEST_DETECT_UTIL_H_
-#define WEFT_TESTS_UNIT_TOPOLOGY_TEST_DETECT_UTIL_H_
+#ifndef WEFT_TESTS_UNIT_TOPOLOGY_DETECT_TEST_UTIL_H_
+#define WEFT_TESTS_UNIT_TOPOLOGY_DETECT_TEST_UTIL_H_
 
 #include <string>
 
@@ -13,7 +13,7 @@ namespace testing {
 
 // tests/fixtures/sysfs/<name>, an absolute path.
 inline std::string sysfsFixture(const std::string& name) {
-  std::string here = __FILE__;  // .../tests/unit/topology/test_detect_util.h
+  std::string here = __FILE__;  // .../tests/unit/topology/detect_test_util.h
   return here.substr(0, here.rfind("/unit/")) + "/fixtures/sysfs/" + name;
 }
 
@@ -44,4 +44,4 @@ inline int cpuWithNuma(const System& s, int numa) {
 }  // namespace topo
 }  // namespace weft
 
-#endif  // WEFT_TESTS_UNIT_TOPOLOGY_TEST_DETECT_UTIL_H_
+#endif  // WEFT_TESTS_UNIT_TOPOLOGY_DETECT_TEST_UTIL_H_

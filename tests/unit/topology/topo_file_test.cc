@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "test_topo_file_util.h"
+#include "topo_file_test_util.h"
 #include "topology/link_bw.h"
 #include "topology/topo_file.h"
 

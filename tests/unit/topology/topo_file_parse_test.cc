@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "test_topo_file_util.h"
+#include "topo_file_test_util.h"
 #include "topology/link_bw.h"
 #include "topology/topo_file.h"
 #include "topology/xml.h"

@@ -16,7 +16,7 @@ namespace tools {
 namespace {
 
 std::string fixture(const std::string& name) {
-  std::string here = __FILE__;  // .../tests/unit/tools/test_topo_views.cc
+  std::string here = __FILE__;  // .../tests/unit/tools/topo_views_test.cc
   return here.substr(0, here.rfind("/unit/tools/")) + "/fixtures/topo/" + name + ".xml";
 }
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "test_detect_util.h"
+#include "detect_test_util.h"
 #include "topology/detect.h"
 #include "topology/detect_sources.h"
 

@@ -1,7 +1,7 @@
 // Helpers shared by the topology-file tests: where the fixtures are, and a System in a canonical
 // form (independent of node order) so that two Systems can be compared for equivalence.
-#ifndef WEFT_TESTS_UNIT_TOPOLOGY_TEST_TOPO_FILE_UTIL_H_
-#define WEFT_TESTS_UNIT_TOPOLOGY_TEST_TOPO_FILE_UTIL_H_
+#ifndef WEFT_TESTS_UNIT_TOPOLOGY_TOPO_FILE_TEST_UTIL_H_
+#define WEFT_TESTS_UNIT_TOPOLOGY_TOPO_FILE_TEST_UTIL_H_
 
 #include <algorithm>
 #include <cstdio>
@@ -18,7 +18,7 @@ namespace testing {
 
 // tests/fixtures/<sub>, found from this file's own path (no build-system help needed).
 inline std::string fixtureDir(const std::string& sub) {
-  std::string here = __FILE__;  // .../tests/unit/topology/test_topo_file_util.h
+  std::string here = __FILE__;  // .../tests/unit/topology/topo_file_test_util.h
   for (int up = 0; up < 3; ++up) {
     size_t slash = here.find_last_of('/');
     here = slash == std::string::npos ? "." : here.substr(0, slash);
@@ -82,4 +82,4 @@ inline int countLinks(const System& s, LinkType t) {
 }  // namespace topo
 }  // namespace weft
 
-#endif  // WEFT_TESTS_UNIT_TOPOLOGY_TEST_TOPO_FILE_UTIL_H_
+#endif  // WEFT_TESTS_UNIT_TOPOLOGY_TOPO_FILE_TEST_UTIL_H_

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "test_topo_file_util.h"
+#include "topo_file_test_util.h"
 #include "topology/topo_file.h"
 
 namespace weft {
