@@ -263,15 +263,19 @@ class Interpreter {
     v[static_cast<int>(Buf::kScratch)] = View{2, 0, scratchBufferCount(p_), nullptr};
     View& send = v[static_cast<int>(Buf::kSend)];
     View& recv = v[static_cast<int>(Buf::kRecv)];
+    // In place the two views share one allocation, the smaller at its block of the larger
+    // (collInPlaceRecvOffset).
+    const CollTraits& t = collTraits(p_.kind);
+    const int64_t offset = collInPlaceRecvOffset(p_.kind, r, p_.count);
     if (!o_.inPlace) {
       send = View{0, 0, sendCount, nullptr};
       recv = View{1, 0, recvCount, nullptr};
-    } else if (p_.kind == CollKind::kAllGather) {
+    } else if (t.recvTimesRanks && !t.sendTimesRanks) {
       recv = View{1, 0, recvCount, nullptr};
-      send = View{1, static_cast<int64_t>(r) * p_.count, sendCount, nullptr};
-    } else if (p_.kind == CollKind::kReduceScatter) {
+      send = View{1, -offset, sendCount, nullptr};
+    } else if (t.sendTimesRanks && !t.recvTimesRanks) {
       send = View{0, 0, sendCount, nullptr};
-      recv = View{0, static_cast<int64_t>(r) * p_.count, recvCount, nullptr};
+      recv = View{0, offset, recvCount, nullptr};
     } else {
       recv = View{1, 0, recvCount, nullptr};
       send = recv;
@@ -531,19 +535,7 @@ class Interpreter {
       Value v;
       if (reads) {
         if (std::string e = access(r, l, src.alloc, srcAt + j, false); !e.empty()) return e;
-        v = rs.allocs[src.alloc][srcAt + j];
-        v.flags &= ~kWritten;
-        if (!(v.flags & kHas))
-          return fail(format("reads %s, which holds nothing yet", bufferName(r, src.alloc, srcAt + j).c_str()));
-        if (scalesOwn) {
-          if (v.scaledCount != 0) {
-            return fail(
-                format("reads %s from the send buffer, where executors multiply by the premul-sum scalar, "
-                       "but it holds %s: a contribution would be multiplied twice",
-                       bufferName(r, src.alloc, srcAt + j).c_str(), describe(v).c_str()));
-          }
-          v.scaled = v.set, v.scaledCount = v.count;
-        }
+        if (std::string e = load(r, src.alloc, srcAt + j, scalesOwn, &v); !e.empty()) return fail(e);
       }
       if (in) {
         const Value& m = msg.values[j];
@@ -569,6 +561,24 @@ class Interpreter {
       sent.lane = l, sent.step = ls.step, sent.iteration = ls.iteration;
       out->push_back(std::move(sent));
     }
+    return "";
+  }
+
+  // Element `at` of allocation `alloc` of rank r as a step reads it. A premul-sum's own input
+  // is multiplied here (scalesOwn), as executors multiply it when they read the send buffer.
+  std::string load(int r, int alloc, int64_t at, bool scalesOwn, Value* out) const {
+    Value v = ranks_[r].allocs[alloc][at];
+    v.flags &= ~kWritten;
+    if (!(v.flags & kHas)) return format("reads %s, which holds nothing yet", bufferName(r, alloc, at).c_str());
+    if (scalesOwn) {
+      if (v.scaledCount != 0) {
+        return format("reads %s from the send buffer, where executors multiply by the premul-sum scalar, "
+                      "but it holds %s: a contribution would be multiplied twice",
+                      bufferName(r, alloc, at).c_str(), describe(v).c_str());
+      }
+      v.scaled = v.set, v.scaledCount = v.count;
+    }
+    *out = v;
     return "";
   }
 
@@ -662,41 +672,25 @@ class Interpreter {
                   expectText(set, count, index, post).c_str());
   }
 
+  // Every element of every receive buffer against what the collective's traits say it holds
+  // (collSourceOf): the post-processed sum over every rank, or one rank's element as it was
+  // sent. A rank the collective gives no receive buffer (a reduce's non-roots) writes nothing.
   std::string checkResults() const {
-    const int64_t c = p_.count;
-    const uint32_t all = static_cast<uint32_t>(n_);
+    const int64_t recvCount = collExtents(p_.kind, p_.count, n_).recv;
     for (int r = 0; r < n_; ++r) {
-      std::string e;
-      switch (p_.kind) {
-        case CollKind::kAllReduce:
-          for (int64_t i = 0; i < c && e.empty(); ++i) e = expect(r, i, full_, all, i, true);
-          break;
-        case CollKind::kAllGather:
-          for (int64_t i = 0; i < c * n_ && e.empty(); ++i)
-            e = expect(r, i, key(static_cast<int>(i / c)), 1, i % c, false);
-          break;
-        case CollKind::kReduceScatter:
-          for (int64_t i = 0; i < c && e.empty(); ++i) e = expect(r, i, full_, all, r * c + i, true);
-          break;
-        case CollKind::kBroadcast:
-          for (int64_t i = 0; i < c && e.empty(); ++i) e = expect(r, i, key(p_.root), 1, i, false);
-          break;
-        case CollKind::kReduce:
-          if (r == p_.root) {
-            for (int64_t i = 0; i < c && e.empty(); ++i) e = expect(r, i, full_, all, i, true);
-          } else {
-            e = checkUntouched(r);
-          }
-          break;
-        case CollKind::kAllToAll:
-          for (int64_t i = 0; i < c * n_ && e.empty(); ++i) {
-            e = expect(r, i, key(static_cast<int>(i / c)), 1, r * c + i % c, false);
-          }
-          break;
-        case CollKind::kSendRecv:
-          break;
+      if (!collUsesRecv(p_.kind, r, p_.root)) {
+        std::string e = checkUntouched(r);
+        if (!e.empty()) return e;
+        continue;
       }
-      if (!e.empty()) return e;
+      for (int64_t i = 0; i < recvCount; ++i) {
+        const CollSource src = collSourceOf(p_.kind, r, p_.root, i, p_.count);
+        if (!src.valid) break;
+        const bool summed = src.fromRank < 0;
+        std::string e = summed ? expect(r, i, full_, static_cast<uint32_t>(n_), src.sendIndex, true)
+                               : expect(r, i, key(src.fromRank), 1, src.sendIndex, false);
+        if (!e.empty()) return e;
+      }
     }
     return "";
   }

@@ -27,33 +27,9 @@ const char* bufName(Buf buf) {
   return "unknown";
 }
 
-// ---- The algorithm table -------------------------------------------------------------------
+// ---- The algorithm implementation table ----------------------------------------------------
 
 namespace {
-
-struct AlgoInfo {
-  Algo algo;
-  const char* name;
-  // The tuner's name for it, when the tuner picks it for all-reduce (topology cannot see Algo).
-  bool tunedAllReduce;
-  topo::AllReduceAlgo tuner;
-};
-
-// Every algorithm, in enum order.
-constexpr AlgoInfo kAlgos[] = {
-    {Algo::kRing, "ring", true, topo::AllReduceAlgo::kRing},
-    {Algo::kTree, "tree", true, topo::AllReduceAlgo::kTree},
-    {Algo::kPairwise, "pairwise", false, topo::AllReduceAlgo::kRing},
-    {Algo::kRecursiveDoubling, "doubling", true, topo::AllReduceAlgo::kDoubling},
-};
-constexpr int kNumAlgos = static_cast<int>(sizeof(kAlgos) / sizeof(kAlgos[0]));
-constexpr bool algoTableInEnumOrder() {
-  for (int i = 0; i < kNumAlgos; ++i) {
-    if (static_cast<int>(kAlgos[i].algo) != i) return false;
-  }
-  return true;
-}
-static_assert(algoTableInEnumOrder(), "kAlgos must list every Algo once, in enum order");
 
 using BuildFn = void (*)(const ScheduleParams& p, int rank, RankSchedule* s);
 using ScratchFn = int64_t (*)(const ScheduleParams& p);
@@ -80,16 +56,23 @@ constexpr AlgoImpl kAlgoImpls[] = {
     {CollKind::kAllToAll, Algo::kPairwise, algo::buildPairwiseAllToAll, 1, nullptr},
 };
 
-constexpr bool everyScheduledKindHasItsDefault() {
+// The implementations match the algorithm identities of base/coll_traits.h (kAlgoTraits):
+// a row for every (kind, algorithm) it lists, and for nothing else.
+constexpr int implRows(CollKind kind, Algo algo) {
+  int rows = 0;
+  for (const AlgoImpl& a : kAlgoImpls) rows += (a.kind == kind && a.algo == algo) ? 1 : 0;
+  return rows;
+}
+constexpr bool implsMatchAlgoTraits() {
   for (const CollTraits& t : kCollTraits) {
-    bool found = false;
-    for (const AlgoImpl& a : kAlgoImpls) found = found || (a.kind == t.kind && a.algo == t.defaultAlgo);
-    if (t.scheduled != found) return false;
+    for (const AlgoTraits& a : kAlgoTraits) {
+      if (implRows(t.kind, a.algo) != (algoSupported(t.kind, a.algo) ? 1 : 0)) return false;
+    }
   }
   return true;
 }
-static_assert(everyScheduledKindHasItsDefault(),
-              "every scheduled collective needs a row for its default algorithm, and only those");
+static_assert(implsMatchAlgoTraits(),
+              "kAlgoImpls must have one row per (collective, algorithm) that kAlgoTraits lists, and no other");
 
 const AlgoImpl* findImpl(CollKind kind, Algo algo) {
   for (const AlgoImpl& a : kAlgoImpls) {
@@ -99,55 +82,6 @@ const AlgoImpl* findImpl(CollKind kind, Algo algo) {
 }
 
 }  // namespace
-
-const char* algoName(Algo algo) {
-  return static_cast<int>(algo) < kNumAlgos ? kAlgos[static_cast<int>(algo)].name : "unknown";
-}
-
-bool algoFromName(const std::string& name, Algo* out) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-  for (const AlgoInfo& a : kAlgos) {
-    if (lower == a.name) return *out = a.algo, true;
-  }
-  return false;
-}
-
-Algo algoOf(topo::AllReduceAlgo tuned) {
-  for (const AlgoInfo& a : kAlgos) {
-    if (a.tunedAllReduce && a.tuner == tuned) return a.algo;
-  }
-  return collTraits(CollKind::kAllReduce).defaultAlgo;
-}
-
-bool algoSupported(CollKind kind, Algo algo) { return findImpl(kind, algo) != nullptr; }
-
-std::string supportedAlgorithms() {
-  std::string out;
-  for (const CollTraits& t : kCollTraits) {
-    if (!t.scheduled) continue;
-    out += out.empty() ? "" : "; ";
-    out += t.name;
-    out += ":";
-    const char* sep = " ";
-    for (const AlgoImpl& a : kAlgoImpls) {
-      if (a.kind != t.kind) continue;
-      out += sep;
-      out += algoName(a.algo);
-      sep = ", ";
-    }
-  }
-  return out;
-}
-
-std::string algorithmNames() {
-  std::string out;
-  for (int i = 0; i < kNumAlgos; ++i) {
-    out += i == 0 ? "" : i + 1 == kNumAlgos ? " or " : ", ";
-    out += kAlgos[i].name;
-  }
-  return out;
-}
 
 int64_t sendBufferCount(const ScheduleParams& p) { return collExtents(p.kind, p.count, p.nRanks).send; }
 

@@ -37,36 +37,22 @@
 #include <string>
 #include <vector>
 
-#include "collectives/coll_traits.h"
+#include "base/coll_traits.h"
 #include "collectives/step_kind.h"
-#include "topology/tuner.h"
 
 namespace weft {
 namespace coll {
 
-// CollKind, Algo and what each collective is: coll_traits.h. StepKind, Buf and what each step
-// kind does: step_kind.h.
-
-// The algorithm table (schedule.cc): per algorithm its name; per (collective, algorithm) pair
-// that exists its builder, lanes per channel and scratch. Everything below reads it.
-const char* algoName(Algo algo);  // "ring", "tree", "pairwise", "doubling"
-// The algorithm named `name` (algoName's spelling, any case).
-bool algoFromName(const std::string& name, Algo* out);
-// The algorithm the tuner's all-reduce choice names.
-Algo algoOf(topo::AllReduceAlgo tuned);
-// Whether buildSchedule has `algo` for `kind`.
-bool algoSupported(CollKind kind, Algo algo);
-// "allreduce: ring, tree, doubling; allgather: ring; ...": what exists, for messages.
-std::string supportedAlgorithms();
-// "ring, tree, pairwise or doubling": every algorithm's name, for messages.
-std::string algorithmNames();
+// CollKind, Algo, what each collective is and which algorithms each has (names, algoSupported,
+// algoFromName): base/coll_traits.h. StepKind, Buf and what each step kind does: step_kind.h.
+// The algorithm implementation table (schedule.cc) adds, per (collective, algorithm) pair that
+// exists, its builder, lanes per channel and scratch; everything below reads it.
 
 // Limits validateParams enforces.
 constexpr int kMaxScheduleChannels = 32;
 constexpr int kMaxScheduleRanks = 1 << 20;
 
 const char* bufName(Buf buf);  // "send", "recv", "scratch"
-
 
 struct Step {
   StepKind kind = StepKind::kCopy;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/coll_traits.h"
 #include "topology/cost_model.h"
 #include "topology/topo_file.h"
 
@@ -268,30 +269,70 @@ std::string formatBytes(int64_t bytes) {
 }
 
 std::string formatPredictions(const topo::Cluster& cluster, const topo::SearchResult& result) {
-  using topo::Collective;
   if (result.nRanks < 1) return "No GPUs: no predictions.\n";
-  static const Collective kAll[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
-                                    Collective::kBroadcast, Collective::kReduce,    Collective::kAllToAll};
+  // Every scheduled collective (sendrecv is the user's own calls), from the traits table.
+  std::vector<coll::CollKind> kinds;
+  for (const coll::CollTraits& t : coll::kCollTraits) {
+    if (t.scheduled) kinds.push_back(t.kind);
+  }
   const size_t width = 22;
   std::string out = "Predicted bus bandwidth, GB/s (algorithm/protocol x channels the tuner picks), " +
                     std::to_string(result.nRanks) + " ranks:\n";
   out += pad("size", 9);
-  for (Collective c : kAll) out += pad(topo::collectiveName(c), width);
+  for (coll::CollKind c : kinds) out += pad(coll::collName(c), width);
   while (out.back() == ' ') out.pop_back();
   out += "\n";
   char cell[64];
   for (int64_t bytes : predictionSizes()) {
     std::string line = pad(formatBytes(bytes), 9);
-    for (Collective c : kAll) {
+    for (coll::CollKind c : kinds) {
       topo::Prediction p = topo::predictBest(cluster, result, c, bytes);
       std::snprintf(cell, sizeof(cell), p.busBwGBs < 10 ? "%.2f %s/%s x%d" : "%.1f %s/%s x%d", p.busBwGBs,
-                    topo::algorithmName(p.algorithm), topo::protocolName(p.protocol), p.channels);
+                    topo::algoLabel(p.algorithm), topo::protocolName(p.protocol), p.channels);
       line += pad(cell, width);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
   return out;
+}
+
+namespace {
+
+// `text` as lines of at most `width` columns, each after `indent` spaces (the first line's
+// indent is the caller's), broken at spaces.
+std::string wrapAt(const std::string& text, size_t indent, size_t width) {
+  std::string out, line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(start, end - start);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return out + line + "\n";
+}
+
+}  // namespace
+
+std::string scheduleHelp() {
+  constexpr size_t kIndent = 30, kWidth = 100;
+  std::string colls;
+  for (const coll::CollTraits& t : coll::kCollTraits) {
+    if (t.scheduled) colls += std::string(colls.empty() ? "" : " ") + t.name;
+  }
+  return "  --schedule COLL             " +
+         wrapAt("print the schedule every rank runs for a collective and check it with the reference "
+                "interpreter. COLL: " + colls,
+                kIndent, kWidth) +
+         "      -n, --nranks N          ranks (8)\n"
+         "      --algo ALGO             " +
+         wrapAt("per collective: " + coll::supportedAlgorithms(), kIndent, kWidth);
 }
 
 }  // namespace tools

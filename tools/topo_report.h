@@ -43,6 +43,10 @@ std::string formatPredictions(const topo::Cluster& cluster, const topo::SearchRe
 // "8 B", "64 KiB", "1 GiB".
 std::string formatBytes(int64_t bytes);
 
+// The help lines of --schedule and --algo, which list the collectives and each one's
+// algorithms from the tables of base/coll_traits.h, so the help cannot fall behind them.
+std::string scheduleHelp();
+
 }  // namespace tools
 }  // namespace weft
 

@@ -18,7 +18,7 @@
 
 namespace {
 
-const char kUsage[] =
+const char kUsageHead[] =
     "usage: weft-topo [topology options] [--json | --xml nccl|rccl | --svg FILE]\n"
     "       weft-topo --schedule COLL [schedule options] | --params\n"
     "\n"
@@ -43,12 +43,9 @@ const char kUsage[] =
     "  --svg FILE                  draw the topology and the first rings as an SVG picture in FILE\n"
     "\n"
     "other views:\n"
-    "  --params                    list every WEFT_* parameter: type, default, current value, help\n"
-    "  --schedule COLL             print the schedule every rank runs for a collective and check it\n"
-    "                              with the reference interpreter. COLL: allreduce allgather\n"
-    "                              reducescatter broadcast reduce alltoall\n"
-    "      -n, --nranks N          ranks (8)\n"
-    "      --algo ALGO             ring, tree, doubling (all-reduce) or pairwise (all-to-all)\n"
+    "  --params                    list every WEFT_* parameter: type, default, current value, help\n";
+// Between the two: the --schedule and --algo lines, made from the tables (scheduleHelp).
+const char kUsageTail[] =
     "      --count N               elements per rank (default: 2 x nranks, enough to show every block)\n"
     "      --channels N            parallel rings/trees (1)\n"
     "      --root R                root of broadcast/reduce (0)\n"
@@ -65,10 +62,15 @@ const char kUsage[] =
     "  weft-topo --params\n"
     "exit status: 0 ok, 1 the request failed (unreadable file, detection failed), 2 bad command line\n";
 
+const std::string& usage() {
+  static const std::string text = kUsageHead + weft::tools::scheduleHelp() + kUsageTail;
+  return text;
+}
+
 int usageError(const char* fmt, const char* arg) {
   std::fprintf(stderr, "weft-topo: ");
   std::fprintf(stderr, fmt, arg);
-  std::fprintf(stderr, "\n\n%s", kUsage);
+  std::fprintf(stderr, "\n\n%s", usage().c_str());
   return 2;
 }
 
@@ -188,7 +190,7 @@ int main(int argc, char** argv) {
     };
     long long v = 0;
     if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(usage().c_str(), stdout);
       return 0;
     } else if (a == "--params") {
       params = true;
@@ -251,7 +253,7 @@ int main(int argc, char** argv) {
     return usageError("%s", "the topology views cannot be combined with --params or --schedule");
   if (topoReq.wanted) return showTopology(topoReq);
   if (!params && !schedule) {
-    std::fputs(kUsage, stdout);
+    std::fputs(usage().c_str(), stdout);
     return 0;
   }
   if (params) std::fputs(weft::core::formatParameterTable().c_str(), stdout);

@@ -1,7 +1,10 @@
 #include "topology/cost_model.h"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cstdio>
+#include <string>
 #include <limits>
 #include <vector>
 
@@ -101,26 +104,12 @@ double ringTime(const CostInput& in, int channels, double fixedUs) {
   const int n = in.cluster->nRanks();
   const SearchResult& topo = *in.topo;
   if (topo.rings.empty()) return kInf;
-  double steps, dataFactor;
-  switch (in.collective) {
-    case Collective::kAllReduce:
-      steps = 2.0 * (n - 1);
-      dataFactor = 2.0 * (n - 1) / n;
-      break;
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-      steps = n - 1;
-      dataFactor = static_cast<double>(n - 1) / n;
-      break;
-    case Collective::kBroadcast:
-    case Collective::kReduce:
-      // A pipelined chain: the first chunk crosses n-1 edges, then every chunk follows.
-      steps = n - 1;
-      dataFactor = 1.0;
-      break;
-    default:
-      return kInf;
-  }
+  // A ring moves the bus-bandwidth share of the data per rank (that is how nccl-tests defines
+  // busbw), in n - 1 steps per pass: all-reduce two passes (reduce-scatter, all-gather), the
+  // others one (broadcast and reduce as a pipelined chain: the first chunk crosses n - 1 edges,
+  // then every chunk follows).
+  const double dataFactor = coll::collBusBwFactor(in.collective, n);
+  const double steps = (n - 1) * (coll::collTraits(in.collective).busBw == coll::BusBw::kTwoShares ? 2.0 : 1.0);
   std::vector<double> rates;
   double alpha = 0;
   for (size_t i = 0; i < topo.rings.size() && static_cast<int>(i) < channels; ++i) {
@@ -134,28 +123,27 @@ double ringTime(const CostInput& in, int channels, double fixedUs) {
 
 double treeTime(const CostInput& in, int channels, double fixedUs) {
   const SearchResult& topo = *in.topo;
-  const bool allReduce = in.collective == Collective::kAllReduce;
-  if (!allReduce && in.collective != Collective::kBroadcast && in.collective != Collective::kReduce) return kInf;
+  // A rooted collective goes one way through the trees (broadcast down, reduce up); all-reduce
+  // goes up, then down.
+  const coll::CollTraits& t = coll::collTraits(in.collective);
   if (topo.trees.empty()) return kInf;
   std::vector<double> rates;
   double depth = 0;
   for (size_t i = 0; i < topo.trees.size() && static_cast<int>(i) < channels; ++i) {
     const TreePair& pair = topo.trees[i];
-    rates.push_back(allReduce                                 ? pair.bwGBs
-                    : in.collective == Collective::kBroadcast ? pair.bcastBwGBs
-                                                              : pair.reduceBwGBs);
-    for (const Tree& t : pair.trees) depth = std::max(depth, treeDepthAlpha(*in.cluster, t, in.protocol, in.params));
+    rates.push_back(!t.rooted ? pair.bwGBs : t.reduces ? pair.reduceBwGBs : pair.bcastBwGBs);
+    for (const Tree& tree : pair.trees) {
+      depth = std::max(depth, treeDepthAlpha(*in.cluster, tree, in.protocol, in.params));
+    }
   }
   double bw = effectiveBw(rates, channels, in.protocol, in.params);
   if (bw <= 0) return kInf;
-  // All-reduce: up the trees, then down; broadcast and reduce: one way.
-  double latency = (allReduce ? 2.0 : 1.0) * depth;
+  double latency = (t.rooted ? 1.0 : 2.0) * depth;
   return fixedUs + latency + static_cast<double>(in.bytes) / (bw * 1e3);
 }
 
 // Every rank sends bytes/n to every other at once; the busiest resource sets the pace.
-double allToAllTime(const CostInput& in, double fixedUs) {
-  if (in.algorithm != Algorithm::kRing) return kInf;
+double allToAllTime(const CostInput& in, int /*channels*/, double fixedUs) {
   const Cluster& c = *in.cluster;
   const int n = c.nRanks();
   const double block = static_cast<double>(in.bytes) / n;
@@ -191,45 +179,39 @@ double allToAllTime(const CostInput& in, double fixedUs) {
          worst / efficiency(in.protocol, in.params.channelGBs, in.params);
 }
 
+// The algorithms the model prices; the others (recursive doubling) are +infinity.
+struct Pricer {
+  coll::Algo algo;
+  double (*time)(const CostInput& in, int channels, double fixedUs);
+  bool channels;  // its time depends on the channel count (all-to-all uses one)
+};
+constexpr Pricer kPricers[] = {
+    {coll::Algo::kRing, ringTime, true},
+    {coll::Algo::kTree, treeTime, true},
+    {coll::Algo::kPairwise, allToAllTime, false},
+};
+const Pricer* pricerFor(coll::Algo algo) {
+  for (const Pricer& p : kPricers) {
+    if (p.algo == algo) return &p;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-const char* collectiveName(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return "allreduce";
-    case Collective::kAllGather:
-      return "allgather";
-    case Collective::kReduceScatter:
-      return "reducescatter";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kAllToAll:
-      return "alltoall";
-  }
-  return "unknown";
+const char* algoLabel(coll::Algo a) {
+  static const auto labels = [] {
+    std::array<std::string, coll::kNumAlgos> out;
+    for (int i = 0; i < coll::kNumAlgos; ++i) {
+      out[i] = coll::kAlgoTraits[i].name;
+      out[i][0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[i][0])));
+    }
+    return out;
+  }();
+  return static_cast<int>(a) < coll::kNumAlgos ? labels[static_cast<int>(a)].c_str() : "Unknown";
 }
-
-const char* algorithmName(Algorithm a) { return a == Algorithm::kRing ? "Ring" : "Tree"; }
 
 const char* protocolName(Protocol p) { return p == Protocol::kLL ? "LL" : "Simple"; }
-
-double busBwFactor(Collective c, int nRanks) {
-  if (nRanks <= 0) return 0.0;
-  switch (c) {
-    case Collective::kAllReduce:
-      return 2.0 * (nRanks - 1) / nRanks;
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-    case Collective::kAllToAll:
-      return static_cast<double>(nRanks - 1) / nRanks;
-    case Collective::kBroadcast:
-    case Collective::kReduce:
-      return 1.0;
-  }
-  return 1.0;
-}
 
 double predictTime(const CostInput& in) {
   if (in.cluster == nullptr || in.topo == nullptr || in.bytes < 0) return kInf;
@@ -237,8 +219,9 @@ double predictTime(const CostInput& in) {
   const double fixedUs = (in.graphCaptured ? 0.0 : p.hostLaunchUs()) + p.kernelBaseUs;
   if (in.cluster->nRanks() <= 1) return fixedUs;
   const int channels = std::max(1, in.channels > 0 ? in.channels : p.maxChannels);
-  if (in.collective == Collective::kAllToAll) return allToAllTime(in, fixedUs);
-  return in.algorithm == Algorithm::kRing ? ringTime(in, channels, fixedUs) : treeTime(in, channels, fixedUs);
+  const Pricer* pricer = pricerFor(in.algorithm);
+  if (pricer == nullptr || !coll::algoSupported(in.collective, in.algorithm)) return kInf;
+  return pricer->time(in, channels, fixedUs);
 }
 
 Prediction predict(const CostInput& in) {
@@ -249,12 +232,12 @@ Prediction predict(const CostInput& in) {
   out.timeUs = predictTime(in);
   if (out.timeUs > 0 && out.timeUs < kInf) {
     out.algBwGBs = static_cast<double>(in.bytes) / (out.timeUs * 1e3);
-    out.busBwGBs = out.algBwGBs * busBwFactor(in.collective, in.cluster->nRanks());
+    out.busBwGBs = out.algBwGBs * coll::collBusBwFactor(in.collective, in.cluster->nRanks());
   }
   return out;
 }
 
-Prediction predictBest(const Cluster& cluster, const SearchResult& topo, Collective c, int64_t bytes,
+Prediction predictBest(const Cluster& cluster, const SearchResult& topo, coll::CollKind c, int64_t bytes,
                        bool graphCaptured, const CostParams& params) {
   std::vector<int> channelCounts;
   for (int k = 1; k <= params.maxChannels; k *= 2) channelCounts.push_back(k);
@@ -266,7 +249,7 @@ Prediction predictBest(const Cluster& cluster, const SearchResult& topo, Collect
   std::sort(channelCounts.begin(), channelCounts.end());
   channelCounts.erase(std::unique(channelCounts.begin(), channelCounts.end()), channelCounts.end());
   channelCounts.erase(std::remove(channelCounts.begin(), channelCounts.end(), 0), channelCounts.end());
-  if (c == Collective::kAllToAll || channelCounts.empty()) channelCounts.assign(1, 1);
+  if (channelCounts.empty()) channelCounts.assign(1, 1);
 
   std::vector<Prediction> all;
   CostInput in;
@@ -276,10 +259,12 @@ Prediction predictBest(const Cluster& cluster, const SearchResult& topo, Collect
   in.bytes = bytes;
   in.graphCaptured = graphCaptured;
   in.params = params;
-  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree}) {
+  for (const Pricer& pricer : kPricers) {
+    if (!coll::algoSupported(c, pricer.algo)) continue;
     for (Protocol p : {Protocol::kLL, Protocol::kSimple}) {
       for (int k : channelCounts) {
-        in.algorithm = a;
+        if (!pricer.channels && k != channelCounts.front()) break;
+        in.algorithm = pricer.algo;
         in.protocol = p;
         in.channels = k;
         all.push_back(predict(in));
@@ -303,7 +288,7 @@ Prediction predictBest(const Cluster& cluster, const SearchResult& topo, Collect
 
 std::string Prediction::describe() const {
   char text[160];
-  std::snprintf(text, sizeof(text), "%s/%s x%d: %.1f us, algbw %.1f GB/s, busbw %.1f GB/s", algorithmName(algorithm),
+  std::snprintf(text, sizeof(text), "%s/%s x%d: %.1f us, algbw %.1f GB/s, busbw %.1f GB/s", algoLabel(algorithm),
                 protocolName(protocol), channels, timeUs, algBwGBs, busBwGBs);
   return text;
 }

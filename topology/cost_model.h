@@ -33,23 +33,21 @@
 #include <cstdint>
 #include <string>
 
+#include "base/coll_traits.h"
 #include "topology/paths.h"
 #include "topology/search.h"
 
 namespace weft {
 namespace topo {
 
-enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll };
-enum class Algorithm { kRing, kTree };  // all-to-all's "ring" is the pairwise exchange
+// The collectives and algorithms priced are those of base/coll_traits.h (coll::CollKind,
+// coll::Algo, with their names and which algorithm runs which collective); the model prices
+// ring, tree and pairwise (not yet recursive doubling: +infinity). Bus bandwidth uses
+// coll::collBusBwFactor.
 enum class Protocol { kLL, kSimple };
 
-const char* collectiveName(Collective c);  // "allreduce", "allgather", ...
-const char* algorithmName(Algorithm a);    // "Ring", "Tree"
-const char* protocolName(Protocol p);      // "LL", "Simple"
-
-// nccl-tests' bus bandwidth factor (formats.md section 1): 2(n-1)/n for all-reduce, (n-1)/n for
-// all-gather, reduce-scatter and all-to-all, 1 for broadcast and reduce.
-double busBwFactor(Collective c, int nRanks);
+const char* algoLabel(coll::Algo a);    // coll::algoName capitalised as NCCL prints it: "Ring", "Tree"
+const char* protocolName(Protocol p);  // "LL", "Simple"
 
 struct CostParams {
   // Published small all-reduce latency on 8 GPUs (formats.md section 6): 13-17 us without graph
@@ -95,8 +93,8 @@ struct CostParams {
 struct CostInput {
   const Cluster* cluster = nullptr;
   const SearchResult* topo = nullptr;
-  Collective collective = Collective::kAllReduce;
-  Algorithm algorithm = Algorithm::kRing;
+  coll::CollKind collective = coll::CollKind::kAllReduce;
+  coll::Algo algorithm = coll::Algo::kRing;
   Protocol protocol = Protocol::kSimple;
   int64_t bytes = 0;  // nccl-tests' size: the larger of the send and receive buffers, per rank
   int channels = 0;   // 0: params.maxChannels
@@ -105,16 +103,16 @@ struct CostInput {
 };
 
 // Predicted time in microseconds; +infinity when the algorithm cannot run the collective (a
-// tree all-gather, say).
+// tree all-gather, say: coll::algoSupported) or the model does not price it.
 double predictTime(const CostInput& in);
 
 struct Prediction {
-  Algorithm algorithm = Algorithm::kRing;
+  coll::Algo algorithm = coll::Algo::kRing;
   Protocol protocol = Protocol::kSimple;
   int channels = 1;
   double timeUs = 0;
   double algBwGBs = 0;           // bytes / time
-  double busBwGBs = 0;           // algBw x busBwFactor
+  double busBwGBs = 0;           // algBw x coll::collBusBwFactor
   std::string describe() const;  // "Ring/Simple x16: 5212.3 us, algbw 206.0 GB/s, busbw 360.5 GB/s"
 };
 
@@ -123,7 +121,7 @@ Prediction predict(const CostInput& in);
 
 // The tuner: the algorithm, protocol and channel count with the least predicted time; within
 // 1% of the least, the fewest channels (each channel occupies an SM / CU).
-Prediction predictBest(const Cluster& cluster, const SearchResult& topo, Collective c, int64_t bytes,
+Prediction predictBest(const Cluster& cluster, const SearchResult& topo, coll::CollKind c, int64_t bytes,
                        bool graphCaptured = false, const CostParams& params = CostParams());
 
 }  // namespace topo

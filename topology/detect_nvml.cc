@@ -83,6 +83,122 @@ std::string busIdOf(const NvmlPciInfo& pci) {
   return id;
 }
 
+// Binds the NVML calls; false (with r filled in) when a required one is missing. The NVLink
+// calls are optional: without them GPUs are found, links are not (*haveNvLink false).
+bool bindNvml(const SharedLibrary& lib, const std::string& library, NvmlApi* api, bool* haveNvLink,
+              DetectSourceResult* r) {
+  std::string missing;
+  bool ok = bind(lib, &api->init, {"nvmlInit_v2"}, &missing) && bind(lib, &api->shutdown, {"nvmlShutdown"}, &missing) &&
+            bind(lib, &api->getCount, {"nvmlDeviceGetCount_v2"}, &missing) &&
+            bind(lib, &api->getHandleByIndex, {"nvmlDeviceGetHandleByIndex_v2"}, &missing) &&
+            bind(lib, &api->getPciInfo, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"}, &missing) &&
+            bind(lib, &api->getName, {"nvmlDeviceGetName"}, &missing) &&
+            bind(lib, &api->getCudaComputeCapability, {"nvmlDeviceGetCudaComputeCapability"}, &missing);
+  if (!ok) {
+    r->state = SourceState::kFailed;
+    r->detail = library + " lacks " + missing + " (not NVML, or an NVML older than CUDA 11): no NVIDIA GPUs detected";
+    return false;
+  }
+  bind(lib, &api->errorString, {"nvmlErrorString"}, nullptr);
+  *haveNvLink = bind(lib, &api->getNvLinkState, {"nvmlDeviceGetNvLinkState"}, nullptr) &&
+                bind(lib, &api->getNvLinkRemotePciInfo,
+                     {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"}, nullptr);
+  bind(lib, &api->getNvLinkRemoteDeviceType, {"nvmlDeviceGetNvLinkRemoteDeviceType"}, nullptr);
+  return true;
+}
+
+// The GPUs NVML sees, into the inventory; their handles and bus ids in the same order.
+struct NvmlGpus {
+  std::vector<NvmlDevice> handles;
+  std::vector<std::string> busIds;
+  std::string problems;  // "; GPU 3: ..." per GPU that could not be read
+};
+
+NvmlGpus readGpus(const NvmlApi& api, unsigned int count, Inventory* inv) {
+  NvmlGpus out;
+  for (unsigned int i = 0; i < count; ++i) {
+    NvmlDevice dev = nullptr;
+    NvmlPciInfo pci{};
+    NvmlReturn rc;
+    if ((rc = api.getHandleByIndex(i, &dev)) != kNvmlSuccess || (rc = api.getPciInfo(dev, &pci)) != kNvmlSuccess) {
+      out.problems += "; GPU " + std::to_string(i) + ": " + errorText(api, rc);
+      continue;
+    }
+    GpuEntry g;
+    g.busId = busIdOf(pci);
+    g.vendor = GpuVendor::kNvidia;
+    g.dev = static_cast<int>(i);  // NVML numbers GPUs in PCI bus order, as CUDA_DEVICE_ORDER=PCI_BUS_ID does
+    char name[kNvmlDeviceNameV2BufferSize] = {};
+    if (api.getName(dev, name, sizeof(name)) == kNvmlSuccess) g.model = name;
+    int major = 0, minor = 0;
+    if (api.getCudaComputeCapability(dev, &major, &minor) == kNvmlSuccess) {
+      g.sm = major * 10 + minor;
+      g.arch = "sm_" + std::to_string(g.sm);
+    }
+    if (g.busId.empty()) {
+      out.problems += "; GPU " + std::to_string(i) + ": unparsable bus id";
+      continue;
+    }
+    if (GpuEntry* e = inv->findGpu(g.busId)) {
+      *e = g;
+    } else {
+      inv->gpus.push_back(g);
+    }
+    out.handles.push_back(dev);
+    out.busIds.push_back(g.busId);
+  }
+  return out;
+}
+
+// GPU i's active NVLinks grouped by remote bus id: (links, the remote end is a switch).
+std::map<std::string, std::pair<int, bool>> linkBundles(const NvmlApi& api, const NvmlGpus& gpus, size_t i) {
+  std::map<std::string, std::pair<int, bool>> bundles;
+  for (unsigned int l = 0; l < kNvmlNvLinkMaxLinks; ++l) {
+    int active = 0;
+    // A link index the GPU lacks answers "not supported" or "invalid argument".
+    if (api.getNvLinkState(gpus.handles[i], l, &active) != kNvmlSuccess || active != kNvmlFeatureEnabled) continue;
+    NvmlPciInfo remote{};
+    if (api.getNvLinkRemotePciInfo(gpus.handles[i], l, &remote) != kNvmlSuccess) continue;
+    std::string target = busIdOf(remote);
+    if (target.empty()) continue;
+    bool isGpu = false;
+    for (const std::string& b : gpus.busIds) isGpu |= b == target;
+    bool isSwitch = !isGpu;
+    unsigned int type = 0;
+    if (api.getNvLinkRemoteDeviceType && api.getNvLinkRemoteDeviceType(gpus.handles[i], l, &type) == kNvmlSuccess) {
+      if (type == kNvmlNvLinkDeviceTypeSwitch) isSwitch = true;
+      if (type == kNvmlNvLinkDeviceTypeGpu) isSwitch = false;
+      if (type != kNvmlNvLinkDeviceTypeSwitch && type != kNvmlNvLinkDeviceTypeGpu) continue;  // a POWER9 CPU, unknown
+    }
+    auto& b = bundles[target];
+    ++b.first;
+    b.second = isSwitch;
+  }
+  return bundles;
+}
+
+// Every GPU's NVLink bundles into the inventory; how many were added.
+size_t readLinks(const NvmlApi& api, const NvmlGpus& gpus, Inventory* inv) {
+  size_t nLinks = 0;
+  for (size_t i = 0; i < gpus.handles.size(); ++i) {
+    for (const auto& kv : linkBundles(api, gpus, i)) {
+      // Both ends of a GPU-GPU bundle report it; keep one.
+      if (!kv.second.second && inv->hasGpuLink(gpus.busIds[i], kv.first)) continue;
+      GpuLink link;
+      link.from = gpus.busIds[i];
+      link.to = kv.first;
+      link.type = LinkType::kNvLink;
+      link.count = kv.second.first;
+      link.toSwitch = kv.second.second;
+      inv->gpuLinks.push_back(link);
+      ++nLinks;
+      WEFT_LOG(kTrace, kGraph, "nvml: GPU %s: %d NVLink(s) to %s %s", gpus.busIds[i].c_str(), link.count,
+               link.toSwitch ? "NVSwitch" : "GPU", link.to.c_str());
+    }
+  }
+  return nLinks;
+}
+
 }  // namespace
 
 DetectSourceResult readNvml(const std::string& library, Inventory* inv) {
@@ -96,24 +212,8 @@ DetectSourceResult readNvml(const std::string& library, Inventory* inv) {
     return r;
   }
   NvmlApi api{};
-  std::string missing;
-  bool ok = bind(lib, &api.init, {"nvmlInit_v2"}, &missing) && bind(lib, &api.shutdown, {"nvmlShutdown"}, &missing) &&
-            bind(lib, &api.getCount, {"nvmlDeviceGetCount_v2"}, &missing) &&
-            bind(lib, &api.getHandleByIndex, {"nvmlDeviceGetHandleByIndex_v2"}, &missing) &&
-            bind(lib, &api.getPciInfo, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"}, &missing) &&
-            bind(lib, &api.getName, {"nvmlDeviceGetName"}, &missing) &&
-            bind(lib, &api.getCudaComputeCapability, {"nvmlDeviceGetCudaComputeCapability"}, &missing);
-  if (!ok) {
-    r.state = SourceState::kFailed;
-    r.detail = library + " lacks " + missing + " (not NVML, or an NVML older than CUDA 11): no NVIDIA GPUs detected";
-    return r;
-  }
-  bind(lib, &api.errorString, {"nvmlErrorString"}, nullptr);
-  // NVLink calls are optional: without them GPUs are found, links are not.
-  bool haveNvLink = bind(lib, &api.getNvLinkState, {"nvmlDeviceGetNvLinkState"}, nullptr) &&
-                    bind(lib, &api.getNvLinkRemotePciInfo,
-                         {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"}, nullptr);
-  bind(lib, &api.getNvLinkRemoteDeviceType, {"nvmlDeviceGetNvLinkRemoteDeviceType"}, nullptr);
+  bool haveNvLink = false;
+  if (!bindNvml(lib, library, &api, &haveNvLink, &r)) return r;
 
   NvmlReturn rc = api.init();
   if (rc != kNvmlSuccess) {
@@ -130,88 +230,15 @@ DetectSourceResult readNvml(const std::string& library, Inventory* inv) {
     api.shutdown();
     return r;
   }
-
   // First every GPU (a link's remote end is recognised as a GPU by its bus id), then links.
-  std::vector<NvmlDevice> handles;
-  std::vector<std::string> busIds;
-  std::string problems;
-  for (unsigned int i = 0; i < count; ++i) {
-    NvmlDevice dev = nullptr;
-    NvmlPciInfo pci{};
-    if ((rc = api.getHandleByIndex(i, &dev)) != kNvmlSuccess || (rc = api.getPciInfo(dev, &pci)) != kNvmlSuccess) {
-      problems += "; GPU " + std::to_string(i) + ": " + errorText(api, rc);
-      continue;
-    }
-    GpuEntry g;
-    g.busId = busIdOf(pci);
-    g.vendor = GpuVendor::kNvidia;
-    g.dev = static_cast<int>(i);  // NVML numbers GPUs in PCI bus order, as CUDA_DEVICE_ORDER=PCI_BUS_ID does
-    char name[kNvmlDeviceNameV2BufferSize] = {};
-    if (api.getName(dev, name, sizeof(name)) == kNvmlSuccess) g.model = name;
-    int major = 0, minor = 0;
-    if (api.getCudaComputeCapability(dev, &major, &minor) == kNvmlSuccess) {
-      g.sm = major * 10 + minor;
-      g.arch = "sm_" + std::to_string(g.sm);
-    }
-    if (g.busId.empty()) {
-      problems += "; GPU " + std::to_string(i) + ": unparsable bus id";
-      continue;
-    }
-    if (GpuEntry* e = inv->findGpu(g.busId)) {
-      *e = g;
-    } else {
-      inv->gpus.push_back(g);
-    }
-    handles.push_back(dev);
-    busIds.push_back(g.busId);
-  }
-
-  size_t nLinks = 0;
-  for (size_t i = 0; haveNvLink && i < handles.size(); ++i) {
-    // Bundles: remote bus id -> (links, is a switch).
-    std::map<std::string, std::pair<int, bool>> bundles;
-    for (unsigned int l = 0; l < kNvmlNvLinkMaxLinks; ++l) {
-      int active = 0;
-      // A link index the GPU lacks answers "not supported" or "invalid argument".
-      if (api.getNvLinkState(handles[i], l, &active) != kNvmlSuccess || active != kNvmlFeatureEnabled) continue;
-      NvmlPciInfo remote{};
-      if (api.getNvLinkRemotePciInfo(handles[i], l, &remote) != kNvmlSuccess) continue;
-      std::string target = busIdOf(remote);
-      if (target.empty()) continue;
-      bool isGpu = false;
-      for (const std::string& b : busIds) isGpu |= b == target;
-      bool isSwitch = !isGpu;
-      unsigned int type = 0;
-      if (api.getNvLinkRemoteDeviceType && api.getNvLinkRemoteDeviceType(handles[i], l, &type) == kNvmlSuccess) {
-        if (type == kNvmlNvLinkDeviceTypeSwitch) isSwitch = true;
-        if (type == kNvmlNvLinkDeviceTypeGpu) isSwitch = false;
-        if (type != kNvmlNvLinkDeviceTypeSwitch && type != kNvmlNvLinkDeviceTypeGpu) continue;  // a POWER9 CPU, unknown
-      }
-      auto& b = bundles[target];
-      ++b.first;
-      b.second = isSwitch;
-    }
-    for (const auto& kv : bundles) {
-      // Both ends of a GPU-GPU bundle report it; keep one.
-      if (!kv.second.second && inv->hasGpuLink(busIds[i], kv.first)) continue;
-      GpuLink link;
-      link.from = busIds[i];
-      link.to = kv.first;
-      link.type = LinkType::kNvLink;
-      link.count = kv.second.first;
-      link.toSwitch = kv.second.second;
-      inv->gpuLinks.push_back(link);
-      ++nLinks;
-      WEFT_LOG(kTrace, kGraph, "nvml: GPU %s: %d NVLink(s) to %s %s", busIds[i].c_str(), link.count,
-               link.toSwitch ? "NVSwitch" : "GPU", link.to.c_str());
-    }
-  }
+  const NvmlGpus gpus = readGpus(api, count, inv);
+  const size_t nLinks = haveNvLink ? readLinks(api, gpus, inv) : 0;
   api.shutdown();
 
   r.state = SourceState::kUsed;
-  r.detail = std::to_string(handles.size()) + " GPU(s), " + std::to_string(nLinks) + " NVLink bundle(s)";
+  r.detail = std::to_string(gpus.handles.size()) + " GPU(s), " + std::to_string(nLinks) + " NVLink bundle(s)";
   if (!haveNvLink) r.detail += " (this NVML has no NVLink queries)";
-  r.detail += problems;
+  r.detail += gpus.problems;
   return r;
 }
 

@@ -174,6 +174,70 @@ struct RsmiApi {
   RsmiStatus (*minmaxBandwidth)(uint32_t, uint32_t, uint64_t*, uint64_t*);  // optional
 };
 
+// Opens `library`, else its versioned names (.so.7 ...), else under /opt/rocm/lib; *why says
+// why the name asked for did not open.
+bool openRocmSmi(const std::string& library, SharedLibrary* lib, std::string* why) {
+  std::vector<std::string> names = {library};
+  if (library.size() > 3 && library.compare(library.size() - 3, 3, ".so") == 0) {
+    for (const char* v : {".7", ".6", ".5", ".1"}) names.push_back(library + v);
+  }
+  if (library.find('/') == std::string::npos) names.push_back("/opt/rocm/lib/" + library);
+  for (const std::string& n : names) {
+    std::string err;
+    if (lib->open(n, &err)) return true;
+    if (why->empty()) *why = err;  // the name asked for says most
+  }
+  return false;
+}
+
+// Every monitored GPU's bus id ("" where ROCm SMI cannot say), each added to the inventory
+// unless KFD listed it already.
+std::vector<std::string> readGpus(const RsmiApi& api, uint32_t n, Inventory* inv) {
+  std::vector<std::string> busIds(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t bdf = 0;
+    if (api.pciId(i, &bdf) != kRsmiSuccess) continue;
+    char text[32];
+    // BDFID = domain << 32 | bus << 8 | device << 3 | function.
+    std::snprintf(text, sizeof(text), "%04x:%02x:%02x.%x", static_cast<unsigned>((bdf >> 32) & 0xffff),
+                  static_cast<unsigned>((bdf >> 8) & 0xff), static_cast<unsigned>((bdf >> 3) & 0x1f),
+                  static_cast<unsigned>(bdf & 0x7));
+    busIds[i] = text;
+    if (inv->findGpu(text) == nullptr) {
+      GpuEntry g;
+      g.busId = text;
+      g.vendor = GpuVendor::kAmd;
+      g.dev = static_cast<int>(i);
+      inv->gpus.push_back(g);
+    }
+  }
+  return busIds;
+}
+
+// The direct (one hop) xGMI bundles KFD had not listed, into the inventory; how many.
+size_t readXgmiLinks(const RsmiApi& api, const std::vector<std::string>& busIds, Inventory* inv) {
+  const uint32_t n = static_cast<uint32_t>(busIds.size());
+  size_t added = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t j = i + 1; j < n; ++j) {
+      if (busIds[i].empty() || busIds[j].empty() || inv->hasGpuLink(busIds[i], busIds[j])) continue;
+      uint64_t hops = 0;
+      int type = 0;
+      if (api.linkType(i, j, &hops, &type) != kRsmiSuccess || type != kRsmiIoLinkTypeXgmi || hops != 1) continue;
+      uint64_t minBw = 0, maxBw = 0;
+      if (api.minmaxBandwidth) api.minmaxBandwidth(i, j, &minBw, &maxBw);
+      GpuLink l;
+      l.from = busIds[i];
+      l.to = busIds[j];
+      l.type = LinkType::kXgmi;
+      l.count = linkCount(minBw, maxBw);
+      inv->gpuLinks.push_back(l);
+      ++added;
+    }
+  }
+  return added;
+}
+
 }  // namespace
 
 DetectSourceResult readRocmSmi(const std::string& library, Inventory* inv) {
@@ -181,18 +245,7 @@ DetectSourceResult readRocmSmi(const std::string& library, Inventory* inv) {
   r.name = "rocm-smi";
   SharedLibrary lib;
   std::string why;
-  std::vector<std::string> names = {library};
-  if (library.size() > 3 && library.compare(library.size() - 3, 3, ".so") == 0) {
-    for (const char* v : {".7", ".6", ".5", ".1"}) names.push_back(library + v);
-  }
-  if (library.find('/') == std::string::npos) names.push_back("/opt/rocm/lib/" + library);
-  bool opened = false;
-  for (const std::string& n : names) {
-    std::string err;
-    if ((opened = lib.open(n, &err))) break;
-    if (why.empty()) why = err;  // the name asked for says most
-  }
-  if (!opened) {
+  if (!openRocmSmi(library, &lib, &why)) {
     r.state = SourceState::kAbsent;
     r.detail = "ROCm SMI not found (" + why + "); KFD sysfs alone gives AMD GPUs and links";
     return r;
@@ -224,42 +277,8 @@ DetectSourceResult readRocmSmi(const std::string& library, Inventory* inv) {
     r.detail = "ROCm SMI sees no AMD GPUs";
     return r;
   }
-  std::vector<std::string> busIds(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    uint64_t bdf = 0;
-    if (api.pciId(i, &bdf) != kRsmiSuccess) continue;
-    char text[32];
-    // BDFID = domain << 32 | bus << 8 | device << 3 | function.
-    std::snprintf(text, sizeof(text), "%04x:%02x:%02x.%x", static_cast<unsigned>((bdf >> 32) & 0xffff),
-                  static_cast<unsigned>((bdf >> 8) & 0xff), static_cast<unsigned>((bdf >> 3) & 0x1f),
-                  static_cast<unsigned>(bdf & 0x7));
-    busIds[i] = text;
-    if (inv->findGpu(text) == nullptr) {
-      GpuEntry g;
-      g.busId = text;
-      g.vendor = GpuVendor::kAmd;
-      g.dev = static_cast<int>(i);
-      inv->gpus.push_back(g);
-    }
-  }
-  size_t added = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    for (uint32_t j = i + 1; j < n; ++j) {
-      if (busIds[i].empty() || busIds[j].empty() || inv->hasGpuLink(busIds[i], busIds[j])) continue;
-      uint64_t hops = 0;
-      int type = 0;
-      if (api.linkType(i, j, &hops, &type) != kRsmiSuccess || type != kRsmiIoLinkTypeXgmi || hops != 1) continue;
-      uint64_t minBw = 0, maxBw = 0;
-      if (api.minmaxBandwidth) api.minmaxBandwidth(i, j, &minBw, &maxBw);
-      GpuLink l;
-      l.from = busIds[i];
-      l.to = busIds[j];
-      l.type = LinkType::kXgmi;
-      l.count = linkCount(minBw, maxBw);
-      inv->gpuLinks.push_back(l);
-      ++added;
-    }
-  }
+  const std::vector<std::string> busIds = readGpus(api, n, inv);
+  const size_t added = readXgmiLinks(api, busIds, inv);
   api.shutDown();
   r.state = SourceState::kUsed;
   r.detail = std::to_string(n) + " GPU(s); " + std::to_string(added) + " xGMI bundle(s) KFD had not listed";

@@ -5,6 +5,9 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "topology/link_bw.h"
 
@@ -177,34 +180,20 @@ double nicPortGBs(const System& sys, int nic) {
   return bw::net(kUnknownNicMbps);
 }
 
-}  // namespace
+// What paths are searched over: GPU ordinals, each GPU's NVSwitch fabric, the host (PCIe, C2C,
+// SMP) adjacency and the direct GPU-GPU bundles.
+struct Graph {
+  int nGpus = 0;
+  std::vector<int> gpuOrdinal;  // per node: its index among the GPUs, or -1
+  std::vector<double> fabricBw;
+  std::vector<int> fabricLinks;
+  std::vector<std::vector<Adjacent>> host;
+  std::vector<Bundle> direct;  // [a * nGpus + b]
+};
 
-PathMatrix computePaths(const System& sys) {
-  PathMatrix m;
-  const int n = static_cast<int>(sys.nodes.size());
-  const int nLinks = static_cast<int>(sys.links.size());
-  m.nNodes_ = n;
-  m.paths_.assign(static_cast<size_t>(n) * n, Path());
-  m.gpus_ = sys.nodesOfType(NodeType::kGpu);
-  m.nics_ = sys.nodesOfType(NodeType::kNic);
-  const int nGpus = static_cast<int>(m.gpus_.size());
-
-  // Resources: two per link, then the NVSwitch fabric per GPU, then the NIC ports.
-  for (int l = 0; l < nLinks; ++l) {
-    const Link& link = sys.links[static_cast<size_t>(l)];
-    bool ok = validLink(sys, link);
-    for (int dir = 0; dir < 2; ++dir) {
-      m.capacity_.push_back(ok ? link.bwGBs : 0.0);
-      int a = dir == 0 ? link.from : link.to;
-      int b = dir == 0 ? link.to : link.from;
-      m.resourceNames_.push_back(ok ? sys.describe(a) + " -> " + sys.describe(b) + " (" + linkTypeName(link.type) + ")"
-                                    : std::string("invalid link"));
-    }
-  }
-  std::vector<int> gpuOrdinal(static_cast<size_t>(n), -1);
-  for (int i = 0; i < nGpus; ++i) gpuOrdinal[static_cast<size_t>(m.gpus_[static_cast<size_t>(i)])] = i;
-  std::vector<double> fabricBw(static_cast<size_t>(nGpus), 0.0);
-  std::vector<int> fabricLinks(static_cast<size_t>(nGpus), 0);
+void addFabric(const System& sys, Graph* g) {
+  g->fabricBw.assign(static_cast<size_t>(g->nGpus), 0.0);
+  g->fabricLinks.assign(static_cast<size_t>(g->nGpus), 0);
   for (const Link& l : sys.links) {
     if (!validLink(sys, l) || l.type != LinkType::kNvLink) continue;
     NodeType tf = sys.nodes[static_cast<size_t>(l.from)].type, tt = sys.nodes[static_cast<size_t>(l.to)].type;
@@ -212,59 +201,149 @@ PathMatrix computePaths(const System& sys) {
               : tt == NodeType::kGpu && tf == NodeType::kNvSwitch ? l.to
                                                                   : -1;
     if (gpu < 0) continue;
-    fabricBw[static_cast<size_t>(gpuOrdinal[static_cast<size_t>(gpu)])] += l.bwGBs;
-    fabricLinks[static_cast<size_t>(gpuOrdinal[static_cast<size_t>(gpu)])] += l.count;
+    g->fabricBw[static_cast<size_t>(g->gpuOrdinal[static_cast<size_t>(gpu)])] += l.bwGBs;
+    g->fabricLinks[static_cast<size_t>(g->gpuOrdinal[static_cast<size_t>(gpu)])] += l.count;
   }
-  const int fabricBase = 2 * nLinks;
-  for (int i = 0; i < nGpus; ++i) {
-    const std::string gpu = sys.describe(m.gpus_[static_cast<size_t>(i)]);
-    m.capacity_.push_back(fabricBw[static_cast<size_t>(i)]);
-    m.resourceNames_.push_back(gpu + " -> NVSwitch fabric");
-    m.capacity_.push_back(fabricBw[static_cast<size_t>(i)]);
-    m.resourceNames_.push_back("NVSwitch fabric -> " + gpu);
-  }
-  m.nicPort_.assign(static_cast<size_t>(n), -1);
-  for (int nic : m.nics_) {
-    m.nicPort_[static_cast<size_t>(nic)] = static_cast<int>(m.capacity_.size());
-    double port = nicPortGBs(sys, nic);
-    m.capacity_.push_back(port);
-    m.resourceNames_.push_back(sys.describe(nic) + " tx");
-    m.capacity_.push_back(port);
-    m.resourceNames_.push_back(sys.describe(nic) + " rx");
-  }
+}
 
-  // Host (PCIe/C2C/SMP) adjacency and the direct GPU-GPU bundles.
-  std::vector<std::vector<Adjacent>> host(static_cast<size_t>(n));
-  std::vector<Bundle> direct(static_cast<size_t>(nGpus) * nGpus);
-  for (int l = 0; l < nLinks; ++l) {
+void addHostAndBundles(const System& sys, Graph* g) {
+  const int nGpus = g->nGpus;
+  g->host.assign(sys.nodes.size(), {});
+  g->direct.assign(static_cast<size_t>(nGpus) * nGpus, Bundle());
+  for (int l = 0; l < static_cast<int>(sys.links.size()); ++l) {
     const Link& link = sys.links[static_cast<size_t>(l)];
     if (!validLink(sys, link)) continue;
     if (isHostLink(link.type)) {
-      host[static_cast<size_t>(link.from)].push_back({link.to, l});
-      host[static_cast<size_t>(link.to)].push_back({link.from, l});
+      g->host[static_cast<size_t>(link.from)].push_back({link.to, l});
+      g->host[static_cast<size_t>(link.to)].push_back({link.from, l});
       continue;
     }
     if (link.type != LinkType::kNvLink && link.type != LinkType::kXgmi) continue;
-    int a = gpuOrdinal[static_cast<size_t>(link.from)], b = gpuOrdinal[static_cast<size_t>(link.to)];
+    int a = g->gpuOrdinal[static_cast<size_t>(link.from)], b = g->gpuOrdinal[static_cast<size_t>(link.to)];
     if (a < 0 || b < 0) continue;
     for (int k = 0; k < 2; ++k) {
-      Bundle& bundle = direct[static_cast<size_t>(k == 0 ? a * nGpus + b : b * nGpus + a)];
+      Bundle& bundle = g->direct[static_cast<size_t>(k == 0 ? a * nGpus + b : b * nGpus + a)];
       bundle.count += link.count;
       bundle.bwGBs += link.bwGBs;
       bundle.type = link.type;
       bundle.links.push_back(l);
     }
   }
-  auto bundleResources = [&](int from, const Bundle& bundle) {
-    std::vector<int> res;
-    for (int l : bundle.links) res.push_back(directed(sys, l, from));
-    return res;
-  };
+}
+
+Graph buildGraph(const System& sys, const std::vector<int>& gpus) {
+  Graph g;
+  g.nGpus = static_cast<int>(gpus.size());
+  g.gpuOrdinal.assign(sys.nodes.size(), -1);
+  for (int i = 0; i < g.nGpus; ++i) g.gpuOrdinal[static_cast<size_t>(gpus[static_cast<size_t>(i)])] = i;
+  addFabric(sys, &g);
+  addHostAndBundles(sys, &g);
+  return g;
+}
+
+// The resources paths load: two per link, then the NVSwitch fabric per GPU (to, from), then
+// the NIC ports (tx, rx).
+struct Resources {
+  std::vector<double> capacity;
+  std::vector<std::string> names;
+  std::vector<int> nicPort;  // per node: its tx resource, or -1
+};
+
+Resources listResources(const System& sys, const Graph& g, const std::vector<int>& gpus,
+                        const std::vector<int>& nics) {
+  Resources r;
+  for (const Link& link : sys.links) {
+    bool ok = validLink(sys, link);
+    for (int dir = 0; dir < 2; ++dir) {
+      r.capacity.push_back(ok ? link.bwGBs : 0.0);
+      int a = dir == 0 ? link.from : link.to;
+      int b = dir == 0 ? link.to : link.from;
+      r.names.push_back(ok ? sys.describe(a) + " -> " + sys.describe(b) + " (" + linkTypeName(link.type) + ")"
+                           : std::string("invalid link"));
+    }
+  }
+  for (int i = 0; i < g.nGpus; ++i) {
+    const std::string gpu = sys.describe(gpus[static_cast<size_t>(i)]);
+    r.capacity.push_back(g.fabricBw[static_cast<size_t>(i)]);
+    r.names.push_back(gpu + " -> NVSwitch fabric");
+    r.capacity.push_back(g.fabricBw[static_cast<size_t>(i)]);
+    r.names.push_back("NVSwitch fabric -> " + gpu);
+  }
+  r.nicPort.assign(sys.nodes.size(), -1);
+  for (int nic : nics) {
+    r.nicPort[static_cast<size_t>(nic)] = static_cast<int>(r.capacity.size());
+    double port = nicPortGBs(sys, nic);
+    r.capacity.push_back(port);
+    r.names.push_back(sys.describe(nic) + " tx");
+    r.capacity.push_back(port);
+    r.names.push_back(sys.describe(nic) + " rx");
+  }
+  return r;
+}
+
+std::vector<int> bundleResources(const System& sys, int from, const Bundle& bundle) {
+  std::vector<int> res;
+  for (int l : bundle.links) res.push_back(directed(sys, l, from));
+  return res;
+}
+
+// The GPU fabric between GPUs ga and gb (a is ga's node): a direct bundle, the NVSwitches, or
+// one GPU in between; type kDis when there is none.
+Path fabricPath(const System& sys, const Graph& g, const std::vector<int>& gpus, int a, int ga, int gb) {
+  const int nGpus = g.nGpus, fabricBase = 2 * static_cast<int>(sys.links.size());
+  Path fabric;
+  const Bundle& d = g.direct[static_cast<size_t>(ga * nGpus + gb)];
+  if (d.count > 0) {
+    fabric.type = d.type == LinkType::kXgmi ? PathType::kXgmi : PathType::kNvl;
+    fabric.nLinks = d.count;
+    fabric.bwGBs = d.bwGBs;
+    fabric.hops = 1;
+    fabric.resources = bundleResources(sys, a, d);
+  }
+  double viaSwitch = std::min(g.fabricBw[static_cast<size_t>(ga)], g.fabricBw[static_cast<size_t>(gb)]);
+  if (viaSwitch > fabric.bwGBs) {
+    fabric.type = PathType::kNvl;
+    fabric.nLinks = std::min(g.fabricLinks[static_cast<size_t>(ga)], g.fabricLinks[static_cast<size_t>(gb)]);
+    fabric.bwGBs = viaSwitch;
+    fabric.hops = 2;
+    fabric.resources = {fabricBase + 2 * ga, fabricBase + 2 * gb + 1};
+  }
+  if (fabric.type != PathType::kDis) return fabric;
+  for (int gc = 0; gc < nGpus; ++gc) {
+    const Bundle& first = g.direct[static_cast<size_t>(ga * nGpus + gc)];
+    const Bundle& second = g.direct[static_cast<size_t>(gc * nGpus + gb)];
+    if (first.count == 0 || second.count == 0) continue;
+    double bw = std::min(first.bwGBs, second.bwGBs);
+    if (bw <= fabric.bwGBs) continue;
+    fabric.type = PathType::kNvb;
+    fabric.bwGBs = bw;
+    fabric.hops = 2;
+    fabric.resources = bundleResources(sys, a, first);
+    std::vector<int> more = bundleResources(sys, gpus[static_cast<size_t>(gc)], second);
+    fabric.resources.insert(fabric.resources.end(), more.begin(), more.end());
+  }
+  return fabric;
+}
+
+}  // namespace
+
+PathMatrix computePaths(const System& sys) {
+  PathMatrix m;
+  const int n = static_cast<int>(sys.nodes.size());
+  m.nNodes_ = n;
+  m.paths_.assign(static_cast<size_t>(n) * n, Path());
+  m.gpus_ = sys.nodesOfType(NodeType::kGpu);
+  m.nics_ = sys.nodesOfType(NodeType::kNic);
+  const Graph g = buildGraph(sys, m.gpus_);
+  Resources res = listResources(sys, g, m.gpus_, m.nics_);
+  m.capacity_ = std::move(res.capacity);
+  m.resourceNames_ = std::move(res.names);
+  m.nicPort_ = std::move(res.nicPort);
 
   std::vector<int> endpoints = m.gpus_;
   endpoints.insert(endpoints.end(), m.nics_.begin(), m.nics_.end());
   for (int a : endpoints) {
-    HostRoutes routes(sys, host, a);
+    HostRoutes routes(sys, g.host, a);
     for (int b : endpoints) {
       Path& p = m.paths_[static_cast<size_t>(a) * n + b];
       if (a == b) {
@@ -272,41 +351,9 @@ PathMatrix computePaths(const System& sys) {
         continue;
       }
       p = routes.to(b);
-      int ga = gpuOrdinal[static_cast<size_t>(a)], gb = gpuOrdinal[static_cast<size_t>(b)];
+      int ga = g.gpuOrdinal[static_cast<size_t>(a)], gb = g.gpuOrdinal[static_cast<size_t>(b)];
       if (ga < 0 || gb < 0) continue;
-      // The GPU fabric: a direct bundle, the NVSwitches, or one GPU in between.
-      Path fabric;
-      const Bundle& d = direct[static_cast<size_t>(ga * nGpus + gb)];
-      if (d.count > 0) {
-        fabric.type = d.type == LinkType::kXgmi ? PathType::kXgmi : PathType::kNvl;
-        fabric.nLinks = d.count;
-        fabric.bwGBs = d.bwGBs;
-        fabric.hops = 1;
-        fabric.resources = bundleResources(a, d);
-      }
-      double viaSwitch = std::min(fabricBw[static_cast<size_t>(ga)], fabricBw[static_cast<size_t>(gb)]);
-      if (viaSwitch > fabric.bwGBs) {
-        fabric.type = PathType::kNvl;
-        fabric.nLinks = std::min(fabricLinks[static_cast<size_t>(ga)], fabricLinks[static_cast<size_t>(gb)]);
-        fabric.bwGBs = viaSwitch;
-        fabric.hops = 2;
-        fabric.resources = {fabricBase + 2 * ga, fabricBase + 2 * gb + 1};
-      }
-      if (fabric.type == PathType::kDis) {
-        for (int gc = 0; gc < nGpus; ++gc) {
-          const Bundle& first = direct[static_cast<size_t>(ga * nGpus + gc)];
-          const Bundle& second = direct[static_cast<size_t>(gc * nGpus + gb)];
-          if (first.count == 0 || second.count == 0) continue;
-          double bw = std::min(first.bwGBs, second.bwGBs);
-          if (bw <= fabric.bwGBs) continue;
-          fabric.type = PathType::kNvb;
-          fabric.bwGBs = bw;
-          fabric.hops = 2;
-          fabric.resources = bundleResources(a, first);
-          std::vector<int> more = bundleResources(m.gpus_[static_cast<size_t>(gc)], second);
-          fabric.resources.insert(fabric.resources.end(), more.begin(), more.end());
-        }
-      }
+      Path fabric = fabricPath(sys, g, m.gpus_, a, ga, gb);
       bool useFabric = fabric.type != PathType::kDis &&
                        (fabric.type != PathType::kNvb || p.type == PathType::kDis || fabric.bwGBs >= p.bwGBs);
       if (useFabric) p = fabric;

@@ -204,21 +204,14 @@ int findMatch(const Node& d, const System& file, FileIndex* index, const std::ve
 using LinkKey = std::tuple<int, int, int>;
 LinkKey keyOf(int a, int b, LinkType t) { return LinkKey(std::min(a, b), std::max(a, b), static_cast<int>(t)); }
 
-}  // namespace
-
-Status mergeTopology(const System& detected, const System& file, System* out) {
-  System m;
-  m.version = file.version;
-  m.source = "detected+" + (file.source.empty() ? std::string("file") : file.source);
-  m.nodes = file.nodes;
-  const size_t nFile = file.nodes.size();
+// Matches each detected node to a file node of m (strict pass first, so that a NIC port named
+// in both is not taken by a looser match), fills the file's gaps, appends the rest. Returns
+// each detected node's index in m.
+std::vector<int> mergeNodes(const System& detected, const System& file, System* m) {
   const size_t nDet = detected.nodes.size();
-
-  // Nodes: match each detected node to a file node (strict pass first, so that a NIC port
-  // named in both is not taken by a looser match), fill the file's gaps, append the rest.
   bool oneCpuEach = detected.nodesOfType(NodeType::kCpu).size() == 1 && file.nodesOfType(NodeType::kCpu).size() == 1;
   FileIndex index(file);
-  std::vector<bool> taken(nFile, false);
+  std::vector<bool> taken(file.nodes.size(), false);
   std::vector<int> detToMerged(nDet, -1);
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t d = 0; d < nDet; ++d) {
@@ -226,54 +219,71 @@ Status mergeTopology(const System& detected, const System& file, System* out) {
       int f = findMatch(detected.nodes[d], file, &index, taken, pass == 1, oneCpuEach);
       if (f < 0) continue;
       taken[static_cast<size_t>(f)] = true;
-      mergeInto(&m.nodes[static_cast<size_t>(f)], detected.nodes[d]);
+      mergeInto(&m->nodes[static_cast<size_t>(f)], detected.nodes[d]);
       detToMerged[d] = f;
     }
   }
   for (size_t d = 0; d < nDet; ++d) {
-    if (detToMerged[d] < 0) detToMerged[d] = m.addNode(detected.nodes[d]);
+    if (detToMerged[d] < 0) detToMerged[d] = m->addNode(detected.nodes[d]);
   }
+  return detToMerged;
+}
+
+// The merged PCI tree: per merged node its parent (-1: none) and the link to it.
+struct MergedTree {
+  std::vector<int> parent;
+  std::vector<const Link*> parentLink;
+};
+
+// The file's parent where it gives one, else detection's unless that makes a cycle.
+MergedTree mergeTree(const System& detected, const System& file, const System& m, const std::vector<int>& detToMerged,
+                     const PciTree& fileTree, const PciTree& detTree) {
   const int nMerged = static_cast<int>(m.nodes.size());
   std::vector<int> mergedToDet(static_cast<size_t>(nMerged), -1);
-  for (size_t d = 0; d < nDet; ++d) mergedToDet[static_cast<size_t>(detToMerged[d])] = static_cast<int>(d);
-
-  // PCI tree: the file's parent where it gives one, else detection's unless that makes a cycle.
-  PciTree fileTree = pciTree(file);
-  PciTree detTree = pciTree(detected);
-  std::vector<int> parent(static_cast<size_t>(nMerged), -1);
-  std::vector<const Link*> parentLink(static_cast<size_t>(nMerged), nullptr);
-  for (size_t f = 0; f < nFile; ++f) {
+  for (size_t d = 0; d < detToMerged.size(); ++d) mergedToDet[static_cast<size_t>(detToMerged[d])] = static_cast<int>(d);
+  MergedTree t;
+  t.parent.assign(static_cast<size_t>(nMerged), -1);
+  t.parentLink.assign(static_cast<size_t>(nMerged), nullptr);
+  for (size_t f = 0; f < file.nodes.size(); ++f) {
     if (fileTree.parent[f] < 0) continue;
-    parent[f] = fileTree.parent[f];
-    parentLink[f] = &file.links[static_cast<size_t>(fileTree.parentLink[f])];
+    t.parent[f] = fileTree.parent[f];
+    t.parentLink[f] = &file.links[static_cast<size_t>(fileTree.parentLink[f])];
   }
   for (int i = 0; i < nMerged; ++i) {
     int d = mergedToDet[static_cast<size_t>(i)];
-    if (parent[static_cast<size_t>(i)] >= 0 || d < 0 || detTree.parent[static_cast<size_t>(d)] < 0) continue;
+    if (t.parent[static_cast<size_t>(i)] >= 0 || d < 0 || detTree.parent[static_cast<size_t>(d)] < 0) continue;
     if (m.nodes[static_cast<size_t>(i)].type == NodeType::kCpu) continue;
     int p = detToMerged[static_cast<size_t>(detTree.parent[static_cast<size_t>(d)])];
     bool cycle = false;
-    for (int a = p; a >= 0 && !cycle; a = parent[static_cast<size_t>(a)]) cycle = a == i;
+    for (int a = p; a >= 0 && !cycle; a = t.parent[static_cast<size_t>(a)]) cycle = a == i;
     if (cycle) continue;
-    parent[static_cast<size_t>(i)] = p;
-    parentLink[static_cast<size_t>(i)] =
-        &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
+    t.parent[static_cast<size_t>(i)] = p;
+    t.parentLink[static_cast<size_t>(i)] = &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
   }
-  std::map<LinkKey, int> have;
-  auto add = [&](int a, int b, const Link& l) {
+  return t;
+}
+
+// Adds links to a system, at most one of each type between a pair: the first added wins.
+class LinkAdder {
+ public:
+  explicit LinkAdder(System* m) : m_(m) {}
+  void add(int a, int b, const Link& l) {
     if (a < 0 || b < 0 || a == b) return;
     auto key = keyOf(a, b, l.type);
-    if (have.count(key) != 0) return;
-    have[key] = static_cast<int>(m.links.size());
-    m.addLink(a, b, l.type, l.count, l.bwGBs);
-  };
-  for (int i = 0; i < nMerged; ++i) {
-    if (parent[static_cast<size_t>(i)] >= 0)
-      add(i, parent[static_cast<size_t>(i)], *parentLink[static_cast<size_t>(i)]);
+    if (have_.count(key) != 0) return;
+    have_[key] = static_cast<int>(m_->links.size());
+    m_->addLink(a, b, l.type, l.count, l.bwGBs);
   }
 
-  // Every other link: the file's first, then detection's where the file has none of that type
-  // between the same pair. Detection's tree links the file overrode are dropped.
+ private:
+  System* m_;
+  std::map<LinkKey, int> have_;
+};
+
+// The links that are not PCI tree links: the file's first, then detection's where the file has
+// none of that type between the same pair. Detection's tree links the file overrode are dropped.
+void addOtherLinks(const System& detected, const System& file, const std::vector<int>& detToMerged,
+                   const PciTree& fileTree, const PciTree& detTree, LinkAdder* links) {
   std::vector<bool> fileTreeLink(file.links.size(), false), detTreeLink(detected.links.size(), false);
   for (int l : fileTree.parentLink) {
     if (l >= 0) fileTreeLink[static_cast<size_t>(l)] = true;
@@ -286,13 +296,32 @@ Status mergeTopology(const System& detected, const System& file, System* out) {
   };
   for (size_t li = 0; li < file.links.size(); ++li) {
     const Link& l = file.links[li];
-    if (!fileTreeLink[li] && inRange(l, nFile)) add(l.from, l.to, l);
+    if (!fileTreeLink[li] && inRange(l, file.nodes.size())) links->add(l.from, l.to, l);
   }
   for (size_t li = 0; li < detected.links.size(); ++li) {
     const Link& l = detected.links[li];
-    if (detTreeLink[li] || !inRange(l, nDet)) continue;
-    add(detToMerged[static_cast<size_t>(l.from)], detToMerged[static_cast<size_t>(l.to)], l);
+    if (detTreeLink[li] || !inRange(l, detected.nodes.size())) continue;
+    links->add(detToMerged[static_cast<size_t>(l.from)], detToMerged[static_cast<size_t>(l.to)], l);
   }
+}
+
+}  // namespace
+
+Status mergeTopology(const System& detected, const System& file, System* out) {
+  System m;
+  m.version = file.version;
+  m.source = "detected+" + (file.source.empty() ? std::string("file") : file.source);
+  m.nodes = file.nodes;
+  const std::vector<int> detToMerged = mergeNodes(detected, file, &m);
+
+  const PciTree fileTree = pciTree(file);
+  const PciTree detTree = pciTree(detected);
+  const MergedTree tree = mergeTree(detected, file, m, detToMerged, fileTree, detTree);
+  LinkAdder links(&m);
+  for (size_t i = 0; i < tree.parent.size(); ++i) {
+    if (tree.parent[i] >= 0) links.add(static_cast<int>(i), tree.parent[i], *tree.parentLink[i]);
+  }
+  addOtherLinks(detected, file, detToMerged, fileTree, detTree, &links);
 
   // Every pair of CPUs is joined by the inter-socket interconnect.
   std::vector<int> cpus = m.nodesOfType(NodeType::kCpu);
@@ -302,7 +331,7 @@ Status mergeTopology(const System& detected, const System& file, System* out) {
       smp.type = LinkType::kSmp;
       smp.bwGBs = std::min(bw::smp(m.nodes[static_cast<size_t>(cpus[i])].cpu.vendor),
                            bw::smp(m.nodes[static_cast<size_t>(cpus[j])].cpu.vendor));
-      add(cpus[i], cpus[j], smp);
+      links.add(cpus[i], cpus[j], smp);
     }
   }
   *out = std::move(m);

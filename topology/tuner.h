@@ -8,24 +8,23 @@
 #include <cstdint>
 #include <string>
 
+#include "base/coll_traits.h"
 #include "base/status.h"
 
 namespace weft {
 namespace topo {
 
-enum class AllReduceAlgo { kRing, kTree, kDoubling };
-
 struct TunerInput {
   int nRanks = 1;
   int64_t bytes = 0;          // bytes per rank
-  std::string forcedAlgo;     // WEFT_ALGO: "", "ring", "tree", "doubling" (any case)
+  std::string forcedAlgo;     // WEFT_ALGO: "" or an all-reduce algorithm's name (any case)
   int64_t treeMaxBytes = 0;   // WEFT_TREE_MAX_BYTES
   int64_t doublingMaxBytes = 0;  // WEFT_DOUBLING_MAX_BYTES
   int nNodes = 1;             // hosts the ranks span
 };
 
-// weftInvalidArgument when forcedAlgo names no algorithm.
-Status chooseAllReduceAlgo(const TunerInput& in, AllReduceAlgo* out);
+// weftInvalidArgument when forcedAlgo names no all-reduce algorithm (base/coll_traits.h).
+Status chooseAllReduceAlgo(const TunerInput& in, coll::Algo* out);
 
 }  // namespace topo
 }  // namespace weft

@@ -1,5 +1,5 @@
 // What the C API's validation and group fusion ask about a call, answered from the collective
-// traits table (collectives/coll_traits.h): does it reduce, is it rooted, which buffers does
+// traits table (base/coll_traits.h): does it reduce, is it rooted, which buffers does
 // this rank touch, and how many bytes of each. Nothing in src/core/api*, call_context.cc or
 // group.cc tests a CollKind itself.
 #ifndef WEFT_CORE_COLL_FACTS_H_
@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-#include "collectives/coll_traits.h"
+#include "base/coll_traits.h"
 #include "collectives/datatypes.h"
 #include "core/comm.h"
 
@@ -39,13 +39,10 @@ inline Extents extentsOf(const CollCall& c, size_t nRanks) {
 }
 
 // Where recvbuff must start, relative to sendbuff (bytes), for the call to be in place on this
-// rank (weft.h): the same address, except that an all-gather's sendbuff is block `rank` of
-// recvbuff and a reduce-scatter's recvbuff is block `rank` of sendbuff.
+// rank (weft.h; coll::collInPlaceRecvOffset).
 inline std::ptrdiff_t inPlaceOffset(const CollCall& c, int rank) {
-  const auto block = static_cast<std::ptrdiff_t>(c.count * coll::dataTypeSize(c.type)) * rank;
-  if (c.kind == CollKind::kAllGather) return -block;
-  if (c.kind == CollKind::kReduceScatter) return block;
-  return 0;
+  return static_cast<std::ptrdiff_t>(coll::collInPlaceRecvOffset(c.kind, rank, static_cast<int64_t>(c.count)) *
+                                     static_cast<int64_t>(coll::dataTypeSize(c.type)));
 }
 
 }  // namespace capi

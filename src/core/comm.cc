@@ -229,10 +229,9 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   int64_t bytes = p.count * static_cast<int64_t>(elemSize);
   p.algo = coll::collTraits(call.kind).defaultAlgo;
   if (call.kind == coll::CollKind::kAllReduce) {
-    topo::AllReduceAlgo algo = forcedAllReduce_;
+    p.algo = forcedAllReduce_;
     // WEFT_ALGO was parsed (and validated) at init; otherwise the size rule decides.
-    if (!forcedAllReduceSet_) (void)topo::chooseAllReduceAlgo(tunerInput(bytes), &algo);
-    p.algo = coll::algoOf(algo);
+    if (!forcedAllReduceSet_) (void)topo::chooseAllReduceAlgo(tunerInput(bytes), &p.algo);
   } else if (coll::algoSupported(call.kind, coll::Algo::kTree)) {
     // Broadcast and reduce: a tree for small messages, where the chain's n - 1 hops cost most.
     if (bytes <= settings_.treeMaxBytes && nRanks_ > 2) p.algo = coll::Algo::kTree;

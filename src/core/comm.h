@@ -200,7 +200,7 @@ class Communicator final : public coll::ConnectionProvider {
   CachedOp* lastOp_ = nullptr;
   OpKey lastOpKey_;
   bool forcedAllReduceSet_ = false;  // WEFT_ALGO names the all-reduce algorithm
-  topo::AllReduceAlgo forcedAllReduce_ = topo::AllReduceAlgo::kRing;
+  coll::Algo forcedAllReduce_ = coll::Algo::kRing;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;

@@ -13,7 +13,7 @@ namespace {
 
 bool parseAlgorithm(const std::string& name, coll::CollKind kind, coll::Algo* out) {
   if (name.empty()) return *out = coll::collTraits(kind).defaultAlgo, true;
-  return coll::algoFromName(name, out);
+  return coll::algoFromName(name.c_str(), out);
 }
 
 }  // namespace
@@ -38,7 +38,7 @@ Status formatSchedules(const ScheduleRequest& request, std::string* out) {
   }
   if (!parseAlgorithm(request.algorithm, p.kind, &p.algo)) {
     return WEFT_ERROR(weftInvalidArgument, "unknown algorithm \"%s\": use %s", request.algorithm.c_str(),
-                      coll::algorithmNames().c_str());
+                      coll::algorithmNames());
   }
   p.nRanks = request.nRanks;
   p.nChannels = request.channels;

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "base/coll_traits.h"
 #include "topo_report.h"
 #include "topo_svg.h"
 #include "topology/paths.h"
@@ -146,6 +147,38 @@ TEST(Svg, OneRingPathPerDrawnRingAndEscapedText) {
     EXPECT_EQ(svg.find("<a&b>"), std::string::npos);
   }
   EXPECT_EQ(xmlEscape("\"x\" < 'y' & z\x01"), "&quot;x&quot; &lt; &apos;y&apos; &amp; z");
+}
+
+// --help's --schedule and --algo lines come from the tables: every scheduled collective, and
+// each with exactly the algorithms it has, appear; sendrecv (not scheduled) does not.
+TEST(Help, ScheduleLinesListEveryCollectiveAndItsAlgorithms) {
+  std::string help = scheduleHelp();
+  // Undo the wrapping so that "reduce: ring, tree" can be found whole.
+  std::string flat;
+  for (size_t i = 0; i < help.size(); ++i) {
+    if (help[i] != '\n') {
+      flat += help[i];
+      continue;
+    }
+    while (i + 1 < help.size() && help[i + 1] == ' ') ++i;
+    flat += ' ';
+  }
+  for (const coll::CollTraits& t : coll::kCollTraits) {
+    EXPECT_EQ(flat.find(std::string(" ") + t.name + " ") != std::string::npos, t.scheduled) << t.name << "\n" << help;
+    if (!t.scheduled) continue;
+    std::string entry = std::string(" ") + t.name + ":";
+    const char* sep = " ";
+    for (const coll::AlgoTraits& a : coll::kAlgoTraits) {
+      if (coll::algoSupported(t.kind, a.algo)) entry += sep + std::string(a.name), sep = ", ";
+    }
+    EXPECT_NE(flat.find(entry), std::string::npos) << entry << "\n" << help;
+  }
+  for (size_t at = 0; (at = help.find('\n', at)) != std::string::npos; ++at) {
+    size_t next = help.find('\n', at + 1);
+    if (next != std::string::npos) {
+      EXPECT_LE(next - at - 1, 100u) << help;
+    }
+  }
 }
 
 }  // namespace

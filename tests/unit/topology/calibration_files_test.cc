@@ -30,8 +30,8 @@ double ringAllReduceBusBw(const char* file, int nodes) {
   CostInput in;
   in.cluster = &cluster;
   in.topo = &topo;
-  in.collective = Collective::kAllReduce;
-  in.algorithm = Algorithm::kRing;
+  in.collective = coll::CollKind::kAllReduce;
+  in.algorithm = coll::Algo::kRing;
   in.protocol = Protocol::kSimple;
   in.bytes = int64_t{1} << 30;
   return predict(in).busBwGBs;
