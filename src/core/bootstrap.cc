@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <unordered_map>
 
 #include "base/log.h"
 #include "base/params.h"
@@ -32,6 +34,100 @@ constexpr size_t kCoalesceBytes = 64 << 10;
 constexpr uint64_t kMaxFrameBytes = 1ull << 40;
 
 Deadline defaultDeadline() { return Deadline::afterSeconds(static_cast<double>(params::TimeoutS())); }
+
+// Rank table entries read from the root per recv: a rank that only drains its copy holds no more.
+constexpr size_t kTableChunk = 256;
+
+// The rank tables this process holds, by communicator (the id's nonce). The first rank of a
+// communicator in this process to get the root's answer builds the table; the others drain
+// their copy of the bytes and take the shared one.
+struct SharedTables {
+  struct Slot {
+    std::weak_ptr<const PeerTable> table;
+    bool building = false;
+  };
+  std::mutex mutex;
+  std::condition_variable built;
+  std::map<uint64_t, Slot> slots;
+};
+
+SharedTables& sharedTables() {
+  static SharedTables* t = new SharedTables();  // never destroyed: ranks may still run at exit
+  return *t;
+}
+
+// Host names that two hosts share (containers named alike) get "@address" appended, so that
+// messages tell the hosts apart. Linear: one pass finds the names with two hosts.
+void nameHostsApart(PeerTable* t) {
+  std::unordered_map<std::string, uint64_t> hostOf;
+  std::unordered_map<std::string, bool> clash;
+  for (const PeerInfo& p : t->peers) {
+    auto [it, fresh] = hostOf.emplace(p.hostName, p.hostHash);
+    if (!fresh && it->second != p.hostHash) clash[p.hostName] = true;
+  }
+  if (clash.empty()) return;
+  for (size_t i = 0; i < t->peers.size(); ++i) {
+    PeerInfo& p = t->peers[i];
+    if (clash.count(p.hostName) == 0) continue;
+    std::string named = std::string(p.hostName) + "@" + t->addrs[i].hostString();
+    std::snprintf(p.hostName, sizeof(p.hostName), "%s", named.c_str());
+  }
+}
+
+// Reads the nRanks entries of the root's table into `into`, or drains them when it is null.
+Status readEntries(Socket& root, int nRanks, Deadline by, PeerTable* into) {
+  std::vector<wire::Entry> chunk(std::min(kTableChunk, static_cast<size_t>(nRanks)));
+  for (size_t done = 0; done < static_cast<size_t>(nRanks);) {
+    const size_t n = std::min(chunk.size(), static_cast<size_t>(nRanks) - done);
+    WEFT_TRY(root.recvAll(chunk.data(), n * sizeof(wire::Entry), by));
+    for (size_t i = 0; into != nullptr && i < n; ++i) {
+      into->peers.push_back(chunk[i].info);
+      into->addrs.push_back(wire::fromWire(chunk[i].listen));
+    }
+    done += n;
+  }
+  return Status::ok();
+}
+
+// The table of communicator `nonce` for a rank whose root answer (the table's bytes) waits on
+// `root`: built here, or the one another rank of this process built.
+Status receivePeerTable(Socket& root, uint64_t nonce, int nRanks, Deadline by, std::shared_ptr<const PeerTable>* out) {
+  SharedTables& shared = sharedTables();
+  bool builder = false;
+  {
+    std::lock_guard<std::mutex> lock(shared.mutex);
+    for (auto it = shared.slots.begin(); it != shared.slots.end();) {
+      it = !it->second.building && it->second.table.expired() && it->first != nonce ? shared.slots.erase(it) : ++it;
+    }
+    SharedTables::Slot& slot = shared.slots[nonce];
+    *out = slot.table.lock();
+    if (!*out && !slot.building) slot.building = builder = true;
+  }
+  if (!builder) {
+    WEFT_TRY(readEntries(root, nRanks, by, nullptr));
+    if (*out) return Status::ok();
+    std::unique_lock<std::mutex> lock(shared.mutex);
+    shared.built.wait_for(lock, std::chrono::milliseconds(std::max(0, by.remainingMs())),
+                          [&] { return !shared.slots[nonce].building; });
+    *out = shared.slots[nonce].table.lock();
+    if (*out) return Status::ok();
+    return WEFT_ERROR(weftRemoteError,
+                      "the rank of this process that received the table for all of them failed (its message says "
+                      "why)");
+  }
+  auto table = std::make_shared<PeerTable>();
+  table->peers.reserve(static_cast<size_t>(nRanks));
+  table->addrs.reserve(static_cast<size_t>(nRanks));
+  Status s = readEntries(root, nRanks, by, table.get());
+  if (s.isOk()) nameHostsApart(table.get());
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  SharedTables::Slot& slot = shared.slots[nonce];
+  slot.building = false;
+  if (s.isOk()) slot.table = table;
+  shared.built.notify_all();
+  if (s.isOk()) *out = std::move(table);
+  return s;
+}
 
 }  // namespace
 
@@ -57,16 +153,21 @@ struct Bootstrap::Pending {
   bool dead = false;
 };
 
-Bootstrap::Bootstrap(const UniqueIdInfo& id, int rank, int nRanks) : id_(id), rank_(rank), nRanks_(nRanks) {
-  for (int i = 0; i < nRanks; ++i) conns_.push_back(std::make_unique<PeerConn>());
+Bootstrap::Bootstrap(const UniqueIdInfo& id, int rank, int nRanks) : id_(id), rank_(rank), nRanks_(nRanks) {}
+
+Bootstrap::PeerConn& Bootstrap::conn(int peer) {
+  std::lock_guard<std::mutex> lock(connsMutex_);
+  std::unique_ptr<PeerConn>& c = conns_[peer];
+  if (!c) c = std::make_unique<PeerConn>();
+  return *c;
 }
 
 Bootstrap::~Bootstrap() { abort_.store(true); }
 
 std::string Bootstrap::describe(int peer) const {
   char buf[128];
-  if (peer >= 0 && peer < static_cast<int>(peers_.size())) {
-    const PeerInfo& info = peers_[peer];
+  if (table_ && peer >= 0 && peer < static_cast<int>(table_->peers.size())) {
+    const PeerInfo& info = table_->peers[static_cast<size_t>(peer)];
     std::snprintf(buf, sizeof(buf), "rank %d (%.*s:%d)", peer, static_cast<int>(sizeof(info.hostName)), info.hostName,
                   info.pid);
   } else {
@@ -83,10 +184,58 @@ void Bootstrap::abort() {
 
 // ---- joining ------------------------------------------------------------------------------
 
+namespace {
+
+// The (communicator, rank) pairs this process has joined or is joining. A unique id makes one
+// communicator: a rank that formed one with an id and comes back with it is refused at once
+// (its root is gone; it would wait out the whole time-out). A second join while the first is
+// still in progress goes on to the root, which sees the second hello and fails both groups.
+struct UsedIds {
+  struct Use {
+    int joining = 0;
+    bool formed = false;
+  };
+  std::mutex mutex;
+  std::map<std::pair<uint64_t, int>, Use> uses;
+};
+
+UsedIds& usedIds() {
+  static UsedIds* u = new UsedIds();  // never destroyed: ranks may still join at exit
+  return *u;
+}
+
+}  // namespace
+
 Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
                          std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit) {
   UniqueIdInfo info;
   WEFT_TRY(decodeUniqueId(id, &info));
+  const std::pair<uint64_t, int> key(info.nonce, rank);
+  UsedIds& used = usedIds();
+  {
+    std::lock_guard<std::mutex> lock(used.mutex);
+    UsedIds::Use& use = used.uses[key];
+    if (use.formed) {
+      return WEFT_ERROR(weftInvalidUsage,
+                        "bootstrap: rank %d: this unique id (communicator %016llx) was already used: this process "
+                        "formed a communicator with it as rank %d before. A unique id makes exactly one "
+                        "communicator: call weftGetUniqueId for each new communicator and give that id to its ranks",
+                        rank, static_cast<unsigned long long>(info.nonce), rank);
+    }
+    ++use.joining;
+  }
+  Status s = join(info, rank, nRanks, self, deadline, out, abortInit);
+  std::lock_guard<std::mutex> lock(used.mutex);
+  UsedIds::Use& use = used.uses[key];
+  --use.joining;
+  // A join that failed may be tried again (its root still waits, or is gone and says so).
+  if (s.isOk()) use.formed = true;
+  if (!use.formed && use.joining == 0) used.uses.erase(key);
+  return s;
+}
+
+Status Bootstrap::join(const UniqueIdInfo& info, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
+                       std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit) {
   if (nRanks < 1 || nRanks > wire::kMaxRanks || rank < 0 || rank >= nRanks) {
     return WEFT_ERROR(weftInvalidArgument, "bootstrap: rank %d is out of range for %d ranks", rank, nRanks);
   }
@@ -104,11 +253,14 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   Status s = Socket::connect(info.root, deadline, abortInit, &root);
   if (b->aborted()) return abortedWhile("reaching the root");
   if (!s.isOk()) {
-    return Status::error(s.code(), "bootstrap: rank " + std::to_string(rank) + " cannot reach the root at " + rootName +
-                                       ": " + s.message() +
-                                       ". The root runs in the process that made the unique id (rank 0 when launched from "
-                                       "the environment): check that rank 0 started and still runs, and that this "
-                                       "host can reach that address (WEFT_SOCKET_IFNAME picks the interface)");
+    return Status::error(s.code(),
+                         "bootstrap: rank " + std::to_string(rank) + " cannot reach the root at " + rootName + ": " +
+                             s.message() +
+                             ". The root runs in the process that made the unique id (rank 0 when launched from "
+                             "the environment): check that rank 0 started and still runs, and that this "
+                             "host can reach that address (WEFT_SOCKET_IFNAME picks the interface). A root "
+                             "serves one communicator and stops once it has formed: an id used before "
+                             "finds none (call weftGetUniqueId for each communicator)");
   }
 
   // Listen for the other ranks on the address this host uses to reach the root: the others
@@ -162,14 +314,10 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
     return WEFT_ERROR(weftInternalError, "bootstrap: the root at %s answered with %d ranks, not %d", rootName.c_str(),
                       reply.nRanks, nRanks);
   }
-  std::vector<wire::Entry> table(static_cast<size_t>(nRanks));
-  s = root.recvAll(table.data(), table.size() * sizeof(wire::Entry), answerBy);
-  if (!s.isOk()) return std::move(s).withPrefix("bootstrap: receiving the rank table from the root: ");
+  s = receivePeerTable(root, info.nonce, nRanks, answerBy, &b->table_);
+  if (!s.isOk())
+    return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + " receiving the rank table: ");
   root.close();
-  for (const auto& e : table) {
-    b->peers_.push_back(e.info);
-    b->addrs_.push_back(wire::fromWire(e.listen));
-  }
 
   // Connect to the hub (rank 0), and find out now whether everyone can reach everyone's hub.
   if (nRanks > 1) WEFT_TRY(b->barrier(deadline));
@@ -242,11 +390,11 @@ Status Bootstrap::sendFrame(int peer, uint32_t kind, int tag, const void* data, 
   if (peer == rank_) {
     std::lock_guard<std::mutex> lock(queueMutex_);
     const char* p = static_cast<const char*>(data);
-    conns_[peer]->queue.push_back(Message{kind, tag, std::vector<char>(p, p + bytes)});
+    conn(peer).queue.push_back(Message{kind, tag, std::vector<char>(p, p + bytes)});
     queueCv_.notify_all();
     return Status::ok();
   }
-  PeerConn& c = *conns_[peer];
+  PeerConn& c = conn(peer);
   std::lock_guard<std::mutex> lock(c.sendMutex);
   auto failed = [&](Status s, const char* doing) {
     c.out.close();
@@ -260,7 +408,7 @@ Status Bootstrap::sendFrame(int peer, uint32_t kind, int tag, const void* data, 
   };
   if (!c.out.valid()) {
     Socket s;
-    Status st = Socket::connect(addrs_[peer], deadline, &abort_, &s);
+    Status st = Socket::connect(address(peer), deadline, &abort_, &s);
     if (!st.isOk()) return failed(std::move(st), "cannot connect to");
     wire::ConnHello h{};
     h.magic = wire::kConnMagic;
@@ -301,7 +449,7 @@ Status Bootstrap::recvFrame(int peer, uint32_t kind, int tag, void* data, size_t
     return WEFT_ERROR(weftInvalidArgument, "bootstrap %s: peer %d is out of range for %d ranks", what, peer, nRanks_);
   }
   uint64_t start = nowNs();
-  PeerConn& c = *conns_[peer];
+  PeerConn& c = conn(peer);
   std::unique_lock<std::mutex> lock(queueMutex_);
   for (;;) {
     auto it =
@@ -349,9 +497,11 @@ void Bootstrap::pumpOnce(Deadline deadline) {
     fds.push_back({pending_[i]->sock.fd(), POLLIN, 0});
     owner.push_back(-2 - static_cast<int>(i));
   }
-  for (int p = 0; p < nRanks_; ++p) {
-    if (conns_[p]->in.valid()) {
-      fds.push_back({conns_[p]->in.fd(), POLLIN, 0});
+  {
+    std::lock_guard<std::mutex> lock(connsMutex_);
+    for (auto& [p, c] : conns_) {
+      if (!c->in.valid()) continue;
+      fds.push_back({c->in.fd(), POLLIN, 0});
       owner.push_back(p);
     }
   }
@@ -384,10 +534,11 @@ void Bootstrap::pumpOnce(Deadline deadline) {
           why = "addressed from rank " + std::to_string(h.from) + " to rank " + std::to_string(h.to);
         } else {
           std::lock_guard<std::mutex> lock(queueMutex_);
-          if (conns_[h.from]->in.valid() || !conns_[h.from]->inError.isOk()) {
+          PeerConn& from = conn(h.from);
+          if (from.in.valid() || !from.inError.isOk()) {
             why = "a second connection from rank " + std::to_string(h.from);
           } else {
-            conns_[h.from]->in = std::move(pc.sock);
+            from.in = std::move(pc.sock);
             pc.dead = true;
           }
         }
@@ -422,7 +573,7 @@ void Bootstrap::acceptPending() {
 }
 
 void Bootstrap::readFrom(int peer) {
-  PeerConn& c = *conns_[peer];
+  PeerConn& c = conn(peer);
   auto fail = [&](Status s) {
     std::lock_guard<std::mutex> lock(queueMutex_);
     c.in.close();

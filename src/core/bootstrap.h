@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/os.h"
@@ -78,12 +79,23 @@ Status stopRoot(const weftUniqueId& id, bool* stopped);
 // Root threads of this process that have not finished yet (tests).
 size_t runningRootCount();
 
+// Every rank's PeerInfo and bootstrap listen address, as the root handed them out (host names
+// that two hosts share get "@address" appended). Immutable once made: the ranks of one
+// communicator that live in one process share one copy, so that weftCommInitAll's memory grows
+// with the rank count, not with its square.
+struct PeerTable {
+  std::vector<PeerInfo> peers;
+  std::vector<SocketAddress> addrs;
+};
+
 // One rank's end of the bootstrap of one communicator.
 class Bootstrap : public PeerExchange {
  public:
   // Joins communicator `id` as `rank` of `nRanks`: meets the others through the root and
   // connects to rank 0. weftTimeout (naming the ranks that never joined) when not all ranks
-  // arrive before the deadline. When *abortInit becomes true (another thread: weftCommAbort
+  // arrive before the deadline; weftInvalidUsage when this id already formed a communicator in
+  // which this process was `rank`, or two groups of ranks use it at once (a unique id makes one
+  // communicator). When *abortInit becomes true (another thread: weftCommAbort
   // during a non-blocking init) the join, and every later call, fails within ~0.1 s.
   static Status create(const weftUniqueId& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
                        std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit = nullptr);
@@ -92,11 +104,13 @@ class Bootstrap : public PeerExchange {
   int rank() const { return rank_; }
   int nRanks() const { return nRanks_; }
   // Every rank's PeerInfo, indexed by rank.
-  const std::vector<PeerInfo>& peers() const { return peers_; }
+  const std::vector<PeerInfo>& peers() const { return table_->peers; }
+  // The table itself, shared with this process's other ranks of the communicator.
+  std::shared_ptr<const PeerTable> peerTable() const { return table_; }
   // "rank 2 (host:1234)".
   std::string describe(int peer) const;
   // The address rank `peer` listens on for bootstrap messages.
-  const SocketAddress& address(int peer) const { return addrs_[static_cast<size_t>(peer)]; }
+  const SocketAddress& address(int peer) const { return table_->addrs[static_cast<size_t>(peer)]; }
 
   // all[r * bytesPerRank ...] receives rank r's `mine`. Collective.
   Status allGather(const void* mine, void* all, size_t bytesPerRank, Deadline deadline);
@@ -126,6 +140,9 @@ class Bootstrap : public PeerExchange {
   struct PeerConn;
   struct Pending;
   Bootstrap(const UniqueIdInfo& id, int rank, int nRanks);
+  // create() once the id is known not to have formed a communicator in this process already.
+  static Status join(const UniqueIdInfo& info, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
+                     std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit);
 
   Status sendFrame(int peer, uint32_t kind, int tag, const void* data, size_t bytes, Deadline deadline,
                    const char* what);
@@ -136,18 +153,21 @@ class Bootstrap : public PeerExchange {
   void acceptPending();
   void readFrom(int peer);
   Status timeoutError(int peer, Deadline deadline, uint64_t startNs, const char* what) const;
+  // The connections with `peer`, made on first use: nothing per pair exists before a pair talks.
+  PeerConn& conn(int peer);
 
   UniqueIdInfo id_;
   int rank_;
   int nRanks_;
-  std::vector<PeerInfo> peers_;
-  std::vector<SocketAddress> addrs_;  // each rank's listen address
+  std::shared_ptr<const PeerTable> table_;
   Socket listener_;
   std::atomic<bool> abort_{false};
   const std::atomic<bool>* abortInit_ = nullptr;  // the caller's abort flag (may be null)
 
-  // Per peer: the connection we opened (sending) and the one it opened (receiving).
-  std::vector<std::unique_ptr<PeerConn>> conns_;
+  // Per peer that this rank has talked with: the connection we opened (sending) and the one it
+  // opened (receiving). connsMutex_ guards the map, not the connections; it is taken last.
+  std::mutex connsMutex_;
+  std::unordered_map<int, std::unique_ptr<PeerConn>> conns_;
   std::vector<std::unique_ptr<Pending>> pending_;  // accepted, not yet authenticated
 
   // queueMutex_ guards every peer's message queue and receive error, and pumping_: one thread

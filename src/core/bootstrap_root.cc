@@ -93,6 +93,9 @@ class RootServer {
   void drop(Conn& c, const std::string& reason, weftResult_t answer = weftSuccess);
   void answerAll(const std::vector<char>& message);
   void answerTimeout();
+  // A second hello for a rank that is still waiting: two groups of ranks (or one rank twice)
+  // use this id. Every rank that joined, and every later one, is told so; nobody forms.
+  void refuseUsedTwice(Conn& second);
 
   Socket listener_;
   UniqueIdInfo id_;
@@ -100,7 +103,11 @@ class RootServer {
   std::map<int, std::unique_ptr<Conn>> joined_;
   int nRanks_ = -1;
   uint64_t firstJoinNs_ = 0;
+  std::string usedTwice_;  // why this id is spoiled (empty while it is not)
 };
+
+// How long a root whose id was used twice stays to tell the latecomers of either group why.
+constexpr double kUsedTwiceLingerS = 5.0;
 
 void RootServer::drop(Conn& c, const std::string& reason, weftResult_t answer) {
   WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: dropped the connection from %s: %s", id_.root.toString().c_str(),
@@ -175,6 +182,10 @@ std::string RootServer::validate(const wire::Hello& h, weftResult_t* code) const
     std::snprintf(why, sizeof(why), "rank %d already joined from %s", h.rank, it->second->addr.c_str());
     return why;
   }
+  if (!usedTwice_.empty()) {
+    *code = weftInvalidUsage;
+    return usedTwice_;
+  }
   if (!wire::fromWire(h.listen).valid()) return "no valid listen address in the hello";
   return "";
 }
@@ -187,6 +198,19 @@ void RootServer::answerAll(const std::vector<char>& message) {
                rank, c->addr.c_str(), s.message().c_str());
     }
   }
+}
+
+void RootServer::refuseUsedTwice(Conn& second) {
+  const int rank = second.hello.rank;
+  usedTwice_ = "the unique id was used twice: rank " + std::to_string(rank) + " joined from " + joined_[rank]->addr +
+               " and again from " + second.addr +
+               " (two communicators initialised with one id, or one rank calling init twice). A unique id makes "
+               "exactly one communicator: call weftGetUniqueId for each new communicator and give that id to its "
+               "ranks";
+  WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: %s", id_.root.toString().c_str(), usedTwice_.c_str());
+  for (auto& [r, c] : joined_) drop(*c, usedTwice_, weftInvalidUsage);
+  joined_.clear();
+  drop(second, usedTwice_, weftInvalidUsage);
 }
 
 void RootServer::answerTimeout() {
@@ -220,6 +244,7 @@ void RootServer::run() {
     if (abort.load()) return;
     if (nRanks_ > 0 && static_cast<int>(joined_.size()) == nRanks_) break;
     if (deadline.expired()) {
+      if (!usedTwice_.empty()) return;  // every rank that came was told
       if (joined_.empty()) {
         WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: no rank joined within %.0f s; closing it", where.c_str(),
                  static_cast<double>(nowNs() - startNs) / 1e9);
@@ -276,6 +301,12 @@ void RootServer::run() {
       if (!readHello(*c)) continue;
       weftResult_t code = weftSuccess;
       std::string why = validate(c->hello, &code);
+      if (usedTwice_.empty() && joined_.count(c->hello.rank) != 0 && code == weftInvalidUsage) {
+        refuseUsedTwice(*c);
+        deadline = Deadline::afterSeconds(kUsedTwiceLingerS);
+        break;  // the joined connections are gone: `owners` points at freed ones
+      }
+      if (!usedTwice_.empty() && why == usedTwice_) deadline = Deadline::afterSeconds(kUsedTwiceLingerS);
       if (!why.empty()) {
         drop(*c, why, code);
         continue;
@@ -379,9 +410,8 @@ Status stopRoot(const weftUniqueId& id, bool* stopped) {
   {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    auto it = std::find_if(r.roots.begin(), r.roots.end(), [&](RootServer* s) {
-      return s->ownerPid == getpid() && s->nonce() == info.nonce;
-    });
+    auto it = std::find_if(r.roots.begin(), r.roots.end(),
+                           [&](RootServer* s) { return s->ownerPid == getpid() && s->nonce() == info.nonce; });
     if (it == r.roots.end()) return Status::ok();
     found = *it;
     r.roots.erase(it);

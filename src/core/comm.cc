@@ -9,10 +9,10 @@
 #include "base/params.h"
 #include "collectives/datatypes.h"
 #include "collectives/device_executor.h"
-#include "device/device.h"
-#include "transports/bridge/device_bridge.h"
 #include "collectives/reduce.h"
+#include "device/device.h"
 #include "topology/tuner.h"
+#include "transports/bridge/device_bridge.h"
 
 namespace weft {
 namespace core {
@@ -24,6 +24,9 @@ namespace {
 constexpr int kP2pLane = 0;
 // Bootstrap tags used by the communicator itself.
 constexpr int kSplitTagBase = 0x5000;
+constexpr int kSettingsTag = 0x4f00;
+constexpr int kReadersRowTag = 0x4f01;
+constexpr int kReadersColumnTag = 0x4f02;
 // Fewest bytes per channel before a collective uses another channel.
 constexpr int64_t kBytesPerChannel = 1 << 20;
 // Schedules kept per communicator (they are rebuilt cheaply when evicted).
@@ -70,14 +73,14 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   int64_t timeoutS = config && config->timeoutS > 0 ? config->timeoutS : params::TimeoutS();
   Deadline deadline = Deadline::afterSeconds(static_cast<double>(timeoutS));
   WEFT_TRY(Bootstrap::create(id, rank, nRanks, selfInfo(rank), deadline, &bootstrap_, abortInit));
-  peers_ = bootstrap_->peers();
-  nameHostsApart();
+  // Shared with this process's other ranks of the communicator (bootstrap.h: PeerTable).
+  peerTable_ = bootstrap_->peerTable();
   commTag_ = commTagFromId(id);
   WEFT_TRY(agreeSettings(config));
   WEFT_TRY(probeSingleCopy());
   transports_ = makeTransports();
   int sameHost = 0;
-  for (const auto& p : peers_) sameHost += p.hostHash == peers_[rank].hostHash;
+  for (const auto& p : peers()) sameHost += p.hostHash == peers()[rank].hostHash;
   groupByHost();
   limitDeviceLanes();
   // More ranks than cores on this host: yield almost at once when waiting, since the rank
@@ -88,24 +91,10 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   return Status::ok();
 }
 
-void Communicator::nameHostsApart() {
-  std::vector<std::string> names(peers_.size());
-  for (size_t i = 0; i < peers_.size(); ++i) names[i] = peers_[i].hostName;
-  for (size_t i = 0; i < peers_.size(); ++i) {
-    bool clash = false;
-    for (size_t j = 0; j < peers_.size() && !clash; ++j) {
-      clash = names[j] == names[i] && peers_[j].hostHash != peers_[i].hostHash;
-    }
-    if (!clash) continue;
-    std::string named = names[i] + "@" + bootstrap_->address(static_cast<int>(i)).hostString();
-    std::snprintf(peers_[i].hostName, sizeof(peers_[i].hostName), "%s", named.c_str());
-  }
-}
-
 void Communicator::groupByHost() {
   std::vector<uint64_t> hosts;  // in order of their lowest rank
   std::vector<std::vector<int>> members;
-  for (const auto& p : peers_) {
+  for (const auto& p : peers()) {
     size_t h = std::find(hosts.begin(), hosts.end(), p.hostHash) - hosts.begin();
     if (h == hosts.size()) hosts.push_back(p.hostHash), members.emplace_back();
     members[h].push_back(p.rank);
@@ -119,7 +108,7 @@ void Communicator::groupByHost() {
   if (rank_ != 0 || nNodes_ == 1) return;
   std::string text;
   for (size_t h = 0; h < members.size(); ++h) {
-    text += (h ? "; " : "") + std::string(peers_[members[h][0]].hostName) + ":";
+    text += (h ? "; " : "") + std::string(peers()[members[h][0]].hostName) + ":";
     for (int r : members[h]) text += " " + std::to_string(r);
   }
   WEFT_LOG(kInfo, kInit, "%d ranks on %d hosts (%s); rings and trees visit each host's ranks together%s", nRanks_,
@@ -143,15 +132,20 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   mine.doublingMaxBytes = params::DoublingMaxBytes();
   std::snprintf(mine.algo, sizeof(mine.algo), "%s", params::Algo().c_str());
 
-  std::vector<CommSettings> all(static_cast<size_t>(nRanks_));
-  WEFT_TRY(bootstrap_->allGather(&mine, all.data(), sizeof(CommSettings),
-                                 Deadline::afterSeconds(static_cast<double>(mine.timeoutS))));
-  settings_ = all[0];
+  // Rank 0's settings are everyone's: it sends them to each rank (an all-gather would put every
+  // rank's in every rank, memory that grows with the square of the rank count).
+  CommSettings first = mine;
+  const Deadline deadline = Deadline::afterSeconds(static_cast<double>(mine.timeoutS));
+  if (rank_ == 0) {
+    for (int p = 1; p < nRanks_; ++p) WEFT_TRY(bootstrap_->send(p, kSettingsTag, &mine, sizeof(mine), deadline));
+  } else {
+    WEFT_TRY(bootstrap_->recv(0, kSettingsTag, &first, sizeof(first), deadline));
+  }
+  settings_ = first;
   settings_.timeoutS = mine.timeoutS;  // each rank keeps its own patience
-  if (std::memcmp(&all[0].nSlots, &mine.nSlots, sizeof(int32_t) * 3) != 0 ||
-      all[0].slotBytes != mine.slotBytes || all[0].treeMaxBytes != mine.treeMaxBytes ||
-      all[0].doublingMaxBytes != mine.doublingMaxBytes ||
-      std::strncmp(all[0].algo, mine.algo, sizeof(mine.algo)) != 0) {
+  if (std::memcmp(&first.nSlots, &mine.nSlots, sizeof(int32_t) * 3) != 0 || first.slotBytes != mine.slotBytes ||
+      first.treeMaxBytes != mine.treeMaxBytes || first.doublingMaxBytes != mine.doublingMaxBytes ||
+      std::strncmp(first.algo, mine.algo, sizeof(mine.algo)) != 0) {
     WEFT_LOG(kWarn, kEnv,
              "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/TREE_MAX_BYTES/ALGO differ from rank 0's; "
              "using rank 0's values (set them the same on every rank)",
@@ -177,9 +171,9 @@ Status Communicator::probeSingleCopy() {
   // Which peers this rank can read directly (same process, or cross-memory attach allowed by
   // the OS); then everyone learns who can read them, which is what a sender needs.
   std::vector<uint8_t> canRead(static_cast<size_t>(nRanks_), 0);
-  const PeerInfo& self = peers_[rank_];
+  const PeerInfo& self = peers()[rank_];
   int readable = 0;
-  for (const auto& peer : peers_) {
+  for (const auto& peer : peers()) {
     // WEFT_SHM_DISABLE forbids every form of shared memory, direct reads included.
     if (!params::SingleCopy() || params::ShmDisable() || peer.rank == rank_ || peer.hostHash != self.hostHash) {
       continue;
@@ -189,8 +183,8 @@ Status Communicator::probeSingleCopy() {
     if (peer.processHash != self.processHash && !params::CrossMemoryAttach()) continue;
     uint64_t value = 0;
     int err = 0;
-    bool ok = readProcessMemory(peer.processHash == self.processHash ? getpid() : peer.pid, peer.probeAddress,
-                                &value, sizeof(value), &err);
+    bool ok = readProcessMemory(peer.processHash == self.processHash ? getpid() : peer.pid, peer.probeAddress, &value,
+                                sizeof(value), &err);
     canRead[peer.rank] = ok && value == kMemoryProbeValue;
     readable += canRead[peer.rank];
     if (!canRead[peer.rank]) {
@@ -198,20 +192,39 @@ Status Communicator::probeSingleCopy() {
                rank_, peer.rank, ok ? "probe mismatch" : errnoText(err).c_str());
     }
   }
-  std::vector<uint8_t> all(static_cast<size_t>(nRanks_) * nRanks_);
-  WEFT_TRY(bootstrap_->allGather(canRead.data(), all.data(), canRead.size(),
-                                 Deadline::afterSeconds(settings_.timeoutS)));
-  peerReadsMe_.assign(static_cast<size_t>(nRanks_), false);
-  for (int p = 0; p < nRanks_; ++p) peerReadsMe_[p] = all[static_cast<size_t>(p) * nRanks_ + rank_] != 0;
+  WEFT_TRY(exchangeReaders(canRead));
   WEFT_LOG(kInfo, kShm, "rank %d reads %d peers' memory directly (single-copy)", rank_, readable);
+  return Status::ok();
+}
+
+Status Communicator::exchangeReaders(const std::vector<uint8_t>& canRead) {
+  const size_t n = static_cast<size_t>(nRanks_);
+  const Deadline deadline = Deadline::afterSeconds(settings_.timeoutS);
+  std::vector<uint8_t> column(n);
+  if (rank_ != 0) {
+    WEFT_TRY(bootstrap_->send(0, kReadersRowTag, canRead.data(), n, deadline));
+    WEFT_TRY(bootstrap_->recv(0, kReadersColumnTag, column.data(), n, deadline));
+  } else {
+    std::vector<uint8_t> matrix(n * n);
+    std::copy(canRead.begin(), canRead.end(), matrix.begin());
+    for (size_t p = 1; p < n; ++p) {
+      WEFT_TRY(bootstrap_->recv(static_cast<int>(p), kReadersRowTag, &matrix[p * n], n, deadline));
+    }
+    for (size_t p = n; p-- > 0;) {
+      for (size_t r = 0; r < n; ++r) column[r] = matrix[r * n + p];
+      if (p > 0) WEFT_TRY(bootstrap_->send(static_cast<int>(p), kReadersColumnTag, column.data(), n, deadline));
+    }
+  }
+  peerReadsMe_.assign(n, false);
+  for (size_t p = 0; p < n; ++p) peerReadsMe_[p] = column[p] != 0;
   return Status::ok();
 }
 
 bool Communicator::peerReadsMyMemory(int peer) { return peerReadsMe_[static_cast<size_t>(peer)]; }
 
 Status Communicator::readPeerMemory(int peer, uint64_t address, void* dst, size_t bytes) {
-  const PeerInfo& p = peers_[static_cast<size_t>(peer)];
-  int pid = p.processHash == peers_[rank_].processHash ? getpid() : p.pid;
+  const PeerInfo& p = peers()[static_cast<size_t>(peer)];
+  int pid = p.processHash == peers()[rank_].processHash ? getpid() : p.pid;
   int err = 0;
   if (readProcessMemory(pid, address, dst, bytes, &err)) return Status::ok();
   return WEFT_ERROR(weftRemoteError,
@@ -248,7 +261,7 @@ void Communicator::makeRoomForOps(size_t n) {
 }
 
 Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, size_t elemSize) {
-  OpKey key{static_cast<int>(p.kind), static_cast<int>(p.algo), p.root, p.nChannels, p.count,
+  OpKey key{static_cast<int>(p.kind),      static_cast<int>(p.algo), p.root, p.nChannels, p.count,
             static_cast<int64_t>(elemSize)};
   // Training loops repeat one shape: check the last one before the map.
   if (lastOp_ && lastOpKey_ == key) return lastOp_;
@@ -505,7 +518,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const
       if (aborted_.load()) {
         return WEFT_ERROR(weftInvalidUsage, "rank %d: the communicator was aborted", rank_);
       }
-      const PeerInfo& peer = peers_[static_cast<size_t>(key.peer)];
+      const PeerInfo& peer = peers()[static_cast<size_t>(key.peer)];
       const bool forDevice = key.lane >= coll::kDeviceFifoLaneBase;
       // A device FIFO goes over a device transport (GPU peer memory) when one reaches the peer;
       // otherwise over the host transport the pair would use, bridged through pinned memory.
@@ -515,7 +528,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const
         bool wantDevices = forDevice && pass == 0;
         if (pass == 1 && !forDevice) break;
         for (auto& t : transports_) {
-          if (t->forDevices() == wantDevices && t->canConnect(peers_[rank_], peer)) {
+          if (t->forDevices() == wantDevices && t->canConnect(peers()[rank_], peer)) {
             transport = t.get();
             bridged = forDevice && !wantDevices;
             break;
@@ -529,14 +542,14 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const
                           "rank %d (host %s): no transport reaches rank %d (host %s): %s, and WEFT_NET=%s selects "
                           "a network transport this build lacks (built: %s). Set WEFT_NET=socket, which works on "
                           "any IP network",
-                          rank_, peers_[rank_].hostName, key.peer, peer.hostName,
-                          peer.hostHash == peers_[rank_].hostHash ? "WEFT_SHM_DISABLE=1 forbids shared memory"
-                                                                  : "it is on another host",
+                          rank_, peers()[rank_].hostName, key.peer, peer.hostName,
+                          peer.hostHash == peers()[rank_].hostHash ? "WEFT_SHM_DISABLE=1 forbids shared memory"
+                                                                   : "it is on another host",
                           params::Net().c_str(), names.c_str());
       }
       ConnectRequest req;
       req.commTag = commTag_;
-      req.self = peers_[rank_];
+      req.self = peers()[rank_];
       req.peer = peer;
       req.lane = key.lane;
       req.nSlots = static_cast<size_t>(settings_.nSlots);
@@ -553,10 +566,9 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const
         WEFT_TRY(bridge::makeDeviceBridge(std::move(host), key.send, devicePath_->runtime(), req.nSlots, req.slotBytes,
                                           key.peer, bridgeProxy_.get(), &conn));
       }
-      WEFT_LOG(kInfo, kInit, "rank %d %s rank %d (host %s) %slane %d via %s%s", rank_, key.send ? "->" : "<-",
-               key.peer, peer.hostName, forDevice ? "device " : "",
-               forDevice ? key.lane - coll::kDeviceFifoLaneBase : key.lane, transport->name(),
-               bridged ? " (staged through pinned host memory)" : "");
+      WEFT_LOG(kInfo, kInit, "rank %d %s rank %d (host %s) %slane %d via %s%s", rank_, key.send ? "->" : "<-", key.peer,
+               peer.hostName, forDevice ? "device " : "", forDevice ? key.lane - coll::kDeviceFifoLaneBase : key.lane,
+               transport->name(), bridged ? " (staged through pinned host memory)" : "");
       std::lock_guard<std::mutex> lock(connMutex_);
       if (aborted_.load()) conn->signalAbort(rank_);
       conns_[key] = std::move(conn);
@@ -597,10 +609,10 @@ Status Communicator::explainPeerFailure(Status failure) {
   // along the ring. When the culprit is known and lived on this host, say whether it is gone;
   // otherwise name any rank on this host whose process is gone (ranks that exit after failing
   // themselves are not named when the culprit is known).
-  const PeerInfo& self = peers_[rank_];
+  const PeerInfo& self = peers()[rank_];
   int culprit = culprit_.load();
   std::string gone;
-  for (const auto& peer : peers_) {
+  for (const auto& peer : peers()) {
     if (culprit >= 0 && peer.rank != culprit) continue;
     if (peer.hostHash != self.hostHash || peer.processHash == self.processHash || processAlive(peer.pid)) continue;
     char named[48];

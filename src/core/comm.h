@@ -98,7 +98,7 @@ class Communicator final : public coll::ConnectionProvider {
   // call order) as one launch on `stream`; returns once they are queued.
   Status runDevice(const std::vector<CollCall>& calls, void* stream);
   // The GPU this rank uses (-1: none; host memory only).
-  int device() const { return peers_.empty() ? -1 : peers_[static_cast<size_t>(rank_)].device; }
+  int device() const { return peerTable_ ? peers()[static_cast<size_t>(rank_)].device : -1; }
   // A group's sends and receives on device buffers (one stream), as one launch.
   Status runDeviceP2p(const std::vector<P2pCall>& calls, void* stream);
   // A barrier on `stream`: a one-byte all-reduce on the device.
@@ -153,12 +153,12 @@ class Communicator final : public coll::ConnectionProvider {
               const std::atomic<bool>* abortInit);
   Status agreeSettings(const weftConfig_t* config);
   Status probeSingleCopy();
-  // Hosts that share a name (containers, network namespaces) get their address appended
-  // ("vm@198.18.0.2"), so that messages tell them apart.
-  void nameHostsApart();
+  // Rank 0 collects every rank's row of "can read" and hands each rank its column: who can
+  // read it. Only rank 0 holds the whole matrix (an all-gather put it in every rank).
+  Status exchangeReaders(const std::vector<uint8_t>& canRead);
   // Sets maxDeviceLanes_ from the peers' devices (several ranks may share one GPU).
   void limitDeviceLanes();
-  // Sets nodeOrder_ and nNodes_ from peers_.
+  // Sets nodeOrder_ and nNodes_ from the peer table.
   void groupByHost();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
   // schedule and a connected plan, reused by every later call of the same shape.
@@ -187,7 +187,9 @@ class Communicator final : public coll::ConnectionProvider {
   std::string commTag_;
   CommSettings settings_;
   std::unique_ptr<Bootstrap> bootstrap_;
-  std::vector<PeerInfo> peers_;
+  // Every rank's PeerInfo, shared with this process's other ranks of the communicator.
+  std::shared_ptr<const PeerTable> peerTable_;
+  const std::vector<PeerInfo>& peers() const { return peerTable_->peers; }
   // Ranks grouped by host (hosts in order of their lowest rank): rings and trees follow this
   // order, so a ring crosses between hosts once per host. Empty when it is 0..n-1 anyway.
   std::vector<int> nodeOrder_;

@@ -30,11 +30,11 @@ void Communicator::limitDeviceLanes() {
   // would wait for ever). Every rank computes the same value from the same peer table.
   int units = 0;
   int share = 1;
-  for (const auto& p : peers_) {
+  for (const auto& p : peers()) {
     if (p.device < 0) continue;
     units = units == 0 ? p.deviceUnits : std::min(units, p.deviceUnits);
     int onDevice = 0;
-    for (const auto& q : peers_) onDevice += q.hostHash == p.hostHash && q.device == p.device;
+    for (const auto& q : peers()) onDevice += q.hostHash == p.hostHash && q.device == p.device;
     share = std::max(share, onDevice);
   }
   maxDeviceLanes_ = std::max(1, units / share);
@@ -50,9 +50,10 @@ Status Communicator::ensureDevicePath() {
   if (devicePath_) return Status::ok();
   device::Runtime* runtime = device::gpuRuntime();
   if (runtime == nullptr || device() < 0) {
-    return WEFT_ERROR(weftInvalidUsage, "rank %d: device buffers and a stream were given, but this rank has no GPU (%s)",
-                      rank_, runtime == nullptr ? "no GPU backend loaded; WEFT_DEBUG=INFO says why"
-                                                : "no device was current when the communicator was made");
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: device buffers and a stream were given, but this rank has no GPU (%s)", rank_,
+                      runtime == nullptr ? "no GPU backend loaded; WEFT_DEBUG=INFO says why"
+                                         : "no device was current when the communicator was made");
   }
   return DevicePath::create(runtime, device(), rank_, settings_.timeoutS, &devicePath_);
 }

@@ -20,9 +20,9 @@ namespace {
 
 // Ranks of one communicator: the bootstrap keeps a table of every rank's address.
 constexpr int kMaxRanks = 1 << 20;
-// Ranks weftCommInitAll runs as threads of one process. Its memory still grows with the square
-// of the rank count (measured peak RSS: 256 ranks 138 MB, 512: 591 MB, 1024: 2.9 GB), so the
-// bound keeps it to a few GB rather than letting the OOM killer end the process.
+// Ranks weftCommInitAll runs as threads of one process: one thread (and its stack) per rank.
+// Init memory grows linearly (its ranks share one peer table; perf/RESULTS.md: 1024 ranks peak at
+// 30 MB, down from 2.9 GB), so the bound is about threads, not memory.
 constexpr int kMaxInitAllRanks = 1024;
 
 // WEFT_TIMEOUT_S <= 0 would make every deadline expire at once (a misleading network error).

@@ -303,39 +303,66 @@ TEST(BootstrapRoot, StrangersDoNotStopTheCommunicator) {
   EXPECT_NE(log.find("dropped the connection from 127.0.0.1:"), std::string::npos) << log;
 }
 
-TEST(BootstrapRoot, DuplicateRankAndWrongSizeAreTurnedAway) {
+// A second hello for a rank that is still waiting means the id serves two groups of ranks (or
+// one rank twice): nobody may form a communicator from the mix, and every rank hears why.
+TEST(BootstrapRoot, WrongSizeIsTurnedAwayAndADuplicateRankFailsEveryone) {
   weftUniqueId id = loopbackId();
   const int n = 3;
-  std::thread first([&] {
+  Status first;
+  std::thread firstThread([&] {
     std::unique_ptr<Bootstrap> b;
-    Status s = Bootstrap::create(id, 1, n, infoFor(1), Deadline::afterSeconds(10), &b);
-    EXPECT_TRUE(s.isOk()) << s.message();
-    if (s.isOk()) {
-      EXPECT_TRUE(b->barrier().isOk());
-    }
+    first = Bootstrap::create(id, 1, n, infoFor(1), Deadline::afterSeconds(10), &b);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  std::unique_ptr<Bootstrap> dup;
-  Status s = Bootstrap::create(id, 1, n, infoFor(1), Deadline::afterSeconds(5), &dup);
-  EXPECT_EQ(s.code(), weftInvalidUsage);
-  EXPECT_NE(s.message().find("rank 1 already joined"), std::string::npos) << s.message();
-  s = Bootstrap::create(id, 2, n + 2, infoFor(2), Deadline::afterSeconds(5), &dup);
+  std::unique_ptr<Bootstrap> other;
+  Status s = Bootstrap::create(id, 2, n + 2, infoFor(2), Deadline::afterSeconds(5), &other);
   EXPECT_EQ(s.code(), weftInvalidArgument);
   EXPECT_NE(s.message().find("says the communicator has 5 ranks"), std::string::npos) << s.message();
 
-  std::vector<std::thread> rest;
-  for (int r : {0, 2}) {
-    rest.emplace_back([&, r] {
-      std::unique_ptr<Bootstrap> b;
-      Status st = Bootstrap::create(id, r, n, infoFor(r), Deadline::afterSeconds(10), &b);
-      EXPECT_TRUE(st.isOk()) << st.message();
-      if (st.isOk()) {
-        EXPECT_TRUE(b->barrier().isOk());
-      }
-    });
+  uint64_t start = nowNs();
+  s = Bootstrap::create(id, 1, n, infoFor(1), Deadline::afterSeconds(5), &other);
+  EXPECT_EQ(s.code(), weftInvalidUsage);
+  EXPECT_NE(s.message().find("the unique id was used twice: rank 1 joined from"), std::string::npos) << s.message();
+  firstThread.join();
+  EXPECT_EQ(first.code(), weftInvalidUsage) << "the first rank 1 must not form a communicator from the mix";
+  EXPECT_NE(first.message().find("used twice"), std::string::npos) << first.message();
+  // A latecomer of either group is told the same, at once.
+  s = Bootstrap::create(id, 0, n, infoFor(0), Deadline::afterSeconds(5), &other);
+  EXPECT_EQ(s.code(), weftInvalidUsage);
+  EXPECT_NE(s.message().find("call weftGetUniqueId for each new communicator"), std::string::npos) << s.message();
+  EXPECT_LT(secondsSince(start), 3.0);
+  // The root stays a few seconds for the latecomers, then ends.
+  for (int i = 0; i < 100 && runningRootCount() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(runningRootCount(), 0u);
+}
+
+// Once an id formed a communicator, its ranks in this process are refused at once if they come
+// back with it (the root is gone: they would wait out the whole time-out).
+TEST(BootstrapRoot, AnIdThatFormedACommunicatorIsRefusedTheSecondTime) {
+  weftUniqueId id = loopbackId();
+  runRanks(id, 2, [](int, Bootstrap& b) { ASSERT_TRUE(b.barrier().isOk()); });
+  ASSERT_TRUE(rootsFinish());
+  for (int r = 0; r < 2; ++r) {
+    uint64_t start = nowNs();
+    std::unique_ptr<Bootstrap> again;
+    Status s = Bootstrap::create(id, r, 2, infoFor(r), Deadline::afterSeconds(30), &again);
+    EXPECT_EQ(s.code(), weftInvalidUsage) << s.message();
+    EXPECT_NE(s.message().find("was already used"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("call weftGetUniqueId for each new communicator"), std::string::npos) << s.message();
+    EXPECT_LT(secondsSince(start), 1.0) << "refused at once, not after the time-out";
   }
-  for (auto& t : rest) t.join();
-  first.join();
+}
+
+// A join that failed (here: nobody else came) may be tried again with the same id: only a
+// communicator that formed uses the id up.
+TEST(BootstrapRoot, AFailedJoinDoesNotUseTheIdUp) {
+  weftUniqueId id = loopbackId();
+  std::unique_ptr<Bootstrap> b;
+  std::atomic<bool> abortNow{true};
+  Status s = Bootstrap::create(id, 0, 2, infoFor(0), Deadline::afterSeconds(5), &b, &abortNow);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message().find("already used"), std::string::npos) << s.message();
+  runRanks(id, 2, [](int, Bootstrap& boot) { ASSERT_TRUE(boot.barrier().isOk()); });
 }
 
 TEST(BootstrapRoot, MissingRankIsNamed) {
@@ -364,15 +391,17 @@ TEST(BootstrapRoot, MissingRankIsNamed) {
 }
 
 TEST(BootstrapRoot, UnreachableRootTimesOut) {
-  // A root that has already served its communicator is gone: joining it fails at the deadline.
+  // A root that has already served its communicator is gone: a rank this process did not join
+  // as before fails at the deadline, and the message mentions an id used twice.
   weftUniqueId id = loopbackId();
   runRanks(id, 1, [](int, Bootstrap&) {});
   ASSERT_TRUE(rootsFinish());
   std::unique_ptr<Bootstrap> b;
   uint64_t start = nowNs();
-  Status s = Bootstrap::create(id, 0, 1, infoFor(0), Deadline::afterSeconds(0.5), &b);
+  Status s = Bootstrap::create(id, 1, 2, infoFor(1), Deadline::afterSeconds(0.5), &b);
   EXPECT_EQ(s.code(), weftTimeout);
   EXPECT_NE(s.message().find("cannot reach the root at 127.0.0.1:"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("an id used before finds none"), std::string::npos) << s.message();
   EXPECT_LT(secondsSince(start), 2.0);
 }
 
