@@ -17,6 +17,7 @@
 
 #include "base/log.h"
 #include "base/params.h"
+#include "core/bootstrap_check.h"
 #include "core/bootstrap_wire.h"
 
 namespace weft {
@@ -28,8 +29,11 @@ namespace {
 constexpr double kHandshakeS = 5.0;
 // Payloads up to this size go out in one write together with their header.
 constexpr size_t kCoalesceBytes = 64 << 10;
-// A frame header announcing more than this is garbage.
-constexpr uint64_t kMaxFrameBytes = 1ull << 40;
+// Connections waiting to present themselves beyond which new ones are turned away at once.
+constexpr size_t kMaxPending = 256;
+// A message's buffer grows by at most this much per read, so that memory follows the bytes that
+// actually arrived, not what a header announced.
+constexpr size_t kReadChunkBytes = 1 << 20;
 
 Deadline defaultDeadline() { return Deadline::afterSeconds(static_cast<double>(params::TimeoutS())); }
 
@@ -150,25 +154,28 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
                                        " no answer (" + s.message() +
                                        "); it turns away ranks whose hello it rejects: see its log");
   }
-  if (reply.magic != wire::kReplyMagic) {
-    return WEFT_ERROR(weftInternalError, "bootstrap: garbled answer from the root at %s", rootName.c_str());
+  s = wire::checkReply(reply, nRanks);
+  if (!s.isOk()) {
+    return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + " got a garbled answer from the root at " +
+                                   rootName + " (is another program on that port?): ");
   }
   if (reply.status != weftSuccess) {
-    std::string text(std::min<uint32_t>(reply.textBytes, 64 << 10), '\0');
+    std::string text(reply.textBytes, '\0');
     if (!root.recvAll(&text[0], text.size(), Deadline::afterSeconds(1)).isOk()) text = "(no reason given)";
     return Status::error(static_cast<weftResult_t>(reply.status), text);
-  }
-  if (reply.nRanks != nRanks) {
-    return WEFT_ERROR(weftInternalError, "bootstrap: the root at %s answered with %d ranks, not %d", rootName.c_str(),
-                      reply.nRanks, nRanks);
   }
   std::vector<wire::Entry> table(static_cast<size_t>(nRanks));
   s = root.recvAll(table.data(), table.size() * sizeof(wire::Entry), answerBy);
   if (!s.isOk()) return std::move(s).withPrefix("bootstrap: receiving the rank table from the root: ");
   root.close();
-  for (const auto& e : table) {
-    b->peers_.push_back(e.info);
-    b->addrs_.push_back(wire::fromWire(e.listen));
+  for (size_t r = 0; r < table.size(); ++r) {
+    s = wire::checkEntry(table[r], static_cast<int>(r));
+    if (!s.isOk()) {
+      return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + ": the root at " + rootName +
+                                     " sent a garbled table: ");
+    }
+    b->peers_.push_back(table[r].info);
+    b->addrs_.push_back(wire::fromWire(table[r].listen));
   }
 
   // Connect to the hub (rank 0), and find out now whether everyone can reach everyone's hub.
@@ -363,41 +370,7 @@ void Bootstrap::pumpOnce(Deadline deadline) {
     } else if (owner[i] >= 0) {
       readFrom(owner[i]);
     } else {
-      Pending& pc = *pending_[static_cast<size_t>(-2 - owner[i])];
-      auto* bytes = reinterpret_cast<char*>(&pc.hello);
-      size_t got = 0;
-      bool closed = false;
-      Status s = pc.sock.recvSome(bytes + pc.got, sizeof(pc.hello) - pc.got, &got, &closed);
-      pc.got += got;
-      std::string why;
-      if (!s.isOk()) {
-        why = s.message();
-      } else if (pc.got >= sizeof(uint32_t) && pc.hello.magic != wire::kConnMagic) {
-        why = "not a Weft bootstrap connection (bad magic)";
-      } else if (closed) {
-        why = "closed before presenting itself";
-      } else if (pc.got == sizeof(pc.hello)) {
-        const wire::ConnHello& h = pc.hello;
-        if (h.version != wire::kProtocolVersion || !wire::sameSecret(h.secret, id_.secret) || h.nonce != id_.nonce) {
-          why = "wrong secret or protocol version";
-        } else if (h.to != rank_ || h.from < 0 || h.from >= nRanks_ || h.from == rank_) {
-          why = "addressed from rank " + std::to_string(h.from) + " to rank " + std::to_string(h.to);
-        } else {
-          std::lock_guard<std::mutex> lock(queueMutex_);
-          if (conns_[h.from]->in.valid() || !conns_[h.from]->inError.isOk()) {
-            why = "a second connection from rank " + std::to_string(h.from);
-          } else {
-            conns_[h.from]->in = std::move(pc.sock);
-            pc.dead = true;
-          }
-        }
-      }
-      if (!why.empty()) {
-        WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s: %s", rank_,
-                 pc.sock.peerAddress().toString().c_str(), why.c_str());
-        pc.sock.close();
-        pc.dead = true;
-      }
+      servePending(*pending_[static_cast<size_t>(-2 - owner[i])]);
     }
   }
   for (auto& pc : pending_) {
@@ -412,10 +385,47 @@ void Bootstrap::pumpOnce(Deadline deadline) {
                  pending_.end());
 }
 
+void Bootstrap::servePending(Pending& pc) {
+  auto* bytes = reinterpret_cast<char*>(&pc.hello);
+  size_t got = 0;
+  bool closed = false;
+  Status s = pc.sock.recvSome(bytes + pc.got, sizeof(pc.hello) - pc.got, &got, &closed);
+  pc.got += got;
+  if (s.isOk()) s = wire::checkConnHelloPrefix(pc.hello, pc.got);
+  if (s.isOk() && pc.got < sizeof(pc.hello)) {
+    if (!closed) return;  // the rest of the introduction is on its way
+    s = WEFT_ERROR(weftRemoteError, "closed after %zu of the %zu bytes of its introduction", pc.got, sizeof(pc.hello));
+  }
+  if (s.isOk()) s = wire::checkConnHello(pc.hello, id_, rank_, nRanks_);
+  if (s.isOk()) {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    PeerConn& c = *conns_[pc.hello.from];
+    if (c.in.valid() || !c.inError.isOk()) {
+      s = WEFT_ERROR(weftInvalidUsage, "a second connection from rank %d", pc.hello.from);
+    } else {
+      c.in = std::move(pc.sock);
+      pc.dead = true;
+      return;
+    }
+  }
+  WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s: %s", rank_,
+           pc.sock.peerAddress().toString().c_str(), s.message().c_str());
+  pc.sock.close();
+  pc.dead = true;
+}
+
 void Bootstrap::acceptPending() {
   for (int i = 0; i < 64; ++i) {
     auto pc = std::make_unique<Pending>();
     if (!listener_.tryAccept(&pc->sock).isOk() || !pc->sock.valid()) return;
+    if (pending_.size() >= kMaxPending) {
+      // A flood of connections that never present themselves must not exhaust descriptors.
+      WEFT_LOG(kWarn, kBoot,
+               "bootstrap: rank %d dropped the connection from %s: %zu connections are already waiting to present "
+               "themselves (a port scanner or another program?)",
+               rank_, pc->sock.peerAddress().toString().c_str(), pending_.size());
+      continue;
+    }
     pc->deadline = Deadline::afterSeconds(kHandshakeS);
     pending_.push_back(std::move(pc));
   }
@@ -444,12 +454,22 @@ void Bootstrap::readFrom(int peer) {
     s = c.in.recvAll(reinterpret_cast<char*>(&f) + got, sizeof(f) - got, rest, &abort_);
     if (!s.isOk()) return fail(std::move(s));
   }
-  if (f.bytes > kMaxFrameBytes || (f.kind != wire::kUser && f.kind != wire::kInternal)) {
-    return fail(WEFT_ERROR(weftInternalError, "garbled message header from %s", c.in.peerAddress().toString().c_str()));
+  s = wire::checkFrame(f);
+  if (!s.isOk()) {
+    WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s (%s): %s", rank_, describe(peer).c_str(),
+             c.in.peerAddress().toString().c_str(), s.message().c_str());
+    return fail(std::move(s).withPrefix("garbled message header from " + c.in.peerAddress().toString() + ": "));
   }
-  Message m{f.kind, f.tag, std::vector<char>(static_cast<size_t>(f.bytes))};
-  s = c.in.recvAll(m.data.data(), m.data.size(), rest, &abort_);
-  if (!s.isOk()) return fail(std::move(s));
+  Message m{f.kind, f.tag, {}};
+  // Grow as the bytes arrive: a header that lies about its size costs what was sent, not what
+  // it announced (the vector's growth is geometric, so this copies each byte O(1) times).
+  const size_t total = static_cast<size_t>(f.bytes);
+  while (m.data.size() < total) {
+    size_t have = m.data.size();
+    m.data.resize(have + std::min(kReadChunkBytes, total - have));
+    s = c.in.recvAll(m.data.data() + have, m.data.size() - have, rest, &abort_);
+    if (!s.isOk()) return fail(std::move(s));
+  }
   std::lock_guard<std::mutex> lock(queueMutex_);
   c.queue.push_back(std::move(m));
   queueCv_.notify_all();

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "core/bootstrap.h"
+#include "core/bootstrap_check.h"
 #include "core/bootstrap_wire.h"
 
 namespace weft {
@@ -129,15 +130,10 @@ bool RootServer::readHello(Conn& c) {
   }
   c.got += got;
   // Turn strangers away as soon as their first bytes show they are not ranks.
-  if (c.got >= sizeof(uint32_t) && c.hello.magic != wire::kHelloMagic) {
-    drop(c, "not a Weft bootstrap hello (bad magic; a stranger, or another program using this port)");
-    return false;
-  }
-  if (c.got >= 2 * sizeof(uint32_t) && c.hello.version != wire::kProtocolVersion) {
-    char why[160];
-    std::snprintf(why, sizeof(why), "bootstrap protocol version %u, but the root speaks %u (mixed Weft builds?)",
-                  c.hello.version, wire::kProtocolVersion);
-    drop(c, why, weftInvalidUsage);
+  Status prefix = wire::checkHelloPrefix(c.hello, c.got);
+  if (!prefix.isOk()) {
+    // A stranger gets no answer; a rank of another build is told why.
+    drop(c, prefix.message(), prefix.code() == weftInvalidUsage ? weftInvalidUsage : weftSuccess);
     return false;
   }
   if (closed) {
@@ -150,32 +146,18 @@ bool RootServer::readHello(Conn& c) {
 }
 
 std::string RootServer::validate(const wire::Hello& h, weftResult_t* code) const {
-  char why[256];
-  *code = weftInvalidArgument;
-  if (!wire::sameSecret(h.secret, id_.secret) || h.nonce != id_.nonce) {
-    return "wrong secret (a unique id from another communicator, or a stranger)";
-  }
-  if (h.nRanks < 1 || h.nRanks > wire::kMaxRanks) {
-    std::snprintf(why, sizeof(why), "nRanks %d is out of range", h.nRanks);
-    return why;
-  }
-  if (h.rank < 0 || h.rank >= h.nRanks) {
-    std::snprintf(why, sizeof(why), "rank %d is out of range for %d ranks", h.rank, h.nRanks);
-    return why;
-  }
-  if (nRanks_ > 0 && h.nRanks != nRanks_) {
-    std::snprintf(why, sizeof(why),
-                  "rank %d says the communicator has %d ranks, but the ranks that joined first say %d", h.rank,
-                  h.nRanks, nRanks_);
-    return why;
+  Status s = wire::checkHello(h, id_, nRanks_);
+  if (!s.isOk()) {
+    *code = s.code();
+    return s.message();
   }
   auto it = joined_.find(h.rank);
   if (it != joined_.end()) {
     *code = weftInvalidUsage;
+    char why[256];
     std::snprintf(why, sizeof(why), "rank %d already joined from %s", h.rank, it->second->addr.c_str());
     return why;
   }
-  if (!wire::fromWire(h.listen).valid()) return "no valid listen address in the hello";
   return "";
 }
 
