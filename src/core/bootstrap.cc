@@ -162,6 +162,10 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   if (reply.status != weftSuccess) {
     std::string text(reply.textBytes, '\0');
     if (!root.recvAll(&text[0], text.size(), Deadline::afterSeconds(1)).isOk()) text = "(no reason given)";
+    // Weft's roots explain themselves in full; anything else gets the context a reader needs.
+    if (text.rfind("bootstrap: ", 0) != 0) {
+      text = "bootstrap: the root at " + rootName + " turned rank " + std::to_string(rank) + " away: " + text;
+    }
     return Status::error(static_cast<weftResult_t>(reply.status), text);
   }
   std::vector<wire::Entry> table(static_cast<size_t>(nRanks));
