@@ -422,13 +422,18 @@ void Bootstrap::acceptPending() {
   for (int i = 0; i < 64; ++i) {
     auto pc = std::make_unique<Pending>();
     if (!listener_.tryAccept(&pc->sock).isOk() || !pc->sock.valid()) return;
-    if (pending_.size() >= kMaxPending) {
-      // A flood of connections that never present themselves must not exhaust descriptors.
+    auto waiting = [](const std::unique_ptr<Pending>& p) { return !p->dead; };
+    if (static_cast<size_t>(std::count_if(pending_.begin(), pending_.end(), waiting)) >= kMaxPending) {
+      // A flood must not exhaust descriptors, nor lock real ranks out: the connection that has
+      // waited longest goes (a rank presents itself at once; a stranger had its chance). It is
+      // marked, not erased, because pumpOnce still indexes pending_.
+      Pending& oldest = **std::find_if(pending_.begin(), pending_.end(), waiting);
       WEFT_LOG(kWarn, kBoot,
-               "bootstrap: rank %d dropped the connection from %s: %zu connections are already waiting to present "
-               "themselves (a port scanner or another program?)",
-               rank_, pc->sock.peerAddress().toString().c_str(), pending_.size());
-      continue;
+               "bootstrap: rank %d dropped the connection from %s: it was the oldest of %zu connections waiting to "
+               "present themselves (a port scanner or another program?)",
+               rank_, oldest.sock.peerAddress().toString().c_str(), kMaxPending);
+      oldest.sock.close();
+      oldest.dead = true;
     }
     pc->deadline = Deadline::afterSeconds(kHandshakeS);
     pending_.push_back(std::move(pc));

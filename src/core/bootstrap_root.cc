@@ -229,9 +229,12 @@ void RootServer::run() {
         c->addr = s.peerAddress().toString();
         c->sock = std::move(s);
         c->handshake = Deadline::afterSeconds(kHandshakeS);
-        if (pending_.size() >= kMaxPending) {
-          drop(*c, "too many connections are waiting to present a hello");
-          continue;
+        auto waiting = [](const std::unique_ptr<Conn>& p) { return !p->dead; };
+        if (static_cast<size_t>(std::count_if(pending_.begin(), pending_.end(), waiting)) >= kMaxPending) {
+          // A flood must not lock real ranks out: the connection that has waited longest goes (a
+          // rank presents its hello at once; a stranger had its chance).
+          drop(**std::find_if(pending_.begin(), pending_.end(), waiting),
+               "it was the oldest of too many connections waiting to present a hello");
         }
         pending_.push_back(std::move(c));
       }

@@ -23,6 +23,8 @@ namespace {
 constexpr int kOfferTagBase = 0x6e000;
 // How long an accepted connection may take to introduce itself.
 constexpr double kHelloTimeoutS = 10.0;
+// Connections waiting to introduce themselves beyond which new ones are turned away.
+constexpr size_t kMaxPendingIntroductions = 256;
 // How long a closing sending end waits for its posted slots to reach the kernel.
 constexpr double kFlushSeconds = 30.0;
 
@@ -279,6 +281,12 @@ class SocketListener final : public ProxyTask {
         break;
       }
       if (!s.valid()) break;
+      if (pending_.size() >= kMaxPendingIntroductions) {
+        // A flood must not exhaust descriptors, nor lock real senders out: the connection that
+        // has waited longest goes (a sender introduces itself at once; a stranger had its chance).
+        drop(pending_.front(), "it was the oldest of too many connections waiting to introduce themselves");
+        pending_.erase(pending_.begin());
+      }
       pending_.push_back(Pending{std::move(s), Hello(), 0, Deadline::afterSeconds(kHelloTimeoutS)});
       moved = true;
     }

@@ -206,6 +206,50 @@ TEST(HostilePeers, StrangersAtTheRootAndAtARankDoNotStopInitOrAllReduce) {
   }
 }
 
+// A flood of silent connections at a rank's bootstrap listener: the rank holds at most its bound
+// (the oldest go first) and a real rank that connects after the flood still gets through.
+TEST(HostilePeers, AFloodAtARankListenerDoesNotLockOutARealRank) {
+  weftUniqueId id;
+  ASSERT_TRUE(createUniqueIdAt(SocketAddress::loopbackV4(), &id).isOk());
+  constexpr int n = 3;
+  std::unique_ptr<Bootstrap> b[n];
+  std::vector<std::thread> joins;
+  for (int r = 0; r < n; ++r) {
+    joins.emplace_back([&, r] {
+      PeerInfo self;
+      std::snprintf(self.hostName, sizeof(self.hostName), "flood-%d", r);
+      Status s = Bootstrap::create(id, r, n, self, Deadline::afterSeconds(20), &b[r]);
+      EXPECT_TRUE(s.isOk()) << "rank " << r << ": " << s.message();
+    });
+  }
+  for (auto& t : joins) t.join();
+  ASSERT_TRUE(b[0] && b[1] && b[2]);
+
+  constexpr size_t kFlood = 400;
+  std::vector<std::unique_ptr<Socket>> flood;
+  for (size_t i = 0; i < kFlood; ++i) {
+    auto s = std::make_unique<Socket>();
+    ASSERT_TRUE(Socket::connect(b[0]->address(1), Deadline::afterSeconds(5), nullptr, s.get()).isOk()) << i;
+    flood.push_back(std::move(s));
+  }
+  // Rank 2 has never sent to rank 1: this opens a new connection behind the flood.
+  const char msg[] = "past the flood";
+  std::thread sender([&] { EXPECT_TRUE(b[2]->send(1, 7, msg, sizeof(msg)).isOk()); });
+  char got[sizeof(msg)] = {0};
+  Status s = b[1]->recv(2, 7, got, sizeof(got), Deadline::afterSeconds(4));
+  sender.join();
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_STREQ(got, msg);
+  size_t closed = 0;
+  for (auto& f : flood) {
+    char c;
+    size_t n2 = 0;
+    bool eof = false;
+    if (!f->recvSome(&c, 1, &n2, &eof).isOk() || eof) ++closed;
+  }
+  EXPECT_GE(closed, kFlood - 256) << "rank 1 kept more waiting connections than its bound";
+}
+
 }  // namespace
 }  // namespace core
 }  // namespace weft
