@@ -48,7 +48,11 @@ struct Bootstrap::Message {
 struct Bootstrap::PeerConn {
   std::mutex sendMutex;  // guards `out`
   Socket out;
-  Socket in;                  // touched only by the pumping thread
+  Socket in;  // touched only by the pumping thread, like the message being read from it:
+  wire::Frame header{};
+  size_t headerGot = 0;
+  Message partial;
+  size_t dataGot = 0;
   std::deque<Message> queue;  // guarded by queueMutex_
   Status inError;             // guarded by queueMutex_: why `in` is gone
 };
@@ -448,39 +452,48 @@ void Bootstrap::readFrom(int peer) {
     if (c.inError.isOk()) c.inError = std::move(s);
     queueCv_.notify_all();
   };
-  wire::Frame f{};
+  auto closedError = [&] {
+    bool midMessage = c.headerGot > 0;
+    return WEFT_ERROR(weftRemoteError, "connection from %s closed%s", c.in.peerAddress().toString().c_str(),
+                      midMessage ? " in the middle of a message" : "");
+  };
+  // Only what has arrived is read: a peer that stops in the middle of a message holds up no one
+  // (the pump comes back when more arrives; whoever waits for that message times out as usual).
   size_t got = 0;
   bool closed = false;
-  Status s = c.in.recvSome(&f, sizeof(f), &got, &closed);
-  if (!s.isOk()) return fail(std::move(s));
-  if (got == 0) {
-    if (closed) fail(WEFT_ERROR(weftRemoteError, "connection from %s closed", c.in.peerAddress().toString().c_str()));
-    return;
-  }
-  // The peer has started a message: the rest follows at once.
-  Deadline rest = Deadline::afterSeconds(static_cast<double>(params::TimeoutS()));
-  if (got < sizeof(f)) {
-    s = c.in.recvAll(reinterpret_cast<char*>(&f) + got, sizeof(f) - got, rest, &abort_);
+  if (c.headerGot < sizeof(c.header)) {
+    Status s = c.in.recvSome(reinterpret_cast<char*>(&c.header) + c.headerGot, sizeof(c.header) - c.headerGot, &got,
+                             &closed);
     if (!s.isOk()) return fail(std::move(s));
+    if (closed) return fail(closedError());
+    c.headerGot += got;
+    if (c.headerGot < sizeof(c.header)) return;
+    s = wire::checkFrame(c.header);
+    if (!s.isOk()) {
+      WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s (%s): %s", rank_,
+               describe(peer).c_str(), c.in.peerAddress().toString().c_str(), s.message().c_str());
+      return fail(std::move(s).withPrefix("garbled message header from " + c.in.peerAddress().toString() + ": "));
+    }
+    c.partial = Message{c.header.kind, c.header.tag, {}};
+    c.dataGot = 0;
   }
-  s = wire::checkFrame(f);
-  if (!s.isOk()) {
-    WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s (%s): %s", rank_, describe(peer).c_str(),
-             c.in.peerAddress().toString().c_str(), s.message().c_str());
-    return fail(std::move(s).withPrefix("garbled message header from " + c.in.peerAddress().toString() + ": "));
-  }
-  Message m{f.kind, f.tag, {}};
-  // Grow as the bytes arrive: a header that lies about its size costs what was sent, not what
-  // it announced (the vector's growth is geometric, so this copies each byte O(1) times).
-  const size_t total = static_cast<size_t>(f.bytes);
-  while (m.data.size() < total) {
-    size_t have = m.data.size();
-    m.data.resize(have + std::min(kReadChunkBytes, total - have));
-    s = c.in.recvAll(m.data.data() + have, m.data.size() - have, rest, &abort_);
+  // The buffer grows as the bytes arrive: a header that lies about its size costs what was sent,
+  // not what it announced (growth is geometric, so each byte is copied O(1) times).
+  const size_t total = static_cast<size_t>(c.header.bytes);
+  while (c.dataGot < total) {
+    if (c.partial.data.size() == c.dataGot) {
+      c.partial.data.resize(c.dataGot + std::min(kReadChunkBytes, total - c.dataGot));
+    }
+    Status s = c.in.recvSome(c.partial.data.data() + c.dataGot, c.partial.data.size() - c.dataGot, &got, &closed);
     if (!s.isOk()) return fail(std::move(s));
+    if (closed) return fail(closedError());
+    if (got == 0) return;
+    c.dataGot += got;
   }
+  c.headerGot = 0;
   std::lock_guard<std::mutex> lock(queueMutex_);
-  c.queue.push_back(std::move(m));
+  c.queue.push_back(std::move(c.partial));
+  c.partial = Message{};
   queueCv_.notify_all();
 }
 

@@ -250,6 +250,63 @@ TEST(HostilePeers, AFloodAtARankListenerDoesNotLockOutARealRank) {
   EXPECT_GE(closed, kFlood - 256) << "rank 1 kept more waiting connections than its bound";
 }
 
+// A connection that presented the secret (a rank, or whoever holds the id) stops in the middle of
+// a message: the rank it sends to keeps receiving from everyone else, and the message completes
+// when the rest comes.
+TEST(HostilePeers, APeerStalledMidMessageHoldsUpNoOtherReceive) {
+  weftUniqueId id;
+  ASSERT_TRUE(createUniqueIdAt(SocketAddress::loopbackV4(), &id).isOk());
+  UniqueIdInfo info;
+  ASSERT_TRUE(decodeUniqueId(id, &info).isOk());
+  constexpr int n = 3;
+  std::unique_ptr<Bootstrap> b[n];
+  std::vector<std::thread> joins;
+  for (int r = 0; r < n; ++r) {
+    joins.emplace_back([&, r] {
+      Status s = Bootstrap::create(id, r, n, PeerInfo(), Deadline::afterSeconds(20), &b[r]);
+      EXPECT_TRUE(s.isOk()) << "rank " << r << ": " << s.message();
+    });
+  }
+  for (auto& t : joins) t.join();
+  ASSERT_TRUE(b[0] && b[1] && b[2]);
+
+  // Rank 2 has not sent to rank 1 yet, so its connection slot is free: take it by hand.
+  Socket stalled;
+  ASSERT_TRUE(Socket::connect(b[0]->address(1), Deadline::afterSeconds(5), nullptr, &stalled).isOk());
+  wire::ConnHello h{};
+  h.magic = wire::kConnMagic;
+  h.version = wire::kProtocolVersion;
+  std::memcpy(h.secret, info.secret, kSecretBytes);
+  h.nonce = info.nonce;
+  h.from = 2;
+  h.to = 1;
+  const char payload[] = "finally";
+  wire::Frame f{wire::kUser, 9, sizeof(payload)};
+  std::string frame(reinterpret_cast<const char*>(&f), sizeof(f));
+  frame += std::string(payload, sizeof(payload));
+  ASSERT_TRUE(stalled.sendAll(&h, sizeof(h), Deadline::afterSeconds(5)).isOk());
+  ASSERT_TRUE(stalled.sendAll(frame.data(), 12, Deadline::afterSeconds(5)).isOk());  // header, then silence
+
+  const int value = 1234;
+  std::thread sender([&] { EXPECT_TRUE(b[0]->send(1, 5, &value, sizeof(value)).isOk()); });
+  int got = 0;
+  uint64_t start = nowNs();
+  Status s = b[1]->recv(0, 5, &got, sizeof(got), Deadline::afterSeconds(5));
+  sender.join();
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(got, value);
+  EXPECT_LT(static_cast<double>(nowNs() - start) / 1e9, 3.0) << "a stalled peer held up another receive";
+
+  char text[sizeof(payload)] = {0};
+  s = b[1]->recv(2, 9, text, sizeof(text), Deadline::afterSeconds(0.5));
+  EXPECT_EQ(s.code(), weftTimeout) << s.message();
+  EXPECT_NE(s.message().find("rank 2"), std::string::npos) << s.message();
+  ASSERT_TRUE(stalled.sendAll(frame.data() + 12, frame.size() - 12, Deadline::afterSeconds(5)).isOk());
+  s = b[1]->recv(2, 9, text, sizeof(text), Deadline::afterSeconds(5));
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_STREQ(text, payload);
+}
+
 }  // namespace
 }  // namespace core
 }  // namespace weft
