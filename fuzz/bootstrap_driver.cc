@@ -2,6 +2,7 @@
 // bootstrap.cc): every message a stranger or a peer can send, through the pure checks and
 // through a live root and a live joining rank over loopback. See wire_drivers.h.
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -143,15 +144,24 @@ UniqueIdInfo liveRoot() {
 }
 
 void toRoot(const uint8_t* p, size_t n, bool keyed) {
-  UniqueIdInfo id = liveRoot();
-  std::string bytes(reinterpret_cast<const char*>(p), n);
-  if (keyed) {
-    wire::Hello h = readStruct<wire::Hello>(p, n);
-    keyHello(&h, id);
-    bytes.replace(0, std::min(n, sizeof(h)), reinterpret_cast<const char*>(&h), sizeof(h));
-  }
   std::string answer;
-  if (!sendAndExpectHangUp(id.root, bytes.data(), bytes.size(), &answer)) {
+  // A root that just finished may still count as running with its listener already closed:
+  // then the connection is refused, and the next try starts a new root.
+  HangUp result = HangUp::kNoConnection;
+  for (int attempt = 0; attempt < 20 && result == HangUp::kNoConnection; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    UniqueIdInfo id = liveRoot();
+    std::string bytes(reinterpret_cast<const char*>(p), n);
+    if (keyed) {
+      wire::Hello h = readStruct<wire::Hello>(p, n);
+      keyHello(&h, id);
+      bytes.replace(0, std::min(n, sizeof(h)), reinterpret_cast<const char*>(&h), sizeof(h));
+    }
+    answer.clear();
+    result = sendAndExpectHangUp(id.root, bytes.data(), bytes.size(), &answer, 0.05);
+  }
+  if (result == HangUp::kNoConnection) fail("no live root could be reached", "");
+  if (result == HangUp::kKeptOpen) {
     fail("the root kept a connection open after the sender went quiet", std::to_string(n) + " bytes sent");
   }
   // Whatever it answered must itself be a well-formed answer.

@@ -40,11 +40,14 @@ T readStruct(const uint8_t* p, size_t n) {
   return t;
 }
 
-// Sends `bytes` to `to`, half-closes, and waits for the other end to close. False when it kept
-// the connection open past kHangUpWithinS (a hang); a refused connection counts as closed.
-inline bool sendAndExpectHangUp(const SocketAddress& to, const void* bytes, size_t n, std::string* answer) {
+enum class HangUp { kClosed, kKeptOpen, kNoConnection };
+
+// Sends `bytes` to `to`, half-closes, and waits for the other end to close: kKeptOpen when it
+// kept the connection open past kHangUpWithinS (a hang). `answer` collects what it sent back.
+inline HangUp sendAndExpectHangUp(const SocketAddress& to, const void* bytes, size_t n, std::string* answer,
+                                  double connectS = 2.0) {
   Socket s;
-  if (!Socket::connect(to, Deadline::afterSeconds(2), nullptr, &s).isOk()) return true;
+  if (!Socket::connect(to, Deadline::afterSeconds(connectS), nullptr, &s).isOk()) return HangUp::kNoConnection;
   (void)s.sendAll(bytes, n, Deadline::afterSeconds(2));
   ::shutdown(s.fd(), SHUT_WR);
   Deadline deadline = Deadline::afterSeconds(kHangUpWithinS);
@@ -52,14 +55,14 @@ inline bool sendAndExpectHangUp(const SocketAddress& to, const void* bytes, size
   while (!deadline.expired()) {
     size_t got = 0;
     bool closed = false;
-    if (!s.recvSome(buf, sizeof(buf), &got, &closed).isOk() || closed) return true;
+    if (!s.recvSome(buf, sizeof(buf), &got, &closed).isOk() || closed) return HangUp::kClosed;
     if (answer != nullptr && answer->size() < (1u << 20)) answer->append(buf, got);
     if (got == 0) {
       pollfd p{s.fd(), POLLIN, 0};
       ::poll(&p, 1, 50);
     }
   }
-  return false;
+  return HangUp::kKeptOpen;
 }
 
 }  // namespace fuzz
