@@ -52,7 +52,8 @@ void helloChecks(const uint8_t* p, size_t n, bool keyed) {
   Status s = wire::checkHello(h, id, agreed);
   expectMessage(s, "checkHello");
   if (!s.isOk()) {
-    if (s.code() != weftInvalidArgument && s.code() != weftInvalidUsage) fail("hello refused with odd code", s.message());
+    if (s.code() != weftInvalidArgument && s.code() != weftInvalidUsage)
+      fail("hello refused with odd code", s.message());
     return;
   }
   if (!prefixOk) fail("a hello whose prefix was refused passed in full", "");
@@ -212,15 +213,24 @@ void bootstrapOneInput(const uint8_t* data, size_t size) {
   const uint8_t* p = data + 1;
   size_t n = size - 1;
   switch (data[0] % kBootstrapModes) {
-    case kHelloRaw: return helloChecks(p, n, false);
-    case kHelloKeyed: return helloChecks(p, n, true);
-    case kConnHelloRaw: return connHelloChecks(p, n, false);
-    case kConnHelloKeyed: return connHelloChecks(p, n, true);
-    case kReplyTable: return replyChecks(p, n);
-    case kFrameStream: return frameChecks(p, n);
-    case kRootRaw: return toRoot(p, n, false);
-    case kRootKeyed: return toRoot(p, n, true);
-    default: return rankReadsReply(p, n);
+    case kHelloRaw:
+      return helloChecks(p, n, false);
+    case kHelloKeyed:
+      return helloChecks(p, n, true);
+    case kConnHelloRaw:
+      return connHelloChecks(p, n, false);
+    case kConnHelloKeyed:
+      return connHelloChecks(p, n, true);
+    case kReplyTable:
+      return replyChecks(p, n);
+    case kFrameStream:
+      return frameChecks(p, n);
+    case kRootRaw:
+      return toRoot(p, n, false);
+    case kRootKeyed:
+      return toRoot(p, n, true);
+    default:
+      return rankReadsReply(p, n);
   }
 }
 

@@ -31,8 +31,7 @@ struct DataMessage {
 
 // What a receiving link must deliver for the stream [p, p + n): the complete data messages
 // before the first refused header, abort or truncation; *aborted when an abort frame ended it.
-std::vector<DataMessage> expectedMessages(const uint8_t* p, size_t n, bool receiving, size_t slotBytes,
-                                          bool* aborted) {
+std::vector<DataMessage> expectedMessages(const uint8_t* p, size_t n, bool receiving, size_t slotBytes, bool* aborted) {
   std::vector<DataMessage> out;
   *aborted = false;
   size_t off = 0;
@@ -48,7 +47,8 @@ std::vector<DataMessage> expectedMessages(const uint8_t* p, size_t n, bool recei
       *aborted = true;
       return out;
     }
-    if (h.type != net::kFrameData || !receiving || h.bytes > slotBytes) fail("parseFrameHeader accepted a bad frame", "");
+    if (h.type != net::kFrameData || !receiving || h.bytes > slotBytes)
+      fail("parseFrameHeader accepted a bad frame", "");
     if (n - off < h.bytes) return out;
     out.push_back({std::string(reinterpret_cast<const char*>(p + off), static_cast<size_t>(h.bytes))});
     off += static_cast<size_t>(h.bytes);
@@ -204,12 +204,18 @@ void socketFrameOneInput(const uint8_t* data, size_t size) {
   const uint8_t* p = data + 1;
   size_t n = size - 1;
   switch (data[0] % kSocketModes) {
-    case kFramesToReceiver: return frameChecks(p, n, true);
-    case kFramesToSender: return frameChecks(p, n, false);
-    case kIntroduction: return introductionChecks(p, n);
-    case kOffer: return offerChecks(p, n);
-    case kListenerRaw: return toListener(p, n);
-    default: return toLink(p, n);
+    case kFramesToReceiver:
+      return frameChecks(p, n, true);
+    case kFramesToSender:
+      return frameChecks(p, n, false);
+    case kIntroduction:
+      return introductionChecks(p, n);
+    case kOffer:
+      return offerChecks(p, n);
+    case kListenerRaw:
+      return toListener(p, n);
+    default:
+      return toLink(p, n);
   }
 }
 

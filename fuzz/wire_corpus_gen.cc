@@ -185,8 +185,8 @@ void socketFrameSeeds(SocketMode mode, const char* tag) {
   write(sub, t + "-truncated-data", mode, slot1k + bytesOf(frame(net::kFrameData, 100)) + "short");
   write(sub, t + "-abort-no-culprit", mode, slot1k + bytesOf(frame(net::kFrameAbort, 0)));
   write(sub, t + "-abort-huge-culprit", mode, slot1k + bytesOf(frame(net::kFrameAbort, 1ull << 40)));
-  write(sub, t + "-tiny-slots", mode, std::string(1, '\x00') + bytesOf(frame(net::kFrameData, 1)) + "y" +
-                                          bytesOf(frame(net::kFrameData, 2)) + "zz");
+  write(sub, t + "-tiny-slots", mode,
+        std::string(1, '\x00') + bytesOf(frame(net::kFrameData, 1)) + "y" + bytesOf(frame(net::kFrameData, 2)) + "zz");
 }
 
 void socketSeeds() {

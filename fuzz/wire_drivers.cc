@@ -1,9 +1,10 @@
 // What both wire drivers need before the first input.
+#include "wire_drivers.h"
+
 #include <cstdlib>
 #include <mutex>
 
 #include "base/log.h"
-#include "wire_drivers.h"
 
 namespace weft {
 namespace fuzz {

@@ -18,11 +18,11 @@ enum BootstrapMode : uint8_t {
   kHelloKeyed = 1,    // the same with this id's magic, version, secret and nonce written in
   kConnHelloRaw = 2,  // a connection's introduction on a rank's listener
   kConnHelloKeyed = 3,
-  kReplyTable = 4,    // the root's answer and table as a rank reads them (byte 1: nRanks)
-  kFrameStream = 5,   // messages between ranks, header after header
-  kRootRaw = 6,       // the bytes, sent to a live root over loopback
-  kRootKeyed = 7,     // a keyed hello then the rest, sent to a live root
-  kRankReply = 8,     // a live rank joining through a fake root that answers with the bytes
+  kReplyTable = 4,   // the root's answer and table as a rank reads them (byte 1: nRanks)
+  kFrameStream = 5,  // messages between ranks, header after header
+  kRootRaw = 6,      // the bytes, sent to a live root over loopback
+  kRootKeyed = 7,    // a keyed hello then the rest, sent to a live root
+  kRankReply = 8,    // a live rank joining through a fake root that answers with the bytes
   kBootstrapModes = 9
 };
 

@@ -160,8 +160,9 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   }
   s = wire::checkReply(reply, nRanks);
   if (!s.isOk()) {
-    return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + " got a garbled answer from the root at " +
-                                   rootName + " (is another program on that port?): ");
+    return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) +
+                                   " got a garbled answer from the root at " + rootName +
+                                   " (is another program on that port?): ");
   }
   if (reply.status != weftSuccess) {
     std::string text(reply.textBytes, '\0');

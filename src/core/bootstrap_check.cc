@@ -116,8 +116,8 @@ Status checkConnHello(const ConnHello& h, const UniqueIdInfo& id, int self, int 
     return WEFT_ERROR(weftInvalidArgument, "wrong secret (another communicator, or a stranger)");
   }
   if (h.to != self || h.from < 0 || h.from >= nRanks || h.from == self) {
-    return WEFT_ERROR(weftInvalidArgument, "addressed from rank %d to rank %d, but this is rank %d of %d", h.from,
-                      h.to, self, nRanks);
+    return WEFT_ERROR(weftInvalidArgument, "addressed from rank %d to rank %d, but this is rank %d of %d", h.from, h.to,
+                      self, nRanks);
   }
   return Status::ok();
 }

@@ -1,12 +1,12 @@
 // The bootstrap's wire checks (core/bootstrap_check.h), field by field: a valid message of each
 // kind passes, and each field set wrong is refused with a message that says which.
+#include "core/bootstrap_check.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <functional>
 #include <string>
-
-#include "core/bootstrap_check.h"
 
 namespace weft {
 namespace core {

@@ -1,11 +1,11 @@
 // The socket transport's wire checks (transports/net/socket_wire.h): frame headers in both
 // directions, the introduction on the listener and the connection offer.
+#include "transports/net/socket_wire.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
-
-#include "transports/net/socket_wire.h"
 
 namespace weft {
 namespace net {
