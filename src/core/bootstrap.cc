@@ -37,6 +37,58 @@ constexpr size_t kReadChunkBytes = 1 << 20;
 
 Deadline defaultDeadline() { return Deadline::afterSeconds(static_cast<double>(params::TimeoutS())); }
 
+// What `rank` tells the root: who it is, how long it waits, where the others reach it.
+wire::Hello makeHello(const UniqueIdInfo& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
+                      const SocketAddress& listen) {
+  wire::Hello hello{};
+  hello.magic = wire::kHelloMagic;
+  hello.version = wire::kProtocolVersion;
+  std::memcpy(hello.secret, id.secret, kSecretBytes);
+  hello.nonce = id.nonce;
+  hello.rank = rank;
+  hello.nRanks = nRanks;
+  // A deadline of never (or decades) is announced as the longest wait the root accepts.
+  hello.timeoutMs = static_cast<uint64_t>(
+      std::min(deadline.remainingSeconds() * 1e3, static_cast<double>(wire::kMaxHelloTimeoutMs)));
+  hello.info = self;
+  hello.info.rank = rank;
+  hello.info.hostName[sizeof(hello.info.hostName) - 1] = '\0';  // the root refuses it unterminated
+  hello.listen = wire::toWire(listen);
+  return hello;
+}
+
+// The rest of the root's answer whose header is `reply`: the table (checked entry by entry) or
+// the reason this rank was turned away.
+Status readAnswer(const Socket& root, const wire::Reply& reply, int rank, int nRanks, const std::string& rootName,
+                  Deadline answerBy, std::vector<wire::Entry>* table) {
+  Status s = wire::checkReply(reply, nRanks);
+  if (!s.isOk()) {
+    return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) +
+                                   " got a garbled answer from the root at " + rootName +
+                                   " (is another program on that port?): ");
+  }
+  if (reply.status != weftSuccess) {
+    std::string text(reply.textBytes, '\0');
+    if (!root.recvAll(&text[0], text.size(), Deadline::afterSeconds(1)).isOk()) text = "(no reason given)";
+    // Weft's roots explain themselves in full; anything else gets the context a reader needs.
+    if (text.rfind("bootstrap: ", 0) != 0) {
+      text = "bootstrap: the root at " + rootName + " turned rank " + std::to_string(rank) + " away: " + text;
+    }
+    return Status::error(static_cast<weftResult_t>(reply.status), text);
+  }
+  table->resize(static_cast<size_t>(nRanks));
+  s = root.recvAll(table->data(), table->size() * sizeof(wire::Entry), answerBy);
+  if (!s.isOk()) return std::move(s).withPrefix("bootstrap: receiving the rank table from the root: ");
+  for (size_t r = 0; r < table->size(); ++r) {
+    s = wire::checkEntry((*table)[r], static_cast<int>(r));
+    if (!s.isOk()) {
+      return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + ": the root at " + rootName +
+                                     " sent a garbled table: ");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 struct Bootstrap::Message {
@@ -125,17 +177,7 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   bind.setPort(0);
   WEFT_TRY(Socket::listen(bind, &b->listener_));
 
-  wire::Hello hello{};
-  hello.magic = wire::kHelloMagic;
-  hello.version = wire::kProtocolVersion;
-  std::memcpy(hello.secret, info.secret, kSecretBytes);
-  hello.nonce = info.nonce;
-  hello.rank = rank;
-  hello.nRanks = nRanks;
-  hello.timeoutMs = static_cast<uint64_t>(std::min(deadline.remainingSeconds(), 1e9) * 1e3);
-  hello.info = self;
-  hello.info.rank = rank;
-  hello.listen = wire::toWire(b->listener_.localAddress());
+  wire::Hello hello = makeHello(info, rank, nRanks, self, deadline, b->listener_.localAddress());
   s = root.sendAll(&hello, sizeof(hello), deadline, abortInit);
   if (b->aborted()) return abortedWhile("greeting the root");
   if (!s.isOk()) return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + " greeting the root: ");
@@ -158,33 +200,12 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
                                        " no answer (" + s.message() +
                                        "); it turns away ranks whose hello it rejects: see its log");
   }
-  s = wire::checkReply(reply, nRanks);
-  if (!s.isOk()) {
-    return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) +
-                                   " got a garbled answer from the root at " + rootName +
-                                   " (is another program on that port?): ");
-  }
-  if (reply.status != weftSuccess) {
-    std::string text(reply.textBytes, '\0');
-    if (!root.recvAll(&text[0], text.size(), Deadline::afterSeconds(1)).isOk()) text = "(no reason given)";
-    // Weft's roots explain themselves in full; anything else gets the context a reader needs.
-    if (text.rfind("bootstrap: ", 0) != 0) {
-      text = "bootstrap: the root at " + rootName + " turned rank " + std::to_string(rank) + " away: " + text;
-    }
-    return Status::error(static_cast<weftResult_t>(reply.status), text);
-  }
-  std::vector<wire::Entry> table(static_cast<size_t>(nRanks));
-  s = root.recvAll(table.data(), table.size() * sizeof(wire::Entry), answerBy);
-  if (!s.isOk()) return std::move(s).withPrefix("bootstrap: receiving the rank table from the root: ");
+  std::vector<wire::Entry> table;
+  WEFT_TRY(readAnswer(root, reply, rank, nRanks, rootName, answerBy, &table));
   root.close();
-  for (size_t r = 0; r < table.size(); ++r) {
-    s = wire::checkEntry(table[r], static_cast<int>(r));
-    if (!s.isOk()) {
-      return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + ": the root at " + rootName +
-                                     " sent a garbled table: ");
-    }
-    b->peers_.push_back(table[r].info);
-    b->addrs_.push_back(wire::fromWire(table[r].listen));
+  for (const wire::Entry& e : table) {
+    b->peers_.push_back(e.info);
+    b->addrs_.push_back(wire::fromWire(e.listen));
   }
 
   // Connect to the hub (rank 0), and find out now whether everyone can reach everyone's hub.

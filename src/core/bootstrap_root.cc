@@ -94,6 +94,11 @@ class RootServer {
   void drop(Conn& c, const std::string& reason, weftResult_t answer = weftSuccess);
   void answerAll(const std::vector<char>& message);
   void answerTimeout();
+  // Takes in new connections (bounded: the oldest waiting one goes when full).
+  void acceptNew();
+  // Reads what `c` sent: its hello (then joins it or drops it), or a joined rank's hang-up.
+  // A join may bring *deadline forward.
+  void serve(Conn* c, Deadline* deadline);
 
   Socket listener_;
   UniqueIdInfo id_;
@@ -191,6 +196,61 @@ void RootServer::answerTimeout() {
   answerAll(buf);
 }
 
+void RootServer::acceptNew() {
+  for (int i = 0; i < 64; ++i) {
+    Socket s;
+    if (!listener_.tryAccept(&s).isOk() || !s.valid()) return;
+    auto c = std::make_unique<Conn>();
+    c->addr = s.peerAddress().toString();
+    c->sock = std::move(s);
+    c->handshake = Deadline::afterSeconds(kHandshakeS);
+    auto waiting = [](const std::unique_ptr<Conn>& p) { return !p->dead; };
+    if (static_cast<size_t>(std::count_if(pending_.begin(), pending_.end(), waiting)) >= kMaxPending) {
+      // A flood must not lock real ranks out: the connection that has waited longest goes (a
+      // rank presents its hello at once; a stranger had its chance). Marked, not erased: run()
+      // still holds pointers to the pending connections.
+      drop(**std::find_if(pending_.begin(), pending_.end(), waiting),
+           "it was the oldest of too many connections waiting to present a hello");
+    }
+    pending_.push_back(std::move(c));
+  }
+}
+
+void RootServer::serve(Conn* c, Deadline* deadline) {
+  if (c->got == sizeof(c->hello)) {
+    // A rank that joined sends nothing more until the table comes: this is a hang-up.
+    int rank = c->hello.rank;
+    char buf[1];
+    size_t got = 0;
+    bool closed = false;
+    Status s = c->sock.recvSome(buf, sizeof(buf), &got, &closed);
+    if (!s.isOk() || closed || got > 0) {
+      drop(*c, "rank " + std::to_string(rank) +
+                   (got > 0 ? " sent bytes after its hello" : " went away before all ranks joined") +
+                   "; it may join again");
+      joined_.erase(rank);
+    }
+    return;
+  }
+  if (!readHello(*c)) return;
+  weftResult_t code = weftSuccess;
+  std::string why = validate(c->hello, &code);
+  if (!why.empty()) return drop(*c, why, code);
+  // The root gives up a little before the earliest rank does, so that its answer (which names
+  // the missing ranks) arrives while that rank still waits for it.
+  double remaining = static_cast<double>(c->hello.timeoutMs) / 1e3;
+  Deadline mine = Deadline::afterSeconds(remaining - std::min(0.5, remaining / 10));
+  if (joined_.empty() || mine.atNs() < deadline->atNs()) *deadline = mine;
+  if (joined_.empty() && firstJoinNs_ == 0) firstJoinNs_ = nowNs();
+  nRanks_ = c->hello.nRanks;
+  WEFT_LOG(kTrace, kBoot, "bootstrap root at %s: rank %d of %d joined from %s", id_.root.toString().c_str(),
+           c->hello.rank, nRanks_, c->addr.c_str());
+  int rank = c->hello.rank;
+  auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == c; });
+  joined_[rank] = std::move(*it);
+  pending_.erase(it);
+}
+
 void RootServer::run() {
   const std::string where = id_.root.toString();
   // Until a rank says how long it waits, the root waits WEFT_TIMEOUT_S for the first one.
@@ -221,63 +281,9 @@ void RootServer::run() {
       return;
     }
 
-    if (rc > 0 && fds[0].revents != 0) {
-      for (int i = 0; i < 64; ++i) {
-        Socket s;
-        if (!listener_.tryAccept(&s).isOk() || !s.valid()) break;
-        auto c = std::make_unique<Conn>();
-        c->addr = s.peerAddress().toString();
-        c->sock = std::move(s);
-        c->handshake = Deadline::afterSeconds(kHandshakeS);
-        auto waiting = [](const std::unique_ptr<Conn>& p) { return !p->dead; };
-        if (static_cast<size_t>(std::count_if(pending_.begin(), pending_.end(), waiting)) >= kMaxPending) {
-          // A flood must not lock real ranks out: the connection that has waited longest goes (a
-          // rank presents its hello at once; a stranger had its chance).
-          drop(**std::find_if(pending_.begin(), pending_.end(), waiting),
-               "it was the oldest of too many connections waiting to present a hello");
-        }
-        pending_.push_back(std::move(c));
-      }
-    }
-
+    if (rc > 0 && fds[0].revents != 0) acceptNew();
     for (size_t i = 1; rc > 0 && i < fds.size(); ++i) {
-      Conn* c = owners[i];
-      if (fds[i].revents == 0 || c->dead) continue;
-      if (c->got == sizeof(c->hello)) {
-        // A rank that joined sends nothing more until the table comes: this is a hang-up.
-        int rank = c->hello.rank;
-        char buf[1];
-        size_t got = 0;
-        bool closed = false;
-        Status s = c->sock.recvSome(buf, sizeof(buf), &got, &closed);
-        if (!s.isOk() || closed || got > 0) {
-          drop(*c, "rank " + std::to_string(rank) +
-                       (got > 0 ? " sent bytes after its hello" : " went away before all ranks joined") +
-                       "; it may join again");
-          joined_.erase(rank);
-        }
-        continue;
-      }
-      if (!readHello(*c)) continue;
-      weftResult_t code = weftSuccess;
-      std::string why = validate(c->hello, &code);
-      if (!why.empty()) {
-        drop(*c, why, code);
-        continue;
-      }
-      // The root gives up a little before the earliest rank does, so that its answer (which
-      // names the missing ranks) arrives while that rank still waits for it.
-      double remaining = static_cast<double>(c->hello.timeoutMs) / 1e3;
-      Deadline mine = Deadline::afterSeconds(remaining - std::min(0.5, remaining / 10));
-      if (joined_.empty() || mine.atNs() < deadline.atNs()) deadline = mine;
-      if (joined_.empty() && firstJoinNs_ == 0) firstJoinNs_ = nowNs();
-      nRanks_ = c->hello.nRanks;
-      WEFT_LOG(kTrace, kBoot, "bootstrap root at %s: rank %d of %d joined from %s", where.c_str(), c->hello.rank,
-               nRanks_, c->addr.c_str());
-      int rank = c->hello.rank;
-      auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == c; });
-      joined_[rank] = std::move(*it);
-      pending_.erase(it);
+      if (fds[i].revents != 0 && !owners[i]->dead) serve(owners[i], &deadline);
     }
 
     for (auto& c : pending_) {
