@@ -1,12 +1,15 @@
 // The bootstrap's wire checks (core/bootstrap_check.h), field by field: a valid message of each
 // kind passes, and each field set wrong is refused with a message that says which.
+#include "core/bootstrap.h"
 #include "core/bootstrap_check.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 
 namespace weft {
 namespace core {
@@ -138,6 +141,18 @@ TEST(BootstrapCheck, FrameHeader) {
   EXPECT_NE(checkFrame(Frame{3, 0, 0}).message().find("kind 3"), std::string::npos);
   EXPECT_NE(checkFrame(Frame{kInternal, 77, 0}).message().find("tag 77"), std::string::npos);
   EXPECT_NE(checkFrame(Frame{kUser, 1, kMaxFrameBytes + 1}).message().find("announcing"), std::string::npos);
+}
+
+// What a real rank sends passes the root's check, even when it waits forever (its announced wait
+// is capped at the longest the root accepts).
+TEST(BootstrapCheck, RanksThatWaitForeverAreAccepted) {
+  weftUniqueId id;
+  ASSERT_TRUE(createUniqueIdAt(SocketAddress::loopbackV4(), &id).isOk());
+  std::unique_ptr<Bootstrap> b[2];
+  std::thread other([&] { EXPECT_TRUE(Bootstrap::create(id, 1, 2, PeerInfo(), Deadline::never(), &b[1]).isOk()); });
+  Status s = Bootstrap::create(id, 0, 2, PeerInfo(), Deadline::never(), &b[0]);
+  other.join();
+  EXPECT_TRUE(s.isOk()) << s.message();
 }
 
 }  // namespace
