@@ -3,9 +3,11 @@
 // through a live root and a live joining rank over loopback. See wire_drivers.h.
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/log.h"
@@ -206,6 +208,64 @@ void rankReadsReply(const uint8_t* p, size_t n) {
   }
 }
 
+// Three live ranks; whoever holds the id introduces itself to rank 1 as rank 2 (which has not
+// sent to rank 1 yet) and sends the bytes. Rank 1 must deliver exactly the complete user messages
+// they hold, then report the connection closed or garbled: never a hang, never other bytes.
+void rankReadsFrames(const uint8_t* p, size_t n) {
+  weftUniqueId id;
+  UniqueIdInfo info;
+  if (!core::createUniqueIdAt(SocketAddress::loopbackV4(), &id).isOk() || !core::decodeUniqueId(id, &info).isOk()) {
+    fail("cannot start a root", "");
+  }
+  constexpr int kRanks = 3;
+  std::unique_ptr<core::Bootstrap> b[kRanks];
+  std::thread joins[kRanks];
+  for (int r = 0; r < kRanks; ++r) {
+    joins[r] = std::thread([&, r] {
+      Status s = core::Bootstrap::create(id, r, kRanks, PeerInfo(), Deadline::afterSeconds(10), &b[r]);
+      if (!s.isOk()) fail("three ranks could not join", s.message());
+    });
+  }
+  for (auto& t : joins) t.join();
+  wire::ConnHello h{};
+  h.magic = wire::kConnMagic;
+  h.version = wire::kProtocolVersion;
+  std::memcpy(h.secret, info.secret, core::kSecretBytes);
+  h.nonce = info.nonce;
+  h.from = 2;
+  h.to = 1;
+  Socket s;
+  if (!Socket::connect(b[0]->address(1), Deadline::afterSeconds(2), nullptr, &s).isOk())
+    fail("cannot reach rank 1", "");
+  std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
+  bytes.append(reinterpret_cast<const char*>(p), n);
+  (void)s.sendAll(bytes.data(), bytes.size(), Deadline::afterSeconds(5));
+  ::shutdown(s.fd(), SHUT_WR);
+
+  // The user messages the bytes hold, as Bootstrap::readFrom takes them.
+  size_t off = 0;
+  std::set<int32_t> tags;
+  while (n - off >= sizeof(wire::Frame)) {
+    wire::Frame f = readStruct<wire::Frame>(p + off, n - off);
+    if (!wire::checkFrame(f).isOk() || f.bytes > n - off - sizeof(f)) break;
+    off += sizeof(f);
+    std::string want(reinterpret_cast<const char*>(p + off), static_cast<size_t>(f.bytes));
+    off += want.size();
+    tags.insert(f.tag);
+    if (f.kind != wire::kUser) continue;
+    std::string got(want.size(), '\0');
+    Status r = b[1]->recv(2, f.tag, &got[0], got.size(), Deadline::afterSeconds(5));
+    if (!r.isOk()) fail("rank 1 lost a complete message", r.message());
+    if (got != want) fail("rank 1 received other bytes than were sent", "");
+  }
+  int32_t unused = INT32_MAX;  // a tag no message had: only the connection's end answers it
+  while (tags.count(unused) != 0) --unused;
+  char none;
+  Status end = b[1]->recv(2, unused, &none, 1, Deadline::afterSeconds(5));
+  if (end.isOk() || end.code() == weftTimeout) fail("rank 1 did not see the connection end", end.message());
+  expectMessage(end, "the end of a connection");
+}
+
 }  // namespace
 
 void bootstrapOneInput(const uint8_t* data, size_t size) {
@@ -229,8 +289,10 @@ void bootstrapOneInput(const uint8_t* data, size_t size) {
       return toRoot(p, n, false);
     case kRootKeyed:
       return toRoot(p, n, true);
-    default:
+    case kRankReply:
       return rankReadsReply(p, n);
+    default:
+      return rankReadsFrames(p, n);
   }
 }
 

@@ -158,6 +158,16 @@ void bootstrapSeeds() {
   write(sub, "frames-bad-kind", fuzz::kFrameStream, bytesOf(kind));
   write(sub, "frames-bad-internal-tag", fuzz::kFrameStream, bytesOf(tag));
   write(sub, "frames-truncated-payload", fuzz::kFrameStream, bytesOf(user) + "he");
+  // The same, read by a live rank from a connection that presented the secret.
+  write(sub, "rank-frames-valid", fuzz::kRankFrames,
+        bytesOf(user) + "hello" + bytesOf(gather) + bytesOf(user) + "again");
+  write(sub, "rank-frames-huge-length", fuzz::kRankFrames, bytesOf(huge) + "abc");
+  write(sub, "rank-frames-bad-kind", fuzz::kRankFrames, bytesOf(user) + "hello" + bytesOf(kind));
+  write(sub, "rank-frames-bad-internal-tag", fuzz::kRankFrames, bytesOf(tag));
+  write(sub, "rank-frames-truncated-header", fuzz::kRankFrames, bytesOf(user).substr(0, 7));
+  write(sub, "rank-frames-truncated-payload", fuzz::kRankFrames, bytesOf(user) + "he");
+  write(sub, "rank-frames-nothing", fuzz::kRankFrames, "");
+  write(sub, "rank-frames-http", fuzz::kRankFrames, "GET / HTTP/1.1\r\n\r\n");
 }
 
 net::FrameHeader frame(uint32_t type, uint64_t bytes) {

@@ -23,7 +23,8 @@ enum BootstrapMode : uint8_t {
   kRootRaw = 6,      // the bytes, sent to a live root over loopback
   kRootKeyed = 7,    // a keyed hello then the rest, sent to a live root
   kRankReply = 8,    // a live rank joining through a fake root that answers with the bytes
-  kBootstrapModes = 9
+  kRankFrames = 9,   // a keyed introduction then the bytes, read by a live rank of three
+  kBootstrapModes = 10
 };
 
 enum SocketMode : uint8_t {
