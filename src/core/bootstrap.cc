@@ -19,6 +19,7 @@
 
 #include "base/log.h"
 #include "base/params.h"
+#include "core/bootstrap_check.h"
 #include "core/bootstrap_wire.h"
 
 namespace weft {
@@ -30,10 +31,54 @@ namespace {
 constexpr double kHandshakeS = 5.0;
 // Payloads up to this size go out in one write together with their header.
 constexpr size_t kCoalesceBytes = 64 << 10;
-// A frame header announcing more than this is garbage.
-constexpr uint64_t kMaxFrameBytes = 1ull << 40;
+// Connections waiting to present themselves beyond which new ones are turned away at once.
+constexpr size_t kMaxPending = 256;
+// A message's buffer grows by at most this much per read, so that memory follows the bytes that
+// actually arrived, not what a header announced.
+constexpr size_t kReadChunkBytes = 1 << 20;
 
 Deadline defaultDeadline() { return Deadline::afterSeconds(static_cast<double>(params::TimeoutS())); }
+
+// What `rank` tells the root: who it is, how long it waits, where the others reach it.
+wire::Hello makeHello(const UniqueIdInfo& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
+                      const SocketAddress& listen) {
+  wire::Hello hello{};
+  hello.magic = wire::kHelloMagic;
+  hello.version = wire::kProtocolVersion;
+  std::memcpy(hello.secret, id.secret, kSecretBytes);
+  hello.nonce = id.nonce;
+  hello.rank = rank;
+  hello.nRanks = nRanks;
+  // A deadline of never (or decades) is announced as the longest wait the root accepts.
+  hello.timeoutMs = static_cast<uint64_t>(
+      std::min(deadline.remainingSeconds() * 1e3, static_cast<double>(wire::kMaxHelloTimeoutMs)));
+  hello.info = self;
+  hello.info.rank = rank;
+  hello.info.hostName[sizeof(hello.info.hostName) - 1] = '\0';  // the root refuses it unterminated
+  hello.listen = wire::toWire(listen);
+  return hello;
+}
+
+// Checks the header `reply` of the root's answer; when the root turned this rank away, reads
+// the reason. The table that follows a success is read by receivePeerTable().
+Status readAnswer(const Socket& root, const wire::Reply& reply, int rank, int nRanks, const std::string& rootName) {
+  Status s = wire::checkReply(reply, nRanks);
+  if (!s.isOk()) {
+    return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) +
+                                   " got a garbled answer from the root at " + rootName +
+                                   " (is another program on that port?): ");
+  }
+  if (reply.status != weftSuccess) {
+    std::string text(reply.textBytes, '\0');
+    if (!root.recvAll(&text[0], text.size(), Deadline::afterSeconds(1)).isOk()) text = "(no reason given)";
+    // Weft's roots explain themselves in full; anything else gets the context a reader needs.
+    if (text.rfind("bootstrap: ", 0) != 0) {
+      text = "bootstrap: the root at " + rootName + " turned rank " + std::to_string(rank) + " away: " + text;
+    }
+    return Status::error(static_cast<weftResult_t>(reply.status), text);
+  }
+  return Status::ok();
+}
 
 // Rank table entries read from the root per recv: a rank that only drains its copy holds no more.
 constexpr size_t kTableChunk = 256;
@@ -80,7 +125,9 @@ Status readEntries(Socket& root, int nRanks, Deadline by, PeerTable* into) {
   for (size_t done = 0; done < static_cast<size_t>(nRanks);) {
     const size_t n = std::min(chunk.size(), static_cast<size_t>(nRanks) - done);
     WEFT_TRY(root.recvAll(chunk.data(), n * sizeof(wire::Entry), by));
-    for (size_t i = 0; into != nullptr && i < n; ++i) {
+    for (size_t i = 0; i < n; ++i) {
+      WEFT_TRY(wire::checkEntry(chunk[i], static_cast<int>(done + i)));
+      if (into == nullptr) continue;
       into->peers.push_back(chunk[i].info);
       into->addrs.push_back(wire::fromWire(chunk[i].listen));
     }
@@ -140,7 +187,11 @@ struct Bootstrap::Message {
 struct Bootstrap::PeerConn {
   std::mutex sendMutex;  // guards `out`
   Socket out;
-  Socket in;                  // touched only by the pumping thread
+  Socket in;  // touched only by the pumping thread, like the message being read from it:
+  wire::Frame header{};
+  size_t headerGot = 0;
+  Message partial;
+  size_t dataGot = 0;
   std::deque<Message> queue;  // guarded by queueMutex_
   Status inError;             // guarded by queueMutex_: why `in` is gone
 };
@@ -269,17 +320,7 @@ Status Bootstrap::join(const UniqueIdInfo& info, int rank, int nRanks, const Pee
   bind.setPort(0);
   WEFT_TRY(Socket::listen(bind, &b->listener_));
 
-  wire::Hello hello{};
-  hello.magic = wire::kHelloMagic;
-  hello.version = wire::kProtocolVersion;
-  std::memcpy(hello.secret, info.secret, kSecretBytes);
-  hello.nonce = info.nonce;
-  hello.rank = rank;
-  hello.nRanks = nRanks;
-  hello.timeoutMs = static_cast<uint64_t>(std::min(deadline.remainingSeconds(), 1e9) * 1e3);
-  hello.info = self;
-  hello.info.rank = rank;
-  hello.listen = wire::toWire(b->listener_.localAddress());
+  wire::Hello hello = makeHello(info, rank, nRanks, self, deadline, b->listener_.localAddress());
   s = root.sendAll(&hello, sizeof(hello), deadline, abortInit);
   if (b->aborted()) return abortedWhile("greeting the root");
   if (!s.isOk()) return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + " greeting the root: ");
@@ -302,18 +343,7 @@ Status Bootstrap::join(const UniqueIdInfo& info, int rank, int nRanks, const Pee
                                        " no answer (" + s.message() +
                                        "); it turns away ranks whose hello it rejects: see its log");
   }
-  if (reply.magic != wire::kReplyMagic) {
-    return WEFT_ERROR(weftInternalError, "bootstrap: garbled answer from the root at %s", rootName.c_str());
-  }
-  if (reply.status != weftSuccess) {
-    std::string text(std::min<uint32_t>(reply.textBytes, 64 << 10), '\0');
-    if (!root.recvAll(&text[0], text.size(), Deadline::afterSeconds(1)).isOk()) text = "(no reason given)";
-    return Status::error(static_cast<weftResult_t>(reply.status), text);
-  }
-  if (reply.nRanks != nRanks) {
-    return WEFT_ERROR(weftInternalError, "bootstrap: the root at %s answered with %d ranks, not %d", rootName.c_str(),
-                      reply.nRanks, nRanks);
-  }
+  WEFT_TRY(readAnswer(root, reply, rank, nRanks, rootName));
   s = receivePeerTable(root, info.nonce, nRanks, answerBy, &b->table_);
   if (!s.isOk())
     return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + " receiving the rank table: ");
@@ -513,42 +543,7 @@ void Bootstrap::pumpOnce(Deadline deadline) {
     } else if (owner[i] >= 0) {
       readFrom(owner[i]);
     } else {
-      Pending& pc = *pending_[static_cast<size_t>(-2 - owner[i])];
-      auto* bytes = reinterpret_cast<char*>(&pc.hello);
-      size_t got = 0;
-      bool closed = false;
-      Status s = pc.sock.recvSome(bytes + pc.got, sizeof(pc.hello) - pc.got, &got, &closed);
-      pc.got += got;
-      std::string why;
-      if (!s.isOk()) {
-        why = s.message();
-      } else if (pc.got >= sizeof(uint32_t) && pc.hello.magic != wire::kConnMagic) {
-        why = "not a Weft bootstrap connection (bad magic)";
-      } else if (closed) {
-        why = "closed before presenting itself";
-      } else if (pc.got == sizeof(pc.hello)) {
-        const wire::ConnHello& h = pc.hello;
-        if (h.version != wire::kProtocolVersion || !wire::sameSecret(h.secret, id_.secret) || h.nonce != id_.nonce) {
-          why = "wrong secret or protocol version";
-        } else if (h.to != rank_ || h.from < 0 || h.from >= nRanks_ || h.from == rank_) {
-          why = "addressed from rank " + std::to_string(h.from) + " to rank " + std::to_string(h.to);
-        } else {
-          std::lock_guard<std::mutex> lock(queueMutex_);
-          PeerConn& from = conn(h.from);
-          if (from.in.valid() || !from.inError.isOk()) {
-            why = "a second connection from rank " + std::to_string(h.from);
-          } else {
-            from.in = std::move(pc.sock);
-            pc.dead = true;
-          }
-        }
-      }
-      if (!why.empty()) {
-        WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s: %s", rank_,
-                 pc.sock.peerAddress().toString().c_str(), why.c_str());
-        pc.sock.close();
-        pc.dead = true;
-      }
+      servePending(*pending_[static_cast<size_t>(-2 - owner[i])]);
     }
   }
   for (auto& pc : pending_) {
@@ -563,10 +558,52 @@ void Bootstrap::pumpOnce(Deadline deadline) {
                  pending_.end());
 }
 
+void Bootstrap::servePending(Pending& pc) {
+  auto* bytes = reinterpret_cast<char*>(&pc.hello);
+  size_t got = 0;
+  bool closed = false;
+  Status s = pc.sock.recvSome(bytes + pc.got, sizeof(pc.hello) - pc.got, &got, &closed);
+  pc.got += got;
+  if (s.isOk()) s = wire::checkConnHelloPrefix(pc.hello, pc.got);
+  if (s.isOk() && pc.got < sizeof(pc.hello)) {
+    if (!closed) return;  // the rest of the introduction is on its way
+    s = WEFT_ERROR(weftRemoteError, "closed after %zu of the %zu bytes of its introduction", pc.got, sizeof(pc.hello));
+  }
+  if (s.isOk()) s = wire::checkConnHello(pc.hello, id_, rank_, nRanks_);
+  if (s.isOk()) {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    PeerConn& c = conn(pc.hello.from);
+    if (c.in.valid() || !c.inError.isOk()) {
+      s = WEFT_ERROR(weftInvalidUsage, "a second connection from rank %d", pc.hello.from);
+    } else {
+      c.in = std::move(pc.sock);
+      pc.dead = true;
+      return;
+    }
+  }
+  WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s: %s", rank_,
+           pc.sock.peerAddress().toString().c_str(), s.message().c_str());
+  pc.sock.close();
+  pc.dead = true;
+}
+
 void Bootstrap::acceptPending() {
   for (int i = 0; i < 64; ++i) {
     auto pc = std::make_unique<Pending>();
     if (!listener_.tryAccept(&pc->sock).isOk() || !pc->sock.valid()) return;
+    auto waiting = [](const std::unique_ptr<Pending>& p) { return !p->dead; };
+    if (static_cast<size_t>(std::count_if(pending_.begin(), pending_.end(), waiting)) >= kMaxPending) {
+      // A flood must not exhaust descriptors, nor lock real ranks out: the connection that has
+      // waited longest goes (a rank presents itself at once; a stranger had its chance). It is
+      // marked, not erased, because pumpOnce still indexes pending_.
+      Pending& oldest = **std::find_if(pending_.begin(), pending_.end(), waiting);
+      WEFT_LOG(kWarn, kBoot,
+               "bootstrap: rank %d dropped the connection from %s: it was the oldest of %zu connections waiting to "
+               "present themselves (a port scanner or another program?)",
+               rank_, oldest.sock.peerAddress().toString().c_str(), kMaxPending);
+      oldest.sock.close();
+      oldest.dead = true;
+    }
     pc->deadline = Deadline::afterSeconds(kHandshakeS);
     pending_.push_back(std::move(pc));
   }
@@ -580,29 +617,48 @@ void Bootstrap::readFrom(int peer) {
     if (c.inError.isOk()) c.inError = std::move(s);
     queueCv_.notify_all();
   };
-  wire::Frame f{};
+  auto closedError = [&] {
+    bool midMessage = c.headerGot > 0;
+    return WEFT_ERROR(weftRemoteError, "connection from %s closed%s", c.in.peerAddress().toString().c_str(),
+                      midMessage ? " in the middle of a message" : "");
+  };
+  // Only what has arrived is read: a peer that stops in the middle of a message holds up no one
+  // (the pump comes back when more arrives; whoever waits for that message times out as usual).
   size_t got = 0;
   bool closed = false;
-  Status s = c.in.recvSome(&f, sizeof(f), &got, &closed);
-  if (!s.isOk()) return fail(std::move(s));
-  if (got == 0) {
-    if (closed) fail(WEFT_ERROR(weftRemoteError, "connection from %s closed", c.in.peerAddress().toString().c_str()));
-    return;
-  }
-  // The peer has started a message: the rest follows at once.
-  Deadline rest = Deadline::afterSeconds(static_cast<double>(params::TimeoutS()));
-  if (got < sizeof(f)) {
-    s = c.in.recvAll(reinterpret_cast<char*>(&f) + got, sizeof(f) - got, rest, &abort_);
+  if (c.headerGot < sizeof(c.header)) {
+    Status s = c.in.recvSome(reinterpret_cast<char*>(&c.header) + c.headerGot, sizeof(c.header) - c.headerGot, &got,
+                             &closed);
     if (!s.isOk()) return fail(std::move(s));
+    if (closed) return fail(closedError());
+    c.headerGot += got;
+    if (c.headerGot < sizeof(c.header)) return;
+    s = wire::checkFrame(c.header);
+    if (!s.isOk()) {
+      WEFT_LOG(kWarn, kBoot, "bootstrap: rank %d dropped the connection from %s (%s): %s", rank_,
+               describe(peer).c_str(), c.in.peerAddress().toString().c_str(), s.message().c_str());
+      return fail(std::move(s).withPrefix("garbled message header from " + c.in.peerAddress().toString() + ": "));
+    }
+    c.partial = Message{c.header.kind, c.header.tag, {}};
+    c.dataGot = 0;
   }
-  if (f.bytes > kMaxFrameBytes || (f.kind != wire::kUser && f.kind != wire::kInternal)) {
-    return fail(WEFT_ERROR(weftInternalError, "garbled message header from %s", c.in.peerAddress().toString().c_str()));
+  // The buffer grows as the bytes arrive: a header that lies about its size costs what was sent,
+  // not what it announced (growth is geometric, so each byte is copied O(1) times).
+  const size_t total = static_cast<size_t>(c.header.bytes);
+  while (c.dataGot < total) {
+    if (c.partial.data.size() == c.dataGot) {
+      c.partial.data.resize(c.dataGot + std::min(kReadChunkBytes, total - c.dataGot));
+    }
+    Status s = c.in.recvSome(c.partial.data.data() + c.dataGot, c.partial.data.size() - c.dataGot, &got, &closed);
+    if (!s.isOk()) return fail(std::move(s));
+    if (closed) return fail(closedError());
+    if (got == 0) return;
+    c.dataGot += got;
   }
-  Message m{f.kind, f.tag, std::vector<char>(static_cast<size_t>(f.bytes))};
-  s = c.in.recvAll(m.data.data(), m.data.size(), rest, &abort_);
-  if (!s.isOk()) return fail(std::move(s));
+  c.headerGot = 0;
   std::lock_guard<std::mutex> lock(queueMutex_);
-  c.queue.push_back(std::move(m));
+  c.queue.push_back(std::move(c.partial));
+  c.partial = Message{};
   queueCv_.notify_all();
 }
 

@@ -151,6 +151,8 @@ class Bootstrap : public PeerExchange {
   // Takes in whatever arrives (new connections, frames) for up to kAbortPollMs.
   void pumpOnce(Deadline deadline);
   void acceptPending();
+  // Reads a pending connection's introduction; adopts it as a peer's `in` or drops it.
+  void servePending(Pending& pc);
   void readFrom(int peer);
   Status timeoutError(int peer, Deadline deadline, uint64_t startNs, const char* what) const;
   // The connections with `peer`, made on first use: nothing per pair exists before a pair talks.

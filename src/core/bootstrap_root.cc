@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "core/bootstrap.h"
+#include "core/bootstrap_check.h"
 #include "core/bootstrap_wire.h"
 
 namespace weft {
@@ -96,6 +97,12 @@ class RootServer {
   // A second hello for a rank that is still waiting: two groups of ranks (or one rank twice)
   // use this id. Every rank that joined, and every later one, is told so; nobody forms.
   void refuseUsedTwice(Conn& second);
+  // Takes in new connections (bounded: the oldest waiting one goes when full).
+  void acceptNew();
+  // Reads what `c` sent: its hello (then joins it or drops it), or a joined rank's hang-up.
+  // A join may bring *deadline forward. False when it dropped the joined connections (an id
+  // used twice): the caller's pointers into them are stale.
+  bool serve(Conn* c, Deadline* deadline);
 
   Socket listener_;
   UniqueIdInfo id_;
@@ -136,15 +143,10 @@ bool RootServer::readHello(Conn& c) {
   }
   c.got += got;
   // Turn strangers away as soon as their first bytes show they are not ranks.
-  if (c.got >= sizeof(uint32_t) && c.hello.magic != wire::kHelloMagic) {
-    drop(c, "not a Weft bootstrap hello (bad magic; a stranger, or another program using this port)");
-    return false;
-  }
-  if (c.got >= 2 * sizeof(uint32_t) && c.hello.version != wire::kProtocolVersion) {
-    char why[160];
-    std::snprintf(why, sizeof(why), "bootstrap protocol version %u, but the root speaks %u (mixed Weft builds?)",
-                  c.hello.version, wire::kProtocolVersion);
-    drop(c, why, weftInvalidUsage);
+  Status prefix = wire::checkHelloPrefix(c.hello, c.got);
+  if (!prefix.isOk()) {
+    // A stranger gets no answer; a rank of another build is told why.
+    drop(c, prefix.message(), prefix.code() == weftInvalidUsage ? weftInvalidUsage : weftSuccess);
     return false;
   }
   if (closed) {
@@ -157,28 +159,15 @@ bool RootServer::readHello(Conn& c) {
 }
 
 std::string RootServer::validate(const wire::Hello& h, weftResult_t* code) const {
-  char why[256];
-  *code = weftInvalidArgument;
-  if (!wire::sameSecret(h.secret, id_.secret) || h.nonce != id_.nonce) {
-    return "wrong secret (a unique id from another communicator, or a stranger)";
-  }
-  if (h.nRanks < 1 || h.nRanks > wire::kMaxRanks) {
-    std::snprintf(why, sizeof(why), "nRanks %d is out of range", h.nRanks);
-    return why;
-  }
-  if (h.rank < 0 || h.rank >= h.nRanks) {
-    std::snprintf(why, sizeof(why), "rank %d is out of range for %d ranks", h.rank, h.nRanks);
-    return why;
-  }
-  if (nRanks_ > 0 && h.nRanks != nRanks_) {
-    std::snprintf(why, sizeof(why),
-                  "rank %d says the communicator has %d ranks, but the ranks that joined first say %d", h.rank,
-                  h.nRanks, nRanks_);
-    return why;
+  Status s = wire::checkHello(h, id_, nRanks_);
+  if (!s.isOk()) {
+    *code = s.code();
+    return s.message();
   }
   auto it = joined_.find(h.rank);
   if (it != joined_.end()) {
     *code = weftInvalidUsage;
+    char why[256];
     std::snprintf(why, sizeof(why), "rank %d already joined from %s", h.rank, it->second->addr.c_str());
     return why;
   }
@@ -186,7 +175,6 @@ std::string RootServer::validate(const wire::Hello& h, weftResult_t* code) const
     *code = weftInvalidUsage;
     return usedTwice_;
   }
-  if (!wire::fromWire(h.listen).valid()) return "no valid listen address in the hello";
   return "";
 }
 
@@ -233,6 +221,71 @@ void RootServer::answerTimeout() {
   answerAll(buf);
 }
 
+void RootServer::acceptNew() {
+  for (int i = 0; i < 64; ++i) {
+    Socket s;
+    if (!listener_.tryAccept(&s).isOk() || !s.valid()) return;
+    auto c = std::make_unique<Conn>();
+    c->addr = s.peerAddress().toString();
+    c->sock = std::move(s);
+    c->handshake = Deadline::afterSeconds(kHandshakeS);
+    auto waiting = [](const std::unique_ptr<Conn>& p) { return !p->dead; };
+    if (static_cast<size_t>(std::count_if(pending_.begin(), pending_.end(), waiting)) >= kMaxPending) {
+      // A flood must not lock real ranks out: the connection that has waited longest goes (a
+      // rank presents its hello at once; a stranger had its chance). Marked, not erased: run()
+      // still holds pointers to the pending connections.
+      drop(**std::find_if(pending_.begin(), pending_.end(), waiting),
+           "it was the oldest of too many connections waiting to present a hello");
+    }
+    pending_.push_back(std::move(c));
+  }
+}
+
+bool RootServer::serve(Conn* c, Deadline* deadline) {
+  if (c->got == sizeof(c->hello)) {
+    // A rank that joined sends nothing more until the table comes: this is a hang-up.
+    int rank = c->hello.rank;
+    char buf[1];
+    size_t got = 0;
+    bool closed = false;
+    Status s = c->sock.recvSome(buf, sizeof(buf), &got, &closed);
+    if (!s.isOk() || closed || got > 0) {
+      drop(*c, "rank " + std::to_string(rank) +
+                   (got > 0 ? " sent bytes after its hello" : " went away before all ranks joined") +
+                   "; it may join again");
+      joined_.erase(rank);
+    }
+    return true;
+  }
+  if (!readHello(*c)) return true;
+  weftResult_t code = weftSuccess;
+  std::string why = validate(c->hello, &code);
+  if (usedTwice_.empty() && joined_.count(c->hello.rank) != 0 && code == weftInvalidUsage) {
+    refuseUsedTwice(*c);
+    *deadline = Deadline::afterSeconds(kUsedTwiceLingerS);
+    return false;  // the joined connections are gone
+  }
+  if (!usedTwice_.empty() && why == usedTwice_) *deadline = Deadline::afterSeconds(kUsedTwiceLingerS);
+  if (!why.empty()) {
+    drop(*c, why, code);
+    return true;
+  }
+  // The root gives up a little before the earliest rank does, so that its answer (which names
+  // the missing ranks) arrives while that rank still waits for it.
+  double remaining = static_cast<double>(c->hello.timeoutMs) / 1e3;
+  Deadline mine = Deadline::afterSeconds(remaining - std::min(0.5, remaining / 10));
+  if (joined_.empty() || mine.atNs() < deadline->atNs()) *deadline = mine;
+  if (joined_.empty() && firstJoinNs_ == 0) firstJoinNs_ = nowNs();
+  nRanks_ = c->hello.nRanks;
+  WEFT_LOG(kTrace, kBoot, "bootstrap root at %s: rank %d of %d joined from %s", id_.root.toString().c_str(),
+           c->hello.rank, nRanks_, c->addr.c_str());
+  int rank = c->hello.rank;
+  auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == c; });
+  joined_[rank] = std::move(*it);
+  pending_.erase(it);
+  return true;
+}
+
 void RootServer::run() {
   const std::string where = id_.root.toString();
   // Until a rank says how long it waits, the root waits WEFT_TIMEOUT_S for the first one.
@@ -264,66 +317,9 @@ void RootServer::run() {
       return;
     }
 
-    if (rc > 0 && fds[0].revents != 0) {
-      for (int i = 0; i < 64; ++i) {
-        Socket s;
-        if (!listener_.tryAccept(&s).isOk() || !s.valid()) break;
-        auto c = std::make_unique<Conn>();
-        c->addr = s.peerAddress().toString();
-        c->sock = std::move(s);
-        c->handshake = Deadline::afterSeconds(kHandshakeS);
-        if (pending_.size() >= kMaxPending) {
-          drop(*c, "too many connections are waiting to present a hello");
-          continue;
-        }
-        pending_.push_back(std::move(c));
-      }
-    }
-
+    if (rc > 0 && fds[0].revents != 0) acceptNew();
     for (size_t i = 1; rc > 0 && i < fds.size(); ++i) {
-      Conn* c = owners[i];
-      if (fds[i].revents == 0 || c->dead) continue;
-      if (c->got == sizeof(c->hello)) {
-        // A rank that joined sends nothing more until the table comes: this is a hang-up.
-        int rank = c->hello.rank;
-        char buf[1];
-        size_t got = 0;
-        bool closed = false;
-        Status s = c->sock.recvSome(buf, sizeof(buf), &got, &closed);
-        if (!s.isOk() || closed || got > 0) {
-          drop(*c, "rank " + std::to_string(rank) +
-                       (got > 0 ? " sent bytes after its hello" : " went away before all ranks joined") +
-                       "; it may join again");
-          joined_.erase(rank);
-        }
-        continue;
-      }
-      if (!readHello(*c)) continue;
-      weftResult_t code = weftSuccess;
-      std::string why = validate(c->hello, &code);
-      if (usedTwice_.empty() && joined_.count(c->hello.rank) != 0 && code == weftInvalidUsage) {
-        refuseUsedTwice(*c);
-        deadline = Deadline::afterSeconds(kUsedTwiceLingerS);
-        break;  // the joined connections are gone: `owners` points at freed ones
-      }
-      if (!usedTwice_.empty() && why == usedTwice_) deadline = Deadline::afterSeconds(kUsedTwiceLingerS);
-      if (!why.empty()) {
-        drop(*c, why, code);
-        continue;
-      }
-      // The root gives up a little before the earliest rank does, so that its answer (which
-      // names the missing ranks) arrives while that rank still waits for it.
-      double remaining = static_cast<double>(c->hello.timeoutMs) / 1e3;
-      Deadline mine = Deadline::afterSeconds(remaining - std::min(0.5, remaining / 10));
-      if (joined_.empty() || mine.atNs() < deadline.atNs()) deadline = mine;
-      if (joined_.empty() && firstJoinNs_ == 0) firstJoinNs_ = nowNs();
-      nRanks_ = c->hello.nRanks;
-      WEFT_LOG(kTrace, kBoot, "bootstrap root at %s: rank %d of %d joined from %s", where.c_str(), c->hello.rank,
-               nRanks_, c->addr.c_str());
-      int rank = c->hello.rank;
-      auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == c; });
-      joined_[rank] = std::move(*it);
-      pending_.erase(it);
+      if (fds[i].revents != 0 && !owners[i]->dead && !serve(owners[i], &deadline)) break;
     }
 
     for (auto& c : pending_) {

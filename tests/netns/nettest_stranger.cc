@@ -1,9 +1,9 @@
 // weft-nettest `stranger HOST:PORT [HOLD_S]`: a program that is not a rank connects to the
 // bootstrap root while the real ranks join, and misbehaves on several connections at once:
-// garbage bytes, a hello with the right magic but a wrong secret, a connection that says nothing,
-// half a hello, a byte every 200 ms, connect-and-close, and a burst of idle connections. The
-// root must drop each of them (the netns_fault_stranger test checks that the real ranks still
-// form their communicator and run correctly).
+// garbage bytes, a hello with the right magic but a wrong secret, one whose every field is 0xff,
+// a connection that says nothing, half a hello, a byte every 200 ms, connect-and-close, and a
+// burst of idle connections. The root must drop each of them (the netns_fault_stranger test
+// checks that the real ranks still form their communicator and run correctly).
 //
 // Exit status: 0 when every connection was made and the root closed each within HOLD_S; 1 when
 // one stayed open; 2 when the root could not be reached at all (then nothing was tested).
@@ -167,6 +167,15 @@ int runStranger(const char* hostPort, double holdS) {
          sendBytes(fd, hello.data(), hello.size());
        }},
       {"silent", [](int) {}},
+      // The right magic and version, then 0xff to past the end of a hello: absurd counts,
+      // ranks and lengths in every field.
+      {"huge-fields",
+       [&](int fd) {
+         std::vector<char> hello(512, '\xff');
+         std::memcpy(hello.data(), &kHelloMagic, 4);
+         std::memcpy(hello.data() + 4, &kHelloVersion, 4);
+         sendBytes(fd, hello.data(), hello.size());
+       }},
       {"half-hello",
        [&](int fd) {
          uint32_t head[2] = {kHelloMagic, kHelloVersion};

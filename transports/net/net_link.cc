@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -130,7 +131,9 @@ class NetRecvConnection final : public NetConnection {
 
 SlotRing::SlotRing(size_t nSlots, size_t slotBytes)
     : nSlots_(nSlots), slotBytes_(slotBytes), stride_(strideFor(slotBytes)), sizes_(new std::atomic<uint64_t>[nSlots]) {
-  data_ = static_cast<char*>(std::aligned_alloc(kSlotAlign, totalBytes() == 0 ? kSlotAlign : totalBytes()));
+  // aligned_alloc wants a multiple of the alignment (small slots make totalBytes() smaller).
+  size_t allocBytes = (std::max<size_t>(totalBytes(), 1) + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+  data_ = static_cast<char*>(std::aligned_alloc(kSlotAlign, allocBytes));
   if (data_ == nullptr) throw std::bad_alloc();
   for (size_t i = 0; i < nSlots_; ++i) sizes_[i].store(0, std::memory_order_relaxed);
 }

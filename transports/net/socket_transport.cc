@@ -13,6 +13,7 @@
 #include "base/socket.h"
 #include "transports/net/net_link.h"
 #include "transports/net/net_select.h"
+#include "transports/net/socket_wire.h"
 
 namespace weft {
 namespace net {
@@ -20,29 +21,16 @@ namespace {
 
 // Bootstrap tag of the offer for lane L: kOfferTagBase + L.
 constexpr int kOfferTagBase = 0x6e000;
-constexpr uint64_t kOfferMagic = 0x524646304b434f53ull;  // "SOCK0FFR"
-constexpr uint64_t kHelloMagic = 0x4f4c4c454b434f53ull;  // "SOCKELLO"
 // How long an accepted connection may take to introduce itself.
 constexpr double kHelloTimeoutS = 10.0;
+// Connections waiting to introduce themselves beyond which new ones are turned away.
+constexpr size_t kMaxPendingIntroductions = 256;
 // How long a closing sending end waits for its posted slots to reach the kernel.
 constexpr double kFlushSeconds = 30.0;
 
-// Receiver -> sender through the bootstrap.
-struct Offer {
-  uint64_t magic = 0;
-  uint64_t token = 0;
-  SocketAddress address;
-  int32_t lane = 0;
-  int32_t receiverRank = 0;
-};
-
-// Sender -> receiver, first bytes on a new connection.
-struct Hello {
-  uint64_t magic = 0;
-  uint64_t token = 0;
-  int32_t senderRank = 0;
-  int32_t lane = 0;
-};
+// The wire format and its checks live in socket_wire.h.
+using Offer = SocketOffer;
+using Hello = SocketHello;
 
 bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
@@ -125,27 +113,16 @@ class SocketLink final : public NetLink {
 
   // The one control frame a peer may send on the reverse direction: an abort.
   bool handleFrame(const FrameHeader& h) {
-    if (h.magic != kFrameMagic || (h.type != kFrameData && h.type != kFrameAbort)) {
-      state_.fail(WEFT_ERROR(weftRemoteError,
-                             "%s sent bytes that are not a Weft frame (magic 0x%08x, type %u); another "
-                             "program or another Weft version is on this connection",
-                             peerText_.c_str(), h.magic, h.type),
-                  false);
+    FrameHeader checked;
+    Status bad = parseFrameHeader(&h, sizeof(h), !sending_, ring_.slotBytes(), &checked);
+    if (!bad.isOk()) {
+      state_.fail(Status::error(bad.code(), peerText_ + " sent " + bad.message()), false);
       return false;
     }
-    if (h.type == kFrameAbort) {
-      if (h.bytes >= 1 && h.bytes <= (1u << 30)) state_.setPeerCulprit(static_cast<int>(h.bytes - 1));
+    if (checked.type == kFrameAbort) {
+      state_.setPeerCulprit(abortCulprit(checked));
       state_.fail(WEFT_ERROR(weftRemoteError, "%s reported a failure; see its log for the cause", peerText_.c_str()),
                   true);
-      return false;
-    }
-    if (sending_ || h.bytes > ring_.slotBytes()) {
-      state_.fail(WEFT_ERROR(weftRemoteError,
-                             "%s sent a %s message of %llu bytes where slots hold %zu; the ranks run "
-                             "with different WEFT_BUFFSIZE/WEFT_NSLOTS or Weft versions",
-                             peerText_.c_str(), sending_ ? "data" : "",
-                             static_cast<unsigned long long>(h.bytes), ring_.slotBytes()),
-                  false);
       return false;
     }
     return true;
@@ -304,6 +281,12 @@ class SocketListener final : public ProxyTask {
         break;
       }
       if (!s.valid()) break;
+      if (pending_.size() >= kMaxPendingIntroductions) {
+        // A flood must not exhaust descriptors, nor lock real senders out: the connection that
+        // has waited longest goes (a sender introduces itself at once; a stranger had its chance).
+        drop(pending_.front(), "it was the oldest of too many connections waiting to introduce themselves");
+        pending_.erase(pending_.begin());
+      }
       pending_.push_back(Pending{std::move(s), Hello(), 0, Deadline::afterSeconds(kHelloTimeoutS)});
       moved = true;
     }
@@ -345,6 +328,11 @@ class SocketListener final : public ProxyTask {
     }
     p.got += got;
     *moved = *moved || got > 0;
+    Status bad = checkSocketHelloPrefix(p.hello, p.got);
+    if (!bad.isOk()) {
+      drop(p, bad.message().c_str());
+      return true;
+    }
     if (p.got < sizeof(Hello)) {
       if (closed) {
         drop(p, "it closed the connection before introducing itself");
@@ -355,10 +343,6 @@ class SocketListener final : public ProxyTask {
         return true;
       }
       return false;
-    }
-    if (p.hello.magic != kHelloMagic) {
-      drop(p, "its first bytes are not a Weft introduction");
-      return true;
     }
     std::shared_ptr<SocketLink> link;
     {
@@ -373,8 +357,9 @@ class SocketListener final : public ProxyTask {
       drop(p, "it presented a token this rank did not issue");
       return true;
     }
-    if (link->peerRank() != p.hello.senderRank || link->lane() != p.hello.lane) {
-      drop(p, "it presented another connection's token");
+    bad = checkSocketHello(p.hello, link->peerRank(), link->lane());
+    if (!bad.isOk()) {
+      drop(p, bad.message().c_str());
       return true;
     }
     WEFT_LOG(kInfo, kNet, "rank %d: rank %d lane %d connected from %s", selfRank_, p.hello.senderRank,
@@ -449,7 +434,7 @@ Status SocketTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<C
   WEFT_TRY(start(req.self.rank));
   auto link = std::make_shared<SocketLink>(req, false, Socket());
   Offer offer;
-  offer.magic = kOfferMagic;
+  offer.magic = kSocketOfferMagic;
   if (!randomBytes(&offer.token, sizeof(offer.token))) offer.token = hashBytes(&link, sizeof(link), nowNs());
   offer.address = listener_->address();
   offer.lane = req.lane;
@@ -467,14 +452,8 @@ Status SocketTransport::connectSend(const ConnectRequest& req, std::unique_ptr<C
   Offer offer;
   Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
   if (!got.isOk()) return std::move(got).withPrefix("socket transport: waiting for the connection offer: ");
-  if (offer.magic != kOfferMagic || offer.lane != req.lane || offer.receiverRank != req.peer.rank ||
-      !offer.address.valid()) {
-    return WEFT_ERROR(weftInvalidUsage,
-                      "rank %d: rank %d answered the socket transport's connection request with something else "
-                      "(magic 0x%llx, lane %d, rank %d); every rank must use the same WEFT_NET and Weft version",
-                      req.self.rank, req.peer.rank, static_cast<unsigned long long>(offer.magic), offer.lane,
-                      offer.receiverRank);
-  }
+  Status bad = checkSocketOffer(offer, req.peer.rank, req.lane);
+  if (!bad.isOk()) return std::move(bad).withPrefix("rank " + std::to_string(req.self.rank) + ": ");
   Socket socket;
   Status connected = Socket::connect(offer.address, req.deadline, req.abort, &socket);
   if (!connected.isOk()) {
@@ -483,7 +462,7 @@ Status SocketTransport::connectSend(const ConnectRequest& req, std::unique_ptr<C
                                            ") over the socket transport: ");
   }
   Hello hello;
-  hello.magic = kHelloMagic;
+  hello.magic = kSocketHelloMagic;
   hello.token = offer.token;
   hello.senderRank = req.self.rank;
   hello.lane = req.lane;
