@@ -510,7 +510,10 @@ void Communicator::abortOperations() {
   stopWaits_.store(true);
   std::lock_guard<std::mutex> lock(connMutex_);
   if (devicePath_) devicePath_->abort();
-  for (auto& [key, conn] : conns_) conn->signalAbort(rank_);
+  // An abort after a failure (the usual reaction to one) must not overwrite the culprit that
+  // failure is telling the peers.
+  int culprit = culprit_.load();
+  for (auto& [key, conn] : conns_) conn->signalAbort(culprit >= 0 ? culprit : rank_);
 }
 
 Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) {

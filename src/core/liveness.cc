@@ -14,10 +14,13 @@
 #include <condition_variable>
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 
 #include "base/log.h"
 #include "base/params.h"
 #include "core/bootstrap.h"
+#include "core/bootstrap_wire.h"
+#include "core/liveness_udp.h"
 
 namespace weft {
 namespace core {
@@ -58,13 +61,20 @@ struct LivenessRecord {
   FailureSlot slots[kFailureSlots];
 };
 
-namespace {
-
 // What the ranks exchange at init: where each process's record is.
 struct RecordAddress {
   int32_t fd = -1;  // -1: that process has no record
   int32_t pid = 0;
   uint64_t nonce = 0;
+  wire::Addr udp;  // where that process takes heartbeats from other hosts (family 0: nowhere)
+};
+
+namespace {
+
+// A remote process's latest heartbeat, by nonce, for as long as a watch expects it.
+struct RemoteBeat {
+  uint64_t beats = 0;
+  int watchers = 0;
 };
 
 // The process's liveness state. Never destroyed (watches may be torn down at exit); replaced by a
@@ -76,6 +86,8 @@ struct Process {
   LivenessRecord* record = nullptr;
   bool recordTried = false;
   std::vector<LivenessWatch*> watches;
+  BeatSocket udp;                                    // used under registry
+  std::unordered_map<uint64_t, RemoteBeat> remote;  // guarded by registry
   uint64_t slotsUsed = 0;  // bit i: slot i belongs to a communicator
   std::thread thread;
   bool running = false;
@@ -144,8 +156,22 @@ void heartbeatLoop(Process* p) {
     }
     {
       std::lock_guard<std::mutex> lock(p->registry);
+      p->udp.drain([p](const BeatMessage& beat) {
+        auto it = p->remote.find(beat.nonce);
+        if (it != p->remote.end() && beat.beats > it->second.beats) it->second.beats = beat.beats;
+      });
+      BeatMessage mine;
+      if (p->record && !p->frozen.load(std::memory_order_relaxed)) {
+        mine = {kBeatMagic, p->record->nonce, p->record->beats.load(std::memory_order_relaxed), p->record->pid, 0};
+      }
       uint64_t now = nowNs();
-      for (LivenessWatch* w : p->watches) w->tick(now);
+      for (LivenessWatch* w : p->watches) {
+        if (mine.magic == kBeatMagic) w->sendBeats(p->udp, mine);
+        w->tick(now, [p](uint64_t nonce) {
+          auto it = p->remote.find(nonce);
+          return it == p->remote.end() ? 0 : it->second.beats;
+        });
+      }
     }
     std::unique_lock<std::mutex> lock(p->sleepMutex);
     if (p->sleepCv.wait_for(lock, kBeatInterval, [p] { return p->stop; })) return;
@@ -154,13 +180,14 @@ void heartbeatLoop(Process* p) {
 
 // Adds a watch and starts the thread with the first one; returns the watch's failure slot (-1:
 // none free).
-int registerWatch(LivenessWatch* w) {
+int registerWatch(LivenessWatch* w, const std::vector<uint64_t>& remoteNonces) {
   Process& p = process();
   std::lock_guard<std::mutex> life(p.lifecycle);
   int slot = -1;
   {
     std::lock_guard<std::mutex> lock(p.registry);
     p.watches.push_back(w);
+    for (uint64_t nonce : remoteNonces) ++p.remote[nonce].watchers;
     for (int i = 0; i < kFailureSlots && slot < 0; ++i) {
       if (!(p.slotsUsed & (1ull << i))) slot = i;
     }
@@ -178,7 +205,7 @@ int registerWatch(LivenessWatch* w) {
 }
 
 // Removes a watch (after this the thread no longer touches it) and stops the thread with the last.
-void unregisterWatch(LivenessWatch* w, int slot) {
+void unregisterWatch(LivenessWatch* w, int slot, const std::vector<uint64_t>& remoteNonces) {
   Process& p = process();
   std::lock_guard<std::mutex> life(p.lifecycle);
   bool last = false;
@@ -187,6 +214,10 @@ void unregisterWatch(LivenessWatch* w, int slot) {
     auto it = std::find(p.watches.begin(), p.watches.end(), w);
     if (it == p.watches.end()) return;  // registered in the parent before a fork
     p.watches.erase(it);
+    for (uint64_t nonce : remoteNonces) {
+      auto r = p.remote.find(nonce);
+      if (r != p.remote.end() && --r->second.watchers <= 0) p.remote.erase(r);
+    }
     if (slot >= 0) {
       p.slotsUsed &= ~(1ull << slot);
       if (p.record) {
@@ -283,36 +314,83 @@ Status LivenessWatch::create(int rank, const std::vector<PeerInfo>& peers, const
   {
     std::lock_guard<std::mutex> life(p.lifecycle);
     ensureRecord(p);
-    if (p.record) mine = {p.fd, p.record->pid, p.record->nonce};
+    std::lock_guard<std::mutex> lock(p.registry);  // the heartbeat thread uses the sockets
+    if (p.record) {
+      mine = {p.fd, p.record->pid, p.record->nonce, wire::toWire(p.udp.addressFor(bootstrap->address(rank)))};
+    }
   }
   std::vector<RecordAddress> all(peers.size());
   WEFT_TRY(bootstrap->allGather(&mine, all.data(), sizeof(RecordAddress), deadline));
   std::unique_ptr<LivenessWatch> w(
       new LivenessWatch(rank, peers, hashBytes(commTag.data(), commTag.size()), interrupt));
-  const PeerInfo& self = peers[static_cast<size_t>(rank)];
+  w->watchLocal(all, p.record);
+  w->watchRemote(all);
+  w->slot_ = registerWatch(w.get(), w->remoteNonces());
+  *out = std::move(w);
+  return Status::ok();
+}
+
+void LivenessWatch::watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own) {
+  const PeerInfo& self = peers_[static_cast<size_t>(rank_)];
   uint64_t now = nowNs();
-  for (size_t r = 0; r < peers.size(); ++r) {
-    Peer& peer = w->watched_[r];
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    Peer& peer = watched_[r];
     peer.lastChangeNs = now;
-    if (static_cast<int>(r) == rank || peers[r].hostHash != self.hostHash) continue;
-    if (peers[r].processHash == self.processHash) {
-      peer.record = p.record;  // its published failures are in this process's own record
+    if (static_cast<int>(r) == rank_ || peers_[r].hostHash != self.hostHash) continue;
+    if (peers_[r].processHash == self.processHash) {
+      peer.record = own;  // its published failures are in this process's own record
       peer.sameProcess = true;
       continue;
     }
     if (all[r].fd < 0) continue;
     void* mapping = nullptr;
-    peer.record = mapPeerRecord(all[r], rank, static_cast<int>(r), &mapping);
-    if (mapping) w->mappings_.push_back(mapping);
+    peer.record = mapPeerRecord(all[r], rank_, static_cast<int>(r), &mapping);
+    if (mapping) mappings_.push_back(mapping);
     if (peer.record) peer.lastBeats = peer.record->beats.load(std::memory_order_acquire);
   }
-  w->slot_ = registerWatch(w.get());
-  *out = std::move(w);
-  return Status::ok();
+}
+
+int LivenessWatch::nearestRemote(int from, int step) const {
+  const int n = static_cast<int>(peers_.size());
+  for (int i = 1; i < n; ++i) {
+    int k = ((from + step * i) % n + n) % n;
+    if (peers_[static_cast<size_t>(k)].hostHash != peers_[static_cast<size_t>(from)].hostHash) return k;
+  }
+  return -1;
+}
+
+void LivenessWatch::watchRemote(const std::vector<RecordAddress>& all) {
+  // Watched: the nearest ranks on other hosts before and after this one.
+  for (int k : {nearestRemote(rank_, 1), nearestRemote(rank_, -1)}) {
+    if (k < 0 || all[static_cast<size_t>(k)].nonce == 0 || !wire::fromWire(all[k].udp).valid()) continue;
+    watched_[static_cast<size_t>(k)].remote = true;
+    watched_[static_cast<size_t>(k)].nonce = all[static_cast<size_t>(k)].nonce;
+  }
+  // Subscribers: the ranks that watch this one, told this process's beats.
+  for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
+    if (peers_[static_cast<size_t>(r)].hostHash == peers_[static_cast<size_t>(rank_)].hostHash) continue;
+    if (nearestRemote(r, 1) != rank_ && nearestRemote(r, -1) != rank_) continue;
+    SocketAddress to = wire::fromWire(all[static_cast<size_t>(r)].udp);
+    if (to.valid() && std::find(subscribers_.begin(), subscribers_.end(), to) == subscribers_.end()) {
+      subscribers_.push_back(to);
+    }
+  }
+}
+
+std::vector<uint64_t> LivenessWatch::remoteNonces() const {
+  std::vector<uint64_t> nonces;
+  for (const Peer& peer : watched_) {
+    if (peer.remote) nonces.push_back(peer.nonce);
+  }
+  return nonces;
+}
+
+void LivenessWatch::sendBeats(BeatSocket& socket, const BeatMessage& beat) const {
+  for (const SocketAddress& to : subscribers_) socket.send(to, beat);
 }
 
 LivenessWatch::~LivenessWatch() {
-  unregisterWatch(this, slot_);
+  unregisterWatch(this, slot_, remoteNonces());
   for (void* m : mappings_) munmap(m, sizeof(LivenessRecord));
 }
 
@@ -376,10 +454,9 @@ void LivenessWatch::publishFailure(uint64_t seq, bool refusal, int culprit, cons
   s.version.fetch_add(1, std::memory_order_release);
 }
 
-Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const {
-  const Peer& w = watched_[static_cast<size_t>(peer)];
+Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const {
   const PeerInfo& info = peers_[static_cast<size_t>(peer)];
-  for (const FailureSlot& slot : w.record->slots) {
+  for (const FailureSlot& slot : watched_[static_cast<size_t>(peer)].record->slots) {
     FailureSlot s;
     if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer) continue;
     // A peer that blames this rank gave up waiting for it: the executor looks further along.
@@ -400,9 +477,27 @@ Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit
                         *culprit != peer ? std::to_string(*culprit).c_str() : "", s.text);
     }
   }
-  if (w.sameProcess || nowNs - w.lastChangeNs <= timeoutNs_ || !processAlive(info.pid)) return Status::ok();
-  // An exited process is the transports' to report (they see it within milliseconds).
+  return Status::ok();
+}
+
+Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const {
+  const Peer& w = watched_[static_cast<size_t>(peer)];
+  const PeerInfo& info = peers_[static_cast<size_t>(peer)];
+  if (w.record) WEFT_TRY(judgePublished(peer, seq, culprit));
+  if (w.sameProcess || nowNs - w.lastChangeNs <= timeoutNs_) return Status::ok();
   double silentS = static_cast<double>(nowNs - w.lastChangeNs) / 1e9;
+  if (w.remote) {
+    return WEFT_ERROR(weftRemoteError,
+                      "rank %d: call #%llu waits for rank %d (host %s, pid %d), whose heartbeats (UDP, from its host) "
+                      "have not arrived for %.1f s (WEFT_HEARTBEAT_TIMEOUT_S=%llu): that host or the network to it is "
+                      "gone, or the process is stopped (SIGSTOP, a debugger) or hung; a rank that is merely busy "
+                      "keeps beating. Check that host (ping it; on it, ps -o stat= -p %d shows T when stopped) or end "
+                      "the job; a firewall that drops UDP between the hosts also silences the heartbeat",
+                      rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid, silentS,
+                      static_cast<unsigned long long>(timeoutNs_ / 1'000'000'000ull), info.pid);
+  }
+  // An exited process is the transports' to report (they see it within milliseconds).
+  if (!processAlive(info.pid)) return Status::ok();
   return WEFT_ERROR(weftRemoteError,
                     "rank %d: call #%llu waits for rank %d (host %s, pid %d), whose heartbeat has stood still for "
                     "%.1f s (WEFT_HEARTBEAT_TIMEOUT_S=%llu) although its process exists: it is stopped (SIGSTOP, "
@@ -422,16 +517,16 @@ bool heartbeatRunningForTest() {
   return p.running;
 }
 
-void LivenessWatch::tick(uint64_t nowNs) {
+void LivenessWatch::tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats) {
   for (Peer& peer : watched_) {
-    if (!peer.record || peer.sameProcess) continue;
-    uint64_t beats = peer.record->beats.load(std::memory_order_acquire);
+    if (!peer.remote && (!peer.record || peer.sameProcess)) continue;
+    uint64_t beats = peer.remote ? remoteBeats(peer.nonce) : peer.record->beats.load(std::memory_order_acquire);
     if (beats != peer.lastBeats) peer.lastBeats = beats, peer.lastChangeNs = nowNs;
   }
   uint64_t seq = opSeq_.load(std::memory_order_acquire);
   if (seq == 0 || failed_.load(std::memory_order_relaxed)) return;
   for (int r = 0; r < static_cast<int>(watched_.size()); ++r) {
-    if (r == rank_ || !watched_[r].record || !involves(r)) continue;
+    if (r == rank_ || !(watched_[r].record || watched_[r].remote) || !involves(r)) continue;
     int culprit = r;
     Status s = judge(r, seq, nowNs, &culprit);
     if (s.isOk()) continue;

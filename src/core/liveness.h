@@ -31,12 +31,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/os.h"
+#include "base/socket.h"
 #include "base/status.h"
 #include "transports/transport.h"
 
@@ -44,7 +46,10 @@ namespace weft {
 namespace core {
 
 class Bootstrap;
+class BeatSocket;
+struct BeatMessage;
 struct LivenessRecord;
+struct RecordAddress;
 
 // One communicator's view of its peers' liveness.
 class LivenessWatch {
@@ -72,20 +77,33 @@ class LivenessWatch {
   // the communicator stays usable; peers fail only that call) and whom it blames (-1: itself).
   void publishFailure(uint64_t seq, bool refusal, int culprit, const std::string& text);
 
-  // Called by the heartbeat thread every beat.
-  void tick(uint64_t nowNs);
+  // Called by the heartbeat thread every beat: remoteBeats(nonce) is the latest heartbeat heard
+  // from the process of that nonce on another host (0: none yet).
+  void tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats);
+  // Sends this process's beat to the ranks on other hosts that watch this rank.
+  void sendBeats(BeatSocket& socket, const BeatMessage& beat) const;
 
  private:
   struct Peer {
     const LivenessRecord* record = nullptr;  // null: not watched
     bool sameProcess = false;                // beats are not compared (one process, one heartbeat)
+    bool remote = false;                     // on another host: beats arrive over UDP
+    uint64_t nonce = 0;                      // its process's record nonce (remote)
     uint64_t lastBeats = 0;
     uint64_t lastChangeNs = 0;
   };
   LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint64_t commHash, std::atomic<bool>* interrupt);
   bool involves(int peer) const;
-  // A verdict about `peer` for operation #seq, or ok.
+  // Maps the records of the peers on this host (own: this process's record).
+  void watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own);
+  // Picks the peers on other hosts to watch and the ranks there to send beats to.
+  void watchRemote(const std::vector<RecordAddress>& all);
+  // The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
+  int nearestRemote(int from, int step) const;
+  std::vector<uint64_t> remoteNonces() const;
+  // A verdict about `peer` for operation #seq, or ok: a published failure, or silence.
   Status judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const;
+  Status judgePublished(int peer, uint64_t seq, int* culprit) const;
   void setVerdict(Status status, int culprit);
 
   int rank_;
@@ -96,6 +114,7 @@ class LivenessWatch {
   std::atomic<bool>* interrupt_;
   std::vector<Peer> watched_;  // by rank; touched only by the heartbeat thread after create()
   std::vector<void*> mappings_;
+  std::vector<SocketAddress> subscribers_;  // where this rank's beats go (other hosts)
   // The operation in flight (0: none) and the peers it involves.
   std::atomic<uint64_t> opSeq_{0};
   std::atomic<bool> involvesAll_{false};

@@ -42,8 +42,10 @@ struct Ranks {
 double secondsSince(uint64_t startNs) { return static_cast<double>(nowNs() - startNs) / 1e9; }
 
 // Forks n ranks that join one communicator (heartbeat time-out hbS, WEFT_TIMEOUT_S=1800) and run
-// body(rank, comm, result); a rank reports through `result` and exits.
-Ranks launch(int n, int hbS, const std::function<void(int, weftComm_t, RankResult*)>& body) {
+// body(rank, comm, result); a rank reports through `result` and exits. With separateHosts every
+// rank names a host of its own (WEFT_HOSTID): they talk over sockets and beat over UDP.
+Ranks launch(int n, int hbS, const std::function<void(int, weftComm_t, RankResult*)>& body,
+             bool separateHosts = false) {
   Ranks ranks;
   void* shared = mmap(nullptr, sizeof(RankResult) * n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   EXPECT_NE(shared, MAP_FAILED);
@@ -55,6 +57,7 @@ Ranks launch(int n, int hbS, const std::function<void(int, weftComm_t, RankResul
     if (pid == 0) {
       setenv("WEFT_TIMEOUT_S", "1800", 1);
       setenv("WEFT_HEARTBEAT_TIMEOUT_S", std::to_string(hbS).c_str(), 1);
+      if (separateHosts) setenv("WEFT_HOSTID", ("liveness-host-" + std::to_string(r)).c_str(), 1);
       weftComm_t comm = nullptr;
       RankResult* mine = &ranks.results[r];
       if (weftCommInitRank(&comm, n, id, r) != weftSuccess) {
@@ -119,7 +122,11 @@ bool names(const std::string& message, int rank) {
   return false;
 }
 
-TEST(Liveness, EverySurvivorNamesTheStoppedRank) {
+// Same host (records in memory) or one host per rank (UDP heartbeats to the nearest neighbours:
+// the others learn the culprit from the neighbours' aborts).
+class LivenessHosts : public ::testing::TestWithParam<bool> {};
+
+TEST_P(LivenessHosts, EverySurvivorNamesTheStoppedRank) {
   constexpr int kRanks = 4;
   for (int victim = 0; victim < kRanks; ++victim) {
     Ranks ranks = launch(kRanks, 1, [victim](int rank, weftComm_t comm, RankResult* out) {
@@ -128,7 +135,7 @@ TEST(Liveness, EverySurvivorNamesTheStoppedRank) {
       if (rank == victim) raise(SIGSTOP);
       allReduceOnce(comm, rank, out);
       weftCommAbort(comm);
-    });
+    }, GetParam());
     ASSERT_TRUE(reap(ranks, victim, 60)) << "a survivor of stopping rank " << victim << " did not finish in 60 s";
     for (int r = 0; r < kRanks; ++r) {
       if (r == victim) continue;
@@ -194,7 +201,7 @@ TEST(Liveness, RefusingRankIsNamedAtOnce) {
   release(ranks);
 }
 
-TEST(Liveness, FrozenHeartbeatIsNamedAsSilent) {
+TEST_P(LivenessHosts, FrozenHeartbeatIsNamedAsSilent) {
   // Rank 1's process keeps running but beats no more, as a host behind a silent network looks.
   Ranks ranks = launch(3, 1, [](int rank, weftComm_t comm, RankResult* out) {
     allReduceOnce(comm, rank, out);
@@ -205,7 +212,7 @@ TEST(Liveness, FrozenHeartbeatIsNamedAsSilent) {
     }
     allReduceOnce(comm, rank, out);
     weftCommAbort(comm);
-  });
+  }, GetParam());
   ASSERT_TRUE(reap(ranks, 1, 60));
   for (int r : {0, 2}) {
     const RankResult& res = ranks.results[r];
@@ -249,6 +256,9 @@ TEST(Liveness, SendsBetweenOthersOutliveAStoppedRank) {
   }
   release(ranks);
 }
+
+INSTANTIATE_TEST_SUITE_P(Liveness, LivenessHosts, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "OneHostPerRank" : "OneHost"; });
 
 }  // namespace
 }  // namespace core
