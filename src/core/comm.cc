@@ -629,6 +629,13 @@ Status Communicator::explainPeerFailure(Status failure) {
   // themselves are not named when the culprit is known).
   const PeerInfo& self = peers_[rank_];
   int culprit = culprit_.load();
+  // The culprit's own words, when it published them (same host) and they are not here yet.
+  std::string said;
+  if (liveness_ && culprit >= 0 && liveness_->publishedFailure(culprit, &said) &&
+      failure.message().find(said) == std::string::npos) {
+    Status told = std::move(failure).withSuffix("; rank " + std::to_string(culprit) + " reported: " + said);
+    failure = std::move(told);
+  }
   std::string gone;
   for (const auto& peer : peers_) {
     if (culprit >= 0 && peer.rank != culprit) continue;

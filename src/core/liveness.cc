@@ -480,6 +480,19 @@ Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const
   return Status::ok();
 }
 
+bool LivenessWatch::publishedFailure(int peer, std::string* text) const {
+  if (peer < 0 || peer >= static_cast<int>(watched_.size())) return false;
+  const LivenessRecord* record = watched_[static_cast<size_t>(peer)].record;
+  if (record == nullptr) return false;
+  for (const FailureSlot& slot : record->slots) {
+    FailureSlot s;
+    if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer || s.kind == kNone) continue;
+    *text = s.text;
+    return true;
+  }
+  return false;
+}
+
 Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const {
   const Peer& w = watched_[static_cast<size_t>(peer)];
   const PeerInfo& info = peers_[static_cast<size_t>(peer)];

@@ -77,6 +77,10 @@ class LivenessWatch {
   // the communicator stays usable; peers fail only that call) and whom it blames (-1: itself).
   void publishFailure(uint64_t seq, bool refusal, int culprit, const std::string& text);
 
+  // What rank `peer` published about its latest failure on this communicator (peers on this
+  // host only); false when nothing.
+  bool publishedFailure(int peer, std::string* text) const;
+
   // Called by the heartbeat thread every beat: remoteBeats(nonce) is the latest heartbeat heard
   // from the process of that nonce on another host (0: none yet).
   void tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats);
