@@ -145,6 +145,7 @@ TEST_P(LivenessHosts, EverySurvivorNamesTheStoppedRank) {
       EXPECT_LT(res.seconds, 10.0) << "rank " << r << ": " << res.message;
       EXPECT_TRUE(names(res.message, victim)) << "rank " << r << " should name rank " << victim << ": "
                                               << res.message;
+      std::printf("stopped rank %d: rank %d failed after %.2f s\n", victim, r, res.seconds);
     }
     release(ranks);
   }
@@ -255,6 +256,32 @@ TEST(Liveness, SendsBetweenOthersOutliveAStoppedRank) {
     EXPECT_TRUE(names(res.message, 2)) << res.message;
   }
   release(ranks);
+}
+
+TEST(Liveness, HeartbeatThreadLivesWithTheCommunicatorsAndStartsOverInAForkedChild) {
+  weftComm_t comms[2] = {nullptr, nullptr};
+  ASSERT_EQ(weftCommInitAll(comms, 2, nullptr), weftSuccess);
+  EXPECT_TRUE(heartbeatRunningForTest());
+  // Forked while the thread runs: the child has none, and its own communicator starts its own.
+  pid_t pid = fork();
+  if (pid == 0) {
+    bool before = heartbeatRunningForTest();
+    weftComm_t mine = nullptr;
+    bool made = weftCommInitAll(&mine, 1, nullptr) == weftSuccess;
+    bool during = heartbeatRunningForTest();
+    int32_t x = 5, y = 0;
+    bool works = made && weftAllReduce(&x, &y, 1, weftInt32, weftSum, mine, nullptr) == weftSuccess && y == 5;
+    if (made) weftCommDestroy(mine);
+    bool after = heartbeatRunningForTest();
+    _exit(!before && during && works && !after ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_EQ(weftCommDestroy(comms[0]), weftSuccess);
+  EXPECT_TRUE(heartbeatRunningForTest()) << "one communicator is left";
+  EXPECT_EQ(weftCommDestroy(comms[1]), weftSuccess);
+  EXPECT_FALSE(heartbeatRunningForTest());
 }
 
 INSTANTIATE_TEST_SUITE_P(Liveness, LivenessHosts, ::testing::Values(false, true),
