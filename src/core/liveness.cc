@@ -547,7 +547,8 @@ void LivenessWatch::tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>
     // (numbers are never reused; endOp and beginOp change involvement only between them).
     std::atomic_thread_fence(std::memory_order_acquire);
     if (opSeq_.load(std::memory_order_relaxed) != seq) return;
-    WEFT_LOG(kWarn, kInit, "%s", s.message().c_str());
+    // The call that ends reports it (a warning, and weftGetLastError): logged here only for INFO.
+    WEFT_LOG(kInfo, kInit, "liveness verdict: %s", s.message().c_str());
     setVerdict(std::move(s), culprit);
     return;
   }

@@ -20,9 +20,12 @@
 // ends the operation: the verdict is kept (healthCheck returns it) and the flag the
 // communicator's connect waits poll is raised.
 //
-// Reach: peers on this host. Ranks on other hosts are not watched (no heartbeat crosses the
-// network yet); they learn the culprit from the aborts of the ranks that failed
-// (Connection::signalAbort carries it), so every survivor still names the same rank.
+// Reach: every peer on this host (its record), and on other hosts the nearest rank before and
+// after this one in rank order (their beats come over UDP, liveness_udp.h). Ranks that do not
+// watch the silent rank, or cannot read a failure published on another host, learn the culprit
+// from the aborts of the ranks that failed (Connection::signalAbort carries it), so every
+// survivor names the same rank. When a whole host goes silent, its nearest ranks are the ones
+// named (which of them depends on where the survivor sits; all are on that host).
 //
 // Callers: src/core/comm.cc (Communicator::init, runCollective, runP2p, healthCheck, fail) and
 // the C API's argument refusals (api_collectives.cc through Communicator::publishRefusal).
