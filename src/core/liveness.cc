@@ -1,264 +1,24 @@
-// Liveness (liveness.h): this process's record and heartbeat thread, and each communicator's
-// watch over its peers' records.
+// Liveness (liveness.h): each communicator's watch over its peers' records and heartbeats.
 #include "core/liveness.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <thread>
-#include <unordered_map>
 
 #include "base/log.h"
 #include "base/params.h"
 #include "core/bootstrap.h"
 #include "core/bootstrap_wire.h"
+#include "core/liveness_record.h"
 #include "core/liveness_udp.h"
 
 namespace weft {
 namespace core {
-
 namespace {
-
-constexpr uint64_t kRecordMagic = 0x3154424854464557ull;  // "WEFTHBT1"
-constexpr int kFailureSlots = 32;
-constexpr size_t kFailureTextBytes = 448;
-constexpr auto kBeatInterval = std::chrono::milliseconds(100);
-// Bootstrap tag of the record exchange at init.
-constexpr int kLivenessTag = 0x6C76;
-
-enum FailureKind : uint32_t { kNone = 0, kRefused = 1, kFailed = 2 };
-
-}  // namespace
-
-// One communicator's latest failure on this process, written by its owner under a sequence lock
-// (odd `version` while writing) and read by the peers.
-struct FailureSlot {
-  std::atomic<uint64_t> version;
-  uint64_t commHash;
-  int32_t rank;
-  int32_t culprit;  // the rank the failure is blamed on (-1: the publishing rank itself)
-  uint64_t seq;
-  uint32_t kind;  // FailureKind
-  uint32_t reserved;
-  char text[kFailureTextBytes];
-};
-
-// This process's record, shared read-only with the peers on its host.
-struct LivenessRecord {
-  uint64_t magic;
-  uint64_t nonce;  // tells this process's record from a later one with a reused pid and fd
-  int32_t pid;
-  int32_t reserved;
-  std::atomic<uint64_t> beats;
-  FailureSlot slots[kFailureSlots];
-};
-
-// What the ranks exchange at init: where each process's record is.
-struct RecordAddress {
-  int32_t fd = -1;  // -1: that process has no record
-  int32_t pid = 0;
-  uint64_t nonce = 0;
-  wire::Addr udp;  // where that process takes heartbeats from other hosts (family 0: nowhere)
-};
-
-namespace {
-
-// A remote process's latest heartbeat, by nonce, for as long as a watch expects it.
-struct RemoteBeat {
-  uint64_t beats = 0;
-  int watchers = 0;
-};
-
-// The process's liveness state. Never destroyed (watches may be torn down at exit); replaced by a
-// fresh one in a forked child, so no lock or thread of the parent is ever used there.
-struct Process {
-  std::mutex lifecycle;  // creating the record, starting and stopping the thread
-  std::mutex registry;   // watches and slotsUsed; held by the thread while it ticks the watches
-  int fd = -1;
-  LivenessRecord* record = nullptr;
-  bool recordTried = false;
-  std::vector<LivenessWatch*> watches;
-  BeatSocket udp;                                    // used under registry
-  std::unordered_map<uint64_t, RemoteBeat> remote;  // guarded by registry
-  uint64_t slotsUsed = 0;  // bit i: slot i belongs to a communicator
-  std::thread thread;
-  bool running = false;
-  std::mutex sleepMutex;
-  std::condition_variable sleepCv;
-  bool stop = false;  // guarded by sleepMutex
-  std::atomic<bool> frozen{false};
-};
-
-Process* gProcess = nullptr;
-pthread_once_t gAtforkOnce = PTHREAD_ONCE_INIT;
-
-void replaceInChild() {
-  // The parent's state (its thread, locks that thread may hold, its record) is left behind: the
-  // child starts over with its first communicator.
-  gProcess = new Process();
-}
-
-Process& process() {
-  pthread_once(&gAtforkOnce, [] {
-    gProcess = new Process();
-    pthread_atfork(nullptr, nullptr, replaceInChild);
-  });
-  return *gProcess;
-}
-
-uint64_t randomNonce() {
-  uint64_t seed = nowNs() ^ (static_cast<uint64_t>(getpid()) << 32);
-  return hashBytes(&seed, sizeof(seed)) | 1;
-}
-
-// Creates the record once per process (lifecycle held). Without one, peers cannot watch this
-// process; that is logged, and everything else works as before.
-void ensureRecord(Process& p) {
-  if (p.recordTried) return;
-  p.recordTried = true;
-  int fd = static_cast<int>(syscall(SYS_memfd_create, "weft-liveness", 0));
-  if (fd < 0) {
-    WEFT_LOG(kInfo, kInit, "liveness: memfd_create failed (%s): peers on this host cannot watch this process",
-             errnoText(errno).c_str());
-    return;
-  }
-  void* map = MAP_FAILED;
-  if (ftruncate(fd, sizeof(LivenessRecord)) == 0) {
-    map = mmap(nullptr, sizeof(LivenessRecord), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  }
-  if (map == MAP_FAILED) {
-    WEFT_LOG(kInfo, kInit, "liveness: cannot map a %zu-byte record (%s): peers on this host cannot watch this process",
-             sizeof(LivenessRecord), errnoText(errno).c_str());
-    close(fd);
-    return;
-  }
-  auto* record = static_cast<LivenessRecord*>(map);  // zero-filled by ftruncate
-  record->pid = static_cast<int32_t>(getpid());
-  record->nonce = randomNonce();
-  std::atomic_thread_fence(std::memory_order_release);
-  record->magic = kRecordMagic;
-  p.fd = fd;
-  p.record = record;
-}
-
-void heartbeatLoop(Process* p) {
-  for (;;) {
-    if (p->record && !p->frozen.load(std::memory_order_relaxed)) {
-      p->record->beats.fetch_add(1, std::memory_order_release);
-    }
-    {
-      std::lock_guard<std::mutex> lock(p->registry);
-      p->udp.drain([p](const BeatMessage& beat) {
-        auto it = p->remote.find(beat.nonce);
-        if (it != p->remote.end() && beat.beats > it->second.beats) it->second.beats = beat.beats;
-      });
-      BeatMessage mine;
-      if (p->record && !p->frozen.load(std::memory_order_relaxed)) {
-        mine = {kBeatMagic, p->record->nonce, p->record->beats.load(std::memory_order_relaxed), p->record->pid, 0};
-      }
-      uint64_t now = nowNs();
-      for (LivenessWatch* w : p->watches) {
-        if (mine.magic == kBeatMagic) w->sendBeats(p->udp, mine);
-        w->tick(now, [p](uint64_t nonce) {
-          auto it = p->remote.find(nonce);
-          return it == p->remote.end() ? 0 : it->second.beats;
-        });
-      }
-    }
-    std::unique_lock<std::mutex> lock(p->sleepMutex);
-    if (p->sleepCv.wait_for(lock, kBeatInterval, [p] { return p->stop; })) return;
-  }
-}
-
-// Adds a watch and starts the thread with the first one; returns the watch's failure slot (-1:
-// none free).
-int registerWatch(LivenessWatch* w, const std::vector<uint64_t>& remoteNonces) {
-  Process& p = process();
-  std::lock_guard<std::mutex> life(p.lifecycle);
-  int slot = -1;
-  {
-    std::lock_guard<std::mutex> lock(p.registry);
-    p.watches.push_back(w);
-    for (uint64_t nonce : remoteNonces) ++p.remote[nonce].watchers;
-    for (int i = 0; i < kFailureSlots && slot < 0; ++i) {
-      if (!(p.slotsUsed & (1ull << i))) slot = i;
-    }
-    if (slot >= 0) p.slotsUsed |= 1ull << slot;
-  }
-  if (!p.running) {
-    {
-      std::lock_guard<std::mutex> lock(p.sleepMutex);
-      p.stop = false;
-    }
-    p.thread = std::thread(heartbeatLoop, &p);
-    p.running = true;
-  }
-  return slot;
-}
-
-// Removes a watch (after this the thread no longer touches it) and stops the thread with the last.
-void unregisterWatch(LivenessWatch* w, int slot, const std::vector<uint64_t>& remoteNonces) {
-  Process& p = process();
-  std::lock_guard<std::mutex> life(p.lifecycle);
-  bool last = false;
-  {
-    std::lock_guard<std::mutex> lock(p.registry);
-    auto it = std::find(p.watches.begin(), p.watches.end(), w);
-    if (it == p.watches.end()) return;  // registered in the parent before a fork
-    p.watches.erase(it);
-    for (uint64_t nonce : remoteNonces) {
-      auto r = p.remote.find(nonce);
-      if (r != p.remote.end() && --r->second.watchers <= 0) p.remote.erase(r);
-    }
-    if (slot >= 0) {
-      p.slotsUsed &= ~(1ull << slot);
-      if (p.record) {
-        FailureSlot& s = p.record->slots[slot];
-        s.version.fetch_add(1, std::memory_order_acq_rel);
-        s.kind = kNone;
-        s.version.fetch_add(1, std::memory_order_release);
-      }
-    }
-    last = p.watches.empty();
-  }
-  if (last && p.running) {
-    {
-      std::lock_guard<std::mutex> lock(p.sleepMutex);
-      p.stop = true;
-    }
-    p.sleepCv.notify_all();
-    p.thread.join();
-    p.running = false;
-  }
-}
-
-// A consistent copy of a peer's slot; false when the owner kept writing it.
-bool readSlot(const FailureSlot& s, FailureSlot* out) {
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    uint64_t v1 = s.version.load(std::memory_order_acquire);
-    if (v1 & 1) continue;
-    out->commHash = s.commHash;
-    out->rank = s.rank;
-    out->culprit = s.culprit;
-    out->seq = s.seq;
-    out->kind = s.kind;
-    std::memcpy(out->text, s.text, sizeof(out->text));
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.version.load(std::memory_order_relaxed) == v1) {
-      out->text[sizeof(out->text) - 1] = '\0';  // another process wrote it: never trust its end
-      return true;
-    }
-  }
-  return false;
-}
 
 // Maps a peer's record read-only through its owner's fd, and checks that it is that process's.
 const LivenessRecord* mapPeerRecord(const RecordAddress& a, int rank, int peer, void** mapping) {
@@ -309,21 +69,12 @@ LivenessWatch::LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint6
 Status LivenessWatch::create(int rank, const std::vector<PeerInfo>& peers, const std::string& commTag,
                              Bootstrap* bootstrap, const Deadline& deadline, std::atomic<bool>* interrupt,
                              std::unique_ptr<LivenessWatch>* out) {
-  Process& p = process();
-  RecordAddress mine;
-  {
-    std::lock_guard<std::mutex> life(p.lifecycle);
-    ensureRecord(p);
-    std::lock_guard<std::mutex> lock(p.registry);  // the heartbeat thread uses the sockets
-    if (p.record) {
-      mine = {p.fd, p.record->pid, p.record->nonce, wire::toWire(p.udp.addressFor(bootstrap->address(rank)))};
-    }
-  }
+  RecordAddress mine = advertiseRecord(bootstrap->address(rank));
   std::vector<RecordAddress> all(peers.size());
   WEFT_TRY(bootstrap->allGather(&mine, all.data(), sizeof(RecordAddress), deadline));
   std::unique_ptr<LivenessWatch> w(
       new LivenessWatch(rank, peers, hashBytes(commTag.data(), commTag.size()), interrupt));
-  w->watchLocal(all, p.record);
+  w->watchLocal(all, ownRecord());
   w->watchRemote(all);
   w->slot_ = registerWatch(w.get(), w->remoteNonces());
   *out = std::move(w);
@@ -395,8 +146,8 @@ LivenessWatch::~LivenessWatch() {
 }
 
 void LivenessWatch::beginOp(uint64_t seq, const std::vector<int>* peers) {
-  Process& p = process();
-  if (slot_ >= 0 && p.record && p.record->slots[slot_].kind == kRefused) {
+  LivenessRecord* own = ownRecord();
+  if (slot_ >= 0 && own && own->slots[slot_].kind == kRefused) {
     publishFailure(0, false, -1, "");  // takes part again: withdraw the refusal
   }
   involvesAll_.store(peers == nullptr, std::memory_order_relaxed);
@@ -440,9 +191,9 @@ void LivenessWatch::setVerdict(Status status, int culprit) {
 }
 
 void LivenessWatch::publishFailure(uint64_t seq, bool refusal, int culprit, const std::string& text) {
-  Process& p = process();
-  if (slot_ < 0 || p.record == nullptr) return;
-  FailureSlot& s = p.record->slots[slot_];
+  LivenessRecord* own = ownRecord();
+  if (slot_ < 0 || own == nullptr) return;
+  FailureSlot& s = own->slots[slot_];
   s.version.fetch_add(1, std::memory_order_acq_rel);
   std::atomic_thread_fence(std::memory_order_release);
   s.commHash = commHash_;
@@ -469,12 +220,13 @@ Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const
     }
     if (s.kind == kFailed && s.seq <= seq) {
       *culprit = s.culprit >= 0 ? s.culprit : peer;
-      return WEFT_ERROR(weftRemoteError,
-                        "rank %d: call #%llu: rank %d (host %s, pid %d) failed call #%llu and takes no further part%s%s: "
-                        "%s",
-                        rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
-                        static_cast<unsigned long long>(s.seq), *culprit != peer ? ", blaming rank " : "",
-                        *culprit != peer ? std::to_string(*culprit).c_str() : "", s.text);
+      return WEFT_ERROR(
+          weftRemoteError,
+          "rank %d: call #%llu: rank %d (host %s, pid %d) failed call #%llu and takes no further part%s%s: "
+          "%s",
+          rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
+          static_cast<unsigned long long>(s.seq), *culprit != peer ? ", blaming rank " : "",
+          *culprit != peer ? std::to_string(*culprit).c_str() : "", s.text);
     }
   }
   return Status::ok();
@@ -520,14 +272,6 @@ Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit
                     "thread cannot run for that long",
                     rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid, silentS,
                     static_cast<unsigned long long>(timeoutNs_ / 1'000'000'000ull), info.pid, info.pid);
-}
-
-void freezeHeartbeatForTest(bool frozen) { process().frozen.store(frozen); }
-
-bool heartbeatRunningForTest() {
-  Process& p = process();
-  std::lock_guard<std::mutex> life(p.lifecycle);
-  return p.running;
 }
 
 void LivenessWatch::tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats) {

@@ -61,9 +61,8 @@ class LivenessWatch {
   // process's record is and maps the records of the peers on this host. `interrupt` is raised
   // when a verdict is reached (it must outlive the watch). A peer whose record cannot be mapped
   // (another pid namespace) is not watched; that is logged, not an error.
-  static Status create(int rank, const std::vector<PeerInfo>& peers, const std::string& commTag,
-                       Bootstrap* bootstrap, const Deadline& deadline, std::atomic<bool>* interrupt,
-                       std::unique_ptr<LivenessWatch>* out);
+  static Status create(int rank, const std::vector<PeerInfo>& peers, const std::string& commTag, Bootstrap* bootstrap,
+                       const Deadline& deadline, std::atomic<bool>* interrupt, std::unique_ptr<LivenessWatch>* out);
   ~LivenessWatch();
   LivenessWatch(const LivenessWatch&) = delete;
   LivenessWatch& operator=(const LivenessWatch&) = delete;

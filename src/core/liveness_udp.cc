@@ -30,8 +30,10 @@ SocketAddress BeatSocket::addressFor(const SocketAddress& host) {
       s = -1;
     }
     if (s < 0) {
-      WEFT_LOG(kInfo, kInit, "liveness: no UDP socket for heartbeats to other hosts (%s): ranks there cannot watch "
-               "this process's heartbeat", errnoText(errno).c_str());
+      WEFT_LOG(kInfo, kInit,
+               "liveness: no UDP socket for heartbeats to other hosts (%s): ranks there cannot watch "
+               "this process's heartbeat",
+               errnoText(errno).c_str());
       return SocketAddress();
     }
     fd = s;

@@ -3,6 +3,8 @@
 // early. A stopped rank (SIGSTOP) is named by every survivor within seconds; a slow rank is not
 // blamed; a rank that refuses its arguments is named at once; a frozen heartbeat (the process runs
 // but beats no more, as a host behind a silent network would look) is named as silent.
+#include "core/liveness.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -19,7 +21,6 @@
 #include <vector>
 
 #include "base/os.h"
-#include "core/liveness.h"
 #include "weft/weft.h"
 
 namespace weft {
@@ -129,13 +130,16 @@ class LivenessHosts : public ::testing::TestWithParam<bool> {};
 TEST_P(LivenessHosts, EverySurvivorNamesTheStoppedRank) {
   constexpr int kRanks = 4;
   for (int victim = 0; victim < kRanks; ++victim) {
-    Ranks ranks = launch(kRanks, 1, [victim](int rank, weftComm_t comm, RankResult* out) {
-      allReduceOnce(comm, rank, out);  // every connection is made
-      if (out->code != weftSuccess) return;
-      if (rank == victim) raise(SIGSTOP);
-      allReduceOnce(comm, rank, out);
-      weftCommAbort(comm);
-    }, GetParam());
+    Ranks ranks = launch(
+        kRanks, 1,
+        [victim](int rank, weftComm_t comm, RankResult* out) {
+          allReduceOnce(comm, rank, out);  // every connection is made
+          if (out->code != weftSuccess) return;
+          if (rank == victim) raise(SIGSTOP);
+          allReduceOnce(comm, rank, out);
+          weftCommAbort(comm);
+        },
+        GetParam());
     ASSERT_TRUE(reap(ranks, victim, 60)) << "a survivor of stopping rank " << victim << " did not finish in 60 s";
     for (int r = 0; r < kRanks; ++r) {
       if (r == victim) continue;
@@ -143,8 +147,7 @@ TEST_P(LivenessHosts, EverySurvivorNamesTheStoppedRank) {
       ASSERT_EQ(res.done, 1) << "rank " << r;
       EXPECT_NE(res.code, weftSuccess) << "rank " << r << ": " << res.message;
       EXPECT_LT(res.seconds, 10.0) << "rank " << r << ": " << res.message;
-      EXPECT_TRUE(names(res.message, victim)) << "rank " << r << " should name rank " << victim << ": "
-                                              << res.message;
+      EXPECT_TRUE(names(res.message, victim)) << "rank " << r << " should name rank " << victim << ": " << res.message;
       std::printf("stopped rank %d: rank %d failed after %.2f s\n", victim, r, res.seconds);
     }
     release(ranks);
@@ -204,16 +207,19 @@ TEST(Liveness, RefusingRankIsNamedAtOnce) {
 
 TEST_P(LivenessHosts, FrozenHeartbeatIsNamedAsSilent) {
   // Rank 1's process keeps running but beats no more, as a host behind a silent network looks.
-  Ranks ranks = launch(3, 1, [](int rank, weftComm_t comm, RankResult* out) {
-    allReduceOnce(comm, rank, out);
-    if (out->code != weftSuccess) return;
-    if (rank == 1) {
-      freezeHeartbeatForTest(true);
-      pause();  // until killed
-    }
-    allReduceOnce(comm, rank, out);
-    weftCommAbort(comm);
-  }, GetParam());
+  Ranks ranks = launch(
+      3, 1,
+      [](int rank, weftComm_t comm, RankResult* out) {
+        allReduceOnce(comm, rank, out);
+        if (out->code != weftSuccess) return;
+        if (rank == 1) {
+          freezeHeartbeatForTest(true);
+          pause();  // until killed
+        }
+        allReduceOnce(comm, rank, out);
+        weftCommAbort(comm);
+      },
+      GetParam());
   ASSERT_TRUE(reap(ranks, 1, 60));
   for (int r : {0, 2}) {
     const RankResult& res = ranks.results[r];
@@ -285,7 +291,9 @@ TEST(Liveness, HeartbeatThreadLivesWithTheCommunicatorsAndStartsOverInAForkedChi
 }
 
 INSTANTIATE_TEST_SUITE_P(Liveness, LivenessHosts, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "OneHostPerRank" : "OneHost"; });
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "OneHostPerRank" : "OneHost";
+                         });
 
 }  // namespace
 }  // namespace core
