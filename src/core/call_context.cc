@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "collectives/datatypes.h"
+#include "core/group.h"
 #include "device/device.h"
 
 namespace weft {
@@ -94,6 +95,16 @@ Status Call::checkInitDone() const {
                  "returns weftSuccess");
   }
   return Status::ok();
+}
+
+weftResult_t Call::refuse(const Status& s) const {
+  // Inside a group the group's other calls still run and take this call's number: no refusal
+  // is published there. A communicator that is not usable has nothing to tell.
+  if (!s.isOk() && groupDepth() == 0 && comm_ && comm_->impl && comm_->state.load() == weftSuccess &&
+      !comm_->impl->aborted()) {
+    comm_->impl->publishRefusal(s);
+  }
+  return finish(s);
 }
 
 Status Call::checkComm() const {

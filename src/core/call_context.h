@@ -60,6 +60,10 @@ class Call {
   // ---- Results ----
   // weftSuccess, or the failure recorded for weftGetLastError.
   weftResult_t finish(const Status& s) const { return s.isOk() ? weftSuccess : report(comm_, s); }
+  // A call that moves data refused its arguments (the communicator stays usable): finish(s),
+  // and outside a group the peers learn that this rank takes no part in that call, so that they
+  // fail it at once instead of at WEFT_TIMEOUT_S (liveness.h has the rule).
+  weftResult_t refuse(const Status& s) const;
   // The same, and a failure puts the communicator in its error state.
   weftResult_t finishOp(const Status& s) const { return s.isOk() ? weftSuccess : reportOpFailure(comm_, s); }
 

@@ -48,6 +48,7 @@ PeerInfo selfInfo(int rank) {
 }  // namespace
 
 Communicator::~Communicator() {
+  liveness_.reset();  // the heartbeat thread stops looking at this communicator
   std::lock_guard<std::mutex> lock(connMutex_);
   devicePath_.reset();  // waits for its launches: they use the connections' memory
   conns_.clear();       // bridges leave the proxy before it stops
@@ -78,6 +79,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   commTag_ = commTagFromId(id);
   WEFT_TRY(agreeSettings(config));
   WEFT_TRY(probeSingleCopy());
+  WEFT_TRY(LivenessWatch::create(rank_, peers_, commTag_, bootstrap_.get(), deadline, &stopWaits_, &liveness_));
   transports_ = makeTransports();
   int sameHost = 0;
   for (const auto& p : peers()) sameHost += p.hostHash == peers()[rank].hostHash;
@@ -293,9 +295,18 @@ std::string Communicator::describe(const CollCall& call, const std::string& algo
 }
 
 Status Communicator::fail(Status status) {
-  // Tell the peers at once, so that they fail now rather than at their deadline.
+  // A liveness verdict is what made the waits give up (connect sees only "aborted"): report it.
+  int silent = -1;
+  Status verdict = liveness_ ? liveness_->verdict(&silent) : Status::ok();
+  if (!verdict.isOk() && (culprit_.load() < 0 || culprit_.load() == silent)) {
+    noteCulprit(silent);
+    status = std::move(verdict);
+  }
+  // Tell the peers at once, so that they fail now rather than at their deadline: through the
+  // connections, and in the liveness record for those not connected yet or waiting elsewhere.
   // The culprit is this rank itself unless the executor found another.
   int culprit = culprit_.load();
+  if (liveness_) liveness_->publishFailure(seq_, false, culprit, status.message());
   std::lock_guard<std::mutex> lock(connMutex_);
   for (auto& [key, conn] : conns_) conn->signalAbort(culprit >= 0 ? culprit : rank_);
   return status;
@@ -304,6 +315,8 @@ Status Communicator::fail(Status status) {
 Status Communicator::runCollective(const CollCall& call) {
   ++seq_;
   setLogRank(rank_);
+  // No rank finishes a collective without every other: all of them are involved.
+  WatchedOp watched(liveness_.get(), seq_, nullptr);
   size_t elemSize = coll::dataTypeSize(call.type);
   coll::ScheduleParams params = paramsFor(call, elemSize);
   CachedOp* cached = cachedOp(params, elemSize);
@@ -381,9 +394,14 @@ Status Communicator::pairSelfCalls(const std::vector<P2pCall>& calls,
 Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   ++seq_;
   setLogRank(rank_);
+  // Only the group's peers are involved: a silent rank elsewhere does not fail it.
+  std::vector<int> involved;
+  for (const auto& c : calls) involved.push_back(c.peer);
+  WatchedOp watched(liveness_.get(), seq_, &involved);
   // Sends and receives with this rank itself are matched in order and copied.
   std::vector<std::pair<const P2pCall*, const P2pCall*>> selfPairs;
-  WEFT_TRY(pairSelfCalls(calls, &selfPairs));
+  Status paired = pairSelfCalls(calls, &selfPairs);
+  if (!paired.isOk()) return fail(std::move(paired));  // the peers wait in this group: tell them
   for (const auto& [send, recv] : selfPairs) {
     if (send->bytes) std::memmove(recv->recvbuff, send->sendbuff, send->bytes);
   }
@@ -501,9 +519,13 @@ void Communicator::abort() {
 
 void Communicator::abortOperations() {
   aborted_.store(true);
+  stopWaits_.store(true);
   std::lock_guard<std::mutex> lock(connMutex_);
   if (devicePath_) devicePath_->abort();
-  for (auto& [key, conn] : conns_) conn->signalAbort(rank_);
+  // An abort after a failure (the usual reaction to one) must not overwrite the culprit that
+  // failure is telling the peers.
+  int culprit = culprit_.load();
+  for (auto& [key, conn] : conns_) conn->signalAbort(culprit >= 0 ? culprit : rank_);
 }
 
 Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) {
@@ -556,7 +578,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const
       req.slotBytes = static_cast<size_t>(settings_.slotBytes);
       req.deadline = deadline;
       req.exchange = bootstrap_.get();
-      req.abort = &aborted_;
+      req.abort = &stopWaits_;
       if (forDevice && !bridged) req.runtime = devicePath_->runtime();
       std::unique_ptr<Connection> conn;
       WEFT_TRY(key.send ? transport->connectSend(req, &conn) : transport->connectRecv(req, &conn));
@@ -596,7 +618,14 @@ Status Communicator::healthCheck() {
   if (aborted_.load()) {
     return WEFT_ERROR(weftRemoteError, "rank %d: the communicator was aborted (weftCommAbort)", rank_);
   }
-  return Status::ok();
+  int culprit = -1;
+  Status verdict = liveness_ ? liveness_->verdict(&culprit) : Status::ok();
+  if (!verdict.isOk()) noteCulprit(culprit);
+  return verdict;
+}
+
+void Communicator::publishRefusal(const Status& refusal) {
+  if (liveness_) liveness_->publishFailure(seq_ + 1, true, -1, refusal.message());
 }
 
 void Communicator::noteCulprit(int rank) {
@@ -611,6 +640,13 @@ Status Communicator::explainPeerFailure(Status failure) {
   // themselves are not named when the culprit is known).
   const PeerInfo& self = peers()[rank_];
   int culprit = culprit_.load();
+  // The culprit's own words, when it published them (same host) and they are not here yet.
+  std::string said;
+  if (liveness_ && culprit >= 0 && liveness_->publishedFailure(culprit, &said) &&
+      failure.message().find(said) == std::string::npos) {
+    Status told = std::move(failure).withSuffix("; rank " + std::to_string(culprit) + " reported: " + said);
+    failure = std::move(told);
+  }
   std::string gone;
   for (const auto& peer : peers()) {
     if (culprit >= 0 && peer.rank != culprit) continue;

@@ -18,6 +18,7 @@
 #include "collectives/schedule.h"
 #include "core/bootstrap.h"
 #include "core/device_path.h"
+#include "core/liveness.h"
 #include "topology/tuner.h"
 #include "transports/net/proxy.h"
 #include "transports/transport.h"
@@ -136,6 +137,9 @@ class Communicator final : public coll::ConnectionProvider {
   // The same for collectives and device work only: the bootstrap stays usable (for shrink).
   void abortOperations();
   bool aborted() const { return aborted_.load(); }
+  // The C API refused this rank's next call (bad arguments; the communicator stays usable):
+  // tells the peers, whose matching call then fails at once naming this rank (liveness.h).
+  void publishRefusal(const Status& refusal);
 
   // coll::ConnectionProvider
   Status connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) override;
@@ -209,6 +213,10 @@ class Communicator final : public coll::ConnectionProvider {
   uint32_t splits_ = 0;
   uint32_t shrinks_ = 0;
   std::atomic<bool> aborted_{false};
+  // Raised by abort and by a liveness verdict: the transports' connect waits poll it.
+  std::atomic<bool> stopWaits_{false};
+  // Watches the peers' heartbeats and published failures (liveness.h).
+  std::unique_ptr<LivenessWatch> liveness_;
   // The rank whose failure ended this communicator's operation, when known (-1: not yet).
   std::atomic<int> culprit_{-1};
   // Device executor: created by the first device call (guarded by connMutex_ against abort()).

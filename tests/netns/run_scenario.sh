@@ -11,6 +11,10 @@
 #                WEFT_TIMEOUT_S + margin, naming the dead rank
 #   linkdown     `loop`; eth0 of the last host goes down mid-loop; every rank must fail within
 #                WEFT_TIMEOUT_S + margin, naming a peer
+#   stop         `loop` with WEFT_TIMEOUT_S=1800; SIGSTOP the last rank mid-loop; every other rank
+#                must fail within 10 s naming it (the heartbeat, not the time-out)
+#   silenthost   `loop` with WEFT_TIMEOUT_S=1800; eth0 of the last host goes down; every rank must
+#                fail within 10 s on a stalled heartbeat (ranks across hosts beat over UDP)
 #   neverjoin    rank R (--missing) is never started; the others must fail with a time-out that
 #                names it
 #   stranger     a stranger pokes the bootstrap root (garbage, wrong secret, silence, ...) and a
@@ -207,6 +211,52 @@ loop_fault() {
   fi
 }
 
+# Waits for every rank but VICTIM to end (recording when), then SIGKILLs VICTIM.
+wait_survivors() {
+  local name done_pid rc
+  local -a pending
+  while :; do
+    pending=()
+    for name in "${NETNS_NAMES[@]}"; do
+      [[ $name == "$VICTIM" || -n ${NETNS_RC[$name]+x} ]] || pending+=("${NETNS_PID_OF[$name]}")
+    done
+    ((${#pending[@]} > 0)) || break
+    done_pid=""
+    wait -n -p done_pid "${pending[@]}" 2>/dev/null
+    rc=$?
+    [[ -n ${done_pid:-} ]] || continue
+    NETNS_RC[${NETNS_NAME_OF[$done_pid]}]=$rc
+    NETNS_END[${NETNS_NAME_OF[$done_pid]}]=$(netns_now_us)
+  done
+  netns_kill "$VICTIM"
+}
+
+# A rank or a host goes silent without closing anything: only the heartbeat can tell, long before
+# WEFT_TIMEOUT_S (1800 s here).
+silence_fault() {
+  local kind=$1 limit_s=10 victim=$((NRANKS - 1)) fault_us
+  netns_up "$HOSTS"
+  EXTRA_ENV=("WEFT_TIMEOUT_S=1800" "WEFT_HEARTBEAT_TIMEOUT_S=3")
+  for ((r = 0; r < NRANKS; r++)); do start_rank "$r" 120 loop 1000000; done
+  wait_for_iteration 3 60 || exit 1
+  fault_us=$(netns_now_us)
+  if [[ $kind == stop ]]; then
+    VICTIM=rank$victim
+    netns_log "SIGSTOP $VICTIM"
+    kill -STOP -- "-${NETNS_PID_OF[$VICTIM]}" 2>/dev/null || kill -STOP "${NETNS_PID_OF[$VICTIM]}"
+    wait_survivors
+    PATTERN_DESC="the stopped rank ($victim)"
+    judge_fault "$fault_us" "$limit_s" "rank $victim \\(host|caused by rank $victim([^0-9]|$)|blaming rank $victim([^0-9]|$)" \
+      "rank $victim was stopped"
+  else
+    netns_log "eth0 down in host $((HOSTS - 1))"
+    netns_link_down $((HOSTS - 1))
+    netns_wait_all
+    PATTERN_DESC="a rank whose heartbeat stalled"
+    judge_fault "$fault_us" "$limit_s" "heartbeat|caused by rank" "eth0 of host $((HOSTS - 1)) went down"
+  fi
+}
+
 scenario_neverjoin() {
   local timeout_s=5 margin_s=10 r missing=${MISSING:-$((NRANKS - 1))}
   netns_up "$HOSTS"
@@ -282,6 +332,7 @@ scenario_abort() {
 case $SCENARIO in
   collectives) scenario_collectives ;;
   kill | linkdown) loop_fault "$SCENARIO" ;;
+  stop | silenthost) silence_fault "$SCENARIO" ;;
   neverjoin) scenario_neverjoin ;;
   stranger) scenario_stranger ;;
   netem) scenario_netem ;;

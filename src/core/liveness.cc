@@ -1,0 +1,302 @@
+// Liveness (liveness.h): each communicator's watch over its peers' records and heartbeats.
+#include "core/liveness.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+#include "base/params.h"
+#include "core/bootstrap.h"
+#include "core/bootstrap_wire.h"
+#include "core/liveness_record.h"
+#include "core/liveness_udp.h"
+
+namespace weft {
+namespace core {
+namespace {
+
+// Maps a peer's record read-only through its owner's fd, and checks that it is that process's.
+const LivenessRecord* mapPeerRecord(const RecordAddress& a, int rank, int peer, void** mapping) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", a.pid, a.fd);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    WEFT_LOG(kInfo, kInit, "rank %d: cannot open rank %d's liveness record %s (%s): its heartbeat is not watched", rank,
+             peer, path, errnoText(errno).c_str());
+    return nullptr;
+  }
+  struct stat st;
+  void* map = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= sizeof(LivenessRecord)) {
+    map = mmap(nullptr, sizeof(LivenessRecord), PROT_READ, MAP_SHARED, fd, 0);
+  }
+  close(fd);
+  if (map == MAP_FAILED) {
+    WEFT_LOG(kInfo, kInit, "rank %d: rank %d's liveness record %s is not one: its heartbeat is not watched", rank, peer,
+             path);
+    return nullptr;
+  }
+  auto* record = static_cast<const LivenessRecord*>(map);
+  if (record->magic != kRecordMagic || record->nonce != a.nonce || record->pid != a.pid) {
+    WEFT_LOG(kInfo, kInit, "rank %d: %s is not rank %d's liveness record: its heartbeat is not watched", rank, path,
+             peer);
+    munmap(map, sizeof(LivenessRecord));
+    return nullptr;
+  }
+  *mapping = map;
+  return record;
+}
+
+}  // namespace
+
+LivenessWatch::LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint64_t commHash,
+                             std::atomic<bool>* interrupt)
+    : rank_(rank),
+      peers_(peers),
+      commHash_(commHash),
+      timeoutNs_(static_cast<uint64_t>(params::HeartbeatTimeoutS()) * 1'000'000'000ull),
+      interrupt_(interrupt),
+      watched_(peers.size()),
+      involved_(new std::atomic<uint8_t>[peers.size()]) {
+  for (size_t i = 0; i < peers.size(); ++i) involved_[i].store(0, std::memory_order_relaxed);
+}
+
+Status LivenessWatch::create(int rank, const std::vector<PeerInfo>& peers, const std::string& commTag,
+                             Bootstrap* bootstrap, const Deadline& deadline, std::atomic<bool>* interrupt,
+                             std::unique_ptr<LivenessWatch>* out) {
+  RecordAddress mine = advertiseRecord(bootstrap->address(rank));
+  std::vector<RecordAddress> all(peers.size());
+  WEFT_TRY(bootstrap->allGather(&mine, all.data(), sizeof(RecordAddress), deadline));
+  std::unique_ptr<LivenessWatch> w(
+      new LivenessWatch(rank, peers, hashBytes(commTag.data(), commTag.size()), interrupt));
+  w->watchLocal(all, ownRecord());
+  w->watchRemote(all);
+  w->slot_ = registerWatch(w.get(), w->remoteNonces());
+  *out = std::move(w);
+  return Status::ok();
+}
+
+void LivenessWatch::watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own) {
+  const PeerInfo& self = peers_[static_cast<size_t>(rank_)];
+  uint64_t now = nowNs();
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    Peer& peer = watched_[r];
+    peer.lastChangeNs = now;
+    if (static_cast<int>(r) == rank_ || peers_[r].hostHash != self.hostHash) continue;
+    if (peers_[r].processHash == self.processHash) {
+      peer.record = own;  // its published failures are in this process's own record
+      peer.sameProcess = true;
+      continue;
+    }
+    if (all[r].fd < 0) continue;
+    void* mapping = nullptr;
+    peer.record = mapPeerRecord(all[r], rank_, static_cast<int>(r), &mapping);
+    if (mapping) mappings_.push_back(mapping);
+    if (peer.record) peer.lastBeats = peer.record->beats.load(std::memory_order_acquire);
+  }
+}
+
+int LivenessWatch::nearestRemote(int from, int step) const {
+  const int n = static_cast<int>(peers_.size());
+  for (int i = 1; i < n; ++i) {
+    int k = ((from + step * i) % n + n) % n;
+    if (peers_[static_cast<size_t>(k)].hostHash != peers_[static_cast<size_t>(from)].hostHash) return k;
+  }
+  return -1;
+}
+
+void LivenessWatch::watchRemote(const std::vector<RecordAddress>& all) {
+  // Watched: the nearest ranks on other hosts before and after this one.
+  for (int k : {nearestRemote(rank_, 1), nearestRemote(rank_, -1)}) {
+    if (k < 0 || all[static_cast<size_t>(k)].nonce == 0 || !wire::fromWire(all[k].udp).valid()) continue;
+    watched_[static_cast<size_t>(k)].remote = true;
+    watched_[static_cast<size_t>(k)].nonce = all[static_cast<size_t>(k)].nonce;
+  }
+  // Subscribers: the ranks that watch this one, told this process's beats.
+  for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
+    if (peers_[static_cast<size_t>(r)].hostHash == peers_[static_cast<size_t>(rank_)].hostHash) continue;
+    if (nearestRemote(r, 1) != rank_ && nearestRemote(r, -1) != rank_) continue;
+    SocketAddress to = wire::fromWire(all[static_cast<size_t>(r)].udp);
+    if (to.valid() && std::find(subscribers_.begin(), subscribers_.end(), to) == subscribers_.end()) {
+      subscribers_.push_back(to);
+    }
+  }
+}
+
+std::vector<uint64_t> LivenessWatch::remoteNonces() const {
+  std::vector<uint64_t> nonces;
+  for (const Peer& peer : watched_) {
+    if (peer.remote) nonces.push_back(peer.nonce);
+  }
+  return nonces;
+}
+
+void LivenessWatch::sendBeats(BeatSocket& socket, const BeatMessage& beat) const {
+  for (const SocketAddress& to : subscribers_) socket.send(to, beat);
+}
+
+LivenessWatch::~LivenessWatch() {
+  unregisterWatch(this, slot_, remoteNonces());
+  for (void* m : mappings_) munmap(m, sizeof(LivenessRecord));
+}
+
+void LivenessWatch::beginOp(uint64_t seq, const std::vector<int>* peers) {
+  LivenessRecord* own = ownRecord();
+  if (slot_ >= 0 && own && own->slots[slot_].kind == kRefused) {
+    publishFailure(0, false, -1, "");  // takes part again: withdraw the refusal
+  }
+  involvesAll_.store(peers == nullptr, std::memory_order_relaxed);
+  if (peers) {
+    for (int r : *peers) {
+      if (r >= 0 && r < static_cast<int>(peers_.size())) involved_[r].store(1, std::memory_order_relaxed);
+    }
+    involvedList_ = *peers;
+  }
+  opSeq_.store(seq, std::memory_order_release);
+}
+
+void LivenessWatch::endOp() {
+  opSeq_.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // the heartbeat thread sees 0 before the changes
+  for (int r : involvedList_) {
+    if (r >= 0 && r < static_cast<int>(peers_.size())) involved_[r].store(0, std::memory_order_relaxed);
+  }
+  involvedList_.clear();
+}
+
+bool LivenessWatch::involves(int peer) const {
+  return involvesAll_.load(std::memory_order_relaxed) || involved_[peer].load(std::memory_order_relaxed) != 0;
+}
+
+Status LivenessWatch::verdict(int* culprit) const {
+  if (!failed_.load(std::memory_order_acquire)) return Status::ok();
+  std::lock_guard<std::mutex> lock(verdictMutex_);
+  *culprit = culprit_;
+  return verdict_;
+}
+
+void LivenessWatch::setVerdict(Status status, int culprit) {
+  {
+    std::lock_guard<std::mutex> lock(verdictMutex_);
+    verdict_ = std::move(status);
+    culprit_ = culprit;
+  }
+  failed_.store(true, std::memory_order_release);
+  if (interrupt_) interrupt_->store(true);
+}
+
+void LivenessWatch::publishFailure(uint64_t seq, bool refusal, int culprit, const std::string& text) {
+  LivenessRecord* own = ownRecord();
+  if (slot_ < 0 || own == nullptr) return;
+  FailureSlot& s = own->slots[slot_];
+  s.version.fetch_add(1, std::memory_order_acq_rel);
+  std::atomic_thread_fence(std::memory_order_release);
+  s.commHash = commHash_;
+  s.rank = rank_;
+  s.culprit = culprit;
+  s.seq = seq;
+  s.kind = seq == 0 ? kNone : refusal ? kRefused : kFailed;
+  std::snprintf(s.text, sizeof(s.text), "%s", text.c_str());
+  s.version.fetch_add(1, std::memory_order_release);
+}
+
+Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const {
+  const PeerInfo& info = peers_[static_cast<size_t>(peer)];
+  for (const FailureSlot& slot : watched_[static_cast<size_t>(peer)].record->slots) {
+    FailureSlot s;
+    if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer) continue;
+    // A peer that blames this rank gave up waiting for it: the executor looks further along.
+    if (s.culprit == rank_) continue;
+    if (s.kind == kRefused && s.seq == seq) {
+      return WEFT_ERROR(weftRemoteError,
+                        "rank %d: call #%llu: rank %d (host %s, pid %d) refused its part of this call, so this rank "
+                        "stops waiting for it: %s. Fix the arguments rank %d passes",
+                        rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid, s.text, peer);
+    }
+    if (s.kind == kFailed && s.seq <= seq) {
+      *culprit = s.culprit >= 0 ? s.culprit : peer;
+      return WEFT_ERROR(
+          weftRemoteError,
+          "rank %d: call #%llu: rank %d (host %s, pid %d) failed call #%llu and takes no further part%s%s: "
+          "%s",
+          rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
+          static_cast<unsigned long long>(s.seq), *culprit != peer ? ", blaming rank " : "",
+          *culprit != peer ? std::to_string(*culprit).c_str() : "", s.text);
+    }
+  }
+  return Status::ok();
+}
+
+bool LivenessWatch::publishedFailure(int peer, std::string* text) const {
+  if (peer < 0 || peer >= static_cast<int>(watched_.size())) return false;
+  const LivenessRecord* record = watched_[static_cast<size_t>(peer)].record;
+  if (record == nullptr) return false;
+  for (const FailureSlot& slot : record->slots) {
+    FailureSlot s;
+    if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer || s.kind == kNone) continue;
+    *text = s.text;
+    return true;
+  }
+  return false;
+}
+
+Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const {
+  const Peer& w = watched_[static_cast<size_t>(peer)];
+  const PeerInfo& info = peers_[static_cast<size_t>(peer)];
+  if (w.record) WEFT_TRY(judgePublished(peer, seq, culprit));
+  if (w.sameProcess || nowNs - w.lastChangeNs <= timeoutNs_) return Status::ok();
+  double silentS = static_cast<double>(nowNs - w.lastChangeNs) / 1e9;
+  if (w.remote) {
+    return WEFT_ERROR(weftRemoteError,
+                      "rank %d: call #%llu waits for rank %d (host %s, pid %d), whose heartbeats (UDP, from its host) "
+                      "have not arrived for %.1f s (WEFT_HEARTBEAT_TIMEOUT_S=%llu): that host or the network to it is "
+                      "gone, or the process is stopped (SIGSTOP, a debugger) or hung; a rank that is merely busy "
+                      "keeps beating. Check that host (ping it; on it, ps -o stat= -p %d shows T when stopped) or end "
+                      "the job; a firewall that drops UDP between the hosts also silences the heartbeat",
+                      rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid, silentS,
+                      static_cast<unsigned long long>(timeoutNs_ / 1'000'000'000ull), info.pid);
+  }
+  // An exited process is the transports' to report (they see it within milliseconds).
+  if (!processAlive(info.pid)) return Status::ok();
+  return WEFT_ERROR(weftRemoteError,
+                    "rank %d: call #%llu waits for rank %d (host %s, pid %d), whose heartbeat has stood still for "
+                    "%.1f s (WEFT_HEARTBEAT_TIMEOUT_S=%llu) although its process exists: it is stopped (SIGSTOP, "
+                    "Ctrl-Z, a debugger), hung in the kernel, or cannot run; a rank that is merely busy keeps "
+                    "beating. Look at that process (ps -o stat= -p %d shows T when stopped; kill -CONT %d resumes "
+                    "it) or end the job; raise WEFT_HEARTBEAT_TIMEOUT_S only if that host is so overloaded that a "
+                    "thread cannot run for that long",
+                    rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid, silentS,
+                    static_cast<unsigned long long>(timeoutNs_ / 1'000'000'000ull), info.pid, info.pid);
+}
+
+void LivenessWatch::tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats) {
+  for (Peer& peer : watched_) {
+    if (!peer.remote && (!peer.record || peer.sameProcess)) continue;
+    uint64_t beats = peer.remote ? remoteBeats(peer.nonce) : peer.record->beats.load(std::memory_order_acquire);
+    if (beats != peer.lastBeats) peer.lastBeats = beats, peer.lastChangeNs = nowNs;
+  }
+  uint64_t seq = opSeq_.load(std::memory_order_acquire);
+  if (seq == 0 || failed_.load(std::memory_order_relaxed)) return;
+  for (int r = 0; r < static_cast<int>(watched_.size()); ++r) {
+    if (r == rank_ || !(watched_[r].record || watched_[r].remote) || !involves(r)) continue;
+    int culprit = r;
+    Status s = judge(r, seq, nowNs, &culprit);
+    if (s.isOk()) continue;
+    // The involvement read must be the operation's: it was when #seq is still in flight now
+    // (numbers are never reused; endOp and beginOp change involvement only between them).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (opSeq_.load(std::memory_order_relaxed) != seq) return;
+    // The call that ends reports it (a warning, and weftGetLastError): logged here only for INFO.
+    WEFT_LOG(kInfo, kInit, "liveness verdict: %s", s.message().c_str());
+    setVerdict(std::move(s), culprit);
+    return;
+  }
+}
+
+}  // namespace core
+}  // namespace weft

@@ -1,0 +1,160 @@
+// Liveness: tells a rank that stopped making progress (SIGSTOP, a debugger, hung in the kernel)
+// from one that is merely slow, and carries one rank's failure of a call to the peers waiting in
+// it, so that neither costs the survivors WEFT_TIMEOUT_S.
+//
+// Every process with a communicator runs one heartbeat thread (started with its first
+// communicator, stopped with its last). Every ~100 ms it bumps a counter in this process's
+// liveness record: a small memfd, memory with no name in any file system, so nothing is left in
+// /dev/shm after an exit or a crash. Peers on this host open it once through
+// /proc/<pid>/fd/<fd> and map it read-only; reading a peer's heartbeat is then a memory load.
+// The thread does not depend on the application thread: a rank busy computing keeps beating; a
+// stopped process, or one whose heartbeat thread cannot run, does not.
+//
+// The record also holds, per communicator, this rank's latest failure of a call ("rank r failed
+// call #seq", the text, and the rank it blamed).
+//
+// The same thread watches, for every communicator of this process with an operation in flight,
+// the peers the operation involves: every rank for a collective (none can finish without all),
+// the group's peers for sends and receives. A peer whose heartbeat stood still for
+// WEFT_HEARTBEAT_TIMEOUT_S while its process exists, or that published a failure of this call,
+// ends the operation: the verdict is kept (healthCheck returns it) and the flag the
+// communicator's connect waits poll is raised.
+//
+// Reach: every peer on this host (its record), and on other hosts the nearest rank before and
+// after this one in rank order (their beats come over UDP, liveness_udp.h). Ranks that do not
+// watch the silent rank, or cannot read a failure published on another host, learn the culprit
+// from the aborts of the ranks that failed (Connection::signalAbort carries it), so every
+// survivor names the same rank. When a whole host goes silent, its nearest ranks are the ones
+// named (which of them depends on where the survivor sits; all are on that host).
+//
+// Callers: src/core/comm.cc (Communicator::init, runCollective, runP2p, healthCheck, fail) and
+// the C API's argument refusals (api_collectives.cc through Communicator::publishRefusal).
+#ifndef WEFT_CORE_LIVENESS_H_
+#define WEFT_CORE_LIVENESS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/os.h"
+#include "base/socket.h"
+#include "base/status.h"
+#include "transports/transport.h"
+
+namespace weft {
+namespace core {
+
+class Bootstrap;
+class BeatSocket;
+struct BeatMessage;
+struct LivenessRecord;
+struct RecordAddress;
+
+// One communicator's view of its peers' liveness.
+class LivenessWatch {
+ public:
+  // Collective over the communicator (one bootstrap all-gather): tells the peers where this
+  // process's record is and maps the records of the peers on this host. `interrupt` is raised
+  // when a verdict is reached (it must outlive the watch). A peer whose record cannot be mapped
+  // (another pid namespace) is not watched; that is logged, not an error.
+  static Status create(int rank, const std::vector<PeerInfo>& peers, const std::string& commTag, Bootstrap* bootstrap,
+                       const Deadline& deadline, std::atomic<bool>* interrupt, std::unique_ptr<LivenessWatch>* out);
+  ~LivenessWatch();
+  LivenessWatch(const LivenessWatch&) = delete;
+  LivenessWatch& operator=(const LivenessWatch&) = delete;
+
+  // The operation numbered `seq` starts waiting on `peers` (null: every rank). Withdraws this
+  // rank's published refusal: it takes part in calls again.
+  void beginOp(uint64_t seq, const std::vector<int>* peers);
+  void endOp();
+
+  // Ok, or why the operation in flight must end; *culprit is the rank to blame.
+  Status verdict(int* culprit) const;
+
+  // Tells the peers that this rank failed call #seq (refusal: it refused the call's arguments and
+  // the communicator stays usable; peers fail only that call) and whom it blames (-1: itself).
+  void publishFailure(uint64_t seq, bool refusal, int culprit, const std::string& text);
+
+  // What rank `peer` published about its latest failure on this communicator (peers on this
+  // host only); false when nothing.
+  bool publishedFailure(int peer, std::string* text) const;
+
+  // Called by the heartbeat thread every beat: remoteBeats(nonce) is the latest heartbeat heard
+  // from the process of that nonce on another host (0: none yet).
+  void tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats);
+  // Sends this process's beat to the ranks on other hosts that watch this rank.
+  void sendBeats(BeatSocket& socket, const BeatMessage& beat) const;
+
+ private:
+  struct Peer {
+    const LivenessRecord* record = nullptr;  // null: not watched
+    bool sameProcess = false;                // beats are not compared (one process, one heartbeat)
+    bool remote = false;                     // on another host: beats arrive over UDP
+    uint64_t nonce = 0;                      // its process's record nonce (remote)
+    uint64_t lastBeats = 0;
+    uint64_t lastChangeNs = 0;
+  };
+  LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint64_t commHash, std::atomic<bool>* interrupt);
+  bool involves(int peer) const;
+  // Maps the records of the peers on this host (own: this process's record).
+  void watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own);
+  // Picks the peers on other hosts to watch and the ranks there to send beats to.
+  void watchRemote(const std::vector<RecordAddress>& all);
+  // The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
+  int nearestRemote(int from, int step) const;
+  std::vector<uint64_t> remoteNonces() const;
+  // A verdict about `peer` for operation #seq, or ok: a published failure, or silence.
+  Status judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const;
+  Status judgePublished(int peer, uint64_t seq, int* culprit) const;
+  void setVerdict(Status status, int culprit);
+
+  int rank_;
+  std::vector<PeerInfo> peers_;
+  uint64_t commHash_;
+  uint64_t timeoutNs_;
+  int slot_ = -1;  // this communicator's failure slot in this process's record (-1: none free)
+  std::atomic<bool>* interrupt_;
+  std::vector<Peer> watched_;  // by rank; touched only by the heartbeat thread after create()
+  std::vector<void*> mappings_;
+  std::vector<SocketAddress> subscribers_;  // where this rank's beats go (other hosts)
+  // The operation in flight (0: none) and the peers it involves.
+  std::atomic<uint64_t> opSeq_{0};
+  std::atomic<bool> involvesAll_{false};
+  std::unique_ptr<std::atomic<uint8_t>[]> involved_;
+  std::vector<int> involvedList_;  // what beginOp set in involved_, cleared by endOp
+  mutable std::mutex verdictMutex_;
+  std::atomic<bool> failed_{false};
+  Status verdict_;
+  int culprit_ = -1;
+};
+
+// Marks an operation in flight on a watch (may be null) for its scope.
+class WatchedOp {
+ public:
+  WatchedOp(LivenessWatch* watch, uint64_t seq, const std::vector<int>* peers) : watch_(watch) {
+    if (watch_) watch_->beginOp(seq, peers);
+  }
+  ~WatchedOp() {
+    if (watch_) watch_->endOp();
+  }
+  WatchedOp(const WatchedOp&) = delete;
+  WatchedOp& operator=(const WatchedOp&) = delete;
+
+ private:
+  LivenessWatch* watch_;
+};
+
+// Test hook: a frozen heartbeat stops beating while the process and its threads keep running, as
+// when a host vanishes behind a silent network.
+void freezeHeartbeatForTest(bool frozen);
+// Test hook: whether this process's heartbeat thread runs.
+bool heartbeatRunningForTest();
+
+}  // namespace core
+}  // namespace weft
+
+#endif  // WEFT_CORE_LIVENESS_H_

@@ -1,0 +1,242 @@
+// The process-wide side of liveness (liveness_record.h): the record, the heartbeat thread and the
+// UDP socket, made with the first communicator; fork-safe by starting over in a forked child.
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "base/log.h"
+#include "base/os.h"
+#include "base/status.h"
+#include "core/liveness.h"
+#include "core/liveness_record.h"
+#include "core/liveness_udp.h"
+
+namespace weft {
+namespace core {
+namespace {
+
+constexpr auto kBeatInterval = std::chrono::milliseconds(100);
+
+// A remote process's latest heartbeat, by nonce, for as long as a watch expects it.
+struct RemoteBeat {
+  uint64_t beats = 0;
+  int watchers = 0;
+};
+
+// The process's liveness state. Never destroyed (watches may be torn down at exit); replaced by a
+// fresh one in a forked child, so no lock or thread of the parent is ever used there.
+struct Process {
+  std::mutex lifecycle;  // creating the record, starting and stopping the thread
+  std::mutex registry;   // watches and slotsUsed; held by the thread while it ticks the watches
+  int fd = -1;
+  LivenessRecord* record = nullptr;
+  bool recordTried = false;
+  std::vector<LivenessWatch*> watches;
+  BeatSocket udp;                                   // used under registry
+  std::unordered_map<uint64_t, RemoteBeat> remote;  // guarded by registry
+  uint64_t slotsUsed = 0;                           // bit i: slot i belongs to a communicator
+  std::thread thread;
+  bool running = false;
+  std::mutex sleepMutex;
+  std::condition_variable sleepCv;
+  bool stop = false;  // guarded by sleepMutex
+  std::atomic<bool> frozen{false};
+};
+
+Process* gProcess = nullptr;
+pthread_once_t gAtforkOnce = PTHREAD_ONCE_INIT;
+
+void replaceInChild() {
+  // The parent's state (its thread, locks that thread may hold, its record) is left behind: the
+  // child starts over with its first communicator.
+  gProcess = new Process();
+}
+
+Process& process() {
+  pthread_once(&gAtforkOnce, [] {
+    gProcess = new Process();
+    pthread_atfork(nullptr, nullptr, replaceInChild);
+  });
+  return *gProcess;
+}
+
+uint64_t randomNonce() {
+  uint64_t seed = nowNs() ^ (static_cast<uint64_t>(getpid()) << 32);
+  return hashBytes(&seed, sizeof(seed)) | 1;
+}
+
+// Creates the record once per process (lifecycle held). Without one, peers cannot watch this
+// process; that is logged, and everything else works as before.
+void ensureRecord(Process& p) {
+  if (p.recordTried) return;
+  p.recordTried = true;
+  int fd = static_cast<int>(syscall(SYS_memfd_create, "weft-liveness", 0));
+  if (fd < 0) {
+    WEFT_LOG(kInfo, kInit, "liveness: memfd_create failed (%s): peers on this host cannot watch this process",
+             errnoText(errno).c_str());
+    return;
+  }
+  void* map = MAP_FAILED;
+  if (ftruncate(fd, sizeof(LivenessRecord)) == 0) {
+    map = mmap(nullptr, sizeof(LivenessRecord), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  if (map == MAP_FAILED) {
+    WEFT_LOG(kInfo, kInit, "liveness: cannot map a %zu-byte record (%s): peers on this host cannot watch this process",
+             sizeof(LivenessRecord), errnoText(errno).c_str());
+    close(fd);
+    return;
+  }
+  auto* record = static_cast<LivenessRecord*>(map);  // zero-filled by ftruncate
+  record->pid = static_cast<int32_t>(getpid());
+  record->nonce = randomNonce();
+  std::atomic_thread_fence(std::memory_order_release);
+  record->magic = kRecordMagic;
+  p.fd = fd;
+  p.record = record;
+}
+
+void heartbeatLoop(Process* p) {
+  for (;;) {
+    if (p->record && !p->frozen.load(std::memory_order_relaxed)) {
+      p->record->beats.fetch_add(1, std::memory_order_release);
+    }
+    {
+      std::lock_guard<std::mutex> lock(p->registry);
+      p->udp.drain([p](const BeatMessage& beat) {
+        auto it = p->remote.find(beat.nonce);
+        if (it != p->remote.end() && beat.beats > it->second.beats) it->second.beats = beat.beats;
+      });
+      BeatMessage mine;
+      if (p->record && !p->frozen.load(std::memory_order_relaxed)) {
+        mine = {kBeatMagic, p->record->nonce, p->record->beats.load(std::memory_order_relaxed), p->record->pid, 0};
+      }
+      uint64_t now = nowNs();
+      for (LivenessWatch* w : p->watches) {
+        if (mine.magic == kBeatMagic) w->sendBeats(p->udp, mine);
+        w->tick(now, [p](uint64_t nonce) {
+          auto it = p->remote.find(nonce);
+          return it == p->remote.end() ? 0 : it->second.beats;
+        });
+      }
+    }
+    std::unique_lock<std::mutex> lock(p->sleepMutex);
+    if (p->sleepCv.wait_for(lock, kBeatInterval, [p] { return p->stop; })) return;
+  }
+}
+
+}  // namespace
+
+// Adds a watch and starts the thread with the first one; returns the watch's failure slot (-1:
+// none free).
+int registerWatch(LivenessWatch* w, const std::vector<uint64_t>& remoteNonces) {
+  Process& p = process();
+  std::lock_guard<std::mutex> life(p.lifecycle);
+  int slot = -1;
+  {
+    std::lock_guard<std::mutex> lock(p.registry);
+    p.watches.push_back(w);
+    for (uint64_t nonce : remoteNonces) ++p.remote[nonce].watchers;
+    for (int i = 0; i < kFailureSlots && slot < 0; ++i) {
+      if (!(p.slotsUsed & (1ull << i))) slot = i;
+    }
+    if (slot >= 0) p.slotsUsed |= 1ull << slot;
+  }
+  if (!p.running) {
+    {
+      std::lock_guard<std::mutex> lock(p.sleepMutex);
+      p.stop = false;
+    }
+    p.thread = std::thread(heartbeatLoop, &p);
+    p.running = true;
+  }
+  return slot;
+}
+
+// Removes a watch (after this the thread no longer touches it) and stops the thread with the last.
+void unregisterWatch(LivenessWatch* w, int slot, const std::vector<uint64_t>& remoteNonces) {
+  Process& p = process();
+  std::lock_guard<std::mutex> life(p.lifecycle);
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(p.registry);
+    auto it = std::find(p.watches.begin(), p.watches.end(), w);
+    if (it == p.watches.end()) return;  // registered in the parent before a fork
+    p.watches.erase(it);
+    for (uint64_t nonce : remoteNonces) {
+      auto r = p.remote.find(nonce);
+      if (r != p.remote.end() && --r->second.watchers <= 0) p.remote.erase(r);
+    }
+    if (slot >= 0) {
+      p.slotsUsed &= ~(1ull << slot);
+      if (p.record) {
+        FailureSlot& s = p.record->slots[slot];
+        s.version.fetch_add(1, std::memory_order_acq_rel);
+        s.kind = kNone;
+        s.version.fetch_add(1, std::memory_order_release);
+      }
+    }
+    last = p.watches.empty();
+  }
+  if (last && p.running) {
+    {
+      std::lock_guard<std::mutex> lock(p.sleepMutex);
+      p.stop = true;
+    }
+    p.sleepCv.notify_all();
+    p.thread.join();
+    p.running = false;
+  }
+}
+
+// A consistent copy of a peer's slot; false when the owner kept writing it.
+bool readSlot(const FailureSlot& s, FailureSlot* out) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    uint64_t v1 = s.version.load(std::memory_order_acquire);
+    if (v1 & 1) continue;
+    out->commHash = s.commHash;
+    out->rank = s.rank;
+    out->culprit = s.culprit;
+    out->seq = s.seq;
+    out->kind = s.kind;
+    std::memcpy(out->text, s.text, sizeof(out->text));
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.version.load(std::memory_order_relaxed) == v1) {
+      out->text[sizeof(out->text) - 1] = '\0';  // another process wrote it: never trust its end
+      return true;
+    }
+  }
+  return false;
+}
+
+RecordAddress advertiseRecord(const SocketAddress& reachableAt) {
+  Process& p = process();
+  std::lock_guard<std::mutex> life(p.lifecycle);
+  ensureRecord(p);
+  std::lock_guard<std::mutex> lock(p.registry);  // the heartbeat thread uses the sockets
+  RecordAddress mine;
+  if (p.record) mine = {p.fd, p.record->pid, p.record->nonce, wire::toWire(p.udp.addressFor(reachableAt))};
+  return mine;
+}
+
+LivenessRecord* ownRecord() { return process().record; }
+
+void freezeHeartbeatForTest(bool frozen) { process().frozen.store(frozen); }
+
+bool heartbeatRunningForTest() {
+  Process& p = process();
+  std::lock_guard<std::mutex> life(p.lifecycle);
+  return p.running;
+}
+
+}  // namespace core
+}  // namespace weft
