@@ -79,7 +79,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   commTag_ = commTagFromId(id);
   WEFT_TRY(agreeSettings(config));
   WEFT_TRY(probeSingleCopy());
-  WEFT_TRY(LivenessWatch::create(rank_, peers_, commTag_, bootstrap_.get(), deadline, &stopWaits_, &liveness_));
+  WEFT_TRY(LivenessWatch::create(rank_, peers(), commTag_, bootstrap_.get(), deadline, &stopWaits_, &liveness_));
   transports_ = makeTransports();
   int sameHost = 0;
   for (const auto& p : peers()) sameHost += p.hostHash == peers()[rank].hostHash;

@@ -113,7 +113,7 @@ class LivenessWatch {
   void setVerdict(Status status, int culprit);
 
   int rank_;
-  std::vector<PeerInfo> peers_;
+  const std::vector<PeerInfo>& peers_;  // the communicator's table, which outlives the watch
   uint64_t commHash_;
   uint64_t timeoutNs_;
   int slot_ = -1;  // this communicator's failure slot in this process's record (-1: none free)
