@@ -20,6 +20,15 @@
 // ends the operation: the verdict is kept (healthCheck returns it) and the flag the
 // communicator's connect waits poll is raised.
 //
+// Which calls fail: a published failure of call #s (the communicator is then in its error state)
+// fails the peers' operations #s and later that involve that rank. A refusal (bad arguments
+// outside a group; the refusing rank's communicator stays usable) names the number its next call
+// would take and fails only the peers' operation with that number; it is withdrawn as soon as the
+// refusing rank starts a call, so a rank that retries with good arguments is not failed by peers
+// that have not looked yet (those that did are in their error state, and the retry then fails
+// through the connections naming them). Refusals inside a group are not published: the group's
+// other calls still run and take that number.
+//
 // Reach: every peer on this host (its record), and on other hosts the nearest rank before and
 // after this one in rank order (their beats come over UDP, liveness_udp.h). Ranks that do not
 // watch the silent rank, or cannot read a failure published on another host, learn the culprit

@@ -113,9 +113,10 @@ void allReduceOnce(weftComm_t comm, int rank, RankResult* out) {
                 out->code == weftSuccess ? "ok" : weftGetLastError(comm), y);
 }
 
-// True when `message` blames `rank`: named with its host, or as the culprit another rank reported.
+// True when `message` blames `rank`: named with its host, as the culprit another rank reported, or
+// as the rank that reported its own failure.
 bool names(const std::string& message, int rank) {
-  for (const char* form : {"rank %d (host", "caused by rank %d", "blaming rank %d"}) {
+  for (const char* form : {"rank %d (host", "caused by rank %d", "blaming rank %d", "rank %d reported a failure;"}) {
     char text[64];
     std::snprintf(text, sizeof(text), form, rank);
     if (message.find(text) != std::string::npos) return true;
@@ -201,6 +202,35 @@ TEST(Liveness, RefusingRankIsNamedAtOnce) {
     EXPECT_LT(res.seconds, 5.0) << res.message;
     EXPECT_TRUE(names(res.message, 2)) << res.message;
     EXPECT_NE(std::string(res.message).find("recvbuff"), std::string::npos) << "the reason travels: " << res.message;
+  }
+  release(ranks);
+}
+
+TEST(Liveness, ASendToItselfOutsideAGroupIsNamedAtOnce) {
+  // Rank 1 sends to itself without a receive (a usage error that ends its communicator): its
+  // peers, waiting in the next all-reduce for it, fail at once with its reason.
+  Ranks ranks = launch(3, 60, [](int rank, weftComm_t comm, RankResult* out) {
+    allReduceOnce(comm, rank, out);
+    if (out->code != weftSuccess) return;
+    if (rank == 1) {
+      int32_t x = 1;
+      out->code = weftSend(&x, 1, weftInt32, 1, comm, nullptr);
+      std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(comm));
+      std::this_thread::sleep_for(std::chrono::seconds(4));  // alive while the peers decide
+      return;
+    }
+    allReduceOnce(comm, rank, out);
+    weftCommAbort(comm);
+  });
+  ASSERT_TRUE(reap(ranks, -1, 60));
+  EXPECT_EQ(ranks.results[1].code, weftInvalidUsage) << ranks.results[1].message;
+  for (int r : {0, 2}) {
+    const RankResult& res = ranks.results[r];
+    EXPECT_NE(res.code, weftSuccess) << "rank " << r;
+    EXPECT_LT(res.seconds, 3.0) << res.message;
+    EXPECT_TRUE(names(res.message, 1)) << res.message;
+    EXPECT_NE(std::string(res.message).find("to this rank itself"), std::string::npos)
+        << "the reason travels: " << res.message;
   }
   release(ranks);
 }
