@@ -11,6 +11,7 @@
 
 // Time-outs and errors
 WEFT_PARAM(int64_t, TimeoutS, "TIMEOUT_S", 1800, "seconds any wait may take before the communicator fails with weftTimeout")
+WEFT_PARAM(bool, CheckCalls, "CHECK_CALLS", true, "0: do not stamp messages with the call that sent them (a rank whose peers made another call may then hang or return wrong data instead of failing at once with both calls named)")
 
 // Logging
 WEFT_PARAM(std::string, Debug, "DEBUG", "WARN", "log level: NONE, WARN, INFO or TRACE")

@@ -71,6 +71,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   Deadline deadline = Deadline::afterSeconds(static_cast<double>(timeoutS));
   WEFT_TRY(Bootstrap::create(id, rank, nRanks, selfInfo(rank), deadline, &bootstrap_, abortInit));
   peers_ = bootstrap_->peers();
+  checkCalls_ = params::CheckCalls();
   nameHostsApart();
   commTag_ = commTagFromId(id);
   WEFT_TRY(agreeSettings(config));
@@ -282,10 +283,16 @@ std::string Communicator::describe(const CollCall& call, const std::string& algo
 
 Status Communicator::fail(Status status) {
   // Tell the peers at once, so that they fail now rather than at their deadline.
-  // The culprit is this rank itself unless the executor found another.
+  // The culprit is this rank itself unless the executor found another; a disagreement between
+  // the ranks' calls says so, so that every rank joins the exchange that names both calls.
   int culprit = culprit_.load();
-  std::lock_guard<std::mutex> lock(connMutex_);
-  for (auto& [key, conn] : conns_) conn->signalAbort(culprit >= 0 ? culprit : rank_);
+  const bool mismatch = mismatch_.load();
+  const int told = (culprit >= 0 ? culprit : rank_) | (mismatch ? kCulpritCallMismatch : 0);
+  {
+    std::lock_guard<std::mutex> lock(connMutex_);
+    for (auto& [key, conn] : conns_) conn->signalAbort(told);
+  }
+  if (mismatch) return explainCallMismatch(std::move(status));
   return status;
 }
 
@@ -323,6 +330,8 @@ Status Communicator::runCollective(const CollCall& call) {
   }
   coll::ExecPlan& plan = cached->plan;
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_);
+  coll::stampPlan(&plan, stampCollective(call, static_cast<int>(params.algo)));
+  plan.checkStamps = plan.waitForConsumers = checkCalls_;
   // Out of place, nothing writes the send buffer during the call: peers may read it directly.
   // That saves a copy where the receiver stores the data as it is (all-to-all, broadcast);
   // a reduction would read it into a bounce buffer anyway, so the others keep the slots.
@@ -410,6 +419,7 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
     coll::LaneRun run;
     run.lane = &lanes[i];
     run.fifoLane = kP2pLane;
+    (c.send ? run.sendStamp : run.recvStamp) = stampP2p(c.peer, c.send, c.bytes);
     run.sendbuff = static_cast<const char*>(sendFrom[i]);
     run.recvbuff = static_cast<char*>(c.recvbuff);
     run.elemSize = 1;
@@ -430,6 +440,13 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   };
   plan.timeoutS = settings_.timeoutS;
   plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
+  plan.checkStamps = checkCalls_;
+  current_ = CallRecord();
+  current_.magic = kCallRecordMagic;
+  current_.rank = rank_;
+  current_.kind = static_cast<int32_t>(coll::CollKind::kSendRecv);
+  current_.seq = seq_;
+  current_.count = nCalls;
   Status s = coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return fail(std::move(s));
@@ -494,7 +511,17 @@ void Communicator::abortOperations() {
   for (auto& [key, conn] : conns_) conn->signalAbort(rank_);
 }
 
-Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) {
+Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, const Deadline& deadline) {
+  // A rank that sends to a peer on a host lane also makes the receiving end from it there: a
+  // peer that made another call (thinks itself the root of a broadcast too, say) then finds a
+  // FIFO for what it sends instead of waiting for one until the time-out, and its message shows
+  // the disagreement (host_executor.cc, waitForConsumers).
+  std::vector<coll::ConnectionKey> keys = planKeys;
+  if (checkCalls_) {
+    for (const auto& key : planKeys) {
+      if (key.send && key.lane < coll::kDeviceFifoLaneBase) keys.push_back({key.peer, false, key.lane});
+    }
+  }
   // Receiving ends first: making them never waits, so every rank's sending ends find them.
   for (int phase = 0; phase < 2; ++phase) {
     for (const auto& key : keys) {

@@ -44,6 +44,9 @@ struct FifoView {
   uint64_t nSlots = 0;
   uint64_t slotBytes = 0;
   uint64_t* sizes = nullptr;  // per slot: the bytes the sender put in it
+  // Per slot: the stamp the sender posted with it (collectives/call_stamp.h), written with the
+  // size before head moves; the receiver refuses a slot whose stamp is not its call's.
+  uint64_t* stamps = nullptr;
   uint64_t* head = nullptr;   // slots posted: written by the sender only
   uint64_t* tail = nullptr;   // slots released: written by the receiver only
   // This side's own count (sender: posted, receiver: released), kept in this rank's memory so
