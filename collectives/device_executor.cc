@@ -151,6 +151,10 @@ std::string describeLaneError(const device::LaneError& error, const DeviceProgra
     case device::kLaneBadMessage:
       return where + ": a message of " + std::to_string(error.detail) + " bytes from " + peer +
              " where the schedule expects another size (the ranks called different collectives or counts)";
+    case device::kLaneBadStamp:
+      return where + ": a message of another call from " + peer + " (its call #" +
+             std::to_string((error.detail >> 32) & 0x7fffffffu) +
+             "): the ranks made different calls";
     case device::kLaneSiblingFailed:
       return where + ": another lane failed";
     default:

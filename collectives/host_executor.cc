@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "collectives/call_stamp.h"
 
 namespace weft {
 namespace coll {
@@ -70,6 +71,7 @@ struct StepIo {
   Connection* out = nullptr;
   const void* inData = nullptr;
   size_t inBytes = 0;  // 0: inData is a ReferenceMessage
+  uint64_t inStamp = 0;
   void* outSlot = nullptr;
 };
 
@@ -145,6 +147,16 @@ class StallBlame {
  private:
   // `peer` reported a failure; `culprit` is the rank it blamed (-1: none).
   Status blameAbortedPeer(const std::vector<TrackState>& tracks, int peer, int culprit) {
+    if (culprit >= 0 && (culprit & kCulpritCallMismatch) != 0) {
+      // The ranks' calls disagree: this rank fails as the one that saw it did (the provider
+      // names both calls).
+      int seenBy = culprit & ~kCulpritCallMismatch;
+      provider_->noteCallMismatch(seenBy, 0, 0);
+      return WEFT_ERROR(weftInvalidUsage,
+                        "%s: rank %d reported that the ranks made different calls (seen by rank %d); every rank must "
+                        "make the same calls in the same order with the same count, type, op and root",
+                        plan_.what().c_str(), peer, seenBy);
+    }
     if (culprit >= 0 && culprit == provider_->selfRank()) {
       // The peer gave up waiting for this rank (a time-out), while this rank waits in turn:
       // the cause is further along, and this rank knows for whom it waits.
@@ -205,7 +217,8 @@ class StallBlame {
       const Step& step = currentStep(t);
       const LaneRun& run = currentRun(t);
       size_t bytes = 0;
-      bool inReady = !stepReceives(step.kind) || run.recvConns[t.step]->tryRecv(&bytes) != nullptr;
+      uint64_t stamp = 0;
+      bool inReady = !stepReceives(step.kind) || run.recvConns[t.step]->tryRecv(&bytes, &stamp) != nullptr;
       bool outReady = !stepSends(step.kind) || run.sendConns[t.step]->trySendSlot() != nullptr;
       if (inReady && outReady) return true;
     }
@@ -248,7 +261,7 @@ class Executor {
         }
         allDone = allDone && t.done;
       }
-      if (allDone) return waitForReferences();
+      if (allDone) return plan_.waitForConsumers ? waitForConsumers(tracks) : waitForReferences();
       if (progressed) {
         if (backoff.rounds() > 0) stallSince = 0;  // read the clock again at the next stall
         backoff.reset();
@@ -288,10 +301,10 @@ class Executor {
     if (finished) {
       // A plain receive read the bytes straight into its destination (the single copy).
     } else if (!scalesOwn && lendsSource(t, io)) {
-      lend(io, src);
+      lend(io, src, run.sendStamp);
     } else {
       applyStep(run, step, io, src, dst, scalesOwn);
-      if (io.out) io.out->postSend(io.bytes);
+      if (io.out) io.out->postSend(io.bytes, run.sendStamp);
     }
     if (io.in) io.in->releaseRecv();
     *result = StepResult::kDone;
@@ -309,7 +322,7 @@ class Executor {
     t.waitingRecv = t.waitingSend = false;
     if (stepReceives(step.kind)) {
       io->in = run.recvConns[t.step];
-      io->inData = io->in->tryRecv(&io->inBytes);
+      io->inData = io->in->tryRecv(&io->inBytes, &io->inStamp);
       if (io->inData == nullptr) {
         t.waitingRecv = true;
         return Status::ok();
@@ -328,10 +341,17 @@ class Executor {
     return Status::ok();
   }
 
-  // A message of another size than the schedule's means the ranks called different things.
+  // A message of another call, or of another size than the schedule's, means the ranks called
+  // different things. The message stays unreleased: its sender must not take it as consumed.
   Status checkMessage(const TrackState& t, const StepIo& io) {
     const LaneRun& run = currentRun(t);
     const Step& step = currentStep(t);
+    if (plan_.checkStamps && io.inStamp != run.recvStamp) {
+      char where[96];
+      std::snprintf(where, sizeof(where), "lane %d, step %zu %s, iteration %lld", run.fifoLane, t.step,
+                    stepName(step.kind), static_cast<long long>(t.iteration));
+      return callMismatch(step.recvPeer, io.inStamp, run.recvStamp, where);
+    }
     if (io.inBytes == 0) {
       // A reference: the bytes are still in the sender's memory; read them when the step runs
       // (resolveReference), once its outgoing slot is free too.
@@ -378,14 +398,76 @@ class Executor {
             (byReference == LaneRun::kPeerReads && plan_.peersReadReferences));
   }
 
-  void lend(const StepIo& io, const char* src) {
+  void lend(const StepIo& io, const char* src, uint64_t stamp) {
     ReferenceMessage ref;
     ref.magic = kReferenceMagic;
     ref.address = reinterpret_cast<uint64_t>(src);
     ref.bytes = io.bytes;
     std::memcpy(io.outSlot, &ref, sizeof(ref));
-    io.out->postSend(0);
+    io.out->postSend(0, stamp);
     lent_.insert(io.out);
+  }
+
+  Status callMismatch(int peer, uint64_t theirs, uint64_t ours, const char* where) {
+    provider_->noteCallMismatch(peer, theirs, ours);
+    return WEFT_ERROR(weftInvalidUsage,
+                      "%s: rank %d sent a message of its call #%u (fingerprint %08x) where this rank expects one of "
+                      "call #%u (fingerprint %08x) (%s): the ranks made different calls. Every rank must make the "
+                      "same calls in the same order with the same count, type, op and root",
+                      plan_.what().c_str(), peer, stampSeq(theirs) & ~kP2pSeqBit, stampFingerprint(theirs),
+                      stampSeq(ours) & ~kP2pSeqBit, stampFingerprint(ours), where);
+  }
+
+  // A collective's part is done here, but it returns only once the peers took every message it
+  // sent: a peer that made another call refuses one and aborts, and this rank fails with it
+  // instead of returning success. Meanwhile a message of this very call arriving means that its
+  // sender made another call (both ranks think they are the root of a broadcast, say).
+  Status waitForConsumers(const std::vector<TrackState>& tracks) {
+    Backoff backoff;
+    uint64_t start = 0, nextCheck = 0;
+    for (;;) {
+      bool pending = false;
+      for (Connection* c : plan_.senders) {
+        if (!c->allSendsConsumed()) {
+          pending = true;
+          break;
+        }
+      }
+      if (!pending) return Status::ok();
+      backoff.pause();
+      if ((backoff.rounds() & 15) != 1) continue;
+      uint64_t now = nowNs();
+      if (start == 0) start = now, nextCheck = now + kHealthCheckIntervalNs;
+      if (now < nextCheck) continue;
+      nextCheck = now + kHealthCheckIntervalNs;
+      WEFT_TRY(findStrayMessage());
+      WEFT_TRY(blame_.check(tracks, false, 0));
+      for (Connection* c : plan_.senders) {
+        Status peer = c->checkPeer();
+        if (!peer.isOk() && !c->allSendsConsumed()) {
+          return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
+        }
+      }
+      if (static_cast<double>(now - start) / 1e9 > plan_.timeoutS) {
+        return WEFT_ERROR(weftTimeout,
+                          "%s timed out after %.0f s waiting for peers to take the messages this rank sent; check "
+                          "that every rank called the same collective, and raise WEFT_TIMEOUT_S if they are just slow",
+                          plan_.what().c_str(), plan_.timeoutS);
+      }
+    }
+  }
+
+  Status findStrayMessage() {
+    if (!plan_.checkStamps) return Status::ok();
+    receivers_.clear();
+    provider_->collectiveReceivers(&receivers_);
+    for (const auto& [peer, conn] : receivers_) {
+      size_t bytes = 0;
+      uint64_t stamp = 0;
+      if (conn->tryRecv(&bytes, &stamp) == nullptr || stampSeq(stamp) != plan_.collectiveSeq) continue;
+      return callMismatch(peer, stamp, plan_.stamp, "a message this rank, done with its part, did not expect");
+    }
+    return Status::ok();
   }
 
   // Memory this rank lent by reference must stay as it is until the peers have read it: the
@@ -425,6 +507,7 @@ class Executor {
   ReferenceMessage reference_;       // the reference the current step received
   std::vector<char> bounce_;         // referenced bytes a reduction reads
   std::set<Connection*> lent_;       // connections that carried references
+  std::vector<std::pair<int, Connection*>> receivers_;  // findStrayMessage's
 };
 
 }  // namespace
@@ -446,6 +529,7 @@ std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan) {
 
 Status connectPlan(ExecPlan* plan, ConnectionProvider* provider) {
   plan->keys = connectionsOf(*plan);
+  plan->senders.clear();
   Status connected = provider->connect(plan->keys, Deadline::afterSeconds(plan->timeoutS));
   if (!connected.isOk()) return std::move(connected).withPrefix(plan->what() + ": ");
   for (auto& track : plan->tracks) {
@@ -467,6 +551,11 @@ Status connectPlan(ExecPlan* plan, ConnectionProvider* provider) {
       }
     }
   }
+  std::set<Connection*> senders;
+  for (const auto& key : plan->keys) {
+    if (key.send) senders.insert(provider->get(key));
+  }
+  plan->senders.assign(senders.begin(), senders.end());
   plan->connected = true;
   return Status::ok();
 }
@@ -493,6 +582,14 @@ ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t sl
     plan.tracks.push_back(Track{{run}});
   }
   return plan;
+}
+
+void stampPlan(ExecPlan* plan, uint64_t stamp) {
+  plan->stamp = stamp;
+  plan->collectiveSeq = stampSeq(stamp);
+  for (auto& track : plan->tracks) {
+    for (auto& run : track.runs) run.sendStamp = run.recvStamp = stamp;
+  }
 }
 
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,

@@ -58,6 +58,13 @@ class ConnectionProvider {
   // The executor found the rank whose failure (exit, error, silence) ends the operation; the
   // provider passes it on when it tells the other peers (Connection::signalAbort).
   virtual void noteCulprit(int rank) {}
+  // The operation fails because the ranks' calls disagree (call_stamp.h): `peer` sent a
+  // message stamped `theirs` where this rank expected `ours`, or (theirs == ours == 0) reported
+  // such a failure. The provider tells the other peers so and names both calls.
+  virtual void noteCallMismatch(int peer, uint64_t theirs, uint64_t ours) {}
+  // The receiving ends of host connections that carry collectives, with their peers: a rank
+  // done with a collective looks there for messages of the same call it did not expect.
+  virtual void collectiveReceivers(std::vector<std::pair<int, Connection*>>* out) {}
   // This rank (-1: not known).
   virtual int selfRank() const { return -1; }
   // Single-copy: whether `peer` can read this rank's memory directly, and reading the memory
@@ -82,6 +89,10 @@ struct LaneRun {
   // with *scalar (one element, host memory); reduce and reduceCopy are then weftSum's.
   PreMulFn preMul = nullptr;
   const void* scalar = nullptr;
+  // Stamps (call_stamp.h): what this run's messages carry, and what it expects on the ones it
+  // receives (equal for a collective; a send's and a receive's pair sequences for send/recv).
+  uint64_t sendStamp = 0;
+  uint64_t recvStamp = 0;
   int64_t sliceElems = 1;     // elements per slice (at most one slot)
   int64_t iterations = 0;     // iterationsFor(schedule.maxStepCount, sliceElems)
   // Filled by connectPlan(): per step, the connection it receives from and sends to, and
@@ -105,6 +116,7 @@ struct ExecPlan {
   // called only when something goes wrong.
   std::function<std::string()> what;
   std::vector<ConnectionKey> keys;  // every connection it uses (set by connectPlan)
+  std::vector<Connection*> senders;  // its sending connections, once each (set by connectPlan)
   bool connected = false;
   // Single-copy: the send buffer stays unchanged for the whole operation (out of place), so a
   // send from it may pass a reference instead of the bytes, for slices of at least
@@ -115,6 +127,14 @@ struct ExecPlan {
   bool sendBufferStable = false;
   bool peersReadReferences = false;
   size_t referenceMinBytes = 16384;
+  // Receivers refuse a message whose stamp is not theirs (WEFT_CHECK_CALLS).
+  bool checkStamps = true;
+  // A collective: the rank returns only once its peers took every message it sent (they may
+  // refuse one), and it looks for messages of this call it did not expect (a peer that made
+  // another call) while it waits. collectiveSeq: the call's sequence field (call_stamp.h).
+  bool waitForConsumers = false;
+  uint32_t collectiveSeq = 0;
+  uint64_t stamp = 0;  // a collective's (stampPlan)
   // How long the executor may wait with nothing moving (connecting included) before it fails
   // with weftTimeout. A large collective that keeps moving never times out.
   double timeoutS = 1800;
@@ -134,6 +154,8 @@ Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider);
 // A plan for one rank's schedule of a collective: one track per lane. The schedule must outlive
 // the plan. Buffers are set per call with bindBuffers().
 ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t slotBytes);
+// Every run of the plan sends and expects `stamp` (a collective's).
+void stampPlan(ExecPlan* plan, uint64_t stamp);
 // preMul and scalar: a premul-sum's (LaneRun); null for every other op.
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
                  ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul = nullptr, const void* scalar = nullptr);

@@ -27,6 +27,7 @@ size_t slotBytesFor(uint8_t b) { return static_cast<size_t>(1) << (b % 13); }
 
 struct DataMessage {
   std::string bytes;
+  uint64_t stamp = 0;  // the frame's, delivered with the message
 };
 
 // What a receiving link must deliver for the stream [p, p + n): the complete data messages
@@ -47,10 +48,14 @@ std::vector<DataMessage> expectedMessages(const uint8_t* p, size_t n, bool recei
       *aborted = true;
       return out;
     }
+    if (h.type == net::kFrameCredit) {
+      if (receiving) fail("parseFrameHeader accepted an acknowledgement on the data path", "");
+      continue;  // the return path's acknowledgement: no payload
+    }
     if (h.type != net::kFrameData || !receiving || h.bytes > slotBytes)
       fail("parseFrameHeader accepted a bad frame", "");
     if (n - off < h.bytes) return out;
-    out.push_back({std::string(reinterpret_cast<const char*>(p + off), static_cast<size_t>(h.bytes))});
+    out.push_back({std::string(reinterpret_cast<const char*>(p + off), static_cast<size_t>(h.bytes)), h.stamp});
     off += static_cast<size_t>(h.bytes);
   }
   return out;
@@ -174,12 +179,14 @@ void toLink(const uint8_t* p, size_t n) {
   Deadline deadline = Deadline::afterSeconds(kHangUpWithinS);
   for (;;) {
     size_t size = 0;
-    const void* data = recv->tryRecv(&size);
+    uint64_t stamp = 0;
+    const void* data = recv->tryRecv(&size, &stamp);
     if (data != nullptr) {
       if (got >= expected.size()) fail("the link delivered a message the bytes do not hold", "");
       if (std::string(static_cast<const char*>(data), size) != expected[got].bytes) {
         fail("the link delivered other bytes than were sent", "message " + std::to_string(got));
       }
+      if (stamp != expected[got].stamp) fail("the link delivered another stamp than was sent", std::to_string(got));
       ++got;
       recv->releaseRecv();
       continue;

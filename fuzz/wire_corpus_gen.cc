@@ -187,6 +187,12 @@ void socketFrameSeeds(SocketMode mode, const char* tag) {
   write(sub, t + "-larger-than-slot", mode, slot1k + bytesOf(frame(net::kFrameData, 1025)) + std::string(1025, 'x'));
   write(sub, t + "-huge-length", mode, slot1k + bytesOf(frame(net::kFrameData, UINT64_MAX)));
   write(sub, t + "-credit", mode, slot1k + bytesOf(frame(net::kFrameCredit, 1)));
+  write(sub, t + "-credit-then-abort", mode,
+        slot1k + bytesOf(frame(net::kFrameCredit, 0)) + bytesOf(frame(net::kFrameCredit, 3)) +
+            bytesOf(frame(net::kFrameAbort, 2)));
+  net::FrameHeader stamped = frame(net::kFrameData, 3);
+  stamped.stamp = 0x0000000700c0ffeeull;
+  write(sub, t + "-stamped-data", mode, slot1k + bytesOf(stamped) + "abc" + bytesOf(frame(net::kFrameData, 1)) + "d");
   write(sub, t + "-type-99", mode, slot1k + bytesOf(frame(99, 1)));
   net::FrameHeader magic = frame(net::kFrameData, 1);
   magic.magic = 0x12345678;

@@ -60,6 +60,12 @@ struct ReferenceMessage {
 };
 constexpr uint64_t kReferenceMagic = 0x5745465452454621ull;  // "WEFTREF!"
 
+// Added to the culprit passed through Connection::signalAbort() when the failure is a call
+// mismatch (two ranks made different calls), so that a peer that never saw the bad message
+// knows it too and joins the exchange that names both calls. Ranks are below 2^20, and every
+// transport carries culprits up to 2^30 unchanged.
+constexpr int kCulpritCallMismatch = 1 << 28;
+
 // For transports that send a reference's bytes themselves (sendsReferencedBytes()): the bytes a
 // posted slot stands for. A slot of `*bytes` == 0 holding a ReferenceMessage becomes the memory it
 // names (the executor keeps it unchanged until the slot is consumed); any other slot is itself.
@@ -113,11 +119,14 @@ class Connection {
 
   // Sender: the next free slot to fill, or nullptr when the FIFO is full.
   virtual void* trySendSlot() = 0;
-  // Sender: publishes the slot returned by trySendSlot() holding `bytes` bytes.
-  virtual void postSend(size_t bytes) = 0;
+  // Sender: publishes the slot returned by trySendSlot() holding `bytes` bytes. `stamp` travels
+  // beside the byte count, outside the payload: the executors put the call's stamp there
+  // (collectives/call_stamp.h) so that a receiver can tell that both sides made the same call.
+  virtual void postSend(size_t bytes, uint64_t stamp) = 0;
 
-  // Receiver: the oldest filled slot and its byte count, or nullptr when none is ready.
-  virtual const void* tryRecv(size_t* bytes) = 0;
+  // Receiver: the oldest filled slot, its byte count and the stamp its sender posted with it,
+  // or nullptr when none is ready.
+  virtual const void* tryRecv(size_t* bytes, uint64_t* stamp) = 0;
   // Receiver: gives the slot returned by tryRecv() back to the sender.
   virtual void releaseRecv() = 0;
 
@@ -129,7 +138,8 @@ class Connection {
   virtual Status checkPeer() const = 0;
   // Tells the peer that this side failed, so that its waits end at once instead of at the
   // deadline. `culprit`: the rank whose failure caused it, as far as this side knows (-1: not
-  // known), passed on so that every rank can name the root cause. Safe from any thread.
+  // known), passed on so that every rank can name the root cause; with kCulpritCallMismatch
+  // added when the failure is a disagreement between the ranks' calls. Safe from any thread.
   virtual void signalAbort(int culprit) = 0;
   // True once the peer called signalAbort(): a definite failure, unlike a peer that exited after
   // finishing its part. Cheap; executors poll it on every connection of an operation.

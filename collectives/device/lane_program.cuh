@@ -139,6 +139,14 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
           fifo = st.recvFifo;
           const uint64_t c = *in->cursor;
           code = laneWait(launch, *in, [&] { return weftLoadAcquire(in->head) > c; }, &detail);
+          // Another call's stamp first: its size may differ too, but the call is what is wrong.
+          if (code == device::kLaneOk && b.recvStamp != 0 && in->stamps != nullptr) {
+            const uint64_t stamp = weftLoadAcquire(&in->stamps[c % in->nSlots]);
+            if (stamp != b.recvStamp) {
+              code = device::kLaneBadStamp;
+              detail = stamp;
+            }
+          }
           if (code == device::kLaneOk) {
             const uint64_t found = weftLoadAcquire(&in->sizes[c % in->nSlots]);
             if (found != bytes) {
@@ -171,6 +179,7 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
         if (out != nullptr) {
           const uint64_t c = *out->cursor;
           weftStoreRelease(&out->sizes[c % out->nSlots], bytes);
+          if (out->stamps != nullptr) weftStoreRelease(&out->stamps[c % out->nSlots], b.sendStamp);
           weftStoreRelease(out->head, c + 1);
           *out->cursor = c + 1;
         }

@@ -76,6 +76,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   WEFT_TRY(Bootstrap::create(id, rank, nRanks, selfInfo(rank), deadline, &bootstrap_, abortInit));
   // Shared with this process's other ranks of the communicator (bootstrap.h: PeerTable).
   peerTable_ = bootstrap_->peerTable();
+  checkCalls_ = params::CheckCalls();
   commTag_ = commTagFromId(id);
   WEFT_TRY(agreeSettings(config));
   WEFT_TRY(probeSingleCopy());
@@ -295,20 +296,30 @@ std::string Communicator::describe(const CollCall& call, const std::string& algo
 }
 
 Status Communicator::fail(Status status) {
-  // A liveness verdict is what made the waits give up (connect sees only "aborted"): report it.
+  // A liveness verdict is what made the waits give up (connect sees only "aborted"): report it,
+  // unless it is a peer's report that the ranks' calls disagree: then join the exchange that
+  // names both calls.
   int silent = -1;
   Status verdict = liveness_ ? liveness_->verdict(&silent) : Status::ok();
-  if (!verdict.isOk() && (culprit_.load() < 0 || culprit_.load() == silent)) {
+  if (!verdict.isOk() && silent >= 0 && (silent & kCulpritCallMismatch) != 0) {
+    noteCallMismatch(silent & ~kCulpritCallMismatch, 0, 0);
+  } else if (!verdict.isOk() && (culprit_.load() < 0 || culprit_.load() == silent)) {
     noteCulprit(silent);
     status = std::move(verdict);
   }
   // Tell the peers at once, so that they fail now rather than at their deadline: through the
   // connections, and in the liveness record for those not connected yet or waiting elsewhere.
-  // The culprit is this rank itself unless the executor found another.
-  int culprit = culprit_.load();
-  if (liveness_) liveness_->publishFailure(seq_, false, culprit, status.message());
-  std::lock_guard<std::mutex> lock(connMutex_);
-  for (auto& [key, conn] : conns_) conn->signalAbort(culprit >= 0 ? culprit : rank_);
+  // The culprit is this rank itself unless the executor found another; a disagreement between
+  // the ranks' calls says so, so that every rank joins the exchange that names both calls.
+  const int culprit = culprit_.load();
+  const bool mismatch = mismatch_.load();
+  const int told = (culprit >= 0 ? culprit : rank_) | (mismatch ? kCulpritCallMismatch : 0);
+  if (liveness_) liveness_->publishFailure(seq_, false, mismatch ? told : culprit, status.message());
+  {
+    std::lock_guard<std::mutex> lock(connMutex_);
+    for (auto& [key, conn] : conns_) conn->signalAbort(told);
+  }
+  if (mismatch) return explainCallMismatch(std::move(status));
   return status;
 }
 
@@ -348,6 +359,8 @@ Status Communicator::runCollective(const CollCall& call) {
   }
   coll::ExecPlan& plan = cached->plan;
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_);
+  coll::stampPlan(&plan, stampCollective(call, static_cast<int>(params.algo)));
+  plan.checkStamps = plan.waitForConsumers = checkCalls_;
   // Out of place, nothing writes the send buffer during the call: peers may read it directly.
   // That saves a copy where the receiver stores the data as it is (all-to-all, broadcast);
   // a reduction would read it into a bounce buffer anyway, so the others keep the slots.
@@ -440,6 +453,7 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
     coll::LaneRun run;
     run.lane = &lanes[i];
     run.fifoLane = kP2pLane;
+    (c.send ? run.sendStamp : run.recvStamp) = stampP2p(c.peer, c.send, c.bytes);
     run.sendbuff = static_cast<const char*>(sendFrom[i]);
     run.recvbuff = static_cast<char*>(c.recvbuff);
     run.elemSize = 1;
@@ -460,6 +474,13 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   };
   plan.timeoutS = settings_.timeoutS;
   plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
+  plan.checkStamps = checkCalls_;
+  current_ = CallRecord();
+  current_.magic = kCallRecordMagic;
+  current_.rank = rank_;
+  current_.kind = static_cast<int32_t>(coll::CollKind::kSendRecv);
+  current_.seq = seq_;
+  current_.count = nCalls;
   Status s = coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return fail(std::move(s));
@@ -528,7 +549,17 @@ void Communicator::abortOperations() {
   for (auto& [key, conn] : conns_) conn->signalAbort(culprit >= 0 ? culprit : rank_);
 }
 
-Status Communicator::connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) {
+Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, const Deadline& deadline) {
+  // A rank that sends to a peer on a host lane also makes the receiving end from it there: a
+  // peer that made another call (thinks itself the root of a broadcast too, say) then finds a
+  // FIFO for what it sends instead of waiting for one until the time-out, and its message shows
+  // the disagreement (host_executor.cc, waitForConsumers).
+  std::vector<coll::ConnectionKey> keys = planKeys;
+  if (checkCalls_) {
+    for (const auto& key : planKeys) {
+      if (key.send && key.lane < coll::kDeviceFifoLaneBase) keys.push_back({key.peer, false, key.lane});
+    }
+  }
   // Receiving ends first: making them never waits, so every rank's sending ends find them.
   for (int phase = 0; phase < 2; ++phase) {
     for (const auto& key : keys) {

@@ -56,6 +56,22 @@ struct PreMulSumOp {
   uint64_t value = 0;            // weftScalarHostImmediate: the scalar's bytes, read at creation
 };
 
+// What a rank called, as the ranks exchange it when their calls disagree (call_mismatch.cc):
+// plain old data that travels as bytes; every field is checked before it is used.
+struct CallRecord {
+  uint32_t magic = 0;  // kCallRecordMagic: this rank knows its call
+  int32_t rank = -1;
+  int32_t kind = 0;   // coll::CollKind; kSendRecv: a send/recv group
+  int32_t type = 0;   // weftDataType_t
+  int32_t op = 0;     // weftRedOp_t (a premul-sum's value as the communicator gave it)
+  int32_t root = 0;
+  int32_t algo = 0;   // coll::Algo
+  int32_t reserved = 0;
+  uint64_t seq = 0;    // the call's sequence number on the communicator
+  uint64_t count = 0;  // elements (a send/recv group: its operations)
+};
+constexpr uint32_t kCallRecordMagic = 0x4c4c4143u;  // "CALL"
+
 // What the ranks agree on at init (rank 0's values win; a rank with different values warns).
 // agreeSettings fills every field from the parameters and the config; the initial values are the
 // parameter table's defaults (src/base/params_table.h: WEFT_BUFFSIZE 1 MiB over WEFT_NSLOTS 4).
@@ -149,6 +165,8 @@ class Communicator final : public coll::ConnectionProvider {
   void noteCulprit(int rank) override;
   int selfRank() const override { return rank_; }
   bool peerReadsMyMemory(int peer) override;
+  void noteCallMismatch(int peer, uint64_t theirs, uint64_t ours) override;
+  void collectiveReceivers(std::vector<std::pair<int, Connection*>>* out) override;
   Status readPeerMemory(int peer, uint64_t address, void* dst, size_t bytes) override;
 
  private:
@@ -184,6 +202,18 @@ class Communicator final : public coll::ConnectionProvider {
   Status fail(Status status);
   topo::TunerInput tunerInput(int64_t bytes) const;
   std::string describe(const CollCall& call, const std::string& algo, uint64_t seq) const;
+  // Call fingerprints (call_mismatch.cc). The stamp of a collective call, recorded as current_.
+  uint64_t stampCollective(const CollCall& call, int algo);
+  // The stamps of a send and a receive to/from `peer` (the pair's own sequence).
+  uint64_t stampP2p(int peer, bool send, size_t bytes);
+  // A failure because the ranks' calls disagree: every failing rank exchanges its current_
+  // through the bootstrap and returns the same sentence naming both calls.
+  Status explainCallMismatch(Status local);
+  CallRecord current_;
+  bool checkCalls_ = true;  // WEFT_CHECK_CALLS
+  std::atomic<bool> mismatch_{false};
+  std::atomic<uint64_t> mismatchTheirs_{0};  // the peer's stamp, when this rank saw it
+  std::vector<uint32_t> p2pSendSeq_, p2pRecvSeq_;  // per peer
 
   int rank_ = 0;
   int nRanks_ = 0;

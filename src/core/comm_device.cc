@@ -96,6 +96,8 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     d.sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
     d.stageSend = coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count));
     d.what = describe(call, coll::algoName(params.algo), seq_);
+    d.sendStamp = stampCollective(call, static_cast<int>(params.algo));
+    d.recvStamp = checkCalls_ ? d.sendStamp : 0;
     dcalls.push_back(std::move(d));
   }
   Status s = devicePath_->enqueue(dcalls, {}, type, dop, static_cast<size_t>(settings_.slotBytes), stream, this);
@@ -141,6 +143,9 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
     step.count = static_cast<int64_t>(c.bytes);
     int lane = coll::kDeviceFifoLaneBase + ordinal[{c.peer, c.send}]++;
     add(step, c.sendbuff, c.recvbuff, c.bytes, lane);
+    const uint64_t stamp = stampP2p(c.peer, c.send, c.bytes);
+    dcalls.back().sendStamp = c.send ? stamp : 0;
+    dcalls.back().recvStamp = c.send || !checkCalls_ ? 0 : stamp;
   }
   std::vector<std::pair<const P2pCall*, const P2pCall*>> selfPairs;
   WEFT_TRY(pairSelfCalls(calls, &selfPairs));

@@ -38,6 +38,7 @@ weftResult_t resultOf(uint32_t code) {
     case device::kLaneTimeout:
       return weftTimeout;
     case device::kLaneBadMessage:
+    case device::kLaneBadStamp:
       return weftInvalidUsage;
     default:
       return weftRemoteError;
@@ -231,7 +232,7 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
       send = copy;
     }
     void* scratch = launch->scratch ? static_cast<char*>(launch->scratch) + launch->scratchOffsets[i] : nullptr;
-    l.buffers[i] = device::LaneBuffers{send, c.recvbuff, scratch};
+    l.buffers[i] = device::LaneBuffers{send, c.recvbuff, scratch, c.sendStamp, c.recvStamp};
   }
   WEFT_TRY(runtime_->launchLanes(l, on));
   if (capturing) {
@@ -270,6 +271,9 @@ Status DevicePath::asyncError() const {
       break;
     case device::kLaneBadMessage:
       hint = "; every rank must call the same collectives with the same counts and types";
+      break;
+    case device::kLaneBadStamp:
+      hint = "; every rank must make the same calls in the same order with the same count, type, op and root";
       break;
     case device::kLaneAborted:
       hint = "; destroy the communicator and create a new one";

@@ -46,6 +46,9 @@ struct DeviceCall {
   size_t sendBytes = 0;  // an in-place all-to-all is sent from a copy of this many bytes
   bool stageSend = false;
   std::string what;  // "rank 0: allreduce #12 (ring, 1024 x float sum)"
+  // Call stamps (collectives/call_stamp.h) its lanes post and expect; 0: not checked.
+  uint64_t sendStamp = 0;
+  uint64_t recvStamp = 0;
 };
 
 // The reduction of a launch, as LaneLaunch carries it (device/kernel_api.h).

@@ -15,6 +15,7 @@
 #include "core/bootstrap_wire.h"
 #include "core/liveness_record.h"
 #include "core/liveness_udp.h"
+#include "transports/transport.h"
 
 namespace weft {
 namespace core {
@@ -217,6 +218,15 @@ Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const
                         "rank %d: call #%llu: rank %d (host %s, pid %d) refused its part of this call, so this rank "
                         "stops waiting for it: %s. Fix the arguments rank %d passes",
                         rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid, s.text, peer);
+    }
+    if (s.kind == kFailed && s.seq <= seq && s.culprit >= 0 && (s.culprit & kCulpritCallMismatch) != 0) {
+      // The culprit keeps the bit: the communicator joins the exchange that names both calls.
+      *culprit = s.culprit;
+      return WEFT_ERROR(weftInvalidUsage,
+                        "rank %d: call #%llu: rank %d (host %s, pid %d) reported that the ranks made different calls "
+                        "(seen by rank %d): %s",
+                        rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
+                        s.culprit & ~kCulpritCallMismatch, s.text);
     }
     if (s.kind == kFailed && s.seq <= seq) {
       *culprit = s.culprit >= 0 ? s.culprit : peer;

@@ -44,6 +44,9 @@ struct FifoView {
   uint64_t nSlots = 0;
   uint64_t slotBytes = 0;
   uint64_t* sizes = nullptr;  // per slot: the bytes the sender put in it
+  // Per slot: the stamp the sender posted with it (collectives/call_stamp.h), written with the
+  // size before head moves; the receiver refuses a slot whose stamp is not its call's.
+  uint64_t* stamps = nullptr;
   uint64_t* head = nullptr;   // slots posted: written by the sender only
   uint64_t* tail = nullptr;   // slots released: written by the receiver only
   // This side's own count (sender: posted, receiver: released), kept in this rank's memory so
@@ -86,6 +89,7 @@ enum LaneErrorCode : uint32_t {
   kLanePeerAborted = 3,  // the peer of a FIFO set its abort flag
   kLaneBadMessage = 4,   // a slot held another byte count than the step expects
   kLaneSiblingFailed = 5,  // another lane of this launch failed first
+  kLaneBadStamp = 6,       // a slot carried another call's stamp (collectives/call_stamp.h)
 };
 
 struct LaneError {
@@ -94,7 +98,8 @@ struct LaneError {
   int32_t step = -1;        // within the lane
   int32_t fifo = -1;        // the FIFO it waited on or read from
   int64_t iteration = -1;
-  uint64_t detail = 0;      // kLaneBadMessage: the byte count found; kLanePeerAborted: the peer's flag
+  uint64_t detail = 0;      // kLaneBadMessage: the byte count found; kLanePeerAborted: the peer's flag;
+                            // kLaneBadStamp: the stamp found
 };
 
 // The user's buffers of one collective of a launch.
@@ -102,10 +107,14 @@ struct LaneBuffers {
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   void* scratch = nullptr;  // coll::Buf::kScratch
+  // Call stamps (collectives/call_stamp.h): what the lanes of this collective post with every
+  // slot, and what they expect on the slots they read (0: not checked).
+  uint64_t sendStamp = 0;
+  uint64_t recvStamp = 0;
 };
 // Collectives of one group fused into a launch, or sends and receives of one group (each is
-// its own lane). The launch travels as a kernel parameter: 32 buffer sets keep it near 900
-// bytes, well inside the 4 KiB CUDA and HIP allow.
+// its own lane). The launch travels as a kernel parameter: 32 buffer sets keep it near 1.4 KiB,
+// well inside the 4 KiB CUDA and HIP allow.
 constexpr int kMaxFusedOps = 32;
 
 // LaneLaunch::op of a premul-sum (weftRedOpCreatePreMulSum): whatever value the communicator

@@ -19,7 +19,8 @@ constexpr double kFlushSeconds = 30;  // the most a closing bridge waits to hand
 
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-// The pinned block: counters and flags on their own lines, then sizes, then the slots.
+// The pinned block: counters and flags on their own lines, then sizes, then stamps, then the
+// slots.
 struct Layout {
   static constexpr size_t kHead = 0;
   static constexpr size_t kTail = kLine;
@@ -27,12 +28,14 @@ struct Layout {
   static constexpr size_t kFarAbort = 3 * kLine;   // written by the proxy: the far side failed
   static constexpr size_t kCursor = 4 * kLine;     // the lane's own count
   static constexpr size_t kSizes = 5 * kLine;
+  size_t stamps = 0;
   size_t data = 0;
   size_t stride = 0;
   size_t total = 0;
   Layout(size_t nSlots, size_t slotBytes) {
     stride = alignUp(slotBytes, kLine);
-    data = alignUp(kSizes + nSlots * sizeof(uint64_t), kLine);
+    stamps = alignUp(kSizes + nSlots * sizeof(uint64_t), kLine);
+    data = alignUp(stamps + nSlots * sizeof(uint64_t), kLine);
     total = data + nSlots * stride;
   }
 };
@@ -60,6 +63,7 @@ class BridgeTask final : public net::ProxyTask {
   uint64_t* word(size_t offset) const { return reinterpret_cast<uint64_t*>(base_ + offset); }
   uint32_t* flag(size_t offset) const { return reinterpret_cast<uint32_t*>(base_ + offset); }
   uint64_t* sizes() const { return word(Layout::kSizes); }
+  uint64_t* stamps() const { return word(layout_.stamps); }
   char* slot(uint64_t n) const { return base_ + layout_.data + (n % nSlots_) * layout_.stride; }
 
   // The lane posted slots: copy them into the host connection, then free them for the lane.
@@ -71,7 +75,7 @@ class BridgeTask final : public net::ProxyTask {
       if (out == nullptr) break;
       size_t bytes = std::min<size_t>(loadAcquire(&sizes()[done_ % nSlots_]), slotBytes_);
       std::memcpy(out, slot(done_), bytes);
-      host_->postSend(bytes);
+      host_->postSend(bytes, loadAcquire(&stamps()[done_ % nSlots_]));
       storeRelease(word(Layout::kTail), ++done_);
       moved = true;
     }
@@ -83,11 +87,13 @@ class BridgeTask final : public net::ProxyTask {
     bool moved = false;
     while (done_ - loadAcquire(word(Layout::kTail)) < nSlots_) {
       size_t bytes = 0;
-      const void* in = host_->tryRecv(&bytes);
+      uint64_t stamp = 0;
+      const void* in = host_->tryRecv(&bytes, &stamp);
       if (in == nullptr) break;
       bytes = std::min(bytes, slotBytes_);
       std::memcpy(slot(done_), in, bytes);
       storeRelease(&sizes()[done_ % nSlots_], bytes);
+      storeRelease(&stamps()[done_ % nSlots_], stamp);
       host_->releaseRecv();
       storeRelease(word(Layout::kHead), ++done_);
       moved = true;
@@ -160,8 +166,8 @@ class BridgeConnection final : public Connection {
   size_t slotBytes() const override { return slotBytes_; }
   // The lane program is this connection's only user.
   void* trySendSlot() override { return nullptr; }
-  void postSend(size_t) override {}
-  const void* tryRecv(size_t*) override { return nullptr; }
+  void postSend(size_t, uint64_t) override {}
+  const void* tryRecv(size_t*, uint64_t*) override { return nullptr; }
   void releaseRecv() override {}
   bool allSendsConsumed() const override {
     const uint64_t* tail = reinterpret_cast<const uint64_t*>(base_ + Layout::kTail);
@@ -202,6 +208,7 @@ class BridgeConnection final : public Connection {
     out->nSlots = nSlots_;
     out->slotBytes = slotBytes_;
     out->sizes = reinterpret_cast<uint64_t*>(base_ + Layout::kSizes);
+    out->stamps = reinterpret_cast<uint64_t*>(base_ + layout_.stamps);
     out->head = reinterpret_cast<uint64_t*>(base_ + Layout::kHead);
     out->tail = reinterpret_cast<uint64_t*>(base_ + Layout::kTail);
     out->cursor = reinterpret_cast<uint64_t*>(base_ + Layout::kCursor);

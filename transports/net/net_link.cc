@@ -70,14 +70,15 @@ class NetSendConnection final : public NetConnection {
     }
     return ring_.slot(head_);
   }
-  void postSend(size_t bytes) override {
+  void postSend(size_t bytes, uint64_t stamp) override {
     ring_.size(head_).store(bytes, std::memory_order_relaxed);
+    ring_.stamp(head_).store(stamp, std::memory_order_relaxed);
     ring_.head.store(++head_, std::memory_order_release);
     // Put it on the wire now; what does not fit is the proxy's to finish.
     link_->tryDrive();
     if (ring_.tail.load(std::memory_order_acquire) != head_) proxy_->wake();
   }
-  const void* tryRecv(size_t*) override { return nullptr; }
+  const void* tryRecv(size_t*, uint64_t*) override { return nullptr; }
   void releaseRecv() override {}
   bool allSendsConsumed() const override {
     if (link_->allSendsDelivered()) return true;
@@ -100,8 +101,8 @@ class NetRecvConnection final : public NetConnection {
   ~NetRecvConnection() override { proxy_->remove(link_.get()); }
 
   void* trySendSlot() override { return nullptr; }
-  void postSend(size_t) override {}
-  const void* tryRecv(size_t* bytes) override {
+  void postSend(size_t, uint64_t) override {}
+  const void* tryRecv(size_t* bytes, uint64_t* stamp) override {
     if (cachedHead_ == tail_) {
       cachedHead_ = ring_.head.load(std::memory_order_acquire);
       if (cachedHead_ == tail_) {
@@ -112,11 +113,17 @@ class NetRecvConnection final : public NetConnection {
     }
     size_t n = ring_.size(tail_).load(std::memory_order_relaxed);
     *bytes = n < ring_.slotBytes() ? n : ring_.slotBytes();
+    *stamp = ring_.stamp(tail_).load(std::memory_order_relaxed);
     return ring_.slot(tail_);
   }
   void releaseRecv() override {
     bool wasFull = cachedHead_ - tail_ >= ring_.nSlots();
     ring_.tail.store(++tail_, std::memory_order_release);
+    if (link_->acksReleases()) {
+      // Tell the sender now, on this thread; what cannot go at once is the proxy's to send.
+      link_->tryDrive();
+      if (link_->wantsDrive()) proxy_->wake();
+    }
     // A proxy with no free slot stops reading and may sleep; one just freed needs it awake.
     if (wasFull || link_->wantsWakeOnRelease()) proxy_->wake();
   }
@@ -129,13 +136,18 @@ class NetRecvConnection final : public NetConnection {
 
 }  // namespace
 
-SlotRing::SlotRing(size_t nSlots, size_t slotBytes)
-    : nSlots_(nSlots), slotBytes_(slotBytes), stride_(strideFor(slotBytes)), sizes_(new std::atomic<uint64_t>[nSlots]) {
+SlotRing::SlotRing(size_t nSlots, size_t slotBytes, size_t spareBytes)
+    : nSlots_(nSlots),
+      slotBytes_(slotBytes),
+      stride_(strideFor(slotBytes + spareBytes)),
+      sizes_(new std::atomic<uint64_t>[nSlots]),
+      stamps_(new std::atomic<uint64_t>[nSlots]) {
   // aligned_alloc wants a multiple of the alignment (small slots make totalBytes() smaller).
   size_t allocBytes = (std::max<size_t>(totalBytes(), 1) + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
   data_ = static_cast<char*>(std::aligned_alloc(kSlotAlign, allocBytes));
   if (data_ == nullptr) throw std::bad_alloc();
   for (size_t i = 0; i < nSlots_; ++i) sizes_[i].store(0, std::memory_order_relaxed);
+  for (size_t i = 0; i < nSlots_; ++i) stamps_[i].store(0, std::memory_order_relaxed);
 }
 
 SlotRing::~SlotRing() { std::free(data_); }
@@ -154,8 +166,11 @@ Status LinkState::status() const {
   return status_;
 }
 
-NetLink::NetLink(const ConnectRequest& req, bool sending)
-    : sending_(sending), selfRank_(req.self.rank), peerRank_(req.peer.rank), ring_(req.nSlots, req.slotBytes) {
+NetLink::NetLink(const ConnectRequest& req, bool sending, size_t spareBytes)
+    : sending_(sending),
+      selfRank_(req.self.rank),
+      peerRank_(req.peer.rank),
+      ring_(req.nSlots, req.slotBytes, spareBytes) {
   char text[160];
   std::snprintf(text, sizeof(text), "rank %d (host %.64s) lane %d", req.peer.rank, req.peer.hostName, req.lane);
   peerText_ = text;

@@ -27,21 +27,23 @@
 namespace weft {
 namespace net {
 
-// The frame that precedes every message on a byte stream (the socket transport) and the
-// control messages of both transports. 16 bytes, little-endian host order (peers run the same
-// build on the same architecture; the magic catches anything else).
+// The frame that precedes every message on a byte stream (the socket transport, the plugin
+// transport) and the control messages of the transports. 24 bytes, little-endian host order
+// (peers run the same build on the same architecture; the magic catches anything else).
 struct FrameHeader {
   uint32_t magic = 0;  // kFrameMagic
   uint32_t type = 0;   // FrameType
   uint64_t bytes = 0;  // payload bytes that follow (kData); culprit rank + 1 (kAbort); credits
+  uint64_t stamp = 0;  // kData: the stamp posted with the message (Connection::postSend)
 };
-static_assert(sizeof(FrameHeader) == 16, "FrameHeader is a wire format");
-constexpr uint32_t kFrameMagic = 0x4e544657u;  // "WFTN"
+static_assert(sizeof(FrameHeader) == 24, "FrameHeader is a wire format");
+constexpr uint32_t kFrameMagic = 0x32544657u;  // "WFT2": version 2 carries stamps
 enum FrameType : uint32_t { kFrameData = 1, kFrameAbort = 2, kFrameCredit = 3 };
 
 class SlotRing {
  public:
-  SlotRing(size_t nSlots, size_t slotBytes);
+  // `spareBytes`: room after each slot's slotBytes that the transport may use (a trailer).
+  SlotRing(size_t nSlots, size_t slotBytes, size_t spareBytes = 0);
   ~SlotRing();
   SlotRing(const SlotRing&) = delete;
   SlotRing& operator=(const SlotRing&) = delete;
@@ -53,6 +55,8 @@ class SlotRing {
   size_t totalBytes() const { return nSlots_ * stride_; }
   char* slot(uint64_t counter) const { return data_ + (counter % nSlots_) * stride_; }
   std::atomic<uint64_t>& size(uint64_t counter) { return sizes_[counter % nSlots_]; }
+  // The stamp posted with the slot; written and read like its size.
+  std::atomic<uint64_t>& stamp(uint64_t counter) { return stamps_[counter % nSlots_]; }
 
   alignas(64) std::atomic<uint64_t> head{0};
   alignas(64) std::atomic<uint64_t> tail{0};
@@ -63,6 +67,7 @@ class SlotRing {
   size_t stride_;
   char* data_ = nullptr;
   std::unique_ptr<std::atomic<uint64_t>[]> sizes_;
+  std::unique_ptr<std::atomic<uint64_t>[]> stamps_;
 };
 
 // How a link failed, written once by whichever side notices first, read by the executor.
@@ -92,7 +97,8 @@ class LinkState {
 
 class NetLink : public ProxyTask {
  public:
-  NetLink(const ConnectRequest& req, bool sending);
+  // `spareBytes`: room after each slot for a transport's trailer (SlotRing).
+  NetLink(const ConnectRequest& req, bool sending, size_t spareBytes = 0);
   ~NetLink() override = default;
 
   // Moves what can move now. Both the proxy and the executor's thread call it: the executor
@@ -109,7 +115,8 @@ class NetLink : public ProxyTask {
   // A receiving link's abort request is the proxy's to send too: the executor that asked may
   // never drive the link again.
   bool progress() final {
-    return (sending_ || proxyReceives_ || state_.abortRequested.load(std::memory_order_relaxed)) && tryDrive();
+    return (sending_ || proxyReceives_ || state_.abortRequested.load(std::memory_order_relaxed) || wantsDrive()) &&
+           tryDrive();
   }
   bool proxyReceives() const { return proxyReceives_; }
 
@@ -130,6 +137,10 @@ class NetLink : public ProxyTask {
   virtual bool sendsReferencedBytes() const { return false; }
   // Receiving link: the proxy must hear of every released slot (it returns credits).
   virtual bool wantsWakeOnRelease() const { return false; }
+  // Receiving link: drive() tells the sender of released slots (acknowledgements), so it must
+  // run after every release, and whenever wantsDrive() says one is still to be told.
+  virtual bool acksReleases() const { return false; }
+  virtual bool wantsDrive() const { return false; }
   // Sets the peer part of the description once it is known (the address, after connecting).
   void setPeerText(std::string text) { peerText_ = std::move(text); }
 

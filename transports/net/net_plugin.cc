@@ -226,6 +226,7 @@ class PluginLink final : public NetLink {
       h.magic = kFrameMagic;
       h.type = kFrameData;
       h.bytes = bytes;
+      h.stamp = ring_.stamp(c).load(std::memory_order_relaxed);
       std::memcpy(frame.data(), &h, sizeof(h));
       std::memcpy(frame.data() + sizeof(h), data, bytes);
       Pending p;
@@ -324,6 +325,7 @@ class PluginLink final : public NetLink {
       }
       std::memcpy(ring_.slot(c), frame.data() + sizeof(h), h.bytes);
       ring_.size(c).store(h.bytes, std::memory_order_relaxed);
+      ring_.stamp(c).store(h.stamp, std::memory_order_relaxed);
       ring_.head.store(c + 1, std::memory_order_release);
       moved = true;
     }

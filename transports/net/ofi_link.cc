@@ -27,7 +27,7 @@ FrameHeader frame(FrameType type, uint64_t value) {
 }  // namespace
 
 OfiLink::OfiLink(const ConnectRequest& req, bool sending, std::shared_ptr<OfiDomain> domain, fi_addr_t peer)
-    : NetLink(req, sending),
+    : NetLink(req, sending, kStampTrailerBytes),
       domain_(std::move(domain)),
       lane_(req.lane),
       peerAddr_(peer),
@@ -206,7 +206,11 @@ bool OfiLink::postSends() {
   // Credits: the receiver has a receive posted for every slot below released + nSlots.
   uint64_t limit = released_.load(std::memory_order_relaxed) + n;
   while (posted_ < head && posted_ < limit) {
-    size_t bytes = std::min<size_t>(ring_.size(posted_).load(std::memory_order_relaxed), ring_.slotBytes());
+    size_t payload = std::min<size_t>(ring_.size(posted_).load(std::memory_order_relaxed), ring_.slotBytes());
+    // The stamp travels as a trailer right after the payload (the ring leaves room for it).
+    uint64_t stamp = ring_.stamp(posted_).load(std::memory_order_relaxed);
+    std::memcpy(ring_.slot(posted_) + payload, &stamp, kStampTrailerBytes);
+    size_t bytes = payload + kStampTrailerBytes;
     uint64_t tag = ofiTag(kOfiTagData, selfRank_, lane_, posted_);
     // Small messages are injected: the slot is free again at once, no completion to wait for.
     bool inject = bytes <= domain_->injectBytes();
@@ -231,7 +235,7 @@ bool OfiLink::postReceives() {
   uint64_t tail = ring_.tail.load(std::memory_order_acquire);
   // A slot takes its next message once the executor released the one before it.
   while (posted_ < tail + n) {
-    ssize_t rc = domain_->recvLocked(ring_.slot(posted_), ring_.slotBytes(), ringDesc_,
+    ssize_t rc = domain_->recvLocked(ring_.slot(posted_), ring_.slotBytes() + kStampTrailerBytes, ringDesc_,
                                      ofiTag(kOfiTagData, peerRank_, lane_, posted_), &dataOps_[posted_ % n]);
     if (rc == -FI_EAGAIN) break;
     if (rc != 0) {
@@ -298,12 +302,25 @@ void OfiLink::slotDone(uint32_t index, size_t bytes) {
   // Completions come in any order; the ring moves over the contiguous ones.
   uint64_t before = completed_;
   while (completed_ < posted_ && dataDone_[completed_ % n]) {
-    if (!sending_) ring_.size(completed_).store(dataBytes_[completed_ % n], std::memory_order_relaxed);
+    if (!sending_) publishReceived(completed_, dataBytes_[completed_ % n]);
     dataDone_[completed_ % n] = 0;
     ++completed_;
   }
   if (completed_ == before || closing_) return;
   (sending_ ? ring_.tail : ring_.head).store(completed_, std::memory_order_release);
+}
+
+void OfiLink::publishReceived(uint64_t counter, size_t bytes) {
+  // A message shorter than the trailer is not one of ours: take it as empty with stamp 0, which
+  // the executor refuses (no call has stamp 0) with a message naming both sides.
+  uint64_t stamp = 0;
+  size_t payload = 0;
+  if (bytes >= kStampTrailerBytes) {
+    payload = bytes - kStampTrailerBytes;
+    std::memcpy(&stamp, ring_.slot(counter) + payload, kStampTrailerBytes);
+  }
+  ring_.size(counter).store(payload, std::memory_order_relaxed);
+  ring_.stamp(counter).store(stamp, std::memory_order_relaxed);
 }
 
 void OfiLink::controlReceived(OfiOp* op, size_t bytes) {

@@ -45,6 +45,10 @@ constexpr uint64_t ofiTag(OfiTagKind kind, int rank, int lane, uint64_t seq) {
          ((static_cast<uint64_t>(rank) & 0xffffff) << 24) | (seq & kOfiSeqMask);
 }
 
+// Every data message ends with the stamp its slot was posted with (Connection::postSend): the
+// payload, then these 8 bytes. The slot ring leaves room for them after each slot.
+constexpr size_t kStampTrailerBytes = sizeof(uint64_t);
+
 // Longest endpoint name carried (fi_getname: 16 bytes for tcp, 32 for efa, a path for shm).
 constexpr size_t kOfiMaxName = 256;
 
@@ -104,6 +108,9 @@ class OfiLink final : public NetLink, private OfiOpOwner {
   bool sendAbort();
   // A data operation finished (or a slot was injected): moves the ring over contiguous ones.
   void slotDone(uint32_t index, size_t bytes);
+  // Receiving: makes a completed message of `bytes` (payload and stamp trailer) visible to the
+  // executor as slot `counter`'s size and stamp.
+  void publishReceived(uint64_t counter, size_t bytes);
   void controlReceived(OfiOp* op, size_t bytes);
   void helloReceived(size_t bytes);
   void failProtocol(const char* what);

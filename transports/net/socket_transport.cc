@@ -49,6 +49,19 @@ class SocketLink final : public NetLink {
 
   int lane() const { return lane_; }
   bool sendsReferencedBytes() const override { return true; }
+  // The receiver acknowledges every message it released (a kFrameCredit frame carrying the
+  // count), so that a sender's allSendsConsumed() means consumed, not just written to the
+  // kernel: a receiver that refuses a message (another call: collectives/call_stamp.h) never
+  // releases it, and the sender fails instead of returning success.
+  bool allSendsDelivered() const override {
+    uint64_t head = ring_.head.load(std::memory_order_acquire);
+    return ring_.tail.load(std::memory_order_acquire) == head && consumed_.load(std::memory_order_acquire) >= head;
+  }
+  bool acksReleases() const override { return !sending_; }
+  bool wantsDrive() const override {
+    return !sending_ && !ackClosed_.load(std::memory_order_relaxed) &&
+           ring_.tail.load(std::memory_order_acquire) != ackSent_.load(std::memory_order_relaxed);
+  }
 
   // Receiving link: the connection the sender opened, handed over by the listener (proxy
   // thread); drive() adopts it.
@@ -111,7 +124,8 @@ class SocketLink final : public NetLink {
                 false);
   }
 
-  // The one control frame a peer may send on the reverse direction: an abort.
+  // The control frames a peer may send on the reverse direction: an abort, and (to a sender)
+  // acknowledgements.
   bool handleFrame(const FrameHeader& h) {
     FrameHeader checked;
     Status bad = parseFrameHeader(&h, sizeof(h), !sending_, ring_.slotBytes(), &checked);
@@ -125,6 +139,19 @@ class SocketLink final : public NetLink {
                   true);
       return false;
     }
+    if (checked.type == kFrameCredit) {
+      const uint64_t sent = ring_.head.load(std::memory_order_acquire);
+      if (checked.bytes > sent) {
+        state_.fail(WEFT_ERROR(weftRemoteError,
+                               "%s acknowledged %llu messages but this rank sent %llu; another program or another "
+                               "Weft version is on this connection",
+                               peerText_.c_str(), static_cast<unsigned long long>(checked.bytes),
+                               static_cast<unsigned long long>(sent)),
+                    false);
+        return false;
+      }
+      consumed_.store(checked.bytes, std::memory_order_release);
+    }
     return true;
   }
 
@@ -133,7 +160,7 @@ class SocketLink final : public NetLink {
     abortSent_.store(true, std::memory_order_relaxed);
     // At a frame boundary an abort frame tells the peer this side failed; in the middle of a
     // message the connection is just shut down, which the peer sees as a closed connection.
-    if (headerDone_ == 0 && dataDone_ == 0) {
+    if (headerDone_ == 0 && dataDone_ == 0 && ackDone_ == 0) {
       FrameHeader h;
       h.magic = kFrameMagic;
       h.type = kFrameAbort;
@@ -170,15 +197,44 @@ class SocketLink final : public NetLink {
     return Read::kComplete;
   }
 
-  // The receiver never sends anything but an abort frame (or closes).
+  // The receiver sends acknowledgements and at most one abort frame (or closes).
   bool readControl() {
     bool moved = false;
-    Read r = readInto(reinterpret_cast<char*>(&control_), sizeof(control_), &controlDone_, false, &moved);
-    if (r == Read::kComplete) {
+    for (;;) {
+      Read r = readInto(reinterpret_cast<char*>(&control_), sizeof(control_), &controlDone_, false, &moved);
+      if (r != Read::kComplete) return moved || r == Read::kFailed;
       controlDone_ = 0;
-      handleFrame(control_);
+      if (!handleFrame(control_)) return true;
     }
-    return moved || r == Read::kFailed;
+  }
+
+  // Receiving link: tells the sender how many messages the executor has released so far.
+  bool sendAck() {
+    if (ackClosed_.load(std::memory_order_relaxed)) return false;
+    if (ackDone_ == 0) {
+      uint64_t released = ring_.tail.load(std::memory_order_acquire);
+      if (released == ackSent_.load(std::memory_order_relaxed)) return false;
+      ack_.magic = kFrameMagic;
+      ack_.type = kFrameCredit;
+      ack_.bytes = released;
+      ack_.stamp = 0;
+    }
+    while (ackDone_ < sizeof(ack_)) {
+      ssize_t w = ::send(socket_.fd(), reinterpret_cast<const char*>(&ack_) + ackDone_, sizeof(ack_) - ackDone_,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (wouldBlock(errno)) return false;  // wantsDrive() keeps the proxy at it
+        // A sender that closed after its last message no longer reads: what it sent before
+        // still counts, and reading finds the close once that is taken.
+        ackClosed_.store(true, std::memory_order_relaxed);
+        return false;
+      }
+      ackDone_ += static_cast<size_t>(w);
+    }
+    ackDone_ = 0;
+    ackSent_.store(ack_.bytes, std::memory_order_relaxed);
+    return true;
   }
 
   bool progressSend() {
@@ -194,6 +250,7 @@ class SocketLink final : public NetLink {
         header_.magic = kFrameMagic;
         header_.type = kFrameData;
         header_.bytes = bytes;
+        header_.stamp = ring_.stamp(tail).load(std::memory_order_relaxed);
       }
       iovec iov[2];
       int n = 0;
@@ -223,7 +280,8 @@ class SocketLink final : public NetLink {
   }
 
   bool progressRecv() {
-    bool moved = false;
+    bool moved = sendAck();
+    if (state_.failed()) return true;
     for (;;) {
       uint64_t head = ring_.head.load(std::memory_order_relaxed);
       if (headerDone_ < sizeof(header_)) {
@@ -237,6 +295,7 @@ class SocketLink final : public NetLink {
       Read r = readInto(ring_.slot(head), bytes, &dataDone_, true, &moved);
       if (r != Read::kComplete) return moved || r == Read::kFailed;
       ring_.size(head).store(bytes, std::memory_order_relaxed);
+      ring_.stamp(head).store(header_.stamp, std::memory_order_relaxed);
       ring_.head.store(head + 1, std::memory_order_release);
       headerDone_ = dataDone_ = 0;
       moved = true;
@@ -254,6 +313,11 @@ class SocketLink final : public NetLink {
   size_t dataDone_ = 0;
   FrameHeader control_;
   size_t controlDone_ = 0;
+  FrameHeader ack_;                      // receiving: the acknowledgement on its way
+  size_t ackDone_ = 0;
+  std::atomic<uint64_t> ackSent_{0};     // receiving: released messages the sender knows of
+  std::atomic<uint64_t> consumed_{0};    // sending: messages the receiver acknowledged
+  std::atomic<bool> ackClosed_{false};   // receiving: the sender no longer takes acknowledgements
   std::atomic<bool> abortSent_{false};
 };
 

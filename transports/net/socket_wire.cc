@@ -11,7 +11,7 @@ Status parseFrameHeader(const void* bytes, size_t n, bool receiving, size_t slot
   }
   FrameHeader h;
   std::memcpy(&h, bytes, sizeof(h));
-  if (h.magic != kFrameMagic || (h.type != kFrameData && h.type != kFrameAbort)) {
+  if (h.magic != kFrameMagic || (h.type != kFrameData && h.type != kFrameAbort && h.type != kFrameCredit)) {
     return WEFT_ERROR(weftRemoteError,
                       "bytes that are not a Weft frame (magic 0x%08x, type %u); another program or another Weft "
                       "version is on this connection",
@@ -21,6 +21,12 @@ Status parseFrameHeader(const void* bytes, size_t n, bool receiving, size_t slot
     return WEFT_ERROR(weftRemoteError,
                       "a data frame of %llu bytes on the connection's return path, which carries only aborts; the "
                       "ranks run different Weft versions",
+                      static_cast<unsigned long long>(h.bytes));
+  }
+  if (h.type == kFrameCredit && receiving) {
+    return WEFT_ERROR(weftRemoteError,
+                      "an acknowledgement (%llu messages) on the connection's data path, which carries only data and "
+                      "aborts; the ranks run different Weft versions",
                       static_cast<unsigned long long>(h.bytes));
   }
   if (h.type == kFrameData && h.bytes > slotBytes) {

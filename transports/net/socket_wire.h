@@ -39,7 +39,9 @@ struct SocketHello {
 
 // Reads one frame header from the first sizeof(FrameHeader) of `n` bytes and checks it for a
 // link that `receiving` data into slots of `slotBytes`: a data frame (receiving links only) that
-// fits a slot, or an abort frame (either direction). weftRemoteError otherwise.
+// fits a slot, an acknowledgement of released messages (kFrameCredit, on the return path to a
+// sender only; the caller checks its count), or an abort frame (either direction).
+// weftRemoteError otherwise.
 Status parseFrameHeader(const void* bytes, size_t n, bool receiving, size_t slotBytes, FrameHeader* out);
 // The rank an abort frame blames, -1 when it names none.
 int abortCulprit(const FrameHeader& h);

@@ -21,7 +21,8 @@ uint32_t abortValue(int culprit) { return culprit >= 0 ? static_cast<uint32_t>(c
 P2pLayout p2pLayout(size_t nSlots, size_t slotBytes) {
   P2pLayout l;
   l.stride = roundUp(slotBytes, kLineBytes);
-  l.dataOffset = roundUp(P2pLayout::kSizesOffset + nSlots * sizeof(uint64_t), kLineBytes);
+  l.stampsOffset = roundUp(P2pLayout::kSizesOffset + nSlots * sizeof(uint64_t), kLineBytes);
+  l.dataOffset = roundUp(l.stampsOffset + nSlots * sizeof(uint64_t), kLineBytes);
   l.totalBytes = l.dataOffset + nSlots * l.stride;
   return l;
 }
@@ -225,6 +226,7 @@ bool P2pConnection::deviceFifo(device::FifoView* out) {
   out->nSlots = setup_.nSlots;
   out->slotBytes = setup_.slotBytes;
   out->sizes = reinterpret_cast<uint64_t*>(base + P2pLayout::kSizesOffset);
+  out->stamps = reinterpret_cast<uint64_t*>(base + layout_.stampsOffset);
   out->head = reinterpret_cast<uint64_t*>(base + P2pLayout::kHeadOffset);
   out->tail = reinterpret_cast<uint64_t*>(base + P2pLayout::kTailOffset);
   out->cursor = reinterpret_cast<uint64_t*>(cursor_.get());

@@ -36,10 +36,11 @@ constexpr int kMaxLanes = 1 << 20;
 // (the communicator's split 0x5000 and up, the network transports 0x6e000 + lane).
 constexpr int kOfferTagBase = 1 << 20;
 constexpr uint64_t kOfferMagic = 0x3150325054464557ull;  // "WEFTP2P1" in memory order
-constexpr uint32_t kOfferVersion = 1;
+constexpr uint32_t kOfferVersion = 2;  // 2: the block holds per-slot stamps
 
 // Byte offsets within the block. Header lines: head (sender writes), tail (receiver writes),
-// the sender's abort flag, the receiver's abort flag; then sizes[nSlots]; then the slots.
+// the sender's abort flag, the receiver's abort flag; then sizes[nSlots]; then stamps[nSlots]
+// (what each slot was posted with, FifoView::stamps); then the slots.
 struct P2pLayout {
   static constexpr size_t kHeadOffset = 0 * kLineBytes;
   static constexpr size_t kTailOffset = 1 * kLineBytes;
@@ -47,6 +48,7 @@ struct P2pLayout {
   static constexpr size_t kReceiverAbortOffset = 3 * kLineBytes;
   static constexpr size_t kSizesOffset = 4 * kLineBytes;
   size_t stride = 0;  // slotBytes rounded up to a line
+  size_t stampsOffset = 0;
   size_t dataOffset = 0;
   size_t totalBytes = 0;
 };
@@ -129,8 +131,8 @@ class P2pConnection final : public Connection {
   // The host executor's methods: a p2p FIFO lives in device memory, which only the lane
   // program touches.
   void* trySendSlot() override { return nullptr; }
-  void postSend(size_t) override {}
-  const void* tryRecv(size_t*) override { return nullptr; }
+  void postSend(size_t, uint64_t) override {}
+  const void* tryRecv(size_t*, uint64_t*) override { return nullptr; }
   void releaseRecv() override {}
 
   bool allSendsConsumed() const override;

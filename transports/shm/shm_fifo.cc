@@ -133,7 +133,8 @@ FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
   FifoLayout l;
   l.slotStride = roundUp(slotBytes, slotBytes >= kPageBytes ? kPageBytes : kCacheLine);
   l.sizesOffset = sizeof(FifoHeader);
-  l.dataOffset = roundUp(l.sizesOffset + nSlots * sizeof(uint64_t), kPageBytes);
+  l.stampsOffset = roundUp(l.sizesOffset + nSlots * sizeof(uint64_t), kCacheLine);
+  l.dataOffset = roundUp(l.stampsOffset + nSlots * sizeof(uint64_t), kPageBytes);
   l.totalBytes = roundUp(l.dataOffset + nSlots * l.slotStride, kPageBytes);
   return l;
 }
@@ -216,6 +217,9 @@ ShmFifo::ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes)
   slotBytes_ = header_->slotBytes;
   stride_ = header_->slotStride;
   sizes_ = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(base) + header_->sizesOffset);
+  // The stamps follow the sizes; both sides derive where from the geometry (checked at attach).
+  stamps_ = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(base) +
+                                                     fifoLayout(header_->nSlots, header_->slotBytes).stampsOffset);
   data_ = static_cast<char*>(base) + header_->dataOffset;
 }
 
@@ -299,6 +303,8 @@ Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint
   h->senderRank = spec.peerRank;
   auto* sizes = reinterpret_cast<char*>(base) + layout.sizesOffset;
   for (size_t i = 0; i < spec.nSlots; ++i) new (sizes + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
+  auto* stamps = reinterpret_cast<char*>(base) + layout.stampsOffset;
+  for (size_t i = 0; i < spec.nSlots; ++i) new (stamps + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
   h->magic.store(kFifoMagic, std::memory_order_release);
 
   std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kReceiver, spec, map.release(), layout.totalBytes));

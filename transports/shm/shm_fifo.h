@@ -26,7 +26,7 @@ namespace weft {
 namespace shm {
 
 constexpr uint64_t kFifoMagic = 0x314d485354464557ull;  // "WEFTSHM1" in memory order
-constexpr uint32_t kFifoVersion = 1;
+constexpr uint32_t kFifoVersion = 2;  // 2: per-slot stamps after the sizes
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kMaxSlots = 1u << 16;
@@ -65,12 +65,13 @@ struct FifoHeader {
   // Written by the receiver only.
   alignas(kCacheLine) std::atomic<uint64_t> tail;
 };
-static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the per-slot byte counts must start on a cache line");
+static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the per-slot byte counts and stamps must start on a cache line");
 
 // Where things lie in a segment of this geometry (byte offsets from the start of the segment).
 struct FifoLayout {
   size_t slotStride = 0;
   size_t sizesOffset = 0;
+  size_t stampsOffset = 0;  // per slot: the stamp posted with it (Connection::postSend)
   size_t dataOffset = 0;
   size_t totalBytes = 0;
 };
@@ -127,20 +128,22 @@ class ShmFifo {
     return data_ + sendIndex_ * stride_;
   }
   // Sender: publishes the slot from trySendSlot() holding `bytes` bytes.
-  void postSend(size_t bytes) {
+  void postSend(size_t bytes, uint64_t stamp) {
     sizes_[sendIndex_].store(bytes, std::memory_order_relaxed);  // published by the head store
+    stamps_[sendIndex_].store(stamp, std::memory_order_relaxed);
     if (++sendIndex_ == nSlots_) sendIndex_ = 0;
     header_->head.store(++head_, std::memory_order_release);
   }
 
   // Receiver: the oldest filled slot and its byte count, or nullptr when none is ready.
-  const void* tryRecv(size_t* bytes) {
+  const void* tryRecv(size_t* bytes, uint64_t* stamp) {
     if (cachedHead_ == tail_) {
       cachedHead_ = header_->head.load(std::memory_order_acquire);  // the slot's bytes are visible
       if (cachedHead_ == tail_) return nullptr;
     }
     size_t n = sizes_[recvIndex_].load(std::memory_order_relaxed);
     *bytes = n < slotBytes_ ? n : slotBytes_;  // never past the slot, whatever the peer wrote
+    *stamp = stamps_[recvIndex_].load(std::memory_order_relaxed);
     return data_ + recvIndex_ * stride_;
   }
   // Receiver: hands the slot from tryRecv() back to the sender.
@@ -177,6 +180,7 @@ class ShmFifo {
   size_t mappedBytes_ = 0;
   FifoHeader* header_ = nullptr;
   std::atomic<uint64_t>* sizes_ = nullptr;
+  std::atomic<uint64_t>* stamps_ = nullptr;
   char* data_ = nullptr;
   size_t nSlots_ = 0;
   size_t slotBytes_ = 0;

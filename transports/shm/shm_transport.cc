@@ -16,8 +16,8 @@ class ShmSendConnection final : public Connection {
   explicit ShmSendConnection(std::unique_ptr<ShmFifo> fifo) : fifo_(std::move(fifo)) {}
   size_t slotBytes() const override { return fifo_->slotBytes(); }
   void* trySendSlot() override { return fifo_->trySendSlot(); }
-  void postSend(size_t bytes) override { fifo_->postSend(bytes); }
-  const void* tryRecv(size_t* bytes) override { return nullptr; }
+  void postSend(size_t bytes, uint64_t stamp) override { fifo_->postSend(bytes, stamp); }
+  const void* tryRecv(size_t*, uint64_t*) override { return nullptr; }
   void releaseRecv() override {}
   Status checkPeer() const override { return fifo_->checkPeer(); }
   void signalAbort(int culprit) override { fifo_->signalAbort(culprit); }
@@ -35,8 +35,8 @@ class ShmRecvConnection final : public Connection {
   explicit ShmRecvConnection(std::unique_ptr<ShmFifo> fifo) : fifo_(std::move(fifo)) {}
   size_t slotBytes() const override { return fifo_->slotBytes(); }
   void* trySendSlot() override { return nullptr; }
-  void postSend(size_t bytes) override {}
-  const void* tryRecv(size_t* bytes) override { return fifo_->tryRecv(bytes); }
+  void postSend(size_t, uint64_t) override {}
+  const void* tryRecv(size_t* bytes, uint64_t* stamp) override { return fifo_->tryRecv(bytes, stamp); }
   void releaseRecv() override { fifo_->releaseRecv(); }
   Status checkPeer() const override { return fifo_->checkPeer(); }
   void signalAbort(int culprit) override { fifo_->signalAbort(culprit); }

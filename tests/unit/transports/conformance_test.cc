@@ -65,18 +65,20 @@ class Port {
     if (c - loadAcquire(v_.tail) >= v_.nSlots) return nullptr;
     return v_.data + (c % v_.nSlots) * v_.stride;
   }
-  void postSend(size_t bytes) {
-    if (!device_) return c_->postSend(bytes);
+  void postSend(size_t bytes, uint64_t stamp) {
+    if (!device_) return c_->postSend(bytes, stamp);
     const uint64_t c = *v_.cursor;
     __atomic_store_n(&v_.sizes[c % v_.nSlots], bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&v_.stamps[c % v_.nSlots], stamp, __ATOMIC_RELAXED);
     storeRelease(v_.head, c + 1);
     *v_.cursor = c + 1;
   }
-  const void* tryRecv(size_t* bytes) {
-    if (!device_) return c_->tryRecv(bytes);
+  const void* tryRecv(size_t* bytes, uint64_t* stamp) {
+    if (!device_) return c_->tryRecv(bytes, stamp);
     const uint64_t c = *v_.cursor;
     if (loadAcquire(v_.head) <= c) return nullptr;
     *bytes = __atomic_load_n(&v_.sizes[c % v_.nSlots], __ATOMIC_RELAXED);
+    *stamp = __atomic_load_n(&v_.stamps[c % v_.nSlots], __ATOMIC_RELAXED);
     return v_.data + (c % v_.nSlots) * v_.stride;
   }
   void releaseRecv() {
@@ -277,6 +279,9 @@ struct StreamSpec {
   uint64_t salt = 0;  // added to m in the bytes: streams that must not mix differ in it
 };
 
+// The stamp message m travels with: every one of its 64 bits varies between messages.
+uint64_t stampOf(uint64_t m) { return (m + 1) * 0x9e3779b97f4a7c15ull; }
+
 void fill(void* slot, uint64_t m, size_t n) {
   auto* b = static_cast<unsigned char*>(slot);
   for (size_t i = 0; i < n; ++i) b[i] = patternByte(m, i);
@@ -299,7 +304,7 @@ std::string sendStream(Port port, const StreamSpec& spec, Deadline deadline) {
     backoff.reset();
     size_t n = spec.bytes(m);
     fill(slot, m + spec.salt, n);
-    port.postSend(n);
+    port.postSend(n, stampOf(m + spec.salt));
     ++m;
   }
   return "";
@@ -310,7 +315,8 @@ std::string recvStream(Port port, const StreamSpec& spec, Deadline deadline) {
   Backoff backoff;
   for (uint64_t m = 0; m < spec.count;) {
     size_t n = 0;
-    const void* data = port.tryRecv(&n);
+    uint64_t stamp = 0;
+    const void* data = port.tryRecv(&n, &stamp);
     if (data == nullptr) {
       if ((backoff.rounds() & 255) == 255) {
         Status st = port.conn()->checkPeer();
@@ -324,6 +330,10 @@ std::string recvStream(Port port, const StreamSpec& spec, Deadline deadline) {
     if (n != spec.bytes(m)) {
       return "message " + std::to_string(m) + " has " + std::to_string(n) + " bytes, expected " +
              std::to_string(spec.bytes(m));
+    }
+    if (stamp != stampOf(m + spec.salt)) {
+      return "message " + std::to_string(m) + " has stamp " + std::to_string(stamp) + ", expected " +
+             std::to_string(stampOf(m + spec.salt));
     }
     const auto* b = static_cast<const unsigned char*>(data);
     for (size_t i = 0; i < n; ++i) {
@@ -413,26 +423,29 @@ TEST_P(Conformance, ReferenceMessagesArriveAsReferencesOrAsTheirBytes) {
       Deadline deadline = Deadline::afterSeconds(20);
       while ((slot = send.trySendSlot()) == nullptr && !deadline.expired()) {
         size_t n = 0;
-        ASSERT_EQ(recv.tryRecv(&n), nullptr) << "a message arrived before its time";
+        uint64_t stamp = 0;
+        ASSERT_EQ(recv.tryRecv(&n, &stamp), nullptr) << "a message arrived before its time";
         std::this_thread::yield();
       }
       ASSERT_NE(slot, nullptr);
       if (plain == 1) {
         fill(slot, 7, 5);
-        send.postSend(5);
+        send.postSend(5, stampOf(k * 2 + 1));
       } else {
         ReferenceMessage ref;
         ref.magic = kReferenceMagic;
         ref.address = reinterpret_cast<uint64_t>(buffers[k].data());
         ref.bytes = sizes[k];
         std::memcpy(slot, &ref, sizeof(ref));
-        send.postSend(0);
+        send.postSend(0, stampOf(k * 2));
       }
-      // Receive what was just posted.
+      // Receive what was just posted: its stamp arrives with it, whichever form it takes.
       size_t n = 0;
+      uint64_t stamp = 0;
       const void* data = nullptr;
-      while ((data = recv.tryRecv(&n)) == nullptr && !deadline.expired()) std::this_thread::yield();
+      while ((data = recv.tryRecv(&n, &stamp)) == nullptr && !deadline.expired()) std::this_thread::yield();
       ASSERT_NE(data, nullptr) << "message " << k << "/" << plain << " never arrived";
+      EXPECT_EQ(stamp, stampOf(k * 2 + plain)) << "message " << k << "/" << plain;
       const auto* b = static_cast<const unsigned char*>(data);
       if (plain == 1) {
         ASSERT_EQ(n, 5u);
@@ -483,10 +496,11 @@ TEST_P(Conformance, EachEndDoesOnlyItsOwnHalf) {
   ASSERT_NO_FATAL_FAILURE(connect(&w));
   EXPECT_TRUE(w.send->allSendsConsumed());
   size_t bytes = 7;
-  EXPECT_EQ(w.send->tryRecv(&bytes), nullptr);
+  uint64_t stamp = 0;
+  EXPECT_EQ(w.send->tryRecv(&bytes, &stamp), nullptr);
   EXPECT_EQ(w.recv->trySendSlot(), nullptr);
   size_t n = 0;
-  EXPECT_EQ(Port(w.recv.get()).tryRecv(&n), nullptr);  // nothing posted yet
+  EXPECT_EQ(Port(w.recv.get()).tryRecv(&n, &stamp), nullptr);  // nothing posted yet
   EXPECT_TRUE(w.send->checkPeer().isOk()) << w.send->checkPeer().message();
   EXPECT_TRUE(w.recv->checkPeer().isOk()) << w.recv->checkPeer().message();
   EXPECT_FALSE(w.send->peerAborted());
@@ -503,11 +517,12 @@ bool waitForPeerAbort(Port waiting, bool sender) {
     if (sender) {
       if (void* slot = waiting.trySendSlot()) {
         std::memset(slot, 0, 16);
-        waiting.postSend(16);
+        waiting.postSend(16, stampOf(0));
       }
     } else {
       size_t n = 0;
-      if (waiting.tryRecv(&n) != nullptr) waiting.releaseRecv();
+      uint64_t stamp = 0;
+      if (waiting.tryRecv(&n, &stamp) != nullptr) waiting.releaseRecv();
     }
     std::this_thread::yield();
   }
@@ -632,7 +647,8 @@ TEST_P(Conformance, APeerThatExitsIsSeenAfterItsLastMessage) {
   Port port(recv.get());
   while (recv->checkPeer().isOk() && !deadline.expired()) {
     size_t n = 0;
-    EXPECT_EQ(port.tryRecv(&n), nullptr);
+    uint64_t stamp = 0;
+    EXPECT_EQ(port.tryRecv(&n, &stamp), nullptr);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   st = recv->checkPeer();

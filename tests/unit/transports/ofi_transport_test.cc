@@ -36,6 +36,11 @@ namespace weft {
 namespace net {
 namespace {
 
+// The stamp these tests post with every message, and the last one received (the conformance
+// suite checks that stamps arrive intact).
+constexpr uint64_t kTestStamp = 0x5eed5eed00000042ull;
+thread_local uint64_t lastStamp = 0;
+
 const bool kNetSet = [] { return setenv("WEFT_NET", "ofi", 0) == 0; }();
 
 using shmtest::messageBytes;
@@ -179,7 +184,7 @@ bool trySend(Stream& s) {
   size_t n = messageBytes(s.next + s.id, s.conn->slotBytes());
   auto* b = static_cast<unsigned char*>(slot);
   for (size_t i = 0; i < n; ++i) b[i] = patternByte(messageId(s), i);
-  s.conn->postSend(n);
+  s.conn->postSend(n, kTestStamp);
   ++s.next;
   return true;
 }
@@ -187,7 +192,7 @@ bool trySend(Stream& s) {
 // Receives and checks the stream's next message if it is there; false and *why on a mismatch.
 bool tryReceive(Stream& s, bool* got, std::string* why) {
   size_t n = 0;
-  const void* data = s.conn->tryRecv(&n);
+  const void* data = s.conn->tryRecv(&n, &lastStamp);
   *got = data != nullptr;
   if (data == nullptr) return true;
   size_t want = messageBytes(s.next + s.id, s.conn->slotBytes());
@@ -350,7 +355,7 @@ TEST_P(OfiTransportTest, AbortReachesThePeerBothWays) {
   for (Connection* c : told) {
     while (!c->peerAborted() && !deadline.expired()) {
       size_t n = 0;
-      (void)c->tryRecv(&n);  // a receiving end drives its link while it waits
+      (void)c->tryRecv(&n, &lastStamp);  // a receiving end drives its link while it waits
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     EXPECT_TRUE(c->peerAborted());

@@ -34,6 +34,11 @@ namespace weft {
 namespace p2p {
 namespace {
 
+// The stamp these tests post with every message, and the last one received (the conformance
+// suite checks that stamps arrive intact).
+constexpr uint64_t kTestStamp = 0x5eed5eed00000042ull;
+thread_local uint64_t lastStamp = 0;
+
 using p2ptest::FakeRuntime;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -170,7 +175,8 @@ TEST_P(P2pPairTest, BothEndsSeeOneFifo) {
     for (size_t j = 0; j < i; ++j) EXPECT_NE(lines[i] / kLineBytes, lines[j] / kLineBytes) << i << " " << j;
   }
   EXPECT_EQ(reinterpret_cast<uintptr_t>(s.data) % kLineBytes, 0u);
-  EXPECT_GE(reinterpret_cast<uintptr_t>(s.data), reinterpret_cast<uintptr_t>(s.sizes + p.nSlots));
+  EXPECT_GE(reinterpret_cast<uintptr_t>(s.stamps), reinterpret_cast<uintptr_t>(s.sizes + p.nSlots));
+  EXPECT_GE(reinterpret_cast<uintptr_t>(s.data), reinterpret_cast<uintptr_t>(s.stamps + p.nSlots));
 
   // The block and the receiver's cursor on the receiver's GPU, the sender's cursor on its own.
   EXPECT_EQ(p.rt.deviceOf(s.data), p.recvDevice);
@@ -178,7 +184,7 @@ TEST_P(P2pPairTest, BothEndsSeeOneFifo) {
   EXPECT_EQ(p.rt.deviceOf(r.cursor), p.recvDevice);
   EXPECT_EQ(p.rt.deviceOf(s.cursor), p.sendDevice);
   // Zeroed: counters, sizes, flags, cursors, slots.
-  EXPECT_TRUE(p.rt.allZero(s.head, P2pLayout::kSizesOffset + p.nSlots * sizeof(uint64_t)));
+  EXPECT_TRUE(p.rt.allZero(s.head, p2pLayout(p.nSlots, p.slotBytes).stampsOffset + p.nSlots * sizeof(uint64_t)));
   EXPECT_TRUE(p.rt.allZero(s.data, p.nSlots * s.stride));
   EXPECT_EQ(*s.cursor, 0u);
   EXPECT_EQ(*r.cursor, 0u);
@@ -249,9 +255,9 @@ TEST_P(P2pPairTest, MovesMessagesThroughTheViews) {
   size_t bytes = 7;
   EXPECT_EQ(p.send->trySendSlot(), nullptr);
   EXPECT_EQ(p.recv->trySendSlot(), nullptr);
-  EXPECT_EQ(p.send->tryRecv(&bytes), nullptr);
-  EXPECT_EQ(p.recv->tryRecv(&bytes), nullptr);
-  p.send->postSend(5);
+  EXPECT_EQ(p.send->tryRecv(&bytes, &lastStamp), nullptr);
+  EXPECT_EQ(p.recv->tryRecv(&bytes, &lastStamp), nullptr);
+  p.send->postSend(5, kTestStamp);
   p.recv->releaseRecv();
   EXPECT_EQ(*s.head, kMessages);
   EXPECT_EQ(*r.tail, kMessages);
@@ -574,11 +580,13 @@ TEST(P2pTransportTest, ReceiverSeesThePeerProcessExit) {
 TEST(P2pTransportTest, LayoutRoundsSlotsToLines) {
   P2pLayout l = p2pLayout(1, 1);
   EXPECT_EQ(l.stride, 128u);
-  EXPECT_EQ(l.dataOffset, P2pLayout::kSizesOffset + 128);
+  EXPECT_EQ(l.stampsOffset, P2pLayout::kSizesOffset + 128);
+  EXPECT_EQ(l.dataOffset, P2pLayout::kSizesOffset + 256);
   EXPECT_EQ(l.totalBytes, l.dataOffset + 128);
   l = p2pLayout(17, 128);
   EXPECT_EQ(l.stride, 128u);
-  EXPECT_EQ(l.dataOffset, P2pLayout::kSizesOffset + 256);  // 136 B of sizes
+  EXPECT_EQ(l.stampsOffset, P2pLayout::kSizesOffset + 256);  // 136 B of sizes
+  EXPECT_EQ(l.dataOffset, P2pLayout::kSizesOffset + 512);    // 136 B of stamps
   EXPECT_EQ(l.totalBytes, l.dataOffset + 17 * 128);
   l = p2pLayout(8, 129);
   EXPECT_EQ(l.stride, 256u);

@@ -21,6 +21,11 @@ namespace weft {
 namespace shm {
 namespace {
 
+// The stamp these tests post with every message, and the last one received (the conformance
+// suite checks that stamps arrive intact).
+constexpr uint64_t kTestStamp = 0x5eed5eed00000042ull;
+thread_local uint64_t lastStamp = 0;
+
 using shmtest::patternByte;
 using shmtest::shmEntries;
 using shmtest::uniqueTag;
@@ -63,7 +68,7 @@ TEST_P(FifoGeometry, FillsUpThenReturnsNullAndKeepsOrder) {
   EXPECT_EQ(p.send->slotBytes(), slotBytes());
 
   size_t bytes = 0;
-  EXPECT_EQ(p.recv->tryRecv(&bytes), nullptr) << "an empty FIFO has nothing to receive";
+  EXPECT_EQ(p.recv->tryRecv(&bytes, &lastStamp), nullptr) << "an empty FIFO has nothing to receive";
 
   std::set<void*> slots;
   for (size_t i = 0; i < nSlots(); ++i) {
@@ -74,22 +79,22 @@ TEST_P(FifoGeometry, FillsUpThenReturnsNullAndKeepsOrder) {
     slots.insert(slot);
     size_t n = (i * 13 + 1) % (slotBytes() + 1);
     std::memset(slot, static_cast<int>(i + 1), n);
-    p.send->postSend(n);
+    p.send->postSend(n, kTestStamp);
   }
   EXPECT_EQ(slots.size(), nSlots()) << "every slot is distinct";
   EXPECT_EQ(p.send->trySendSlot(), nullptr) << "a full FIFO has no free slot";
 
   for (size_t i = 0; i < nSlots(); ++i) {
-    const void* data = p.recv->tryRecv(&bytes);
+    const void* data = p.recv->tryRecv(&bytes, &lastStamp);
     ASSERT_NE(data, nullptr);
-    EXPECT_EQ(p.recv->tryRecv(&bytes), data) << "asking again before releasing gives the same slot";
+    EXPECT_EQ(p.recv->tryRecv(&bytes, &lastStamp), data) << "asking again before releasing gives the same slot";
     EXPECT_EQ(bytes, (i * 13 + 1) % (slotBytes() + 1)) << "message " << i;
     const auto* b = static_cast<const unsigned char*>(data);
     for (size_t k = 0; k < bytes; ++k) ASSERT_EQ(b[k], static_cast<unsigned char>(i + 1)) << "message " << i;
     p.recv->releaseRecv();
     EXPECT_NE(p.send->trySendSlot(), nullptr) << "a released slot is free again";
   }
-  EXPECT_EQ(p.recv->tryRecv(&bytes), nullptr);
+  EXPECT_EQ(p.recv->tryRecv(&bytes, &lastStamp), nullptr);
 }
 
 TEST_P(FifoGeometry, WrapsAroundOverManyRounds) {
@@ -106,12 +111,12 @@ TEST_P(FifoGeometry, WrapsAroundOverManyRounds) {
       size_t n = shmtest::messageBytes(sent, slotBytes());
       auto* b = static_cast<unsigned char*>(slot);
       for (size_t i = 0; i < n; ++i) b[i] = patternByte(sent, i);
-      p.send->postSend(n);
+      p.send->postSend(n, kTestStamp);
       ++sent;
     }
     for (int k = 0; k <= (round + 2) % 3; ++k) {
       size_t n = 0;
-      const void* data = p.recv->tryRecv(&n);
+      const void* data = p.recv->tryRecv(&n, &lastStamp);
       if (data == nullptr) break;
       ASSERT_EQ(n, shmtest::messageBytes(received, slotBytes())) << "message " << received;
       const auto* b = static_cast<const unsigned char*>(data);
@@ -220,9 +225,9 @@ TEST(ShmFifo, ReplacesAStaleSegmentFromACrashedRun) {
   void* slot = p.send->trySendSlot();
   ASSERT_NE(slot, nullptr);
   std::memcpy(slot, "hello", 5);
-  p.send->postSend(5);
+  p.send->postSend(5, kTestStamp);
   size_t n = 0;
-  const void* data = p.recv->tryRecv(&n);
+  const void* data = p.recv->tryRecv(&n, &lastStamp);
   ASSERT_NE(data, nullptr);
   EXPECT_EQ(std::string(static_cast<const char*>(data), n), "hello");
 }

@@ -23,6 +23,11 @@ namespace weft {
 namespace shm {
 namespace {
 
+// The stamp these tests post with every message, and the last one received (the conformance
+// suite checks that stamps arrive intact).
+constexpr uint64_t kTestStamp = 0x5eed5eed00000042ull;
+thread_local uint64_t lastStamp = 0;
+
 using shmtest::messageBytes;
 using shmtest::patternByte;
 using shmtest::request;
@@ -47,7 +52,7 @@ bool sendStream(Connection* c, uint64_t count, uint64_t* checksum, Deadline dead
     auto* b = static_cast<unsigned char*>(slot);
     for (size_t i = 0; i < n; ++i) b[i] = patternByte(m, i);
     h = hashBytes(b, n, h);
-    c->postSend(n);
+    c->postSend(n, kTestStamp);
     ++m;
   }
   if (checksum) *checksum = h;
@@ -60,7 +65,7 @@ bool recvStream(Connection* c, uint64_t count, bool verify, uint64_t* checksum, 
   uint64_t h = 0xcbf29ce484222325ull;
   for (uint64_t m = 0; m < count;) {
     size_t n = 0;
-    const void* data = c->tryRecv(&n);
+    const void* data = c->tryRecv(&n, &lastStamp);
     if (data == nullptr) {
       if ((backoff.rounds() & 1023) == 1023) {
         Status st = c->checkPeer();
@@ -148,7 +153,7 @@ TEST_P(ShmStream, TwoThreadsStream100kMessages) {
   ASSERT_TRUE(recvOk) << why;
   EXPECT_EQ(sentSum, recvSum);
   size_t n = 0;
-  EXPECT_EQ(recv->tryRecv(&n), nullptr);
+  EXPECT_EQ(recv->tryRecv(&n, &lastStamp), nullptr);
 }
 
 TEST_P(ShmStream, TwoProcessesStreamVerifiedData) {
@@ -252,10 +257,10 @@ TEST(ShmTransport, LanesAreIndependent) {
   ASSERT_TRUE(t.connectSend(request(tag, 0, 1, getpid(), 2, 64, 5, 1), &send1).isOk());
   ASSERT_TRUE(t.connectSend(request(tag, 0, 1, getpid(), 2, 64, 5, 0), &send0).isOk());
   std::memcpy(send1->trySendSlot(), "one", 3);
-  send1->postSend(3);
+  send1->postSend(3, kTestStamp);
   size_t n = 0;
-  EXPECT_EQ(recv0->tryRecv(&n), nullptr);
-  const void* data = recv1->tryRecv(&n);
+  EXPECT_EQ(recv0->tryRecv(&n, &lastStamp), nullptr);
+  const void* data = recv1->tryRecv(&n, &lastStamp);
   ASSERT_NE(data, nullptr);
   EXPECT_EQ(std::string(static_cast<const char*>(data), n), "one");
 }
@@ -264,7 +269,7 @@ TEST(ShmTransport, EachEndOnlyDoesItsOwnHalf) {
   ThreadPair p = connectPair(uniqueTag(), 2, 64);
   ASSERT_TRUE(p.recv && p.send);
   size_t n = 0;
-  EXPECT_EQ(p.send->tryRecv(&n), nullptr);
+  EXPECT_EQ(p.send->tryRecv(&n, &lastStamp), nullptr);
   EXPECT_EQ(p.recv->trySendSlot(), nullptr);
   EXPECT_EQ(p.send->slotBytes(), 64u);
   EXPECT_EQ(p.recv->slotBytes(), 64u);

@@ -72,12 +72,14 @@ TEST(SocketListener, AFloodOfSilentConnectionsIsBoundedAndTheSenderStillConnects
   for (Deadline d = Deadline::afterSeconds(10); slot == nullptr && !d.expired();) slot = send->trySendSlot();
   ASSERT_NE(slot, nullptr);
   std::memcpy(slot, "through", 7);
-  send->postSend(7);
+  send->postSend(7, 0x1234);
   const void* got = nullptr;
   size_t size = 0;
-  for (Deadline d = Deadline::afterSeconds(10); got == nullptr && !d.expired();) got = recv->tryRecv(&size);
+  uint64_t stamp = 0;
+  for (Deadline d = Deadline::afterSeconds(10); got == nullptr && !d.expired();) got = recv->tryRecv(&size, &stamp);
   ASSERT_NE(got, nullptr) << "the real sender's message did not arrive past the flood";
   EXPECT_EQ(std::string(static_cast<const char*>(got), size), "through");
+  EXPECT_EQ(stamp, 0x1234u);
   recv->releaseRecv();
 }
 

@@ -21,6 +21,11 @@ namespace weft {
 namespace net {
 namespace {
 
+// The stamp these tests post with every message, and the last one received (the conformance
+// suite checks that stamps arrive intact).
+constexpr uint64_t kTestStamp = 0x5eed5eed00000042ull;
+thread_local uint64_t lastStamp = 0;
+
 using test_util::Exchange;
 using test_util::Mailboxes;
 
@@ -73,7 +78,7 @@ void receiveAll(Connection* recv, size_t count, size_t slotBytes, int sleepEvery
   Deadline deadline = Deadline::afterSeconds(20);
   for (size_t m = 0; m < count;) {
     size_t bytes = 0;
-    const void* data = recv->tryRecv(&bytes);
+    const void* data = recv->tryRecv(&bytes, &lastStamp);
     if (data == nullptr) {
       if (deadline.expired()) {
         *error = "timed out at message " + std::to_string(m);
@@ -119,7 +124,7 @@ void sendAll(Connection* send, size_t count, size_t slotBytes, std::string* erro
     size_t bytes = messageBytes(m, slotBytes);
     uint8_t* p = static_cast<uint8_t*>(slot);
     for (size_t i = 0; i < bytes; ++i) p[i] = patternByte(m, i);
-    send->postSend(bytes);
+    send->postSend(bytes, kTestStamp);
     ++m;
   }
 }
@@ -161,7 +166,7 @@ TEST(SocketTransport, TheLastMessagesArriveWhenTheSenderClosesAtOnce) {
   Deadline deadline = Deadline::afterSeconds(10);
   size_t bytes = 0;
   while (pair.recv->checkPeer().isOk() && !deadline.expired()) {
-    EXPECT_EQ(pair.recv->tryRecv(&bytes), nullptr);
+    EXPECT_EQ(pair.recv->tryRecv(&bytes, &lastStamp), nullptr);
     std::this_thread::yield();
   }
   Status s = pair.recv->checkPeer();
@@ -178,7 +183,7 @@ TEST(SocketTransport, AnAbortReachesThePeerWithItsCulprit) {
   Deadline deadline = Deadline::afterSeconds(10);
   size_t bytes = 0;
   while (!pair.recv->peerAborted() && !deadline.expired()) {
-    pair.recv->tryRecv(&bytes);
+    pair.recv->tryRecv(&bytes, &lastStamp);
     std::this_thread::yield();
   }
   EXPECT_TRUE(pair.recv->peerAborted());
@@ -195,7 +200,7 @@ TEST(SocketTransport, AReceiverAbortReachesTheSender) {
   while (!pair.send->peerAborted() && !deadline.expired()) {
     if (void* slot = pair.send->trySendSlot()) {
       std::memset(slot, 0, 16);
-      pair.send->postSend(16);
+      pair.send->postSend(16, kTestStamp);
     }
     std::this_thread::yield();
   }

@@ -35,8 +35,10 @@ TEST(SocketWire, FrameHeaders) {
   EXPECT_NE(refusal(frame(kFrameMagic, kFrameData, UINT64_MAX), true).find("where slots hold"), std::string::npos);
   EXPECT_NE(refusal(frame(kFrameMagic, kFrameData, 4), false).find("return path"), std::string::npos);
   EXPECT_NE(refusal(frame(0x50545448, kFrameData, 4), true).find("magic 0x50545448"), std::string::npos);
-  EXPECT_NE(refusal(frame(kFrameMagic, kFrameCredit, 1), true).find("type 3"), std::string::npos)
-      << "credits belong to libfabric, not to a socket";
+  EXPECT_NE(refusal(frame(kFrameMagic, kFrameCredit, 1), true).find("acknowledgement (1 messages) on the connection's data path"), std::string::npos)
+      << "acknowledgements travel only to the sender";
+  EXPECT_EQ(refusal(frame(kFrameMagic, kFrameCredit, 7), false), "") << "the receiver acknowledges released messages";
+  EXPECT_NE(refusal(frame(kFrameMagic, 4, 1), false).find("type 4"), std::string::npos);
   FrameHeader h = frame(kFrameMagic, kFrameData, 1), out;
   EXPECT_FALSE(parseFrameHeader(&h, sizeof(h) - 1, true, 1024, &out).isOk()) << "a short header";
 }

@@ -1,0 +1,236 @@
+// Ranks that make different calls (issue 13, item 1): whatever differs (count, datatype, op,
+// collective, root, a skipped call), every rank fails the call at once with one sentence naming
+// both calls, and no rank returns success. Over shared memory and over sockets, with ranks as
+// threads and as forked processes.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "harness.h"
+
+namespace weft_test {
+namespace {
+
+constexpr int kRanks = 2;
+constexpr size_t kMessageBytes = 1024;
+
+// What each rank's failing call returned, in memory that forked ranks share with the test.
+struct Outcome {
+  int called = 0;  // 1 once the rank made its call
+  int result = -1;
+  double seconds = 0;
+  char message[kMessageBytes] = {0};
+};
+
+class SharedOutcomes {
+ public:
+  explicit SharedOutcomes(int n) : n_(n) {
+    void* p = mmap(nullptr, sizeof(Outcome) * n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    outcomes_ = new (p) Outcome[n];
+  }
+  ~SharedOutcomes() { munmap(outcomes_, sizeof(Outcome) * n_); }
+  Outcome& operator[](int r) { return outcomes_[r]; }
+
+ private:
+  int n_;
+  Outcome* outcomes_;
+};
+
+// Runs `call` on every rank, timing it and keeping its result and the communicator's message.
+void record(Rank& r, Outcome* out, const std::function<weftResult_t()>& call) {
+  auto start = std::chrono::steady_clock::now();
+  weftResult_t result = call();
+  out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out->result = result;
+  out->called = 1;
+  if (result != weftSuccess) std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(r.comm));
+}
+
+// The sentence a message carries: from "rank N called" to the end.
+std::string sentenceOf(const std::string& message) {
+  size_t at = message.find(" called ");
+  if (at == std::string::npos) return "";
+  size_t start = message.rfind("rank ", at);
+  return start == std::string::npos ? "" : message.substr(start);
+}
+
+// Parameters: how ranks run, and whether they talk over sockets instead of shared memory.
+class CallMismatch : public ::testing::TestWithParam<std::tuple<Mode, bool>> {
+ protected:
+  void SetUp() override {
+    if (!overSockets()) return;
+    setenv("WEFT_SHM_DISABLE", "1", 1);
+    setenv("WEFT_SOCKET_IFNAME", "lo", 1);
+  }
+  void TearDown() override {
+    unsetenv("WEFT_SHM_DISABLE");
+    unsetenv("WEFT_SOCKET_IFNAME");
+  }
+  Mode mode() const { return std::get<0>(GetParam()); }
+  bool overSockets() const { return std::get<1>(GetParam()); }
+
+  // Runs body on kRanks ranks and checks: no rank succeeded, each failed with
+  // weftInvalidUsage well before any time-out, and all carry `sentence` (the whole message
+  // ends with the remedy).
+  void expectEveryRankFails(const std::function<weftResult_t(Rank&)>& body, const std::string& sentence) {
+    SharedOutcomes outcomes(kRanks);
+    runRanks(mode(), kRanks, [&](Rank& r) { record(r, &outcomes[r.rank], [&] { return body(r); }); }, 120);
+    for (int r = 0; r < kRanks; ++r) {
+      const Outcome& o = outcomes[r];
+      ASSERT_EQ(o.called, 1) << "rank " << r << " never returned";
+      EXPECT_NE(o.result, weftSuccess) << "rank " << r << " returned success for a call its peer disagreed on";
+      EXPECT_EQ(o.result, weftInvalidUsage) << "rank " << r << ": " << o.message;
+      // Not a performance bound: a failure that waited for a time-out (WEFT_TIMEOUT_S, 1800 s
+      // by default) would take far longer. Typically it takes milliseconds.
+      EXPECT_LT(o.seconds, 5.0) << "rank " << r << " took " << o.seconds << " s to fail";
+      EXPECT_EQ(sentenceOf(o.message), sentence + ". Every rank must make the same calls in the same order with the "
+                                                  "same count, type, op and root")
+          << "rank " << r << ": " << o.message;
+    }
+  }
+};
+
+std::vector<char> bytes(size_t n) { return std::vector<char>(n + 1, 1); }
+
+TEST_P(CallMismatch, CountSmall) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        size_t count = r.rank == 0 ? 1000 : 2000;
+        auto in = bytes(count * 4), out = bytes(count * 4);
+        return weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, r.comm, nullptr);
+      },
+      "rank 1 called allreduce #1 (count 2000, float, sum) while rank 0 called allreduce #1 (count 1000, float, sum)");
+}
+
+TEST_P(CallMismatch, CountLarge) {
+  // 8 MiB against 16 MiB: the smaller rank used to return success with wrong data.
+  expectEveryRankFails(
+      [](Rank& r) {
+        size_t count = (r.rank == 0 ? 8u : 16u) << 18;
+        auto in = bytes(count * 4), out = bytes(count * 4);
+        return weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, r.comm, nullptr);
+      },
+      "rank 1 called allreduce #1 (count 4194304, float, sum) while rank 0 called allreduce #1 (count 2097152, "
+      "float, sum)");
+}
+
+TEST_P(CallMismatch, Datatype) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 1u << 20;
+        weftDataType_t type = r.rank == 0 ? weftFloat32 : weftFloat64;
+        auto in = bytes(count * 8), out = bytes(count * 8);
+        return weftAllReduce(in.data(), out.data(), count, type, weftSum, r.comm, nullptr);
+      },
+      "rank 1 called allreduce #1 (count 1048576, double, sum) while rank 0 called allreduce #1 (count 1048576, "
+      "float, sum)");
+}
+
+TEST_P(CallMismatch, Op) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 1000;
+        auto in = bytes(count * 4), out = bytes(count * 4);
+        return weftAllReduce(in.data(), out.data(), count, weftFloat32, r.rank == 0 ? weftSum : weftMax, r.comm,
+                             nullptr);
+      },
+      "rank 1 called allreduce #1 (count 1000, float, max) while rank 0 called allreduce #1 (count 1000, float, sum)");
+}
+
+TEST_P(CallMismatch, Collective) {
+  // The same bytes on the wire: an all-reduce of 2n elements moves n per rank over two ranks,
+  // as an all-gather of n does.
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t n = 4096;
+        auto in = bytes(2 * n * 4), out = bytes(2 * n * 4);
+        if (r.rank == 0) return weftAllReduce(in.data(), out.data(), 2 * n, weftFloat32, weftSum, r.comm, nullptr);
+        return weftAllGather(in.data(), out.data(), n, weftFloat32, r.comm, nullptr);
+      },
+      "rank 1 called allgather #1 (count 4096, float) while rank 0 called allreduce #1 (count 8192, float, sum)");
+}
+
+TEST_P(CallMismatch, Root) {
+  // Both ranks think they are the root: each only sends.
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 5000;
+        auto buf = bytes(count * 4);
+        return weftBroadcast(buf.data(), buf.data(), count, weftFloat32, r.rank, r.comm, nullptr);
+      },
+      "rank 1 called broadcast #1 (count 5000, float, root 1) while rank 0 called broadcast #1 (count 5000, float, "
+      "root 0)");
+}
+
+TEST_P(CallMismatch, SkippedCall) {
+  // Rank 1 skips the first of two calls: its first call meets rank 0's first.
+  expectEveryRankFails(
+      [](Rank& r) {
+        auto in = bytes(3000 * 4), out = bytes(3000 * 4);
+        if (r.rank == 0) {
+          weftResult_t first = weftAllReduce(in.data(), out.data(), 1000, weftFloat32, weftSum, r.comm, nullptr);
+          if (first != weftSuccess) return first;
+        }
+        return weftAllReduce(in.data(), out.data(), 3000, weftFloat32, weftSum, r.comm, nullptr);
+      },
+      "rank 1 called allreduce #1 (count 3000, float, sum) while rank 0 called allreduce #1 (count 1000, float, sum)");
+}
+
+// Three ranks, one of which differs: the sentence names it against the majority, on every rank.
+TEST(CallMismatchMajority, TheOddRankIsNamedOnEveryRank) {
+  SharedOutcomes outcomes(3);
+  runRanks(
+      Mode::kThreads, 3,
+      [&](Rank& r) {
+        record(r, &outcomes[r.rank], [&] {
+          const size_t count = 777;
+          auto in = bytes(count * 4), out = bytes(count * 4);
+          return weftAllReduce(in.data(), out.data(), count, weftFloat32, r.rank == 2 ? weftMin : weftSum, r.comm,
+                               nullptr);
+        });
+      },
+      120);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(outcomes[r].result, weftInvalidUsage) << "rank " << r << ": " << outcomes[r].message;
+    EXPECT_EQ(sentenceOf(outcomes[r].message),
+              "rank 2 called allreduce #1 (count 777, float, min) while rank 0 called allreduce #1 (count 777, float, "
+              "sum). Every rank must make the same calls in the same order with the same count, type, op and root")
+        << "rank " << r;
+  }
+}
+
+// Ranks that agree are not disturbed: many calls of different shapes in a row all succeed.
+TEST(CallMismatchAgreement, AgreeingRanksSucceedCallAfterCall) {
+  runRanks(Mode::kThreads, 3, [](Rank& r) {
+    for (int i = 0; i < 50; ++i) {
+      size_t count = 1 + static_cast<size_t>(i) * 37;
+      auto in = bytes(count * 4 * 3), out = bytes(count * 4 * 3);
+      ASSERT_EQ(weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, r.comm, nullptr), weftSuccess)
+          << weftGetLastError(r.comm);
+      ASSERT_EQ(weftBroadcast(in.data(), out.data(), count, weftFloat32, i % 3, r.comm, nullptr), weftSuccess)
+          << weftGetLastError(r.comm);
+      ASSERT_EQ(weftReduce(in.data(), out.data(), count, weftFloat32, weftMax, i % 3, r.comm, nullptr), weftSuccess)
+          << weftGetLastError(r.comm);
+    }
+  });
+}
+
+std::string caseName(const ::testing::TestParamInfo<CallMismatch::ParamType>& info) {
+  return std::string(modeName(std::get<0>(info.param))) + (std::get<1>(info.param) ? "_sockets" : "_shm");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CallMismatch,
+                         ::testing::Combine(::testing::Values(Mode::kThreads, Mode::kProcesses),
+                                            ::testing::Bool()),
+                         caseName);
+
+}  // namespace
+}  // namespace weft_test
