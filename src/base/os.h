@@ -35,11 +35,15 @@ class Backoff {
   // outnumber cores: a spinning rank then only delays the one it waits for.
   static void setSpins(uint32_t spins);
   void pause();
-  void reset() { rounds_ = 0; }
+  void reset() {
+    rounds_ = 0;
+    coreWanted_ = false;
+  }
   uint32_t rounds() const { return rounds_; }
 
  private:
   uint32_t rounds_ = 0;
+  bool coreWanted_ = false;  // a yield gave the core to another thread: sleep, not yield
 };
 
 inline void cpuRelax() {
