@@ -38,12 +38,14 @@ class Backoff {
   void reset() {
     rounds_ = 0;
     coreWanted_ = false;
+    lateYields_ = 0;
   }
   uint32_t rounds() const { return rounds_; }
 
  private:
   uint32_t rounds_ = 0;
-  bool coreWanted_ = false;  // a yield gave the core to another thread: sleep, not yield
+  uint32_t lateYields_ = 0;  // yields after which another thread had had the core
+  bool coreWanted_ = false;  // enough of them: sleep, not yield
 };
 
 inline void cpuRelax() {

@@ -25,7 +25,7 @@ bool pinToCpu(pthread_t thread, int cpu) {
   return pthread_setaffinity_np(thread, sizeof(set), &set) == 0;
 }
 
-// A yield that hands the core to a busy thread must turn the waiter to sleeping (a voluntary
+// Yields that hand the core to a busy thread must turn the waiter to sleeping (a voluntary
 // context switch per pause) instead of yielding a thousand times first (none: a yield leaves the
 // thread runnable and counts as involuntary).
 TEST(Backoff, SleepsOnceAYieldGivesTheCoreToABusyThread) {
@@ -53,7 +53,7 @@ TEST(Backoff, SleepsOnceAYieldGivesTheCoreToABusyThread) {
   stop = true;
   busy.join();
   pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
-  // The first yield gives the core to the busy thread for a time slice; every pause after it sleeps.
+  // The first yields give the core to the busy thread for a time slice each; the pauses after sleep.
   EXPECT_GE(slept, static_cast<long>(kPauses / 2)) << "after " << kPauses << " pauses past the spins";
 }
 
