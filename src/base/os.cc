@@ -61,14 +61,23 @@ void Backoff::setSpins(uint32_t spins) { gSpins.store(spins, std::memory_order_r
 void Backoff::pause() {
   // Spins (by default ~400, a few microseconds: a peer on another core answers within them),
   // then yields (ranks sharing a core let each other run), then short sleeps growing to 200 us.
+  // Yields that come back late mean other threads want this core: yielding on would keep this
+  // waiter runnable, taking turns (and CPU time) from threads with work to do, among them the
+  // rank it waits for or its own process's compute thread; after a few it sleeps instead
+  // (not after one: a small call would then pay a sleep, 70 us or more, for a single preemption).
   const uint32_t kSpins = gSpins.load(std::memory_order_relaxed), kYields = 1000;
+  constexpr uint64_t kLateYieldNs = 50000;
+  constexpr uint32_t kLateYieldsBeforeSleep = 4;
   ++rounds_;
   if (rounds_ < kSpins) {
     cpuRelax();
-  } else if (rounds_ < kSpins + kYields) {
+  } else if (rounds_ < kSpins + kYields && !coreWanted_) {
+    const uint64_t before = nowNs();
     sched_yield();
+    lateYields_ += nowNs() - before > kLateYieldNs;
+    coreWanted_ = lateYields_ >= kLateYieldsBeforeSleep;
   } else {
-    uint32_t extra = rounds_ - (kSpins + kYields);
+    uint32_t extra = rounds_ < kSpins + kYields ? 0 : rounds_ - (kSpins + kYields);
     long us = 20 + static_cast<long>(extra < 180 ? extra : 180);
     timespec ts{0, us * 1000};
     nanosleep(&ts, nullptr);

@@ -35,11 +35,17 @@ class Backoff {
   // outnumber cores: a spinning rank then only delays the one it waits for.
   static void setSpins(uint32_t spins);
   void pause();
-  void reset() { rounds_ = 0; }
+  void reset() {
+    rounds_ = 0;
+    coreWanted_ = false;
+    lateYields_ = 0;
+  }
   uint32_t rounds() const { return rounds_; }
 
  private:
   uint32_t rounds_ = 0;
+  uint32_t lateYields_ = 0;  // yields after which another thread had had the core
+  bool coreWanted_ = false;  // enough of them: sleep, not yield
 };
 
 inline void cpuRelax() {

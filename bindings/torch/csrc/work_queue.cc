@@ -3,6 +3,8 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/jit_type.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -12,7 +14,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kStartDelay = std::chrono::milliseconds(1);
 constexpr auto kPoll = std::chrono::milliseconds(1);
-constexpr auto kIdle = std::chrono::milliseconds(200);
+constexpr auto kIdle = std::chrono::milliseconds(128);
 
 }  // namespace
 
@@ -71,7 +73,7 @@ void WorkQueue::push(std::vector<c10::intrusive_ptr<WeftWork>> works, std::vecto
     std::lock_guard<std::mutex> lock(mutex_);
     const auto now = Clock::now();
     tasks_.push_back(Task{std::move(works), std::move(calls), pointToPoint, now});
-    lastPush_ = now;
+    ++pushes_;
     // Collectives queued behind another one: nobody waits on the first alone, start now.
     if (tasks_.size() > 1 && !pointToPoint) started_ = true;
     wake = deepSleep_ || (started_ && !busy_);
@@ -168,20 +170,30 @@ bool WorkQueue::runIfNext(const WeftWork* work) {
 }
 
 void WorkQueue::loop() {
+  pthread_setname_np(pthread_self(), "weft-torch");  // tells it apart in top -H and /proc
   std::unique_lock<std::mutex> lock(mutex_);
+  auto idleWait = std::chrono::duration_cast<Clock::duration>(kPoll);
   for (;;) {
     while (!startable()) {
       if (stop_ && tasks_.empty() && !busy_) return;
-      const auto now = Clock::now();
       if (!tasks_.empty() && !busy_) {
         wake_.wait_until(lock, tasks_.front().pushed + kStartDelay);  // or until asked
-      } else if (busy_ || now - lastPush_ < kIdle) {
-        wake_.wait_for(lock, kPoll);
-      } else {
-        deepSleep_ = true;
-        wake_.wait(lock);
-        deepSleep_ = false;
+        continue;
       }
+      // Nothing to start (empty queue, or a waiting caller runs the task). Look again after
+      // idleWait, doubled each time no call came meanwhile: between DDP's all-reduces the
+      // backward pass then keeps its core instead of being interrupted every kPoll. Once the
+      // wait exceeds the start delay, push() wakes this thread instead.
+      const uint64_t pushesBefore = pushes_;
+      deepSleep_ = idleWait > kStartDelay;
+      if (idleWait >= kIdle) {
+        wake_.wait(lock);
+      } else {
+        wake_.wait_for(lock, idleWait);
+      }
+      deepSleep_ = false;
+      idleWait = pushes_ != pushesBefore ? std::chrono::duration_cast<Clock::duration>(kPoll)
+                                         : std::min<Clock::duration>(idleWait * 2, kIdle);
     }
     std::vector<Task> batch = takeNext();
     lock.unlock();

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -60,8 +61,9 @@ class WeftWork : public c10d::Work {
 // Waking a thread costs more than a small all-reduce on a busy machine, so a push does not wake
 // the worker: a caller about to wait runs the call itself (WeftWork::wait). The worker starts
 // queued calls at once when asked (getFuture, isCompleted, a wait that cannot run the call, a
-// second queued collective), and otherwise once the oldest is kStartDelay old; it looks at the
-// queue every kPoll while calls keep coming and sleeps until notified after kIdle without any.
+// second queued collective), and otherwise once the oldest is kStartDelay old. With nothing to
+// start it looks at the queue every kPoll while calls keep coming, backs off (doubling) when none
+// come, and then leaves it to push() to wake it.
 //
 // Sends and receives queued one after another run as one Weft group (all at once), so that
 // `isend(a, p); irecv(b, p)` on two ranks cannot wait on each other.
@@ -110,8 +112,8 @@ class WorkQueue {
   bool busy_ = false;
   bool stop_ = false;
   bool started_ = false;    // asked to run what is queued without waiting for it to age
-  bool deepSleep_ = false;  // the worker sleeps until notified (no call for kIdle)
-  std::chrono::steady_clock::time_point lastPush_;
+  bool deepSleep_ = false;  // the worker sleeps longer than the start delay: push() wakes it
+  uint64_t pushes_ = 0;     // calls pushed so far (the worker backs off while it stays put)
   std::thread thread_;
 };
 
