@@ -83,6 +83,68 @@ void Bootstrap::abort() {
 
 // ---- joining ------------------------------------------------------------------------------
 
+namespace {
+
+// What this rank tells the root: who it is, how long it waits, where the others reach it.
+wire::Hello helloFor(const UniqueIdInfo& info, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
+                     const SocketAddress& listen) {
+  wire::Hello hello{};
+  hello.magic = wire::kHelloMagic;
+  hello.version = wire::kProtocolVersion;
+  std::memcpy(hello.secret, info.secret, kSecretBytes);
+  hello.nonce = info.nonce;
+  hello.rank = rank;
+  hello.nRanks = nRanks;
+  hello.timeoutMs = static_cast<uint64_t>(std::min(deadline.remainingSeconds(), 1e9) * 1e3);
+  hello.info = self;
+  hello.info.rank = rank;
+  hello.listen = wire::toWire(listen);
+  return hello;
+}
+
+// The root's answer to the hello: the rank table, or why not (as the error). *aborted (and ok,
+// without a table) when b was aborted while it waited for the answer.
+Status awaitTable(const Bootstrap& b, Socket* root, const UniqueIdInfo& info, int rank, int nRanks, Deadline deadline,
+                  uint64_t start, const std::atomic<bool>* abortInit, std::vector<wire::Entry>* table, bool* aborted) {
+  const std::string rootName = info.root.toString();
+  // The root answers with the table, or with why not. When ranks are missing it answers just
+  // before our deadline; wait a little past it for that answer, which names them.
+  Deadline answerBy =
+      deadline.atNs() == UINT64_MAX ? deadline : Deadline::afterSeconds(deadline.remainingSeconds() + 2);
+  wire::Reply reply{};
+  Status s = root->recvAll(&reply, sizeof(reply), answerBy, abortInit);
+  if ((*aborted = b.aborted())) return Status::ok();
+  if (!s.isOk()) {
+    if (s.code() == weftTimeout) {
+      return WEFT_ERROR(weftTimeout,
+                        "bootstrap: rank %d had no answer from the root at %s within %.1f s: not all %d ranks joined "
+                        "(check that every rank was started with the same unique id)",
+                        rank, rootName.c_str(), (nowNs() - start) / 1e9, nRanks);
+    }
+    return Status::error(s.code(), "bootstrap: the root at " + rootName + " gave rank " + std::to_string(rank) +
+                                       " no answer (" + s.message() +
+                                       "); it turns away ranks whose hello it rejects: see its log");
+  }
+  if (reply.magic != wire::kReplyMagic) {
+    return WEFT_ERROR(weftInternalError, "bootstrap: garbled answer from the root at %s", rootName.c_str());
+  }
+  if (reply.status != weftSuccess) {
+    std::string text(std::min<uint32_t>(reply.textBytes, 64 << 10), '\0');
+    if (!root->recvAll(&text[0], text.size(), Deadline::afterSeconds(1)).isOk()) text = "(no reason given)";
+    return Status::error(static_cast<weftResult_t>(reply.status), text);
+  }
+  if (reply.nRanks != nRanks) {
+    return WEFT_ERROR(weftInternalError, "bootstrap: the root at %s answered with %d ranks, not %d", rootName.c_str(),
+                      reply.nRanks, nRanks);
+  }
+  table->resize(static_cast<size_t>(nRanks));
+  s = root->recvAll(table->data(), table->size() * sizeof(wire::Entry), answerBy);
+  if (!s.isOk()) return std::move(s).withPrefix("bootstrap: receiving the rank table from the root: ");
+  return Status::ok();
+}
+
+}  // namespace
+
 Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
                          std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit) {
   UniqueIdInfo info;
@@ -117,54 +179,16 @@ Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const Pee
   bind.setPort(0);
   WEFT_TRY(Socket::listen(bind, &b->listener_));
 
-  wire::Hello hello{};
-  hello.magic = wire::kHelloMagic;
-  hello.version = wire::kProtocolVersion;
-  std::memcpy(hello.secret, info.secret, kSecretBytes);
-  hello.nonce = info.nonce;
-  hello.rank = rank;
-  hello.nRanks = nRanks;
-  hello.timeoutMs = static_cast<uint64_t>(std::min(deadline.remainingSeconds(), 1e9) * 1e3);
-  hello.info = self;
-  hello.info.rank = rank;
-  hello.listen = wire::toWire(b->listener_.localAddress());
+  const wire::Hello hello = helloFor(info, rank, nRanks, self, deadline, b->listener_.localAddress());
   s = root.sendAll(&hello, sizeof(hello), deadline, abortInit);
   if (b->aborted()) return abortedWhile("greeting the root");
   if (!s.isOk()) return std::move(s).withPrefix("bootstrap: rank " + std::to_string(rank) + " greeting the root: ");
 
-  // The root answers with the table, or with why not. When ranks are missing it answers just
-  // before our deadline; wait a little past it for that answer, which names them.
-  Deadline answerBy =
-      deadline.atNs() == UINT64_MAX ? deadline : Deadline::afterSeconds(deadline.remainingSeconds() + 2);
-  wire::Reply reply{};
-  s = root.recvAll(&reply, sizeof(reply), answerBy, abortInit);
-  if (b->aborted()) return abortedWhile("waiting for the other ranks to join");
-  if (!s.isOk()) {
-    if (s.code() == weftTimeout) {
-      return WEFT_ERROR(weftTimeout,
-                        "bootstrap: rank %d had no answer from the root at %s within %.1f s: not all %d ranks joined "
-                        "(check that every rank was started with the same unique id)",
-                        rank, rootName.c_str(), (nowNs() - start) / 1e9, nRanks);
-    }
-    return Status::error(s.code(), "bootstrap: the root at " + rootName + " gave rank " + std::to_string(rank) +
-                                       " no answer (" + s.message() +
-                                       "); it turns away ranks whose hello it rejects: see its log");
-  }
-  if (reply.magic != wire::kReplyMagic) {
-    return WEFT_ERROR(weftInternalError, "bootstrap: garbled answer from the root at %s", rootName.c_str());
-  }
-  if (reply.status != weftSuccess) {
-    std::string text(std::min<uint32_t>(reply.textBytes, 64 << 10), '\0');
-    if (!root.recvAll(&text[0], text.size(), Deadline::afterSeconds(1)).isOk()) text = "(no reason given)";
-    return Status::error(static_cast<weftResult_t>(reply.status), text);
-  }
-  if (reply.nRanks != nRanks) {
-    return WEFT_ERROR(weftInternalError, "bootstrap: the root at %s answered with %d ranks, not %d", rootName.c_str(),
-                      reply.nRanks, nRanks);
-  }
-  std::vector<wire::Entry> table(static_cast<size_t>(nRanks));
-  s = root.recvAll(table.data(), table.size() * sizeof(wire::Entry), answerBy);
-  if (!s.isOk()) return std::move(s).withPrefix("bootstrap: receiving the rank table from the root: ");
+  std::vector<wire::Entry> table;
+  bool aborted = false;
+  s = awaitTable(*b, &root, info, rank, nRanks, deadline, start, abortInit, &table, &aborted);
+  if (aborted) return abortedWhile("waiting for the other ranks to join");
+  if (!s.isOk()) return s;
   root.close();
   for (const auto& e : table) {
     b->peers_.push_back(e.info);

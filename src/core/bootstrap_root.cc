@@ -93,6 +93,12 @@ class RootServer {
   void drop(Conn& c, const std::string& reason, weftResult_t answer = weftSuccess);
   void answerAll(const std::vector<char>& message);
   void answerTimeout();
+  // The steps of run's loop: take new connections, hear one connection, drop the connections
+  // whose hello is overdue; and the answer once every rank has joined.
+  void acceptPending();
+  void hear(Conn* c, const std::string& where, Deadline* deadline);
+  void expireHandshakes();
+  void answerTable(const std::string& where);
 
   Socket listener_;
   UniqueIdInfo id_;
@@ -209,6 +215,90 @@ void RootServer::answerTimeout() {
   answerAll(buf);
 }
 
+void RootServer::acceptPending() {
+  for (int i = 0; i < 64; ++i) {
+    Socket s;
+    if (!listener_.tryAccept(&s).isOk() || !s.valid()) break;
+    auto c = std::make_unique<Conn>();
+    c->addr = s.peerAddress().toString();
+    c->sock = std::move(s);
+    c->handshake = Deadline::afterSeconds(kHandshakeS);
+    if (pending_.size() >= kMaxPending) {
+      drop(*c, "too many connections are waiting to present a hello");
+      continue;
+    }
+    pending_.push_back(std::move(c));
+  }
+}
+
+// A joined rank's socket is readable: it hung up. A pending one's: more of its hello, and once
+// that is complete the rank joins (or is turned away); *deadline becomes the earliest rank's.
+void RootServer::hear(Conn* c, const std::string& where, Deadline* deadline) {
+  if (c->got == sizeof(c->hello)) {
+    // A rank that joined sends nothing more until the table comes: this is a hang-up.
+    int rank = c->hello.rank;
+    char buf[1];
+    size_t got = 0;
+    bool closed = false;
+    Status s = c->sock.recvSome(buf, sizeof(buf), &got, &closed);
+    if (!s.isOk() || closed || got > 0) {
+      drop(*c, "rank " + std::to_string(rank) +
+                   (got > 0 ? " sent bytes after its hello" : " went away before all ranks joined") + "; it may join again");
+      joined_.erase(rank);
+    }
+    return;
+  }
+  if (!readHello(*c)) return;
+  weftResult_t code = weftSuccess;
+  std::string why = validate(c->hello, &code);
+  if (!why.empty()) {
+    drop(*c, why, code);
+    return;
+  }
+  // The root gives up a little before the earliest rank does, so that its answer (which
+  // names the missing ranks) arrives while that rank still waits for it.
+  double remaining = static_cast<double>(c->hello.timeoutMs) / 1e3;
+  Deadline mine = Deadline::afterSeconds(remaining - std::min(0.5, remaining / 10));
+  if (joined_.empty() || mine.atNs() < deadline->atNs()) *deadline = mine;
+  if (joined_.empty() && firstJoinNs_ == 0) firstJoinNs_ = nowNs();
+  nRanks_ = c->hello.nRanks;
+  WEFT_LOG(kTrace, kBoot, "bootstrap root at %s: rank %d of %d joined from %s", where.c_str(), c->hello.rank, nRanks_,
+           c->addr.c_str());
+  int rank = c->hello.rank;
+  auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == c; });
+  joined_[rank] = std::move(*it);
+  pending_.erase(it);
+}
+
+void RootServer::expireHandshakes() {
+  for (auto& c : pending_) {
+    if (!c->dead && c->handshake.expired()) {
+      char why[128];
+      std::snprintf(why, sizeof(why), "sent %zu of the %zu bytes of a hello within %.0f s", c->got, sizeof(c->hello),
+                    kHandshakeS);
+      drop(*c, why);
+    }
+  }
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const auto& c) { return c->dead; }),
+                 pending_.end());
+}
+
+void RootServer::answerTable(const std::string& where) {
+  // Strangers still on the line get their warning before the ranks go on.
+  for (auto& c : pending_) drop(*c, "no complete hello before the communicator formed");
+  pending_.clear();
+  wire::Reply r{wire::kReplyMagic, 0, nRanks_, 0};
+  std::vector<char> table(sizeof(r) + sizeof(wire::Entry) * static_cast<size_t>(nRanks_));
+  std::memcpy(table.data(), &r, sizeof(r));
+  for (auto& [rank, c] : joined_) {
+    wire::Entry e{c->hello.info, c->hello.listen};
+    std::memcpy(table.data() + sizeof(r) + sizeof(e) * static_cast<size_t>(rank), &e, sizeof(e));
+  }
+  answerAll(table);
+  WEFT_LOG(kInfo, kBoot, "bootstrap root at %s: all %d ranks joined in %.2f s", where.c_str(), nRanks_,
+           static_cast<double>(nowNs() - firstJoinNs_) / 1e9);
+}
+
 void RootServer::run() {
   const std::string where = id_.root.toString();
   // Until a rank says how long it waits, the root waits WEFT_TIMEOUT_S for the first one.
@@ -228,7 +318,6 @@ void RootServer::run() {
       }
       return;
     }
-
     fds.assign(1, pollfd{listener_.fd(), POLLIN, 0});
     owners.assign(1, nullptr);
     for (auto& c : pending_) fds.push_back({c->sock.fd(), POLLIN, 0}), owners.push_back(c.get());
@@ -238,88 +327,14 @@ void RootServer::run() {
       WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: poll: %s", where.c_str(), errnoText(errno).c_str());
       return;
     }
-
-    if (rc > 0 && fds[0].revents != 0) {
-      for (int i = 0; i < 64; ++i) {
-        Socket s;
-        if (!listener_.tryAccept(&s).isOk() || !s.valid()) break;
-        auto c = std::make_unique<Conn>();
-        c->addr = s.peerAddress().toString();
-        c->sock = std::move(s);
-        c->handshake = Deadline::afterSeconds(kHandshakeS);
-        if (pending_.size() >= kMaxPending) {
-          drop(*c, "too many connections are waiting to present a hello");
-          continue;
-        }
-        pending_.push_back(std::move(c));
-      }
-    }
-
+    if (rc > 0 && fds[0].revents != 0) acceptPending();
     for (size_t i = 1; rc > 0 && i < fds.size(); ++i) {
-      Conn* c = owners[i];
-      if (fds[i].revents == 0 || c->dead) continue;
-      if (c->got == sizeof(c->hello)) {
-        // A rank that joined sends nothing more until the table comes: this is a hang-up.
-        int rank = c->hello.rank;
-        char buf[1];
-        size_t got = 0;
-        bool closed = false;
-        Status s = c->sock.recvSome(buf, sizeof(buf), &got, &closed);
-        if (!s.isOk() || closed || got > 0) {
-          drop(*c, "rank " + std::to_string(rank) +
-                       (got > 0 ? " sent bytes after its hello" : " went away before all ranks joined") +
-                       "; it may join again");
-          joined_.erase(rank);
-        }
-        continue;
-      }
-      if (!readHello(*c)) continue;
-      weftResult_t code = weftSuccess;
-      std::string why = validate(c->hello, &code);
-      if (!why.empty()) {
-        drop(*c, why, code);
-        continue;
-      }
-      // The root gives up a little before the earliest rank does, so that its answer (which
-      // names the missing ranks) arrives while that rank still waits for it.
-      double remaining = static_cast<double>(c->hello.timeoutMs) / 1e3;
-      Deadline mine = Deadline::afterSeconds(remaining - std::min(0.5, remaining / 10));
-      if (joined_.empty() || mine.atNs() < deadline.atNs()) deadline = mine;
-      if (joined_.empty() && firstJoinNs_ == 0) firstJoinNs_ = nowNs();
-      nRanks_ = c->hello.nRanks;
-      WEFT_LOG(kTrace, kBoot, "bootstrap root at %s: rank %d of %d joined from %s", where.c_str(), c->hello.rank,
-               nRanks_, c->addr.c_str());
-      int rank = c->hello.rank;
-      auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == c; });
-      joined_[rank] = std::move(*it);
-      pending_.erase(it);
+      if (fds[i].revents != 0 && !owners[i]->dead) hear(owners[i], where, &deadline);
     }
-
-    for (auto& c : pending_) {
-      if (!c->dead && c->handshake.expired()) {
-        char why[128];
-        std::snprintf(why, sizeof(why), "sent %zu of the %zu bytes of a hello within %.0f s", c->got, sizeof(c->hello),
-                      kHandshakeS);
-        drop(*c, why);
-      }
-    }
-    pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const auto& c) { return c->dead; }),
-                   pending_.end());
+    expireHandshakes();
   }
-
-  // Everyone is here. Strangers still on the line get their warning before the ranks go on.
-  for (auto& c : pending_) drop(*c, "no complete hello before the communicator formed");
-  pending_.clear();
-  wire::Reply r{wire::kReplyMagic, 0, nRanks_, 0};
-  std::vector<char> table(sizeof(r) + sizeof(wire::Entry) * static_cast<size_t>(nRanks_));
-  std::memcpy(table.data(), &r, sizeof(r));
-  for (auto& [rank, c] : joined_) {
-    wire::Entry e{c->hello.info, c->hello.listen};
-    std::memcpy(table.data() + sizeof(r) + sizeof(e) * static_cast<size_t>(rank), &e, sizeof(e));
-  }
-  answerAll(table);
-  WEFT_LOG(kInfo, kBoot, "bootstrap root at %s: all %d ranks joined in %.2f s", where.c_str(), nRanks_,
-           static_cast<double>(nowNs() - firstJoinNs_) / 1e9);
+  // Everyone is here.
+  answerTable(where);
 }
 
 // ---- the registry of root threads ---------------------------------------------------------
