@@ -111,6 +111,25 @@ WEFT_HOST_DEVICE inline T laneScalar(const device::LaneLaunch& launch) {
 // policy for the launch's op: it picks the combining step of each schedule step from whether
 // the step is final (avg divides there) and whether it reads this rank's own input (the send
 // buffer: a premul-sum multiplies it there, once).
+// The slot a receive found: the call's stamp (when checked; another call's stamp comes first,
+// since its size may differ too but the call is what is wrong), then the byte count.
+WEFT_HOST_DEVICE inline uint32_t laneCheckSlot(const device::FifoView& in, uint64_t c, uint64_t bytes,
+                                               uint64_t wantStamp, uint64_t* detail) {
+  if (wantStamp != 0 && in.stamps != nullptr) {
+    const uint64_t stamp = weftLoadAcquire(&in.stamps[c % in.nSlots]);
+    if (stamp != wantStamp) {
+      *detail = stamp;
+      return device::kLaneBadStamp;
+    }
+  }
+  const uint64_t found = weftLoadAcquire(&in.sizes[c % in.nSlots]);
+  if (found != bytes) {
+    *detail = found;
+    return device::kLaneBadMessage;
+  }
+  return device::kLaneOk;
+}
+
 template <typename T, typename Steps, typename Ctx>
 WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane, const Steps& steps, Ctx& ctx) {
   const T scalar = Steps::kScalesOwn ? laneScalar<T>(launch) : T();
@@ -139,21 +158,7 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
           fifo = st.recvFifo;
           const uint64_t c = *in->cursor;
           code = laneWait(launch, *in, [&] { return weftLoadAcquire(in->head) > c; }, &detail);
-          // Another call's stamp first: its size may differ too, but the call is what is wrong.
-          if (code == device::kLaneOk && b.recvStamp != 0 && in->stamps != nullptr) {
-            const uint64_t stamp = weftLoadAcquire(&in->stamps[c % in->nSlots]);
-            if (stamp != b.recvStamp) {
-              code = device::kLaneBadStamp;
-              detail = stamp;
-            }
-          }
-          if (code == device::kLaneOk) {
-            const uint64_t found = weftLoadAcquire(&in->sizes[c % in->nSlots]);
-            if (found != bytes) {
-              code = device::kLaneBadMessage;
-              detail = found;
-            }
-          }
+          if (code == device::kLaneOk) code = laneCheckSlot(*in, c, bytes, b.recvStamp, &detail);
         }
         if (code == device::kLaneOk && out != nullptr) {
           fifo = st.sendFifo;

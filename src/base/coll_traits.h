@@ -90,13 +90,17 @@ constexpr CollTraits kCollTraits[] = {
 
 constexpr int kNumCollKinds = static_cast<int>(sizeof(kCollTraits) / sizeof(kCollTraits[0]));
 
-constexpr bool collTableInEnumOrder() {
-  for (int i = 0; i < kNumCollKinds; ++i) {
-    if (static_cast<int>(kCollTraits[i].kind) != i) return false;
+// Whether row i of a table is about enumerator i (key reads a row's enumerator): lookups index
+// the tables by the enum.
+template <typename Row, size_t N, typename Key>
+constexpr bool inEnumOrder(const Row (&rows)[N], Key key) {
+  for (size_t i = 0; i < N; ++i) {
+    if (static_cast<size_t>(key(rows[i])) != i) return false;
   }
   return true;
 }
-static_assert(collTableInEnumOrder(), "kCollTraits must list every CollKind once, in enum order");
+static_assert(inEnumOrder(kCollTraits, [](const CollTraits& t) { return t.kind; }),
+              "kCollTraits must list every CollKind once, in enum order");
 
 constexpr const CollTraits& collTraits(CollKind kind) { return kCollTraits[static_cast<int>(kind)]; }
 constexpr const char* collName(CollKind kind) {
@@ -202,13 +206,8 @@ constexpr AlgoTraits kAlgoTraits[] = {
 
 constexpr int kNumAlgos = static_cast<int>(sizeof(kAlgoTraits) / sizeof(kAlgoTraits[0]));
 
-constexpr bool algoTableInEnumOrder() {
-  for (int i = 0; i < kNumAlgos; ++i) {
-    if (static_cast<int>(kAlgoTraits[i].algo) != i) return false;
-  }
-  return true;
-}
-static_assert(algoTableInEnumOrder(), "kAlgoTraits must list every Algo once, in enum order");
+static_assert(inEnumOrder(kAlgoTraits, [](const AlgoTraits& a) { return a.algo; }),
+              "kAlgoTraits must list every Algo once, in enum order");
 
 constexpr const char* algoName(Algo algo) {
   return static_cast<int>(algo) < kNumAlgos ? kAlgoTraits[static_cast<int>(algo)].name : "unknown";

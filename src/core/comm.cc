@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <list>
 #include <cstring>
 
 #include "base/log.h"
@@ -404,6 +405,29 @@ Status Communicator::pairSelfCalls(const std::vector<P2pCall>& calls,
   return Status::ok();
 }
 
+namespace {
+
+// Where each send of a group reads from: its buffer, or, when that overlaps a receive of the same
+// group (an in-place exchange), a copy in `copies` taken before anything is received.
+std::vector<const void*> sendSources(const std::vector<P2pCall>& calls, int self, std::list<std::vector<char>>* copies) {
+  std::vector<const void*> sendFrom(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    sendFrom[i] = calls[i].sendbuff;
+    if (!calls[i].send || calls[i].bytes == 0 || calls[i].peer == self) continue;
+    const char* sb = static_cast<const char*>(calls[i].sendbuff);
+    for (const auto& other : calls) {
+      const char* rb = static_cast<const char*>(other.recvbuff);
+      if (other.send || other.bytes == 0 || !(sb < rb + other.bytes && rb < sb + calls[i].bytes)) continue;
+      copies->emplace_back(sb, sb + calls[i].bytes);
+      sendFrom[i] = copies->back().data();
+      break;
+    }
+  }
+  return sendFrom;
+}
+
+}  // namespace
+
 Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   ++seq_;
   setLogRank(rank_);
@@ -421,22 +445,8 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
 
   // One lane per call (bytes as elements, so both sides slice alike whatever their datatype);
   // one track per (peer, direction), runs in call order.
-  // A send whose buffer overlaps a receive of the same group (an in-place exchange) goes from
-  // a copy, taken before anything is received.
-  std::vector<std::vector<char>> copies;
-  std::vector<const void*> sendFrom(calls.size());
-  for (size_t i = 0; i < calls.size(); ++i) {
-    sendFrom[i] = calls[i].sendbuff;
-    if (!calls[i].send || calls[i].bytes == 0 || calls[i].peer == rank_) continue;
-    const char* sb = static_cast<const char*>(calls[i].sendbuff);
-    for (const auto& other : calls) {
-      const char* rb = static_cast<const char*>(other.recvbuff);
-      if (other.send || other.bytes == 0 || !(sb < rb + other.bytes && rb < sb + calls[i].bytes)) continue;
-      copies.emplace_back(sb, sb + calls[i].bytes);
-      sendFrom[i] = copies.back().data();
-      break;
-    }
-  }
+  std::list<std::vector<char>> copies;
+  const std::vector<const void*> sendFrom = sendSources(calls, rank_, &copies);
   std::vector<coll::Lane> lanes(calls.size());
   std::map<std::pair<int, bool>, coll::Track> tracks;
   int64_t sliceElems = settings_.slotBytes;

@@ -235,6 +235,32 @@ ShmFifo::~ShmFifo() {
   munmap(base_, mappedBytes_);
 }
 
+namespace {
+
+// Writes a new FIFO's header, byte counts and stamps into `base`; the magic last, so that a
+// sender that sees it sees the rest.
+void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
+  auto* h = new (base) FifoHeader();
+  h->version = kFifoVersion;
+  h->nSlots = spec.nSlots;
+  h->slotBytes = spec.slotBytes;
+  h->slotStride = layout.slotStride;
+  h->sizesOffset = layout.sizesOffset;
+  h->dataOffset = layout.dataOffset;
+  h->totalBytes = layout.totalBytes;
+  h->receiverRank = spec.selfRank;
+  h->receiverPid = getpid();
+  h->receiverPidNs = pidNamespace();
+  h->senderRank = spec.peerRank;
+  auto* sizes = reinterpret_cast<char*>(base) + layout.sizesOffset;
+  for (size_t i = 0; i < spec.nSlots; ++i) new (sizes + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
+  auto* stamps = reinterpret_cast<char*>(base) + layout.stampsOffset;
+  for (size_t i = 0; i < spec.nSlots; ++i) new (stamps + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
+  h->magic.store(kFifoMagic, std::memory_order_release);
+}
+
+}  // namespace
+
 Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint64_t freeBytes) {
   WEFT_TRY(checkGeometry(spec));
   const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
@@ -287,25 +313,9 @@ Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint
   }
   Mapping map(base, layout.totalBytes);
 
-  // Only the header and the byte counts are touched here: the slots' pages are placed by
+  // Only the header, byte counts and stamps are touched here: the slots' pages are placed by
   // whoever writes them first.
-  auto* h = new (base) FifoHeader();
-  h->version = kFifoVersion;
-  h->nSlots = spec.nSlots;
-  h->slotBytes = spec.slotBytes;
-  h->slotStride = layout.slotStride;
-  h->sizesOffset = layout.sizesOffset;
-  h->dataOffset = layout.dataOffset;
-  h->totalBytes = layout.totalBytes;
-  h->receiverRank = spec.selfRank;
-  h->receiverPid = getpid();
-  h->receiverPidNs = pidNamespace();
-  h->senderRank = spec.peerRank;
-  auto* sizes = reinterpret_cast<char*>(base) + layout.sizesOffset;
-  for (size_t i = 0; i < spec.nSlots; ++i) new (sizes + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
-  auto* stamps = reinterpret_cast<char*>(base) + layout.stampsOffset;
-  for (size_t i = 0; i < spec.nSlots; ++i) new (stamps + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
-  h->magic.store(kFifoMagic, std::memory_order_release);
+  initHeader(base, spec, layout);
 
   std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kReceiver, spec, map.release(), layout.totalBytes));
   // Until the sender attaches, the pid the peer reported at init is all there is to watch.

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cctype>
 
+#include "base/coll_traits.h"
 #include "base/log.h"
 #include "base/params.h"
 
@@ -203,6 +205,20 @@ TEST(Params, ForkWhileAnotherThreadWarnsDoesNotDeadlockTheChild) {
   unsetenv("WEFT_NSLOTS");
   unsetenv("WEFT_BUFFSIZE");
   EXPECT_EQ(hung, 0) << "children deadlocked after fork";
+}
+
+// WEFT_ALGO's help is text in the parameter table; it must name exactly the all-reduce
+// algorithms of the algorithm table (base/coll_traits.h), so that a new one is not forgotten.
+TEST(Params, AlgoHelpNamesEveryAllReduceAlgorithm) {
+  const std::vector<params::ParamInfo> all = params::all();
+  auto it = std::find_if(all.begin(), all.end(), [](const params::ParamInfo& p) { return p.env == "WEFT_ALGO"; });
+  ASSERT_NE(it, all.end());
+  std::string help = it->help;
+  std::transform(help.begin(), help.end(), help.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const coll::AlgoTraits& a : coll::kAlgoTraits) {
+    const bool named = help.find(a.name) != std::string::npos;
+    EXPECT_EQ(named, coll::algoSupported(coll::CollKind::kAllReduce, a.algo)) << a.name << " in: " << it->help;
+  }
 }
 
 }  // namespace
