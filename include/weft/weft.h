@@ -160,7 +160,10 @@ const char* weftGetErrorString(weftResult_t result);
 const char* weftGetLastError(weftComm_t comm);
 
 /* ---- Communicators ------------------------------------------------------------------- */
-/* Makes a new id and starts its root listener in this process. Call on one rank only. */
+/* Makes a new id and starts its root listener in this process. Call on one rank only. An id
+ * makes exactly one communicator: initialising a second one with it (after the first was
+ * destroyed, by another group of ranks at the same time, or a rank joining twice) fails with
+ * weftInvalidUsage and a message that says the id was already used. */
 weftResult_t weftGetUniqueId(weftUniqueId* uniqueId);
 /* Joins communicator `id` as rank `rank` of `nranks`. Collective over the nranks callers. */
 weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank);
