@@ -207,6 +207,7 @@ bool OfiLink::postSends() {
   uint64_t limit = released_.load(std::memory_order_relaxed) + n;
   while (posted_ < head && posted_ < limit) {
     size_t payload = std::min<size_t>(ring_.size(posted_).load(std::memory_order_relaxed), ring_.slotBytes());
+    if (payload == 0 && !inlineReference(ring_.slot(posted_), &payload)) return true;
     // The stamp travels as a trailer right after the payload (the ring leaves room for it).
     uint64_t stamp = ring_.stamp(posted_).load(std::memory_order_relaxed);
     std::memcpy(ring_.slot(posted_) + payload, &stamp, kStampTrailerBytes);
@@ -399,6 +400,26 @@ void OfiLink::failProtocol(const char* what) {
                          "rank does not use the same WEFT_NET and WEFT_OFI_PROVIDER",
                          selfRank_, peerText_.c_str(), what),
               false);
+}
+
+bool OfiLink::inlineReference(char* slot, size_t* payload) {
+  const char* data = slot;
+  size_t bytes = 0;
+  resolveReferencedBytes(&data, &bytes);
+  if (data == slot) return true;  // an empty message, not a reference
+  if (bytes > ring_.slotBytes()) {
+    state_.fail(WEFT_ERROR(weftInternalError,
+                           "rank %d: a reference to %zu bytes posted to %s, whose slots hold %zu; report this as a "
+                           "Weft bug",
+                           selfRank_, bytes, peerText_.c_str(), ring_.slotBytes()),
+                false);
+    return false;
+  }
+  std::memcpy(slot, data, bytes);
+  *payload = bytes;
+  // A post the provider refuses for now (EAGAIN) is retried from the slot, which is now data.
+  ring_.size(posted_).store(bytes, std::memory_order_relaxed);
+  return true;
 }
 
 void OfiLink::failPost(const char* what, ssize_t rc) {

@@ -80,6 +80,9 @@ class OfiLink final : public NetLink, private OfiOpOwner {
   // The domain is the proxy's task; links have nothing of their own to sleep on.
   int pollFd() const override { return kNothingToWaitFor; }
   bool wantsWakeOnRelease() const override { return true; }
+  // A reference posted to a sending link is sent as its bytes, copied into the registered slot
+  // when the slot is posted (a peer in another process cannot read this one's memory).
+  bool sendsReferencedBytes() const override { return sending_; }
   // Every posted slot has been sent and released by the receiver (all credits are back).
   bool allSendsDelivered() const override;
 
@@ -115,6 +118,9 @@ class OfiLink final : public NetLink, private OfiOpOwner {
   void helloReceived(size_t bytes);
   void failProtocol(const char* what);
   void failPost(const char* what, ssize_t rc);
+  // Sending: a slot posted as a ReferenceMessage gets the referenced bytes (*payload their
+  // count); false when the link failed instead.
+  bool inlineReference(char* slot, size_t* payload);
   void initOp(OfiOp* op, uint32_t kind, uint32_t index);
   int outstanding() const;
 

@@ -173,11 +173,9 @@ std::vector<TransportCase> transportCases() {
     ofi.make = [] { return std::make_unique<net::OfiTransport>(); };
     ofi.info = ownHostInfo;
     ofi.noFork = "libfabric's state does not survive fork() in a process that already used it";
-    // Found by this suite: OfiLink sends a zero-byte slot as zero bytes, so a reference arrives
-    // empty. The host executor only sends references where sendsReferencedBytes() or the peer
-    // reads this process's memory (same host), i.e. only with WEFT_SHM_DISABLE=1 and WEFT_NET=ofi
-    // on one host. Remove this line when ofi_link.cc carries them.
-    ofi.noReferences = "known gap: the libfabric transport neither carries a reference nor its bytes (ofi_link.cc)";
+    // Found by this suite: OfiLink sent a zero-byte slot as zero bytes, so a reference arrived
+    // empty (with WEFT_SHM_DISABLE=1 and WEFT_NET=ofi on one host the executor sends them); it
+    // now sends the referenced bytes.
     out.push_back(ofi);
   }
 
