@@ -200,6 +200,8 @@ class Communicator final : public coll::ConnectionProvider {
   void makeRoomForOps(size_t n);
   coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize);
   Status fail(Status status);
+  // fail() for a failure of the device path, which may be a disagreement between the ranks' calls.
+  Status failDevice(Status status);
   topo::TunerInput tunerInput(int64_t bytes) const;
   std::string describe(const CollCall& call, const std::string& algo, uint64_t seq) const;
   // Call fingerprints (call_mismatch.cc). The stamp of a collective call, recorded as current_.
