@@ -147,7 +147,7 @@ std::string describeLaneError(const device::LaneError& error, const DeviceProgra
       std::string text = where + ": " + peer + " reported a failure";
       const uint64_t culprit = error.detail >= 2 ? error.detail - 2 : 0;
       if (error.detail >= 2 && (culprit & device::kLaneCulpritCallMismatch) != 0) {
-        text += " (the ranks made different calls, seen by rank " +
+        text += " (the ranks made different calls, involving rank " +
                 std::to_string(culprit & ~uint64_t{device::kLaneCulpritCallMismatch}) + ")";
       } else if (error.detail >= 2) {
         text += " caused by rank " + std::to_string(culprit);

@@ -32,7 +32,8 @@ struct UseEmulatedDevice {
 
 weft::device::Runtime& rt() { return *weft::device::gpuRuntime(); }
 
-constexpr int kRanks = 2;
+constexpr int kRanks = 2;     // the ranks of most cases
+constexpr int kMaxRanks = 3;  // the most any case uses
 constexpr size_t kMessageBytes = 1024;
 // The largest buffer a case uses: 16 MiB of floats (CountLarge).
 constexpr size_t kBufferBytes = (16u << 20) + 64;
@@ -49,11 +50,11 @@ struct Outcome {
 class SharedOutcomes {
  public:
   SharedOutcomes() {
-    void* p = mmap(nullptr, sizeof(Outcome) * kRanks, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void* p = mmap(nullptr, sizeof(Outcome) * kMaxRanks, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) std::abort();
-    outcomes_ = new (p) Outcome[kRanks];
+    outcomes_ = new (p) Outcome[kMaxRanks];
   }
-  ~SharedOutcomes() { munmap(outcomes_, sizeof(Outcome) * kRanks); }
+  ~SharedOutcomes() { munmap(outcomes_, sizeof(Outcome) * kMaxRanks); }
   Outcome& operator[](int r) { return outcomes_[r]; }
 
  private:
@@ -81,9 +82,9 @@ using Body = std::function<weftResult_t(int rank, weftComm_t comm, DeviceBuffers
 
 // Joins the communicator, makes the call, waits for its stream and asks for the asynchronous
 // error, timing it all from the call on. Returns the communicator, for the caller to destroy.
-weftComm_t runRank(int rank, const weftUniqueId& id, const Body& body, Outcome* out) {
+weftComm_t runRank(int rank, int nRanks, const weftUniqueId& id, const Body& body, Outcome* out) {
   weftComm_t comm = nullptr;
-  if (weftCommInitRank(&comm, kRanks, id, rank) != weftSuccess) {
+  if (weftCommInitRank(&comm, nRanks, id, rank) != weftSuccess) {
     std::snprintf(out->message, sizeof(out->message), "init failed: %s", weftGetLastError(nullptr));
     return nullptr;
   }
@@ -135,25 +136,27 @@ class DeviceCallMismatch : public ::testing::TestWithParam<std::tuple<std::strin
   const std::string& route() const { return std::get<0>(GetParam()); }
   bool processes() const { return std::get<1>(GetParam()); }
 
-  void run(const Body& body, SharedOutcomes& outcomes) {
+  void run(const Body& body, SharedOutcomes& outcomes, int nRanks = kRanks) {
     weftUniqueId id;
     ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
     if (!processes()) {
       // Threads of one process share the emulated device's memory: a rank's FIFOs go only once
       // every rank is done (a real GPU's free waits for the kernels that use the memory).
-      std::vector<weftComm_t> comms(kRanks, nullptr);
+      std::vector<weftComm_t> comms(nRanks, nullptr);
       std::vector<std::thread> threads;
-      for (int r = 0; r < kRanks; ++r) threads.emplace_back([&, r] { comms[r] = runRank(r, id, body, &outcomes[r]); });
+      for (int r = 0; r < nRanks; ++r) {
+        threads.emplace_back([&, r] { comms[r] = runRank(r, nRanks, id, body, &outcomes[r]); });
+      }
       for (auto& t : threads) t.join();
       for (weftComm_t c : comms) (void)weftCommDestroy(c);
       return;
     }
     std::vector<pid_t> children;
-    for (int r = 0; r < kRanks; ++r) {
+    for (int r = 0; r < nRanks; ++r) {
       pid_t pid = fork();
       ASSERT_GE(pid, 0);
       if (pid == 0) {
-        (void)weftCommDestroy(runRank(r, id, body, &outcomes[r]));
+        (void)weftCommDestroy(runRank(r, nRanks, id, body, &outcomes[r]));
         _exit(0);
       }
       children.push_back(pid);
@@ -176,10 +179,10 @@ class DeviceCallMismatch : public ::testing::TestWithParam<std::tuple<std::strin
 
   // Runs body on both ranks and checks: no rank's call succeeded, each failed as invalid usage
   // within a second of its call, and each carries `sentence`, the same on every rank.
-  void expectEveryRankFails(const Body& body, const std::string& sentence) {
+  void expectEveryRankFails(const Body& body, const std::string& sentence, int nRanks = kRanks) {
     SharedOutcomes outcomes;
-    run(body, outcomes);
-    for (int r = 0; r < kRanks; ++r) {
+    run(body, outcomes, nRanks);
+    for (int r = 0; r < nRanks; ++r) {
       const Outcome& o = outcomes[r];
       ASSERT_EQ(o.called, 1) << "rank " << r << " never made its call: " << o.message;
       EXPECT_TRUE(o.enqueued != weftSuccess || o.async != weftSuccess)
@@ -250,6 +253,18 @@ TEST_P(DeviceCallMismatch, SkippedCall) {
         return weftAllReduce(b.in, b.out, 3000, weftFloat32, weftSum, comm, b.stream);
       },
       "rank 1 called allreduce #1 (count 3000, float, sum) while rank 0 called allreduce #1 (count 1000, float, sum)");
+}
+
+// Three ranks, one of which differs: ranks whose lanes never read the odd rank's slots learn of
+// the mismatch through their peers' abort flags, and the sentence names the odd rank against the
+// majority, on every rank.
+TEST_P(DeviceCallMismatch, TheOddRankIsNamedOnEveryRank) {
+  expectEveryRankFails(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        return weftAllReduce(b.in, b.out, 3000, weftFloat32, rank == 2 ? weftMin : weftSum, comm, b.stream);
+      },
+      "rank 2 called allreduce #1 (count 3000, float, min) while rank 0 called allreduce #1 (count 3000, float, sum)",
+      3);
 }
 
 TEST_P(DeviceCallMismatch, AgreeingRanksSucceed) {
