@@ -1,10 +1,15 @@
 // Ranks that make different calls on device buffers (issue 13, item 1), on the emulated device
-// (host memory posing as one GPU): whatever differs (count, datatype, op, collective, root, a
-// skipped call), no rank's call succeeds, neither when it is enqueued nor once its stream is
-// done, every rank sees its failure within a second of making the call, and every rank reports
-// the same sentence naming both calls, as the host path does (tests/api/call_mismatch_test.cc).
-// Over every device route (GPU peer memory, and the bridges over shared memory and over
-// sockets), with ranks as threads and as forked processes. Agreeing ranks are not disturbed.
+// (host memory posing as one GPU): whatever differs (count, datatype, op, collective, a skipped
+// call), no rank's call succeeds, neither when it is enqueued nor once its stream is done, every
+// rank sees its failure within a second of making the call, and every rank reports the same
+// sentence naming both calls, as the host path does (tests/api/call_mismatch_test.cc). Over
+// every device route (GPU peer memory, and the bridges over shared memory and over sockets),
+// with ranks as threads and as forked processes. Agreeing ranks are not disturbed.
+//
+// Not here: ranks that disagree on a broadcast's root. Each then only sends and no lane ever
+// reads a slot of the other call; the device path has no equivalent of the host executor's wait
+// for its messages to be consumed (host_executor.cc, waitForConsumers), so that case still waits
+// for WEFT_TIMEOUT_S (in the first call's connect) or passes its stale slots to the next call.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
