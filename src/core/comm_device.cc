@@ -120,6 +120,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   std::vector<int> lanes;
   std::map<std::pair<int, bool>, int> ordinal;
   ++seq_;
+  recordP2pCall(calls.size());
   auto add = [&](coll::Step step, const void* send, void* recv, size_t bytes, int lane) {
     coll::RankSchedule s;
     s.rank = rank_;

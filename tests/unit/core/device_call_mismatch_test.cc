@@ -272,6 +272,25 @@ TEST_P(DeviceCallMismatch, TheOddRankIsNamedOnEveryRank) {
       3);
 }
 
+// A receive of another size than the send: the receiving rank fails at once naming its own
+// send/recv group. (The sending rank's launch may already be complete by then: like a root that
+// only sends, nothing on the device path waits for its message to be consumed.)
+TEST_P(DeviceCallMismatch, ReceiveOfAnotherSizeNamesTheGroup) {
+  SharedOutcomes outcomes;
+  run(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        if (rank == 0) return weftSend(b.in, 1000, weftFloat32, 1, comm, b.stream);
+        return weftRecv(b.out, 2000, weftFloat32, 0, comm, b.stream);
+      },
+      outcomes);
+  const Outcome& o = outcomes[1];
+  ASSERT_EQ(o.called, 1) << o.message;
+  EXPECT_TRUE(o.enqueued != weftSuccess || o.async != weftSuccess) << "the receive of the wrong size succeeded";
+  EXPECT_LT(o.seconds, 1.0) << "the receiving rank took " << o.seconds << " s to see its failure";
+  EXPECT_NE(sentenceOf(o.message).find("rank 1 called a send/recv group #1 (1 operations)"), std::string::npos)
+      << o.message;
+}
+
 TEST_P(DeviceCallMismatch, AgreeingRanksSucceed) {
   SharedOutcomes outcomes;
   run(
