@@ -145,7 +145,13 @@ std::string describeLaneError(const device::LaneError& error, const DeviceProgra
       return where + ": the communicator was aborted";
     case device::kLanePeerAborted: {
       std::string text = where + ": " + peer + " reported a failure";
-      if (error.detail >= 2) text += " caused by rank " + std::to_string(error.detail - 2);
+      const uint64_t culprit = error.detail >= 2 ? error.detail - 2 : 0;
+      if (error.detail >= 2 && (culprit & device::kLaneCulpritCallMismatch) != 0) {
+        text += " (the ranks made different calls, involving rank " +
+                std::to_string(culprit & ~uint64_t{device::kLaneCulpritCallMismatch}) + ")";
+      } else if (error.detail >= 2) {
+        text += " caused by rank " + std::to_string(culprit);
+      }
       return text;
     }
     case device::kLaneBadMessage:

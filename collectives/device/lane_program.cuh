@@ -71,6 +71,21 @@ WEFT_HOST_DEVICE inline uint32_t laneWait(const device::LaneLaunch& launch, cons
   return device::kLaneOk;
 }
 
+// What a failing lane tells its peers through selfAbort: 1 (culprit unknown to the device), or,
+// when the ranks' calls disagree, the rank that sent the slot of another call (or the culprit a
+// peer passed on) with kLaneCulpritCallMismatch, so that every rank joins the exchange that names
+// both calls.
+WEFT_HOST_DEVICE inline uint32_t laneAbortValue(const device::LaneLaunch& launch, uint32_t code, int fifo,
+                                                uint64_t detail) {
+  if ((code == device::kLaneBadStamp || code == device::kLaneBadMessage) && fifo >= 0 && launch.fifos[fifo].peer >= 0) {
+    return (static_cast<uint32_t>(launch.fifos[fifo].peer) | device::kLaneCulpritCallMismatch) + 2;
+  }
+  if (code == device::kLanePeerAborted && detail >= 2 && ((detail - 2) & device::kLaneCulpritCallMismatch) != 0) {
+    return static_cast<uint32_t>(detail);
+  }
+  return 1;
+}
+
 // Leader: records the lane's failure (the first one wins) and tells every peer of the launch.
 WEFT_HOST_DEVICE inline void laneFail(const device::LaneLaunch& launch, uint32_t code, int lane, int step,
                                       int64_t iteration, int fifo, uint64_t detail) {
@@ -82,10 +97,11 @@ WEFT_HOST_DEVICE inline void laneFail(const device::LaneLaunch& launch, uint32_t
     launch.error->iteration = iteration;
     launch.error->detail = detail;
   }
+  const uint32_t told = laneAbortValue(launch, code, fifo, detail);
   for (int32_t i = 0; i < launch.nFifos; ++i) {
-    if (launch.fifos[i].selfAbort != nullptr && weftLoadAcquire32(launch.fifos[i].selfAbort) == 0) {
-      weftStoreRelease32(launch.fifos[i].selfAbort, 1);  // 1: culprit unknown to the device
-    }
+    if (launch.fifos[i].selfAbort == nullptr) continue;
+    const uint32_t now = weftLoadAcquire32(launch.fifos[i].selfAbort);
+    if (now == 0 || (now == 1 && told > 1)) weftStoreRelease32(launch.fifos[i].selfAbort, told);
   }
 }
 

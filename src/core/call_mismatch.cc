@@ -114,6 +114,15 @@ uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
   return coll::makeStamp(coll::collectiveSeq(seq_), fp);
 }
 
+void Communicator::recordP2pCall(size_t nCalls) {
+  current_ = CallRecord();
+  current_.magic = kCallRecordMagic;
+  current_.rank = rank_;
+  current_.kind = static_cast<int32_t>(coll::CollKind::kSendRecv);
+  current_.seq = seq_;
+  current_.count = nCalls;
+}
+
 uint64_t Communicator::stampP2p(int peer, bool send, size_t bytes) {
   std::vector<uint32_t>& seqs = send ? p2pSendSeq_ : p2pRecvSeq_;
   if (seqs.size() != static_cast<size_t>(nRanks_)) seqs.assign(static_cast<size_t>(nRanks_), 0);

@@ -485,12 +485,7 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   plan.timeoutS = settings_.timeoutS;
   plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
   plan.checkStamps = checkCalls_;
-  current_ = CallRecord();
-  current_.magic = kCallRecordMagic;
-  current_.rank = rank_;
-  current_.kind = static_cast<int32_t>(coll::CollKind::kSendRecv);
-  current_.seq = seq_;
-  current_.count = nCalls;
+  recordP2pCall(nCalls);
   Status s = coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return fail(std::move(s));

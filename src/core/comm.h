@@ -200,10 +200,14 @@ class Communicator final : public coll::ConnectionProvider {
   void makeRoomForOps(size_t n);
   coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize);
   Status fail(Status status);
+  // fail() for a failure of the device path, which may be a disagreement between the ranks' calls.
+  Status failDevice(Status status);
   topo::TunerInput tunerInput(int64_t bytes) const;
   std::string describe(const CollCall& call, const std::string& algo, uint64_t seq) const;
   // Call fingerprints (call_mismatch.cc). The stamp of a collective call, recorded as current_.
   uint64_t stampCollective(const CollCall& call, int algo);
+  // Records a send/recv group of nCalls operations as current_ (its stamps are per peer).
+  void recordP2pCall(size_t nCalls);
   // The stamps of a send and a receive to/from `peer` (the pair's own sequence).
   uint64_t stampP2p(int peer, bool send, size_t bytes);
   // A failure because the ranks' calls disagree: every failing rank exchanges its current_

@@ -9,9 +9,13 @@
 #include "collectives/device_executor.h"
 #include "core/comm.h"
 #include "device/device.h"
+#include "transports/transport.h"
 
 namespace weft {
 namespace core {
+
+static_assert(device::kLaneCulpritCallMismatch == static_cast<uint32_t>(kCulpritCallMismatch),
+              "the lanes and the transports mark a call mismatch in a culprit with the same bit");
 
 // The GPU the calling thread uses, when there is a GPU runtime with a device.
 void describeDevice(PeerInfo* info) {
@@ -101,7 +105,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     dcalls.push_back(std::move(d));
   }
   Status s = devicePath_->enqueue(dcalls, {}, type, dop, static_cast<size_t>(settings_.slotBytes), stream, this);
-  if (!s.isOk()) return devicePath_->refusedLast() ? s : fail(std::move(s));
+  if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
   return Status::ok();
 }
 
@@ -116,6 +120,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   std::vector<int> lanes;
   std::map<std::pair<int, bool>, int> ordinal;
   ++seq_;
+  recordP2pCall(calls.size());
   auto add = [&](coll::Step step, const void* send, void* recv, size_t bytes, int lane) {
     coll::RankSchedule s;
     s.rank = rank_;
@@ -165,7 +170,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   }
   Status s = devicePath_->enqueue(dcalls, lanes, weftUint8, DeviceOp{}, static_cast<size_t>(settings_.slotBytes),
                                   stream, this);
-  if (!s.isOk()) return devicePath_->refusedLast() ? s : fail(std::move(s));
+  if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
   return Status::ok();
 }
 
@@ -186,8 +191,17 @@ Status Communicator::deviceBarrier(void* stream) {
 Status Communicator::deviceAsyncError() {
   if (!devicePath_) return Status::ok();
   Status s = devicePath_->asyncError();
-  if (!s.isOk()) return devicePath_->refusedLast() ? s : fail(std::move(s));
+  if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
   return s;
+}
+
+Status Communicator::failDevice(Status status) {
+  // The lanes know only that a slot was of another call: like the host executor, note it, so
+  // that fail() tells the peers so and every rank returns the sentence naming both calls.
+  int peer = -1;
+  uint64_t theirs = 0;
+  if (devicePath_ && devicePath_->callMismatch(&peer, &theirs)) noteCallMismatch(peer, theirs, 0);
+  return fail(std::move(status));
 }
 
 Status Communicator::synchronizeDevice() { return devicePath_ ? devicePath_->synchronize() : Status::ok(); }

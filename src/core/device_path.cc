@@ -285,6 +285,24 @@ Status DevicePath::asyncError() const {
                                            std::to_string(device_) + ": " + detail + hint);
 }
 
+bool DevicePath::callMismatch(int* peer, uint64_t* theirs) const {
+  const uint32_t code = __atomic_load_n(&error_->code, __ATOMIC_ACQUIRE);
+  *peer = -1;
+  *theirs = 0;
+  if (code == device::kLaneBadStamp || code == device::kLaneBadMessage) {
+    const int fifo = error_->fifo;
+    if (last_ != nullptr && fifo >= 0 && static_cast<size_t>(fifo) < last_->program.fifos.size()) {
+      *peer = last_->program.fifos[static_cast<size_t>(fifo)].peer;
+    }
+    if (code == device::kLaneBadStamp) *theirs = error_->detail;
+    return true;
+  }
+  const uint64_t culprit = error_->detail >= 2 ? error_->detail - 2 : 0;
+  if (code != device::kLanePeerAborted || (culprit & device::kLaneCulpritCallMismatch) == 0) return false;
+  *peer = static_cast<int>(culprit & ~uint64_t{device::kLaneCulpritCallMismatch});
+  return true;
+}
+
 Status DevicePath::barrierBytes(void** out) {
   *out = barrier_;
   return Status::ok();

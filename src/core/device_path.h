@@ -83,6 +83,10 @@ class DevicePath {
   Status barrierBytes(void** out);
   // The first lane failure so far (ok when none).
   Status asyncError() const;
+  // True when that failure is a disagreement between the ranks' calls: a lane read a slot of
+  // another call or size, or a peer reported such a failure. *peer: the rank that sent the slot
+  // or made the other call (-1: not known); *theirs: the stamp the slot carried (0: not seen).
+  bool callMismatch(int* peer, uint64_t* theirs) const;
   // Lanes stop at once (weftCommAbort, or a failure the host saw).
   void abort();
   // True when the latest enqueue was refused before doing anything (a capture that cannot set

@@ -92,6 +92,12 @@ enum LaneErrorCode : uint32_t {
   kLaneBadStamp = 6,       // a slot carried another call's stamp (collectives/call_stamp.h)
 };
 
+// Added to the culprit a failing lane writes to its FIFOs' selfAbort (culprit + 2) when the
+// ranks' calls disagree (a slot of another call or size), so that the peers that never read such
+// a slot learn it too and join the exchange that names both calls. The same bit as
+// transports/transport.h's kCulpritCallMismatch, which every transport carries unchanged.
+constexpr uint32_t kLaneCulpritCallMismatch = 1u << 28;
+
 struct LaneError {
   uint32_t code = kLaneOk;  // LaneErrorCode
   int32_t lane = -1;
