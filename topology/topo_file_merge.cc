@@ -141,6 +141,7 @@ struct FileIndex {
   std::map<int, Candidates> cpuByNuma;
   std::map<std::string, Candidates> bareNicByName;  // NICs without a bus id
   Candidates cpus;
+  Candidates hiddenSwitches;  // NVSwitches without a bus id (NCCL's placeholder): one per machine
 
   explicit FileIndex(const System& file) {
     for (size_t f = 0; f < file.nodes.size(); ++f) {
@@ -153,6 +154,8 @@ struct FileIndex {
         byBusId[n.pci.busId].ids.push_back(i);
       } else if (n.type == NodeType::kNic && !n.nic.name.empty()) {
         bareNicByName[n.nic.name].ids.push_back(i);
+      } else if (n.type == NodeType::kNvSwitch) {
+        hiddenSwitches.ids.push_back(i);
       }
     }
   }
@@ -180,6 +183,7 @@ int findMatch(const Node& d, const System& file, FileIndex* index, const std::ve
     return d.cpu.numaId >= 0 ? firstUntaken(lookUp(&index->cpuByNuma, d.cpu.numaId), taken) : -1;
   }
   if (d.pci.busId.empty()) {
+    if (d.type == NodeType::kNvSwitch) return loose ? -1 : firstUntaken(&index->hiddenSwitches, taken);
     // A NIC without a PCI function (virtual): by name.
     bool byName = !loose && d.type == NodeType::kNic && !d.nic.name.empty();
     return byName ? firstUntaken(lookUp(&index->bareNicByName, d.nic.name), taken) : -1;

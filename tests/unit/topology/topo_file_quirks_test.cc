@@ -1,0 +1,180 @@
+// Topology files as NCCL and RCCL really write them (../shared/reference/formats.md, section 2,
+// "Real dumps have quirks"): NVLinks to an NVSwitch placeholder target, a PCI switch listed twice
+// under one parent, empty attribute values and other forms the reader must take as NCCL does.
+#include <gtest/gtest.h>
+
+#include "topo_file_test_util.h"
+#include "topology/link_bw.h"
+#include "topology/paths.h"
+#include "topology/topo_file.h"
+
+namespace weft {
+namespace topo {
+namespace {
+
+using testing::canonical;
+using testing::countLinks;
+using testing::countNodes;
+
+Status parse(const std::string& text, System* s) { return parseTopologyXml(text, "topo.xml", s); }
+
+System parseOk(const std::string& text) {
+  System s;
+  Status st = parse(text, &s);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return s;
+}
+
+std::string refusal(const std::string& text) {
+  System s;
+  Status st = parse(text, &s);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_EQ(st.code(), weftInvalidArgument);
+  return st.message();
+}
+
+// An H100 at bus `bus` whose NVLinks are the given <nvlink> elements.
+std::string h100(int bus, const std::string& links) {
+  char id[32];
+  std::snprintf(id, sizeof(id), "0000:%02x:00.0", bus);
+  return std::string("<pci busid=\"") + id + "\" class=\"0x030200\" vendor=\"0x10de\"><gpu dev=\"" +
+         std::to_string(bus) + "\" sm=\"90\">" + links + "</gpu></pci>\n";
+}
+
+const char kPlaceholder18[] = "<nvlink target=\"fffffff:ffff:ff\" count=\"18\" tclass=\"0x068000\"/>";
+
+TEST(TopoFileQuirks, NvSwitchPlaceholderTargetIsOneSharedSwitch) {
+  std::string text = "<system version=\"1\"><cpu numaid=\"0\">\n";
+  for (int g = 0; g < 4; ++g) text += h100(g + 1, kPlaceholder18);
+  System s = parseOk(text + "</cpu></system>");
+  ASSERT_EQ(countNodes(s, NodeType::kGpu), 4);
+  ASSERT_EQ(countNodes(s, NodeType::kNvSwitch), 1) << "one switch per machine, shared by every GPU";
+  int sw = s.nodesOfType(NodeType::kNvSwitch)[0];
+  EXPECT_TRUE(s.nodes[static_cast<size_t>(sw)].pci.busId.empty()) << "a placeholder is not a bus id";
+  ASSERT_EQ(countLinks(s, LinkType::kNvLink), 4);
+  for (const Link& l : s.links) {
+    if (l.type != LinkType::kNvLink) continue;
+    EXPECT_TRUE(l.from == sw || l.to == sw);
+    EXPECT_EQ(l.count, 18);
+    EXPECT_NEAR(l.bwGBs, 18 * bw::nvlinkPerLink(90), 1e-9);
+  }
+  // Every GPU reaches every other through the switch at its full NVLink bandwidth.
+  PathMatrix m = computePaths(s);
+  EXPECT_EQ(pathLabel(m, m.gpus()[0], m.gpus()[3]), "NV18");
+  EXPECT_NEAR(m.at(m.gpus()[1], m.gpus()[2]).bwGBs, 18 * bw::nvlinkPerLink(90), 1e-9);
+  // Written back, the links name the placeholder again and read back the same.
+  std::string out = writeTopologyXml(s, 1);
+  EXPECT_NE(out.find("tclass=\"0x068000\""), std::string::npos) << out;
+  EXPECT_EQ(canonical(parseOk(out)), canonical(s)) << out;
+  EXPECT_EQ(canonical(parseOk(writeTopologyXml(s, 2))), canonical(s));
+}
+
+TEST(TopoFileQuirks, PlaceholderLinksOfOneGpuAddUp) {
+  // One element per switch chip, all naming the placeholder: 5+4+4+5 links to the one switch.
+  std::string links;
+  for (int c : {5, 4, 4, 5}) {
+    links += "<nvlink target=\"ffffffff:ff:ff.f\" count=\"" + std::to_string(c) + "\" tclass=\"0x068000\"/>";
+  }
+  System s = parseOk("<system><cpu>" + h100(1, links) +
+                     h100(2, "<nvlink target=\"\" count=\"18\" tclass=\"0x68000\"/>") + "</cpu></system>");
+  ASSERT_EQ(countNodes(s, NodeType::kNvSwitch), 1);
+  ASSERT_EQ(countLinks(s, LinkType::kNvLink), 2);
+  for (const Link& l : s.links) {
+    if (l.type == LinkType::kNvLink) {
+      EXPECT_EQ(l.count, 18);
+    }
+  }
+}
+
+TEST(TopoFileQuirks, PlaceholderNeedsTheSwitchClass) {
+  std::string m =
+      refusal("<system><cpu>\n" + h100(1, "<nvlink target=\"fffffff:ffff:ff\" count=\"18\"/>") + "</cpu></system>");
+  EXPECT_NE(m.find("topo.xml:2: attribute target=\"fffffff:ffff:ff\" of <nvlink> is not a PCI bus id"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("tclass=\"0x068000\""), std::string::npos) << m;
+}
+
+TEST(TopoFileQuirks, PlaceholderSwitchMatchesInAMerge) {
+  std::string text = "<system><cpu numaid=\"0\">";
+  for (int g = 0; g < 2; ++g) text += h100(g + 1, kPlaceholder18);
+  System f = parseOk(text + "</cpu></system>");
+  System m;
+  ASSERT_TRUE(mergeTopology(f, f, &m).isOk());
+  EXPECT_EQ(countNodes(m, NodeType::kNvSwitch), 1) << "the placeholder switch of each side is the same switch";
+  EXPECT_EQ(countLinks(m, LinkType::kNvLink), 2);
+}
+
+// RCCL lists a switch once per device path through it; the elements are one switch.
+const char kRepeatedSwitch[] =
+    "<system version=\"2\">\n"
+    "<cpu numaid=\"0\" vendor=\"AuthenticAMD\">\n"
+    "<pci busid=\"0000:05:00.0\" class=\"0x060400\" vendor=\"0x1000\" link_speed=\"32.0 GT/s PCIe\" "
+    "link_width=\"16\">\n"
+    "<pci busid=\"0000:0c:00.0\" class=\"0x120000\" vendor=\"0x1002\"><gpu dev=\"0\" gcn=\"gfx942\"/></pci>\n"
+    "</pci>\n"
+    "<pci busid=\"0000:05:00.0\" class=\"0x060400\" vendor=\"0x1000\">\n"
+    "<pci busid=\"0000:07:00.0\" class=\"0x020000\" vendor=\"0x15b3\"><nic><net name=\"rdma0\"/></nic></pci>\n"
+    "</pci>\n"
+    "</cpu>\n"
+    "</system>\n";
+
+TEST(TopoFileQuirks, PciSwitchListedTwiceUnderOneParentMerges) {
+  System s = parseOk(kRepeatedSwitch);
+  ASSERT_EQ(countNodes(s, NodeType::kPciBridge), 1);
+  ASSERT_EQ(countNodes(s, NodeType::kGpu), 1);
+  ASSERT_EQ(countNodes(s, NodeType::kNic), 1);
+  EXPECT_EQ(countLinks(s, LinkType::kPcie), 3);
+  int sw = s.findByBusId("0000:05:00.0");
+  PciTree tree = pciTree(s);
+  EXPECT_EQ(tree.parent[static_cast<size_t>(s.nodesOfType(NodeType::kGpu)[0])], sw);
+  EXPECT_EQ(tree.parent[static_cast<size_t>(s.nodesOfType(NodeType::kNic)[0])], sw);
+  EXPECT_EQ(s.nodes[static_cast<size_t>(sw)].pci.linkWidth, 16);
+  PathMatrix m = computePaths(s);
+  EXPECT_EQ(pathLabel(m, m.gpus()[0], m.nics()[0]), "PIX");
+  EXPECT_EQ(canonical(parseOk(writeTopologyXml(s, 2))), canonical(s));
+}
+
+TEST(TopoFileQuirks, RepeatFillsInWhatTheFirstLeftOut) {
+  System s = parseOk(
+      "<system><cpu>"
+      "<pci busid=\"0000:05:00.0\"><pci busid=\"0000:06:00.0\" class=\"0x060400\"/></pci>"
+      "<pci busid=\"0000:05:00.0\" class=\"0x060400\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">"
+      "<pci busid=\"0000:06:00.0\" class=\"0x060400\"><pci busid=\"0000:07:00.0\" class=\"0x030200\"/></pci>"
+      "</pci></cpu></system>");
+  EXPECT_EQ(countNodes(s, NodeType::kPciBridge), 2) << "the nested repeat merges too";
+  EXPECT_EQ(countNodes(s, NodeType::kGpu), 1);
+  int sw = s.findByBusId("0000:05:00.0");
+  EXPECT_EQ(s.nodes[static_cast<size_t>(sw)].pci.pciClass, 0x060400u);
+  for (const Link& l : s.links) {
+    if (l.from == sw || l.to == sw) {
+      int other = l.from == sw ? l.to : l.from;
+      if (s.nodes[static_cast<size_t>(other)].type == NodeType::kCpu) {
+        EXPECT_DOUBLE_EQ(l.bwGBs, bw::pcie(16, 16));
+      }
+    }
+  }
+}
+
+TEST(TopoFileQuirks, RepeatThatDisagreesNamesBothLines) {
+  std::string m = refusal(
+      "<system><cpu>\n"
+      "<pci busid=\"0000:05:00.0\" class=\"0x060400\" link_width=\"16\"/>\n"
+      "<pci busid=\"0000:05:00.0\" class=\"0x060400\" link_width=\"8\"/>\n"
+      "</cpu></system>");
+  EXPECT_NE(m.find("topo.xml:3:"), std::string::npos) << m;
+  EXPECT_NE(m.find("line 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("link_width"), std::string::npos) << m;
+  // The same bus id under another parent is one device in two places: refused.
+  m = refusal(
+      "<system><cpu numaid=\"0\">\n<pci busid=\"0000:05:00.0\" class=\"0x060400\"/>\n</cpu>\n"
+      "<cpu numaid=\"1\">\n<pci busid=\"0000:05:00.0\" class=\"0x060400\"/>\n</cpu></system>");
+  EXPECT_NE(m.find("topo.xml:5: bus id 0000:05:00.0 is already used by the element at line 2"), std::string::npos) << m;
+  // A GPU listed twice is not a switch seen twice.
+  m = refusal("<system><cpu>\n" + h100(1, "") + h100(1, "") + "</cpu></system>");
+  EXPECT_NE(m.find("already used by the element at line 2"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace topo
+}  // namespace weft
