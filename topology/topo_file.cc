@@ -350,6 +350,9 @@ class Builder {
     // when gcn is absent.
     const XmlAttribute* arch = g.attribute("arch");
     if (gpu->arch.empty() && arch != nullptr && !isArchNumber(arch->value)) gpu->arch = arch->value;
+    // HIP's full target name ("gfx90a:sramecc+:xnack-") carries features that say nothing about
+    // the topology; the gfx name alone is what the link tables know.
+    if (startsWithNoCase(gpu->arch, "gfx")) gpu->arch = trimBlanks(gpu->arch.substr(0, gpu->arch.find(':')));
     bool nvidiaLinks = false;
     for (const XmlElement& c : g.children) nvidiaLinks = nvidiaLinks || c.name == "nvlink" || c.name == "c2c";
     if (pci.vendor == kPciVendorNvidia)

@@ -29,7 +29,8 @@
 //  - <c2c count bw>: kC2c to the GPU's CPU; bw (MB/s per link, as NCCL writes it) when given,
 //    else bw::kC2cPerLink. <pcilink target>: an extra kPcie link between two PCI functions
 //    under the same CPU (one joining two CPUs' trees is skipped with a warning).
-//  - <gpu> gcn (RCCL) or a non-numeric arch (RCCL's arch is a number, not kept) -> gpu.arch;
+//  - <gpu> gcn (RCCL) or a non-numeric arch (RCCL's arch is a number, not kept) -> gpu.arch,
+//    without HIP's feature suffix ("gfx90a:sramecc+:xnack-" -> "gfx90a");
 //    the GPU vendor comes from the PCI vendor id, else a gfx arch (AMD), else NVLink/C2C
 //    children or, in a version 1 file, an sm (NVIDIA). NVIDIA GPUs get arch "sm_<sm>".
 //  - Extension: <pci> and <nic> directly under <system> are devices attached to no CPU (the

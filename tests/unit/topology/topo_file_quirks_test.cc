@@ -175,6 +175,89 @@ TEST(TopoFileQuirks, RepeatThatDisagreesNamesBothLines) {
   EXPECT_NE(m.find("already used by the element at line 2"), std::string::npos) << m;
 }
 
+TEST(TopoFileQuirks, BlankAttributeValuesAreUnset) {
+  System s = parseOk(
+      "<system version=\"\">\n"
+      "<cpu numaid=\"\" affinity=\"\" arch=\"\" vendor=\"\" familyid=\"\" modelid=\"\" host_hash=\"\">\n"
+      "<pci busid=\"0000:01:00.0\" class=\"0x060400\" vendor=\"\" device=\"\" subsystem_vendor=\"\" "
+      "subsystem_device=\"\" link_speed=\"\" link_width=\" \">\n"
+      "<pci busid=\"0000:02:00.0\" class=\"0x030200\" vendor=\"0x10de\"><gpu dev=\"\" sm=\"\" rank=\"\" gdr=\"\">"
+      "<nvlink target=\"0000:03:00.0\" count=\"\" tclass=\"\"/><c2c count=\"\" bw=\"\"/></gpu></pci>\n"
+      "<pci busid=\"0000:03:00.0\" class=\"0x030200\" vendor=\"0x10de\"><gpu dev=\"1\" sm=\"90\"/></pci>\n"
+      "<pci busid=\"\" class=\"\"><nic><net name=\"mlx5_0\" dev=\"\" speed=\"\" port=\"\" latency=\"\" guid=\"\" "
+      "maxconn=\"\" gdr=\"\"/></nic></pci>\n"
+      "</pci></cpu></system>");
+  EXPECT_EQ(s.version, 1);
+  EXPECT_EQ(countNodes(s, NodeType::kGpu), 2);
+  EXPECT_EQ(countNodes(s, NodeType::kNic), 1);
+  EXPECT_EQ(s.nodes[0].cpu.numaId, -1);
+  int gpu = s.findByBusId("0000:02:00.0");
+  EXPECT_EQ(s.nodes[static_cast<size_t>(gpu)].gpu.dev, -1);
+  EXPECT_EQ(s.nodes[static_cast<size_t>(gpu)].gpu.sm, 0);
+  EXPECT_EQ(countLinks(s, LinkType::kNvLink), 1);
+  EXPECT_EQ(countLinks(s, LinkType::kC2c), 1);
+  for (const Link& l : s.links) {
+    if (l.type == LinkType::kNvLink || l.type == LinkType::kC2c) {
+      EXPECT_EQ(l.count, 1) << "a blank count is the default, one link";
+    }
+  }
+  const NicInfo& nic = s.nodes[static_cast<size_t>(s.nodesOfType(NodeType::kNic)[0])].nic;
+  EXPECT_EQ(nic.name, "mlx5_0");
+  EXPECT_EQ(nic.port, 1);
+  EXPECT_EQ(nic.speedMbps, 0);
+}
+
+TEST(TopoFileQuirks, GcnWithTargetFeaturesIsTheGfxName) {
+  // HIP names a device "gfx90a:sramecc+:xnack-"; the features say nothing about links.
+  System s = parseOk(
+      "<system version=\"2\"><cpu>"
+      "<pci busid=\"0000:c1:00.0\"><gpu dev=\"0\" gcn=\"gfx90a:sramecc+:xnack-\" arch=\"9010\">"
+      "<xgmi target=\"0000:c6:00.0\" count=\"4\" tclass=\"0x038000\"/></gpu></pci>"
+      "<pci busid=\"0000:c6:00.0\"><gpu dev=\"1\" gcn=\"gfx90a:sramecc+:xnack-\"/></pci>"
+      "</cpu></system>");
+  for (int g : s.nodesOfType(NodeType::kGpu)) {
+    EXPECT_EQ(s.nodes[static_cast<size_t>(g)].gpu.arch, "gfx90a");
+    EXPECT_EQ(s.nodes[static_cast<size_t>(g)].gpu.vendor, GpuVendor::kAmd);
+  }
+  ASSERT_EQ(countLinks(s, LinkType::kXgmi), 1);
+  for (const Link& l : s.links) {
+    if (l.type == LinkType::kXgmi) {
+      EXPECT_DOUBLE_EQ(l.bwGBs, 4 * bw::xgmiPerLink("gfx90a"));
+    }
+  }
+}
+
+TEST(TopoFileQuirks, HexCaseBlanksAndLongDomains) {
+  // Upper-case hex, blanks around values, NVML's 8-digit domain in a target, "x16" widths,
+  // "Unknown" link speeds: all forms that tools write.
+  System s = parseOk(
+      "<system version=\" 1 \"><cpu numaid=\" 0 \" affinity=\"0000FFFF,FFFFFFFF\" host_hash=\"0XABCDEF\">"
+      "<pci busid=\" 0000:1A:00.0 \" class=\"0X060400\" vendor=\"0x1000\" link_speed=\"Unknown\" link_width=\"x16\">"
+      "<pci busid=\"0000:1B:00.0\" class=\"0x030200\" vendor=\"0x10DE\"><gpu dev=\"0\" sm=\"80\">"
+      "<nvlink target=\"00000000:1C:00.0\" count=\" 12 \" tclass=\"0x030200\"/></gpu></pci>"
+      "<pci busid=\"0000:1c:00.0\" class=\"0x030200\" vendor=\"0x10de\"><gpu dev=\"1\" sm=\"80\"/></pci>"
+      "</pci></cpu></system>");
+  EXPECT_EQ(s.nodes[0].cpu.hostHash, 0xabcdefu);
+  int sw = s.findByBusId("0000:1a:00.0");
+  ASSERT_GE(sw, 0);
+  EXPECT_EQ(s.nodes[static_cast<size_t>(sw)].type, NodeType::kPciBridge);
+  EXPECT_EQ(s.nodes[static_cast<size_t>(sw)].pci.linkWidth, 16);
+  ASSERT_EQ(countLinks(s, LinkType::kNvLink), 1);
+  PathMatrix m = computePaths(s);
+  EXPECT_EQ(pathLabel(m, m.gpus()[0], m.gpus()[1]), "NV12");
+}
+
+TEST(TopoFileQuirks, NicWithoutNet) {
+  // NCCL writes <nic/> for an adapter whose ports it did not list; it is one NIC either way.
+  System s = parseOk(
+      "<system><cpu numaid=\"0\">"
+      "<pci busid=\"0000:18:00.0\" class=\"0x020700\" vendor=\"0x15b3\"><nic/></pci>"
+      "<pci busid=\"0000:19:00.0\" class=\"0x020000\"/>"
+      "<nic/></cpu></system>");
+  EXPECT_EQ(countNodes(s, NodeType::kNic), 3);
+  EXPECT_EQ(countLinks(s, LinkType::kPcie), 3);
+}
+
 }  // namespace
 }  // namespace topo
 }  // namespace weft
