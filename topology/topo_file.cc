@@ -254,10 +254,11 @@ class Builder {
     return buf;
   }
 
-  // A repeated switch element merged into its node (see repeatedSwitch).
+  // A repeated switch element merged into its node (see repeatedSwitch). The first element
+  // decided what the node is: devices under it were placed by that, so a class the repeat adds
+  // does not change its type.
   Status mergeRepeat(const XmlElement& e, const PciInfo& info, int node, int parent) {
-    Node& n = sys_->nodes[static_cast<size_t>(node)];
-    PciInfo& p = n.pci;
+    PciInfo& p = sys_->nodes[static_cast<size_t>(node)].pci;
     WEFT_TRY(agree(e, info.busId, "class", info.pciClass, &p.pciClass));
     WEFT_TRY(agree(e, info.busId, "vendor", info.vendor, &p.vendor));
     WEFT_TRY(agree(e, info.busId, "device", info.device, &p.device));
@@ -265,7 +266,6 @@ class Builder {
     WEFT_TRY(agree(e, info.busId, "subsystem_device", info.subsystemDevice, &p.subsystemDevice));
     WEFT_TRY(agree(e, info.busId, "link_speed", info.linkSpeedGTs, &p.linkSpeedGTs));
     WEFT_TRY(agree(e, info.busId, "link_width", info.linkWidth, &p.linkWidth));
-    if (n.type == NodeType::kPciBridge && isNvSwitchClass(p.pciClass)) n.type = NodeType::kNvSwitch;
     // The link to the parent follows the speed and width the repeat may have added.
     auto link = parent < 0 ? links_.end()
                            : links_.find(std::make_tuple(std::min(node, parent), std::max(node, parent),

@@ -156,6 +156,16 @@ TEST(TopoFileQuirks, RepeatFillsInWhatTheFirstLeftOut) {
   }
 }
 
+TEST(TopoFileQuirks, TheFirstElementDecidesWhatARepeatedSwitchIs) {
+  // The GPU was placed under a bridge; a class the repeat adds does not make that an NVSwitch.
+  System s = parseOk(
+      "<system><cpu><pci busid=\"0000:08:00.0\"><pci busid=\"0000:09:00.0\" class=\"0x030200\"/></pci>"
+      "<pci busid=\"0000:08:00.0\" class=\"0x068000\"/></cpu></system>");
+  EXPECT_EQ(countNodes(s, NodeType::kPciBridge), 1);
+  EXPECT_EQ(countNodes(s, NodeType::kNvSwitch), 0);
+  EXPECT_EQ(s.nodes[static_cast<size_t>(s.findByBusId("0000:08:00.0"))].pci.pciClass, 0x068000u);
+}
+
 TEST(TopoFileQuirks, RepeatThatDisagreesNamesBothLines) {
   std::string m = refusal(
       "<system><cpu>\n"
