@@ -86,8 +86,10 @@ std::string writeTopologyJson(const System& system);
 //    detected type.
 //  - PCI tree (pciTree): a node's parent is the file's where the file gives it one, else
 //    detection's (never making a cycle). Other links match by unordered pair and type; the
-//    file's count and bandwidth win. Nodes and links found on one side only are kept; every
-//    pair of CPUs has a kSmp link.
+//    file's count and bandwidth win. Nodes and links found on one side only are kept, except
+//    that a GPU's NVLinks to NVSwitches come from the file alone where it lists any (its switch
+//    may be NCCL's placeholder where detection names the chips); every pair of CPUs has a kSmp
+//    link.
 //  - out->version is the file's; out->source is "detected+" + file.source ("detected+file"
 //    when the file has none).
 [[nodiscard]] Status mergeTopology(const System& detected, const System& file, System* out);

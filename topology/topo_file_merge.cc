@@ -244,7 +244,8 @@ MergedTree mergeTree(const System& detected, const System& file, const System& m
                      const PciTree& fileTree, const PciTree& detTree) {
   const int nMerged = static_cast<int>(m.nodes.size());
   std::vector<int> mergedToDet(static_cast<size_t>(nMerged), -1);
-  for (size_t d = 0; d < detToMerged.size(); ++d) mergedToDet[static_cast<size_t>(detToMerged[d])] = static_cast<int>(d);
+  for (size_t d = 0; d < detToMerged.size(); ++d)
+    mergedToDet[static_cast<size_t>(detToMerged[d])] = static_cast<int>(d);
   MergedTree t;
   t.parent.assign(static_cast<size_t>(nMerged), -1);
   t.parentLink.assign(static_cast<size_t>(nMerged), nullptr);
@@ -262,7 +263,8 @@ MergedTree mergeTree(const System& detected, const System& file, const System& m
     for (int a = p; a >= 0 && !cycle; a = t.parent[static_cast<size_t>(a)]) cycle = a == i;
     if (cycle) continue;
     t.parent[static_cast<size_t>(i)] = p;
-    t.parentLink[static_cast<size_t>(i)] = &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
+    t.parentLink[static_cast<size_t>(i)] =
+        &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
   }
   return t;
 }
@@ -302,10 +304,29 @@ void addOtherLinks(const System& detected, const System& file, const std::vector
     const Link& l = file.links[li];
     if (!fileTreeLink[li] && inRange(l, file.nodes.size())) links->add(l.from, l.to, l);
   }
+  // A GPU's NVLinks into the NVSwitch fabric come from the file where it lists any: the file
+  // may name the switches by NCCL's placeholder where detection has their bus ids, and taking
+  // both would count the same links twice.
+  auto isSwitchLink = [](const System& s, const Link& l) {
+    return l.type == LinkType::kNvLink && (s.nodes[static_cast<size_t>(l.from)].type == NodeType::kNvSwitch ||
+                                           s.nodes[static_cast<size_t>(l.to)].type == NodeType::kNvSwitch);
+  };
+  std::vector<bool> fileFabric(file.nodes.size(), false);  // file nodes with NVLinks to a switch
+  for (const Link& l : file.links) {
+    if (!inRange(l, file.nodes.size()) || !isSwitchLink(file, l)) continue;
+    fileFabric[static_cast<size_t>(l.from)] = fileFabric[static_cast<size_t>(l.to)] = true;
+  }
   for (size_t li = 0; li < detected.links.size(); ++li) {
     const Link& l = detected.links[li];
     if (detTreeLink[li] || !inRange(l, detected.nodes.size())) continue;
-    links->add(detToMerged[static_cast<size_t>(l.from)], detToMerged[static_cast<size_t>(l.to)], l);
+    int a = detToMerged[static_cast<size_t>(l.from)], b = detToMerged[static_cast<size_t>(l.to)];
+    auto fromFile = [&](int i) {
+      return static_cast<size_t>(i) < fileFabric.size() && fileFabric[static_cast<size_t>(i)];
+    };
+    bool gpuEndInFile = (detected.nodes[static_cast<size_t>(l.from)].type == NodeType::kGpu && fromFile(a)) ||
+                        (detected.nodes[static_cast<size_t>(l.to)].type == NodeType::kGpu && fromFile(b));
+    if (isSwitchLink(detected, l) && gpuEndInFile) continue;
+    links->add(a, b, l);
   }
 }
 

@@ -105,6 +105,28 @@ TEST(TopoFileQuirks, PlaceholderSwitchMatchesInAMerge) {
   EXPECT_EQ(countLinks(m, LinkType::kNvLink), 2);
 }
 
+TEST(TopoFileQuirks, PlaceholderFileOverDetectedSwitchChips) {
+  // Detection names the four switch chips; the file has NCCL's placeholder: one fabric, 18 links.
+  std::string chips;
+  for (int c = 0; c < 4; ++c) {
+    chips += "<nvlink target=\"0000:0" + std::to_string(5 + c) + ":00.0\" count=\"" + (c == 0 || c == 3 ? "5" : "4") +
+             "\" tclass=\"0x068000\"/>";
+  }
+  System detected = parseOk("<system><cpu numaid=\"0\">" + h100(1, chips) + h100(2, chips) + "</cpu></system>");
+  System file =
+      parseOk("<system><cpu numaid=\"0\">" + h100(1, kPlaceholder18) + h100(2, kPlaceholder18) + "</cpu></system>");
+  System m;
+  ASSERT_TRUE(mergeTopology(detected, file, &m).isOk());
+  ASSERT_EQ(countLinks(m, LinkType::kNvLink), 2) << "the file's links only";
+  PathMatrix paths = computePaths(m);
+  EXPECT_EQ(pathLabel(paths, paths.gpus()[0], paths.gpus()[1]), "NV18");
+  EXPECT_NEAR(paths.at(paths.gpus()[0], paths.gpus()[1]).bwGBs, 18 * bw::nvlinkPerLink(90), 1e-9);
+  // Without NVLinks in the file, detection's are kept.
+  System bare = parseOk("<system><cpu numaid=\"0\">" + h100(1, "") + h100(2, "") + "</cpu></system>");
+  ASSERT_TRUE(mergeTopology(detected, bare, &m).isOk());
+  EXPECT_EQ(countLinks(m, LinkType::kNvLink), 8);
+}
+
 // RCCL lists a switch once per device path through it; the elements are one switch.
 const char kRepeatedSwitch[] =
     "<system version=\"2\">\n"
