@@ -63,11 +63,12 @@ class Builder {
   struct Pending {
     int from;
     LinkType type;
-    std::string target;  // normalised bus id
+    std::string target;  // normalised bus id; empty for NCCL's NVSwitch placeholder
     uint32_t tclass;
     int count;
     double perLinkGBs;
     int line;
+    bool placeholder;  // an NVLink to NCCL's NVSwitch placeholder
   };
 
   std::string where(int line) const { return xmlWhere(source_, line); }
@@ -109,8 +110,15 @@ class Builder {
              xmlShown(e.name).c_str(), parent.name.c_str());
   }
 
-  Status readInt(const XmlElement& e, const char* name, long long lo, long long hi, long long* out) {
+  // The attribute, or nullptr when it is absent or blank: real dumps write link_speed="" and
+  // other empty values where the tool had nothing to say, and NCCL reads those as unset.
+  static const XmlAttribute* given(const XmlElement& e, const char* name) {
     const XmlAttribute* a = e.attribute(name);
+    return a == nullptr || trimBlanks(a->value).empty() ? nullptr : a;
+  }
+
+  Status readInt(const XmlElement& e, const char* name, long long lo, long long hi, long long* out) {
+    const XmlAttribute* a = given(e, name);
     if (a == nullptr) return Status::ok();
     long long v = 0;
     if (!parseInteger(a->value, &v)) return badValue(e, *a, "an integer");
@@ -132,7 +140,7 @@ class Builder {
   }
 
   Status readHex(const XmlElement& e, const char* name, uint64_t max, uint64_t* out) {
-    const XmlAttribute* a = e.attribute(name);
+    const XmlAttribute* a = given(e, name);
     if (a == nullptr) return Status::ok();
     uint64_t v = 0;
     if (!parseHex(a->value, &v) || v > max) return badValue(e, *a, max > 0xffffffffu ? "a hex number" : "a hex id");
@@ -148,7 +156,7 @@ class Builder {
   }
 
   Status readReal(const XmlElement& e, const char* name, double max, double* out) {
-    const XmlAttribute* a = e.attribute(name);
+    const XmlAttribute* a = given(e, name);
     if (a == nullptr) return Status::ok();
     double v = 0;
     std::string rest;
@@ -166,7 +174,7 @@ class Builder {
   }
 
   Status readBusId(const XmlElement& e, const char* name, std::string* out) {
-    const XmlAttribute* a = e.attribute(name);
+    const XmlAttribute* a = given(e, name);
     if (a == nullptr) return Status::ok();
     std::string id = normaliseBusId(trimBlanks(a->value));
     if (id.empty()) return badValue(e, *a, "a PCI bus id (expected e.g. \"0000:18:00.0\")");
@@ -183,7 +191,7 @@ class Builder {
   }
 
   Status readWidth(const XmlElement& e, int* out) {
-    const XmlAttribute* a = e.attribute("link_width");
+    const XmlAttribute* a = given(e, "link_width");
     if (a == nullptr) return Status::ok();
     std::string t = trimBlanks(a->value);
     if (!t.empty() && (t[0] == 'x' || t[0] == 'X')) t.erase(0, 1);  // "x16"
@@ -193,14 +201,77 @@ class Builder {
     return Status::ok();
   }
 
-  Status registerBusId(const std::string& busId, int node, int line) {
+  Status registerBusId(const std::string& busId, int node, int line, int parent) {
     if (busId.empty()) return Status::ok();
     auto it = busIds_.find(busId);
     if (it != busIds_.end()) {
-      return fail(line, "bus id %s is already used by the element at line %d; each PCI function appears once",
-                  busId.c_str(), it->second.second);
+      return fail(line,
+                  "bus id %s is already used by the element at line %d; each PCI function appears once (only a "
+                  "switch may be listed again, under the same parent)",
+                  busId.c_str(), it->second.line);
     }
-    busIds_[busId] = {node, line};
+    busIds_[busId] = {node, line, parent};
+    return Status::ok();
+  }
+
+  // The switch node an element repeats, or -1. RCCL lists a PCI switch once per device path
+  // through it, so <pci> elements with one bus id under one parent are one switch; a GPU or
+  // NIC function, or the same bus id under another parent, is not a repeat (and is refused).
+  int repeatedSwitch(const XmlElement& e, const PciInfo& info, int parent) const {
+    auto it = info.busId.empty() ? busIds_.end() : busIds_.find(info.busId);
+    if (it == busIds_.end() || it->second.parent != parent) return -1;
+    NodeType type = sys_->nodes[static_cast<size_t>(it->second.node)].type;
+    if (type != NodeType::kPciBridge && type != NodeType::kNvSwitch) return -1;
+    if (isGpuClass(info.pciClass) || isNetworkClass(info.pciClass)) return -1;
+    for (const XmlElement& c : e.children) {
+      if (c.name == "gpu" || (c.name == "nic" && !isBridgeClass(info.pciClass))) return -1;
+    }
+    return it->second.node;
+  }
+
+  // One attribute of a repeated switch: what the first element left out, the repeat may add;
+  // a value both give differently is an error naming both lines.
+  template <typename T>
+  Status agree(const XmlElement& e, const std::string& busId, const char* name, T got, T* have) {
+    if (got != T{} && *have != T{} && got != *have) {
+      return fail(e.line,
+                  "<pci busid=\"%s\"> repeats the element at line %d under the same parent but gives %s=%s where "
+                  "that one gives %s; make the two elements agree or remove one",
+                  busId.c_str(), busIds_[busId].line, name, valueText(got).c_str(), valueText(*have).c_str());
+    }
+    if (*have == T{}) *have = got;
+    return Status::ok();
+  }
+  static std::string valueText(uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "0x%x", v);
+    return buf;
+  }
+  static std::string valueText(int v) { return std::to_string(v); }
+  static std::string valueText(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g GT/s", v);
+    return buf;
+  }
+
+  // A repeated switch element merged into its node (see repeatedSwitch). The first element
+  // decided what the node is: devices under it were placed by that, so a class the repeat adds
+  // does not change its type.
+  Status mergeRepeat(const XmlElement& e, const PciInfo& info, int node, int parent) {
+    PciInfo& p = sys_->nodes[static_cast<size_t>(node)].pci;
+    WEFT_TRY(agree(e, info.busId, "class", info.pciClass, &p.pciClass));
+    WEFT_TRY(agree(e, info.busId, "vendor", info.vendor, &p.vendor));
+    WEFT_TRY(agree(e, info.busId, "device", info.device, &p.device));
+    WEFT_TRY(agree(e, info.busId, "subsystem_vendor", info.subsystemVendor, &p.subsystemVendor));
+    WEFT_TRY(agree(e, info.busId, "subsystem_device", info.subsystemDevice, &p.subsystemDevice));
+    WEFT_TRY(agree(e, info.busId, "link_speed", info.linkSpeedGTs, &p.linkSpeedGTs));
+    WEFT_TRY(agree(e, info.busId, "link_width", info.linkWidth, &p.linkWidth));
+    // The link to the parent follows the speed and width the repeat may have added.
+    auto link = parent < 0 ? links_.end()
+                           : links_.find(std::make_tuple(std::min(node, parent), std::max(node, parent),
+                                                         static_cast<int>(LinkType::kPcie)));
+    if (link != links_.end())
+      sys_->links[static_cast<size_t>(link->second)].bwGBs = bw::pcie(p.linkSpeedGTs, p.linkWidth);
     return Status::ok();
   }
 
@@ -279,6 +350,9 @@ class Builder {
     // when gcn is absent.
     const XmlAttribute* arch = g.attribute("arch");
     if (gpu->arch.empty() && arch != nullptr && !isArchNumber(arch->value)) gpu->arch = arch->value;
+    // HIP's full target name ("gfx90a:sramecc+:xnack-") carries features that say nothing about
+    // the topology; the gfx name alone is what the link tables know.
+    if (startsWithNoCase(gpu->arch, "gfx")) gpu->arch = trimBlanks(gpu->arch.substr(0, gpu->arch.find(':')));
     bool nvidiaLinks = false;
     for (const XmlElement& c : g.children) nvidiaLinks = nvidiaLinks || c.name == "nvlink" || c.name == "c2c";
     if (pci.vendor == kPciVendorNvidia)
@@ -299,6 +373,7 @@ class Builder {
   Status addGpuLinks(const XmlElement& g, int gpu, int root) {
     const GpuInfo& info = sys_->nodes[static_cast<size_t>(gpu)].gpu;
     int cpu = root >= 0 && sys_->nodes[static_cast<size_t>(root)].type == NodeType::kCpu ? root : -1;
+    const size_t firstOfGpu = pending_.size();
     for (const XmlElement& c : g.children) {
       bool nvlink = c.name == "nvlink";
       if (!nvlink && c.name != "xgmi" && c.name != "c2c") {
@@ -327,15 +402,48 @@ class Builder {
       p.count = static_cast<int>(count);
       p.perLinkGBs = nvlink ? bw::nvlinkPerLink(info.sm) : bw::xgmiPerLink(info.arch);
       p.line = c.line;
-      WEFT_TRY(readBusId(c, "target", &p.target));
+      p.placeholder = false;
       WEFT_TRY(readHex32(c, "tclass", 0xffffff, &p.tclass));
-      if (p.target.empty()) {
+      WEFT_TRY(readLinkTarget(c, &p));
+      if (p.target.empty() && !p.placeholder) {
         WEFT_LOG(kWarn, kGraph, "%s: <%s> without a target; skipped", where(c.line).c_str(), c.name.c_str());
       } else if (p.count > 0) {
-        pending_.push_back(p);
+        addPending(p, firstOfGpu);
       }
     }
     return Status::ok();
+  }
+
+  // The target of an <nvlink>/<xgmi>. NCCL writes a placeholder that is no bus id for an
+  // NVSwitch it cannot name (formats.md section 2; tclass 0x068000 says it is a switch): such
+  // a link goes to the machine's one placeholder switch.
+  Status readLinkTarget(const XmlElement& c, Pending* p) {
+    const XmlAttribute* a = c.attribute("target");
+    bool toSwitch = c.name == "nvlink" && p->tclass == kPciClassNvSwitch;
+    bool busId = a != nullptr && !normaliseBusId(trimBlanks(a->value)).empty();
+    if (toSwitch && a != nullptr && !busId) {
+      p->placeholder = true;
+      return Status::ok();
+    }
+    if (a != nullptr && !busId && !trimBlanks(a->value).empty()) {
+      return badValue(c, *a,
+                      "a PCI bus id (expected e.g. \"0000:18:00.0\"; a placeholder for an NVSwitch needs "
+                      "tclass=\"0x068000\")");
+    }
+    return readBusId(c, "target", &p->target);
+  }
+
+  // Elements of one GPU naming the same far end add up, as NCCL adds their bandwidth: NVLinks
+  // to NVSwitch chips that all show the placeholder are one bundle to the placeholder switch.
+  void addPending(const Pending& p, size_t firstOfGpu) {
+    for (size_t i = firstOfGpu; i < pending_.size(); ++i) {
+      Pending& q = pending_[i];
+      if (q.from == p.from && q.type == p.type && q.target == p.target && q.placeholder == p.placeholder) {
+        q.count += p.count;
+        return;
+      }
+    }
+    pending_.push_back(p);
   }
 
   // <nic> with its <net> children: one kNic node per <net>, each with `pci` (nullptr: none),
@@ -381,6 +489,13 @@ class Builder {
   Status addPci(const XmlElement& e, int parent, int root) {
     PciInfo info;
     WEFT_TRY(readPci(e, &info));
+    int repeat = repeatedSwitch(e, info, parent);
+    if (repeat >= 0) {
+      WEFT_TRY(mergeRepeat(e, info, repeat, parent));
+      PciInfo& merged = sys_->nodes[static_cast<size_t>(repeat)].pci;
+      return addPciChildren(e, repeat, nodeRoot_[static_cast<size_t>(repeat)], nullptr, false,
+                            bw::pcie(merged.linkSpeedGTs, merged.linkWidth));
+    }
     const XmlElement* gpuElem = nullptr;
     bool hasNic = false;
     for (const XmlElement& c : e.children) {
@@ -424,8 +539,15 @@ class Builder {
       root = node;
       for (size_t i = firstNew; i < nodeRoot_.size(); ++i) nodeRoot_[i] = node;  // with all NIC ports
     }
-    WEFT_TRY(registerBusId(info.busId, node, e.line));
+    WEFT_TRY(registerBusId(info.busId, node, e.line, parent));
     if (!nicsConsumed && parent >= 0) addLinkOnce(node, parent, LinkType::kPcie, 1, linkBw, e.line);
+    return addPciChildren(e, node, root, gpuElem, nicsConsumed, linkBw);
+  }
+
+  // The children of a <pci> made into `node`: `gpuElem` is the <gpu> that made it a GPU, and
+  // `nicsConsumed` says its <nic>s made NIC nodes already.
+  Status addPciChildren(const XmlElement& e, int node, int root, const XmlElement* gpuElem, bool nicsConsumed,
+                        double linkBw) {
     const NodeType type = sys_->nodes[static_cast<size_t>(node)].type;
     for (const XmlElement& c : e.children) {
       if (c.name == "pci") {
@@ -444,7 +566,7 @@ class Builder {
                    nodeTypeName(type));
       } else if (c.name == "pcilink") {
         note(c, {"target"});
-        Pending p{node, LinkType::kPcie, "", 0, 1, linkBw, c.line};
+        Pending p{node, LinkType::kPcie, "", 0, 1, linkBw, c.line, false};
         WEFT_TRY(readBusId(c, "target", &p.target));
         if (!p.target.empty()) pending_.push_back(p);
       } else {
@@ -457,15 +579,19 @@ class Builder {
   // Links that name their far end by bus id, once every element is known.
   Status resolvePending() {
     for (const Pending& p : pending_) {
+      if (p.placeholder) {
+        addLinkOnce(p.from, placeholderSwitch(), p.type, p.count, p.count * p.perLinkGBs, p.line);
+        continue;
+      }
       auto it = busIds_.find(p.target);
-      int target = it == busIds_.end() ? -1 : it->second.first;
+      int target = it == busIds_.end() ? -1 : it->second.node;
       if (target < 0 && p.type == LinkType::kNvLink && p.tclass == kPciClassNvSwitch) {
         Node n;
         n.type = NodeType::kNvSwitch;
         n.pci.busId = p.target;
         n.pci.pciClass = kPciClassNvSwitch;
         target = addNode(n, -1);
-        busIds_[p.target] = {target, p.line};
+        busIds_[p.target] = {target, p.line, -1};
       }
       if (target < 0) {
         WEFT_LOG(kWarn, kGraph, "%s: %s target %s is not in the file; link skipped", where(p.line).c_str(),
@@ -502,6 +628,17 @@ class Builder {
     return Status::ok();
   }
 
+  // The NVSwitch that NVLinks to the placeholder reach: one per machine, with no PCI function
+  // (machines.h models hidden switches the same way).
+  int placeholderSwitch() {
+    if (placeholderSwitch_ < 0) {
+      Node n;
+      n.type = NodeType::kNvSwitch;
+      placeholderSwitch_ = addNode(n, -1);
+    }
+    return placeholderSwitch_;
+  }
+
   void addSmpLinks() {
     std::vector<int> cpus = sys_->nodesOfType(NodeType::kCpu);
     for (size_t i = 0; i < cpus.size(); ++i) {
@@ -516,10 +653,16 @@ class Builder {
   const std::string& source_;
   System* sys_;
   int cpus_ = 0;
-  std::map<std::string, std::pair<int, int>> busIds_;  // bus id -> node, line
-  std::map<std::tuple<int, int, int>, int> links_;     // (low node, high node, type) -> link index
+  struct BusIdUse {
+    int node;
+    int line;    // of the first element with the bus id
+    int parent;  // the node it hangs under (-1: none)
+  };
+  std::map<std::string, BusIdUse> busIds_;
+  std::map<std::tuple<int, int, int>, int> links_;  // (low node, high node, type) -> link index
   std::vector<Pending> pending_;
   std::vector<int> nodeRoot_;  // per node: its CPU, or the top device of its tree under no CPU
+  int placeholderSwitch_ = -1;
 };
 
 }  // namespace

@@ -16,18 +16,27 @@
 //    with bw::pcie(0, 0). <net> speed goes to NicInfo only: no kNet link is made.
 //  - <nvlink target count tclass>: a kNvLink link of count x bw::nvlinkPerLink(sm) to the GPU or
 //    NVSwitch with that bus id; a target with tclass 0x068000 that no <pci> element declares
-//    becomes a kNvSwitch node (one per distinct bus id). <xgmi>: kXgmi of count x
-//    bw::xgmiPerLink(gcn) to the target GPU. Both ends usually list a GPU-GPU link: one Link is
-//    kept per unordered pair and type (the larger count, with a warning, if the ends disagree).
+//    becomes a kNvSwitch node (one per distinct bus id). A target that is no bus id with tclass
+//    0x068000 is NCCL's placeholder for a switch it cannot name: all such links go to one
+//    kNvSwitch node without a PCI function (written back as kNvSwitchPlaceholder). <xgmi>: kXgmi
+//    of count x bw::xgmiPerLink(gcn) to the target GPU. Elements of one GPU naming the same far
+//    end add up; both ends usually list a GPU-GPU link: one Link is kept per unordered pair and
+//    type (the larger count, with a warning, if the ends disagree).
+//  - A <pci> switch (bridge or NVSwitch) listed again under the same parent with the same bus id
+//    (RCCL writes one per device path through it) is the same node: its children join the
+//    first's; attributes the first left out come from the repeat; a value both give differently
+//    is an error naming both lines. Any other bus id used twice is an error.
 //  - <c2c count bw>: kC2c to the GPU's CPU; bw (MB/s per link, as NCCL writes it) when given,
 //    else bw::kC2cPerLink. <pcilink target>: an extra kPcie link between two PCI functions
 //    under the same CPU (one joining two CPUs' trees is skipped with a warning).
-//  - <gpu> gcn (RCCL) or a non-numeric arch (RCCL's arch is a number, not kept) -> gpu.arch;
+//  - <gpu> gcn (RCCL) or a non-numeric arch (RCCL's arch is a number, not kept) -> gpu.arch,
+//    without HIP's feature suffix ("gfx90a:sramecc+:xnack-" -> "gfx90a");
 //    the GPU vendor comes from the PCI vendor id, else a gfx arch (AMD), else NVLink/C2C
 //    children or, in a version 1 file, an sm (NVIDIA). NVIDIA GPUs get arch "sm_<sm>".
 //  - Extension: <pci> and <nic> directly under <system> are devices attached to no CPU (the
 //    writer emits nodes that hang under no CPU this way; NCCL ignores them).
-// Missing attributes take the defaults of system.h; unknown elements and attributes are skipped
+// Missing attributes, and attributes whose value is blank (link_speed=""), take the defaults of
+// system.h; unknown elements and attributes are skipped
 // (logged at INFO/TRACE). Malformed input -- bad syntax, a value that does not parse, a bus id
 // used twice -- is weftInvalidArgument naming the file, the line and what was expected.
 #ifndef WEFT_TOPOLOGY_TOPO_FILE_H_
@@ -69,15 +78,18 @@ std::string writeTopologyJson(const System& system);
 
 // Detection and a file combined; the file wins.
 //  - Nodes match by PCI bus id (NICs by bus id and, when both have one, name; NICs without a
-//    bus id by name); CPUs by NUMA id (or when each side has exactly one CPU).
+//    bus id by name; an NVSwitch without a bus id, NCCL's placeholder, the other side's one);
+//    CPUs by NUMA id (or when each side has exactly one CPU).
 //  - A matched node takes the file's type and every attribute the file gives (a value other
 //    than system.h's default; gdr is true if either side says so); attributes the file leaves
 //    out come from detection. A file node of unknown class (a bridge by default) takes the
 //    detected type.
 //  - PCI tree (pciTree): a node's parent is the file's where the file gives it one, else
 //    detection's (never making a cycle). Other links match by unordered pair and type; the
-//    file's count and bandwidth win. Nodes and links found on one side only are kept; every
-//    pair of CPUs has a kSmp link.
+//    file's count and bandwidth win. Nodes and links found on one side only are kept, except
+//    that a GPU's NVLinks to NVSwitches come from the file alone where it lists any (its switch
+//    may be NCCL's placeholder where detection names the chips); every pair of CPUs has a kSmp
+//    link.
 //  - out->version is the file's; out->source is "detected+" + file.source ("detected+file"
 //    when the file has none).
 [[nodiscard]] Status mergeTopology(const System& detected, const System& file, System* out);

@@ -16,6 +16,11 @@ constexpr uint32_t kPciClassAmdGpu = 0x038000;     // display controller (MI250X
 constexpr uint32_t kPciVendorNvidia = 0x10de;
 constexpr uint32_t kPciVendorAmd = 0x1002;
 
+// The target NCCL writes for an NVLink to an NVSwitch it has no bus id for. formats.md says only
+// that such a target is not a valid bus id and that tclass 0x068000 marks it: the reader takes
+// any such target, the writer writes this one (the form seen in NCCL dumps of H100 systems).
+constexpr const char* kNvSwitchPlaceholder = "fffffff:ffff:ff";
+
 inline bool isBridgeClass(uint32_t c) { return (c >> 8) == 0x0604; }
 inline bool isNvSwitchClass(uint32_t c) { return c == kPciClassNvSwitch; }
 // Display controllers (0x03xxxx) and processing accelerators (0x12xxxx).

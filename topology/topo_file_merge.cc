@@ -141,6 +141,7 @@ struct FileIndex {
   std::map<int, Candidates> cpuByNuma;
   std::map<std::string, Candidates> bareNicByName;  // NICs without a bus id
   Candidates cpus;
+  Candidates hiddenSwitches;  // NVSwitches without a bus id (NCCL's placeholder): one per machine
 
   explicit FileIndex(const System& file) {
     for (size_t f = 0; f < file.nodes.size(); ++f) {
@@ -153,6 +154,8 @@ struct FileIndex {
         byBusId[n.pci.busId].ids.push_back(i);
       } else if (n.type == NodeType::kNic && !n.nic.name.empty()) {
         bareNicByName[n.nic.name].ids.push_back(i);
+      } else if (n.type == NodeType::kNvSwitch) {
+        hiddenSwitches.ids.push_back(i);
       }
     }
   }
@@ -180,6 +183,7 @@ int findMatch(const Node& d, const System& file, FileIndex* index, const std::ve
     return d.cpu.numaId >= 0 ? firstUntaken(lookUp(&index->cpuByNuma, d.cpu.numaId), taken) : -1;
   }
   if (d.pci.busId.empty()) {
+    if (d.type == NodeType::kNvSwitch) return loose ? -1 : firstUntaken(&index->hiddenSwitches, taken);
     // A NIC without a PCI function (virtual): by name.
     bool byName = !loose && d.type == NodeType::kNic && !d.nic.name.empty();
     return byName ? firstUntaken(lookUp(&index->bareNicByName, d.nic.name), taken) : -1;
@@ -240,7 +244,8 @@ MergedTree mergeTree(const System& detected, const System& file, const System& m
                      const PciTree& fileTree, const PciTree& detTree) {
   const int nMerged = static_cast<int>(m.nodes.size());
   std::vector<int> mergedToDet(static_cast<size_t>(nMerged), -1);
-  for (size_t d = 0; d < detToMerged.size(); ++d) mergedToDet[static_cast<size_t>(detToMerged[d])] = static_cast<int>(d);
+  for (size_t d = 0; d < detToMerged.size(); ++d)
+    mergedToDet[static_cast<size_t>(detToMerged[d])] = static_cast<int>(d);
   MergedTree t;
   t.parent.assign(static_cast<size_t>(nMerged), -1);
   t.parentLink.assign(static_cast<size_t>(nMerged), nullptr);
@@ -258,7 +263,8 @@ MergedTree mergeTree(const System& detected, const System& file, const System& m
     for (int a = p; a >= 0 && !cycle; a = t.parent[static_cast<size_t>(a)]) cycle = a == i;
     if (cycle) continue;
     t.parent[static_cast<size_t>(i)] = p;
-    t.parentLink[static_cast<size_t>(i)] = &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
+    t.parentLink[static_cast<size_t>(i)] =
+        &detected.links[static_cast<size_t>(detTree.parentLink[static_cast<size_t>(d)])];
   }
   return t;
 }
@@ -298,10 +304,29 @@ void addOtherLinks(const System& detected, const System& file, const std::vector
     const Link& l = file.links[li];
     if (!fileTreeLink[li] && inRange(l, file.nodes.size())) links->add(l.from, l.to, l);
   }
+  // A GPU's NVLinks into the NVSwitch fabric come from the file where it lists any: the file
+  // may name the switches by NCCL's placeholder where detection has their bus ids, and taking
+  // both would count the same links twice.
+  auto isSwitchLink = [](const System& s, const Link& l) {
+    return l.type == LinkType::kNvLink && (s.nodes[static_cast<size_t>(l.from)].type == NodeType::kNvSwitch ||
+                                           s.nodes[static_cast<size_t>(l.to)].type == NodeType::kNvSwitch);
+  };
+  std::vector<bool> fileFabric(file.nodes.size(), false);  // file nodes with NVLinks to a switch
+  for (const Link& l : file.links) {
+    if (!inRange(l, file.nodes.size()) || !isSwitchLink(file, l)) continue;
+    fileFabric[static_cast<size_t>(l.from)] = fileFabric[static_cast<size_t>(l.to)] = true;
+  }
   for (size_t li = 0; li < detected.links.size(); ++li) {
     const Link& l = detected.links[li];
     if (detTreeLink[li] || !inRange(l, detected.nodes.size())) continue;
-    links->add(detToMerged[static_cast<size_t>(l.from)], detToMerged[static_cast<size_t>(l.to)], l);
+    int a = detToMerged[static_cast<size_t>(l.from)], b = detToMerged[static_cast<size_t>(l.to)];
+    auto fromFile = [&](int i) {
+      return static_cast<size_t>(i) < fileFabric.size() && fileFabric[static_cast<size_t>(i)];
+    };
+    bool gpuEndInFile = (detected.nodes[static_cast<size_t>(l.from)].type == NodeType::kGpu && fromFile(a)) ||
+                        (detected.nodes[static_cast<size_t>(l.to)].type == NodeType::kGpu && fromFile(b));
+    if (isSwitchLink(detected, l) && gpuEndInFile) continue;
+    links->add(a, b, l);
   }
 }
 

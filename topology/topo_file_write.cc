@@ -103,11 +103,11 @@ class XmlWriter {
 
   const Node& node(int i) const { return sys_.nodes[static_cast<size_t>(i)]; }
 
-  // An NVSwitch that only NVLink targets describe: the reader remakes it from them.
+  // An NVSwitch that only NVLink targets describe: the reader remakes it from them (one
+  // without a bus id from NCCL's placeholder target).
   bool impliedByTargets(int i) const {
     const Node& n = node(i);
-    if (n.type != NodeType::kNvSwitch || n.pci.busId.empty() || !children_[static_cast<size_t>(i)].empty())
-      return false;
+    if (n.type != NodeType::kNvSwitch || !children_[static_cast<size_t>(i)].empty()) return false;
     if ((n.pci.pciClass != 0 && n.pci.pciClass != kPciClassNvSwitch) || n.pci.vendor != 0 || n.pci.device != 0 ||
         n.pci.subsystemVendor != 0 || n.pci.subsystemDevice != 0 || n.pci.linkSpeedGTs != 0 || n.pci.linkWidth != 0) {
       return false;
@@ -233,9 +233,12 @@ class XmlWriter {
       } else {
         bool nvlink = l.type == LinkType::kNvLink && (o.type == NodeType::kGpu || o.type == NodeType::kNvSwitch);
         bool xgmi = l.type == LinkType::kXgmi && o.type == NodeType::kGpu && version_ >= 2;
-        if ((nvlink || xgmi) && !o.pci.busId.empty()) {
+        // A switch without a bus id is named as NCCL names a switch it cannot identify.
+        bool placeholder = nvlink && o.type == NodeType::kNvSwitch && o.pci.busId.empty() &&
+                           tree_.parent[static_cast<size_t>(other)] < 0 && impliedByTargets(other);
+        if ((nvlink || xgmi) && (!o.pci.busId.empty() || placeholder)) {
           out_ += nvlink ? "<nvlink" : "<xgmi";
-          attr("target", o.pci.busId);
+          attr("target", placeholder ? kNvSwitchPlaceholder : o.pci.busId);
           attrInt("count", l.count);
           uint32_t tclass = o.type == NodeType::kNvSwitch ? kPciClassNvSwitch : o.pci.pciClass;
           if (tclass != 0) attr("tclass", hexText(tclass, 6));

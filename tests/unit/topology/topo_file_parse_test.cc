@@ -56,8 +56,8 @@ const BadInput kBad[] = {
     {"speed_infinite", "<system><cpu><nic><net speed=\"inf\"/></nic></cpu></system>", "is not a non-negative number"},
     {"affinity_not_a_mask", "<system><cpu affinity=\"0-15\"/></system>", "is not a CPU mask"},
     {"bus_id_twice",
-     "<system>\n<cpu>\n<pci busid=\"0000:18:00.0\" class=\"0x060400\"/>\n<pci busid=\"18:00.0\" "
-     "class=\"0x060400\"/>\n</cpu>\n</system>",
+     "<system>\n<cpu>\n<pci busid=\"0000:18:00.0\" class=\"0x030200\"/>\n<pci busid=\"18:00.0\" "
+     "class=\"0x030200\"/>\n</cpu>\n</system>",
      "topo.xml:4: bus id 0000:18:00.0 is already used by the element at line 3"},
     {"empty", "", "topo.xml:1: no root element"},
     {"comments_only", "<!-- nothing -->\n\n", "no root element"},

@@ -1,5 +1,7 @@
 // Topology files: every fixture machine parses to the expected nodes and links (counts and
 // bandwidths from link_bw.h), and survives write -> parse unchanged in both XML dialects.
+#include "topology/topo_file.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 
 #include "topo_file_test_util.h"
 #include "topology/link_bw.h"
-#include "topology/topo_file.h"
 
 namespace weft {
 namespace topo {
@@ -27,9 +28,17 @@ struct Expected {
 };
 
 const Expected kFixtures[] = {
-    {"dgx-h100.xml", 1, 2, 4, 8, 8, 4, 20, 1, 32, 0}, {"dgx-a100.xml", 1, 2, 5, 8, 8, 6, 27, 1, 48, 0},
-    {"mi300x.xml", 2, 2, 8, 8, 8, 0, 24, 1, 0, 28},   {"mi250x.xml", 2, 4, 4, 8, 4, 0, 16, 6, 0, 12},
-    {"pcie-4gpu.xml", 1, 2, 2, 4, 2, 0, 8, 1, 0, 0},  {"cloud-vm-skeleton.xml", 1, 4, 4, 8, 8, 0, 20, 6, 0, 0},
+    {"dgx-h100.xml", 1, 2, 4, 8, 8, 4, 20, 1, 32, 0},
+    {"dgx-a100.xml", 1, 2, 5, 8, 8, 6, 27, 1, 48, 0},
+    {"mi300x.xml", 2, 2, 8, 8, 8, 0, 24, 1, 0, 28},
+    {"mi250x.xml", 2, 4, 4, 8, 4, 0, 16, 6, 0, 12},
+    {"pcie-4gpu.xml", 1, 2, 2, 4, 2, 0, 8, 1, 0, 0},
+    {"cloud-vm-skeleton.xml", 1, 4, 4, 8, 8, 0, 20, 6, 0, 0},
+    // Dumps with the quirks of real NCCL/RCCL files (topo_file_fixtures_test.cc checks their paths).
+    {"hgx-h100-nvswitch-placeholder.xml", 1, 2, 4, 8, 8, 1, 20, 1, 8, 0},
+    {"mi300x-rccl-repeated-switches.xml", 2, 2, 8, 8, 8, 0, 24, 1, 0, 28},
+    {"cloud-vm-h100-flat.xml", 1, 2, 0, 8, 8, 1, 16, 1, 8, 0},
+    {"pcie-8gpu-two-level.xml", 1, 2, 5, 8, 2, 0, 15, 1, 0, 0},
 };
 
 System load(const std::string& name) {
