@@ -35,13 +35,22 @@ bool busIdOk(const char* text) { return text[0] == '\0' || normaliseBusId(text) 
 
 }  // namespace
 
-RankDescription describeRank(const System& local, const RankIdentity& self) {
+RankDescription failedRankDescription(int rank) {
   RankDescription d;
   std::memset(&d, 0, sizeof(d));
   d.magic = kRankDescMagic;
   d.version = kRankDescVersion;
   d.bytes = static_cast<uint16_t>(sizeof(RankDescription));
-  d.rank = self.rank;
+  d.rank = rank;
+  d.device = -1;
+  d.numaId = -1;
+  d.failed = 1;
+  return d;
+}
+
+RankDescription describeRank(const System& local, const RankIdentity& self) {
+  RankDescription d = failedRankDescription(self.rank);
+  d.failed = 0;
   d.device = self.device;
   d.hostHash = self.hostHash;
   d.numaId = -1;
@@ -89,6 +98,7 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
   if (d.rank != expectedRank) {
     return WEFT_ERROR(weftRemoteError, "topology description says rank %d, expected %d", d.rank, expectedRank);
   }
+  if (d.failed != 0 && d.failed != 1) return WEFT_ERROR(weftRemoteError, "failed flag %d is not 0 or 1", d.failed);
   if (!terminated(d.gpuBusId) || !terminated(d.gpuUuid) || !terminated(d.cpuAffinity) || !terminated(d.cpuVendor) ||
       !terminated(d.cpuArch)) {
     return WEFT_ERROR(weftRemoteError, "a text field of the topology description is not terminated");

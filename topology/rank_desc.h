@@ -42,7 +42,8 @@ struct RankDescription {
   int32_t numaId;           // NUMA node of the rank's GPU (host rank: of its CPUs), -1 unknown
   int32_t nNics;            // entries of nics[] in use
   int32_t nicsOmitted;      // NICs of the host beyond kRankDescMaxNics
-  int32_t reserved;
+  int32_t failed;           // 1: the sender could not describe itself (its own error says why);
+                            // the other fields are then unset. Lets the others fail at once.
   char cpuAffinity[160];    // hex cpumask ("ffffffff,ffffffff") of that NUMA node / the rank; ""
   char cpuVendor[16];       // "GenuineIntel", "AuthenticAMD", ""
   char cpuArch[16];         // "x86_64", "arm64", ""
@@ -65,6 +66,9 @@ struct RankIdentity {
 // GPU's NUMA node and CPU set from where the GPU hangs in `local` (a GPU the model lacks, or a
 // host rank, takes the NUMA node of the only CPU, or -1 with several), the host's NICs.
 RankDescription describeRank(const System& local, const RankIdentity& self);
+
+// The record a rank sends when it could not describe itself (failed = 1).
+RankDescription failedRankDescription(int rank);
 
 // Ok when `d` is a well-formed record from rank `expectedRank`: magic, version and size,
 // terminated strings, a bus id that parses, counts and numbers in range. Otherwise

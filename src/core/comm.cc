@@ -83,6 +83,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   WEFT_TRY(probeSingleCopy());
   WEFT_TRY(LivenessWatch::create(rank_, peers(), commTag_, bootstrap_.get(), deadline, &stopWaits_, &liveness_));
   transports_ = makeTransports();
+  WEFT_TRY(buildCommTopology(bootstrap_.get(), *peerTable_, commTag_, deadline, &topology_));
   int sameHost = 0;
   for (const auto& p : peers()) sameHost += p.hostHash == peers()[rank].hostHash;
   groupByHost();

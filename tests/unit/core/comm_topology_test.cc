@@ -1,0 +1,144 @@
+// The communicator's topology at init (src/core/comm_topology.h), ranks as threads on the
+// emulated device (which poses as GPUs 0000:00:00.0, 0000:01:00.0, ... by ordinal): GPUs placed by
+// bus id, routes from WEFT_TOPO_FILE's paths and WEFT_P2P_LEVEL, WEFT_TOPO_DUMP_FILE read back, a
+// bad topology file refused naming it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/api_internal.h"
+#include "core/comm.h"
+#include "topology/machines.h"
+#include "topology/topo_file.h"
+#include "weft/weft.h"
+
+namespace {
+
+using weft::topo::NodeType;
+using weft::topo::RouteKind;
+
+struct UseEmulatedDevice {
+  UseEmulatedDevice() { setenv("WEFT_GPU_BACKEND", "emulated", 1); }
+} useEmulatedDevice;
+
+std::string tempPath(const char* name) {
+  return std::string(::testing::TempDir()) + "/weft_" + std::to_string(getpid()) + "_" + name;
+}
+
+// The 4-GPU PCIe server (two per switch, one switch per Intel socket) with its GPUs at the bus
+// ids the emulated device reports, as a topology file.
+std::string writePcieServerFile() {
+  weft::topo::System sys = weft::topo::machines::pcie4Gpu();
+  const std::vector<int> gpus = sys.nodesOfType(NodeType::kGpu);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    char bus[32];
+    std::snprintf(bus, sizeof(bus), "0000:%02zx:00.0", i);
+    sys.nodes[static_cast<size_t>(gpus[i])].pci.busId = bus;
+  }
+  const std::string path = tempPath("pcie4.xml");
+  std::ofstream(path) << weft::topo::writeTopologyXml(sys, 1);
+  return path;
+}
+
+struct Comms {
+  explicit Comms(int n) : comms(static_cast<size_t>(n)) {
+    result = weftCommInitAll(comms.data(), n, nullptr);
+    if (result != weftSuccess) comms.clear();
+  }
+  ~Comms() {
+    for (auto c : comms) weftCommDestroy(c);
+  }
+  const weft::core::CommTopology& topo(int r) const { return *comms[static_cast<size_t>(r)]->impl->topology(); }
+  std::vector<weftComm_t> comms;
+  weftResult_t result;
+};
+
+struct EnvGuard {
+  ~EnvGuard() {
+    for (const char* v : {"WEFT_TOPO_FILE", "WEFT_TOPO_DUMP_FILE", "WEFT_P2P_LEVEL", "WEFT_EMULATED_DEVICES"}) {
+      unsetenv(v);
+    }
+  }
+};
+
+TEST(CommTopology, RoutesFollowTheFilesPaths) {
+  EnvGuard guard;
+  setenv("WEFT_EMULATED_DEVICES", "4", 1);
+  setenv("WEFT_TOPO_FILE", writePcieServerFile().c_str(), 1);
+  {
+    Comms c(4);
+    ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
+    for (int r = 0; r < 4; ++r) {
+      const auto& t = c.topo(r);
+      EXPECT_EQ(&t, &c.topo(0)) << "ranks of one process share one topology";
+      EXPECT_EQ(t.routeBetween(r, r ^ 1).kind, RouteKind::kP2p) << t.routeBetween(r, r ^ 1).reason;  // one switch
+      EXPECT_EQ(t.routeBetween(r, r ^ 2).kind, RouteKind::kStaged) << t.routeBetween(r, r ^ 2).reason;  // sockets
+    }
+    EXPECT_FALSE(c.topo(0).global.sameGpu(0, 1));
+    EXPECT_EQ(c.topo(0).global.maxRanksPerGpu(), 1);
+  }
+  setenv("WEFT_P2P_LEVEL", "sys", 1);
+  Comms c(4);
+  ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
+  EXPECT_EQ(c.topo(0).routeBetween(0, 2).kind, RouteKind::kP2p) << c.topo(0).routeBetween(0, 2).reason;
+}
+
+TEST(CommTopology, RanksSharingAGpuAreFoundByBusId) {
+  EnvGuard guard;
+  setenv("WEFT_EMULATED_DEVICES", "2", 1);
+  Comms c(4);  // ranks on devices 0, 1, 0, 1
+  ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
+  const auto& g = c.topo(0).global;
+  EXPECT_TRUE(g.sameGpu(0, 2));
+  EXPECT_FALSE(g.sameGpu(0, 1));
+  EXPECT_EQ(g.maxRanksPerGpu(), 2);
+  EXPECT_EQ(c.topo(1).routeBetween(1, 3).kind, RouteKind::kP2p);
+}
+
+TEST(CommTopology, DumpReadsBack) {
+  EnvGuard guard;
+  setenv("WEFT_EMULATED_DEVICES", "4", 1);
+  setenv("WEFT_TOPO_FILE", writePcieServerFile().c_str(), 1);
+  const std::string dump = tempPath("dump.xml");
+  std::remove(dump.c_str());
+  setenv("WEFT_TOPO_DUMP_FILE", dump.c_str(), 1);
+  {
+    Comms c(3);
+    ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
+  }
+  weft::topo::System back;
+  ASSERT_TRUE(weft::topo::readTopologyFile(dump, &back).isOk());
+  for (int r = 0; r < 3; ++r) {
+    char bus[32];
+    std::snprintf(bus, sizeof(bus), "0000:%02x:00.0", r);
+    int node = back.findByBusId(bus);
+    ASSERT_GE(node, 0) << bus;
+    EXPECT_EQ(back.nodes[static_cast<size_t>(node)].type, NodeType::kGpu);
+    EXPECT_EQ(back.nodes[static_cast<size_t>(node)].gpu.rank, r);
+  }
+  EXPECT_EQ(back.nodesOfType(NodeType::kCpu).size(), 2u);  // the file's two sockets
+  std::remove(dump.c_str());
+}
+
+TEST(CommTopology, BadTopologyFileFailsInitNamingIt) {
+  EnvGuard guard;
+  const std::string path = tempPath("bad.xml");
+  std::ofstream(path) << "<system version=\"1\"><cpu numaid=\"zero\"></system>";
+  setenv("WEFT_TOPO_FILE", path.c_str(), 1);
+  Comms c(2);
+  EXPECT_NE(c.result, weftSuccess);
+  const std::string why = weftGetLastError(nullptr);
+  EXPECT_NE(why.find("WEFT_TOPO_FILE=" + path), std::string::npos) << why;
+  setenv("WEFT_TOPO_FILE", (path + ".missing").c_str(), 1);
+  Comms missing(1);
+  EXPECT_NE(missing.result, weftSuccess);
+  EXPECT_NE(std::string(weftGetLastError(nullptr)).find(".missing"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+}  // namespace
