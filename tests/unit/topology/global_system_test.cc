@@ -59,6 +59,12 @@ TEST(RankDescription, RefusesMalformedBytes) {
   EXPECT_FALSE(broken([](RankDescription& d) { d.nNics = kRankDescMaxNics + 1; }).isOk());
   EXPECT_FALSE(broken([](RankDescription& d) { d.nics[0].speedMbps = std::nan(""); }).isOk());
   EXPECT_FALSE(broken([](RankDescription& d) { d.numaId = -7; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.failed = 2; }).isOk());
+  // A rank that could not describe itself says so in a well-formed record.
+  RankDescription failed = failedRankDescription(4);
+  EXPECT_TRUE(checkRankDescription(failed, 4).isOk());
+  EXPECT_EQ(failed.failed, 1);
+  EXPECT_EQ(good.failed, 0);
   Status s = broken([](RankDescription& d) { d.version = 99; });
   EXPECT_NE(s.message().find("version 99"), std::string::npos) << s.message();
 }
@@ -117,6 +123,24 @@ TEST(GlobalSystem, PlacesRanksOnTheirHosts) {
   ASSERT_TRUE(parseTopologyXml(writeTopologyXml(b, 1), "hostB.xml", &back).isOk());
   EXPECT_EQ(back.nodesOfType(NodeType::kGpu).size(), 8u);
   for (int r = 8; r < 16; ++r) EXPECT_GE(back.findByBusId(descs[r].gpuBusId), 0) << r;
+}
+
+// Without a local model (null), every host is what its ranks described; host ranks get the NUMA
+// node they reported and no GPU.
+TEST(GlobalSystem, EveryHostFromDescriptions) {
+  const System pcie = machines::pcie4Gpu();
+  std::vector<RankDescription> descs = {rankOn(pcie, 0, kHostA, -1, 0), rankOn(pcie, 1, kHostA, 2, 0),
+                                        rankOn(pcie, 2, kHostB, -1, 0)};
+  descs[0].numaId = 1;
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, nullptr, &g).isOk());
+  ASSERT_EQ(g.hosts.size(), 2u);
+  EXPECT_EQ(g.place(0).gpu, -1);
+  EXPECT_EQ(g.hosts[0].nodes[g.place(0).cpu].cpu.numaId, 1);
+  EXPECT_EQ(g.place(0).cpu, g.place(1).cpu);  // GPU 2 hangs under socket 1 too
+  EXPECT_EQ(g.hosts[0].nodesOfType(NodeType::kNic).size(), 2u);  // the 100 Gb/s NIC and the bond
+  EXPECT_EQ(g.hosts[0].nodesOfType(NodeType::kCpu).size(), 2u);
+  EXPECT_FALSE(buildGlobalSystem({}, kHostA, nullptr, &g).isOk());
 }
 
 }  // namespace
