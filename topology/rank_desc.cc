@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "topology/topo_file.h"
 
@@ -28,6 +29,48 @@ int cpuAbove(const System& sys, const PciTree& tree, int node) {
     n = tree.parent[static_cast<size_t>(n)];
   }
   return -1;
+}
+
+// A hex cpumask in NCCL's notation ("ffffffff,00000000": 32-bit groups, most significant first)
+// as groups, least significant first; empty when it does not parse.
+std::vector<uint32_t> maskGroups(const std::string& text) {
+  std::vector<uint32_t> groups;
+  size_t end = text.size();
+  while (end > 0) {
+    size_t comma = text.rfind(',', end - 1);
+    size_t begin = comma == std::string::npos ? 0 : comma + 1;
+    const std::string word = text.substr(begin, end - begin);
+    if (word.empty() || word.size() > 8 || word.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+      return {};
+    }
+    groups.push_back(static_cast<uint32_t>(std::stoul(word, nullptr, 16)));
+    end = comma == std::string::npos ? 0 : comma;
+  }
+  return groups;
+}
+
+// True when every CPU of `inner` is in `outer` and `inner` has one.
+bool maskWithin(const std::string& inner, const std::string& outer) {
+  const std::vector<uint32_t> in = maskGroups(inner), out = maskGroups(outer);
+  bool any = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint32_t o = i < out.size() ? out[i] : 0;
+    if ((in[i] & ~o) != 0) return false;
+    any = any || in[i] != 0;
+  }
+  return any;
+}
+
+// The CPU node whose CPU set holds all of `affinity` (a host rank bound to one socket), -1 when
+// none or several do.
+int cpuHolding(const System& sys, const std::vector<int>& cpus, const std::string& affinity) {
+  int found = -1;
+  for (int cpu : cpus) {
+    if (!maskWithin(affinity, sys.nodes[static_cast<size_t>(cpu)].cpu.affinity)) continue;
+    if (found >= 0) return -1;
+    found = cpu;
+  }
+  return found;
 }
 
 // Bus ids in a record are normalised or empty; a garbled one is refused rather than guessed at.
@@ -61,6 +104,7 @@ RankDescription describeRank(const System& local, const RankIdentity& self) {
   int cpu = cpus.size() == 1 ? cpus[0] : -1;
   const int gpu = d.gpuBusId[0] != '\0' ? local.findByBusId(d.gpuBusId) : -1;
   if (gpu >= 0 && cpuAbove(local, tree, gpu) >= 0) cpu = cpuAbove(local, tree, gpu);
+  if (gpu < 0 && cpu < 0 && !self.cpuAffinity.empty()) cpu = cpuHolding(local, cpus, self.cpuAffinity);
   std::string affinity = self.cpuAffinity;
   if (cpu >= 0) {
     const CpuInfo& info = local.nodes[static_cast<size_t>(cpu)].cpu;

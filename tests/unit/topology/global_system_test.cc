@@ -37,8 +37,21 @@ TEST(RankDescription, DescribesGpuNumaAndNics) {
   EXPECT_EQ(d.nicsOmitted, 0);
   EXPECT_STREQ(d.cpuVendor, "GenuineIntel");
   RankDescription host = rankOn(sys, 0, kHostA, -1, 0);
-  EXPECT_EQ(host.numaId, -1);  // two sockets: a host rank's NUMA node is not known from the model
+  EXPECT_EQ(host.numaId, -1);  // two sockets, no CPU set: a host rank's NUMA node is not known
   EXPECT_STREQ(host.gpuBusId, "");
+  // A host rank bound inside one socket's CPUs is on that socket's NUMA node.
+  const std::string socket1 = sys.nodes[static_cast<size_t>(sys.nodesOfType(NodeType::kCpu)[1])].cpu.affinity;
+  RankIdentity bound;
+  bound.rank = 1;
+  bound.hostHash = kHostA;
+  bound.cpuAffinity = socket1;
+  RankDescription onSocket1 = describeRank(sys, bound);
+  EXPECT_EQ(onSocket1.numaId, 1) << socket1;
+  EXPECT_STREQ(onSocket1.cpuAffinity, socket1.c_str());
+  bound.cpuAffinity = "ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff";  // both sockets
+  EXPECT_EQ(describeRank(sys, bound).numaId, -1);
+  bound.cpuAffinity = "not a mask";
+  EXPECT_EQ(describeRank(sys, bound).numaId, -1);
 }
 
 TEST(RankDescription, RefusesMalformedBytes) {
