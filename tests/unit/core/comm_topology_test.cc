@@ -3,16 +3,20 @@
 // bus id, routes from WEFT_TOPO_FILE's paths and WEFT_P2P_LEVEL, WEFT_TOPO_DUMP_FILE read back, a
 // bad topology file refused naming it.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/api_internal.h"
 #include "core/comm.h"
+#include "device/device.h"
 #include "topology/machines.h"
 #include "topology/topo_file.h"
 #include "weft/weft.h"
@@ -139,6 +143,64 @@ TEST(CommTopology, BadTopologyFileFailsInitNamingIt) {
   EXPECT_NE(missing.result, weftSuccess);
   EXPECT_NE(std::string(weftGetLastError(nullptr)).find(".missing"), std::string::npos);
   std::remove(path.c_str());
+}
+
+// Ranks `first` and `first + 1` of a 4-rank communicator, as threads of this process, each on
+// emulated GPU `rank`; `check` runs on the two communicators before they are destroyed. The
+// result: 0 when both inits succeeded and `check` returned true.
+int twoRanks(const weftUniqueId& id, int first, const std::function<bool(weftComm_t, weftComm_t)>& check) {
+  weftComm_t comms[2] = {nullptr, nullptr};
+  weftResult_t results[2] = {weftInternalError, weftInternalError};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      (void)weft::device::gpuRuntime()->setDevice(first + i);
+      results[i] = weftCommInitRank(&comms[i], 4, id, first + i);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int code = results[0] != weftSuccess || results[1] != weftSuccess ? 1 : (check(comms[0], comms[1]) ? 0 : 2);
+  for (weftComm_t c : comms) {
+    if (c != nullptr) weftCommDestroy(c);
+  }
+  return code;
+}
+
+// Two processes of two ranks each: each process builds one global system that its two ranks
+// share, both processes see the same placement, and rank 0's dump lists every rank's GPU.
+TEST(CommTopology, TwoProcessesAgree) {
+  EnvGuard guard;
+  setenv("WEFT_EMULATED_DEVICES", "4", 1);
+  const std::string dump = tempPath("procs.xml");
+  std::remove(dump.c_str());
+  setenv("WEFT_TOPO_DUMP_FILE", dump.c_str(), 1);
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  // Both processes check the same facts about the whole communicator.
+  auto agreed = [](weftComm_t a, weftComm_t b) {
+    const weft::core::CommTopology* t = a->impl->topology();
+    if (t == nullptr || t != b->impl->topology() || t->global.nRanks() != 4) return false;
+    for (int r = 0; r < 4; ++r) {
+      for (int q = 0; q < 4; ++q) {
+        if (t->global.sameGpu(r, q) != (r == q)) return false;
+      }
+      if (t->global.place(r).host != 0 || t->global.place(r).gpu < 0) return false;
+    }
+    return t->global.hosts.size() == 1 && t->routeBetween(0, 3).kind == t->routeBetween(3, 0).kind;
+  };
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(twoRanks(id, 2, agreed));
+  const int here = twoRanks(id, 0, agreed);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(here, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: init failed in the child, 2: its topology differs";
+  weft::topo::System back;
+  ASSERT_TRUE(weft::topo::readTopologyFile(dump, &back).isOk());
+  EXPECT_EQ(back.nodesOfType(NodeType::kGpu).size(), 4u);
+  std::remove(dump.c_str());
 }
 
 }  // namespace
