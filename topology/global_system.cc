@@ -21,6 +21,7 @@ struct HostBuilder {
   std::map<int, int> cpuByNuma;                   // NUMA id -> CPU node
   std::unordered_map<std::string, int> gpuByKey;  // bus id (else "uuid:" UUID) -> GPU node
   int nGpus = 0;
+  size_t modelNodes = 0;  // nodes of the local model; those after it were added here
 };
 
 // The CPU node of NUMA node `numa` (-1: unknown): the host's, or a new one linked to the others.
@@ -57,6 +58,7 @@ void startLocal(HostBuilder& h, const System& local, uint64_t hostHash) {
     if (!busId.empty()) h.gpuByKey.emplace(busId, gpu);
   }
   h.nGpus = static_cast<int>(h.gpuByKey.size());
+  h.modelNodes = h.sys.nodes.size();
 }
 
 // The host's NICs as the description lists them (a described host only: the local model has its
@@ -137,6 +139,7 @@ Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t loc
     p.host = it->second;
     p.cpu = cpuFor(h, d.numaId, d);
     p.gpu = gpuFor(h, d, p.cpu);
+    p.gpuPlaced = p.gpu >= 0 && static_cast<size_t>(p.gpu) < h.modelNodes;
     GpuInfo* gpu = p.gpu >= 0 ? &h.sys.nodes[static_cast<size_t>(p.gpu)].gpu : nullptr;
     if (gpu != nullptr && gpu->rank < 0) gpu->rank = static_cast<int>(r);
   }

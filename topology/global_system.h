@@ -23,6 +23,9 @@ struct RankPlace {
   int host = -1;  // index into GlobalSystem::hosts
   int gpu = -1;   // node of the rank's GPU in that host's System, -1 host rank
   int cpu = -1;   // node of its CPU (NUMA node), -1 unknown
+  // The GPU is a node of the local model (found by bus id), so paths to it are known; a GPU
+  // added from a description hangs straight under its CPU, its real place unknown.
+  bool gpuPlaced = false;
 };
 
 struct GlobalSystem {

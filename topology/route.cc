@@ -119,10 +119,17 @@ Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel lev
     r.reason = "the same GPU";
     return r;
   }
+  if (path == nullptr) {
+    // GPUs the model does not place (an emulated device, a runtime that saw more than detection):
+    // the runtime's answer to "can these peers access each other" is all there is.
+    r.kind = RouteKind::kP2p;
+    r.reason = "the topology does not place these GPUs: peer access where the runtime allows it";
+    return r;
+  }
   P2pLevel needed = P2pLevel::kSys;
-  if (path == nullptr || !levelOfPath(path->type, &needed)) {
+  if (!levelOfPath(path->type, &needed)) {
     r.kind = RouteKind::kStaged;
-    r.reason = "no path between the GPUs in the topology";
+    r.reason = std::string("no path between the GPUs in the topology (") + pathTypeName(path->type) + ")";
     return r;
   }
   const bool within = static_cast<int>(needed) <= static_cast<int>(level);

@@ -6,6 +6,7 @@
 //   different hosts                              -> network
 //   either rank on host memory (no GPU)          -> shared memory
 //   one GPU, or a path within the P2P level      -> p2p (GPU peer memory)
+//   GPUs the model does not place (no path given)-> p2p where the runtime allows peer access
 //   otherwise (across sockets, no path)          -> staged through host memory
 //
 // The P2P level is NCCL's NCCL_P2P_LEVEL (WEFT_P2P_LEVEL): the farthest path class over which
@@ -54,8 +55,9 @@ struct Route {
   std::string reason;  // for a person: "NVLink (NV18) within P2P level SYS"
 };
 
-// `path`: the path between the two GPUs in their host's PathMatrix (null when either has no GPU,
-// they are on different hosts, or the model has no path).
+// `path`: the path between the two GPUs in their host's PathMatrix; null when either has no GPU,
+// they are on different hosts, or the model does not place both GPUs (then a GPU pair is p2p
+// where the runtime allows it: the transport asks the runtime).
 Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel level);
 
 }  // namespace topo

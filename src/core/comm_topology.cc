@@ -243,7 +243,7 @@ topo::Route CommTopology::routeBetween(int a, int b) const {
   const topo::RankPlace& pb = global.place(b);
   topo::RouteEnd ea{a, pa.host, pa.gpu};
   topo::RouteEnd eb{b, pb.host, pb.gpu};
-  const bool here = pa.host == localHost && pb.host == localHost && pa.gpu >= 0 && pb.gpu >= 0;
+  const bool here = pa.host == localHost && pb.host == localHost && pa.gpuPlaced && pb.gpuPlaced;
   return topo::route(ea, eb, here ? &localPaths.at(pa.gpu, pb.gpu) : nullptr, p2pLevel);
 }
 

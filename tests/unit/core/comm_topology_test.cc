@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/api_internal.h"
+#include "base/log.h"
 #include "core/comm.h"
 #include "device/device.h"
 #include "topology/machines.h"
@@ -90,6 +92,67 @@ TEST(CommTopology, RoutesFollowTheFilesPaths) {
   Comms c(4);
   ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
   EXPECT_EQ(c.topo(0).routeBetween(0, 2).kind, RouteKind::kP2p) << c.topo(0).routeBetween(0, 2).reason;
+}
+
+// The routes decide the device transports: on the PCIe server, GPU pairs under one switch use
+// peer memory, pairs across the sockets are staged through host memory (the emulated runtime
+// itself would allow peer access between any of its devices), and the all-reduce is right.
+TEST(CommTopology, DeviceFifosFollowTheRoutes) {
+  EnvGuard guard;
+  setenv("WEFT_EMULATED_DEVICES", "4", 1);
+  setenv("WEFT_TOPO_FILE", writePcieServerFile().c_str(), 1);
+  setenv("WEFT_DEBUG", "INFO", 1);
+  setenv("WEFT_DEBUG_SUBSYS", "INIT", 1);
+  weft::reloadLogSettings();
+  testing::internal::CaptureStderr();
+  const size_t count = 1 << 16;  // large enough for the ring: every rank talks to both neighbours
+  {
+    Comms c(4);
+    ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(4);
+    for (int r = 0; r < 4; ++r) {
+      threads.emplace_back([&, r] {
+        weft::device::Runtime* rt = weft::device::gpuRuntime();
+        void* buf = nullptr;
+        if (!rt->setDevice(r).isOk() || !rt->allocDevice(count * sizeof(float), &buf).isOk()) {
+          errors[r] = "no device memory";
+          return;
+        }
+        float* v = static_cast<float*>(buf);
+        for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(r + 1);
+        weftComm_t comm = c.comms[static_cast<size_t>(r)];
+        if (weftAllReduce(v, v, count, weftFloat32, weftSum, comm, WEFT_STREAM_DEFAULT) != weftSuccess ||
+            weftCommFinalize(comm) != weftSuccess) {
+          errors[r] = weftGetLastError(comm);
+        }
+        for (size_t i = 0; i < count && errors[r].empty(); ++i) {
+          if (v[i] != 10.0f) errors[r] = "element " + std::to_string(i) + " is " + std::to_string(v[i]);
+        }
+        (void)rt->freeDevice(buf);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  unsetenv("WEFT_DEBUG_SUBSYS");
+  setenv("WEFT_DEBUG", "WARN", 1);
+  weft::reloadLogSettings();
+  // "rank 1 -> rank 2 (host vm) device lane 0 via shm (staged through pinned host memory)"
+  int staged = 0, direct = 0;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    int from = -1, to = -1;
+    const size_t at = line.find(" -> rank ");
+    if (line.find("device lane") == std::string::npos || at == std::string::npos) continue;
+    ASSERT_EQ(std::sscanf(line.c_str() + line.rfind("rank ", at) + 5, "%d -> rank %d", &from, &to), 2) << line;
+    const bool acrossSockets = from / 2 != to / 2;
+    EXPECT_EQ(line.find("staged through pinned host memory") != std::string::npos, acrossSockets) << line;
+    (acrossSockets ? staged : direct) += 1;
+  }
+  EXPECT_GT(staged, 0) << log;
+  EXPECT_GT(direct, 0) << log;
 }
 
 TEST(CommTopology, RanksSharingAGpuAreFoundByBusId) {

@@ -124,6 +124,7 @@ TEST(GlobalSystem, PlacesRanksOnTheirHosts) {
     const RankPlace& p = g.place(r);
     EXPECT_EQ(p.host, r < 8 ? 0 : 1);
     ASSERT_GE(p.gpu, 0);
+    EXPECT_EQ(p.gpuPlaced, r < 8) << "only the local model knows where its GPUs hang";
     EXPECT_EQ(g.hosts[p.host].nodes[p.gpu].pci.busId, descs[r].gpuBusId);
     EXPECT_EQ(g.hosts[p.host].nodes[p.gpu].gpu.rank, r);
     EXPECT_EQ(g.hosts[p.host].nodes[p.cpu].cpu.numaId, (r % 8) < 4 ? 0 : 1);

@@ -57,8 +57,15 @@ TEST(Route, HostsAndHostRanks) {
   EXPECT_EQ(route(gpuA, hostA, nullptr, P2pLevel::kSys).kind, RouteKind::kShm);
   RouteEnd sameGpu{4, 0, 5};
   EXPECT_EQ(route(gpuA, sameGpu, nullptr, P2pLevel::kLoc).kind, RouteKind::kP2p);
+  // GPUs the model does not place: the runtime decides (p2p where it allows peer access).
   RouteEnd otherGpu{5, 0, 6};
-  EXPECT_EQ(route(gpuA, otherGpu, nullptr, P2pLevel::kSys).kind, RouteKind::kStaged);
+  Route unplaced = route(gpuA, otherGpu, nullptr, P2pLevel::kSys);
+  EXPECT_EQ(unplaced.kind, RouteKind::kP2p);
+  EXPECT_NE(unplaced.reason.find("runtime"), std::string::npos) << unplaced.reason;
+  // A path the model knows to be absent stages.
+  Path none;
+  none.type = PathType::kDis;
+  EXPECT_EQ(route(gpuA, otherGpu, &none, P2pLevel::kSys).kind, RouteKind::kStaged);
 }
 
 TEST(Route, P2pLevelParsing) {
