@@ -88,12 +88,14 @@ RankDescription failedRankDescription(int rank) {
   d.device = -1;
   d.numaId = -1;
   d.failed = 1;
+  d.p2pLevel = -1;
   return d;
 }
 
 RankDescription describeRank(const System& local, const RankIdentity& self) {
   RankDescription d = failedRankDescription(self.rank);
   d.failed = 0;
+  d.p2pLevel = self.p2pLevel;
   d.device = self.device;
   d.hostHash = self.hostHash;
   d.numaId = -1;
@@ -143,6 +145,7 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
     return WEFT_ERROR(weftRemoteError, "topology description says rank %d, expected %d", d.rank, expectedRank);
   }
   if (d.failed != 0 && d.failed != 1) return WEFT_ERROR(weftRemoteError, "failed flag %d is not 0 or 1", d.failed);
+  if (d.p2pLevel < -1 || d.p2pLevel > 5) return WEFT_ERROR(weftRemoteError, "P2P level %d is not -1..5", d.p2pLevel);
   if (!terminated(d.gpuBusId) || !terminated(d.gpuUuid) || !terminated(d.cpuAffinity) || !terminated(d.cpuVendor) ||
       !terminated(d.cpuArch)) {
     return WEFT_ERROR(weftRemoteError, "a text field of the topology description is not terminated");

@@ -44,13 +44,15 @@ struct RankDescription {
   int32_t nicsOmitted;      // NICs of the host beyond kRankDescMaxNics
   int32_t failed;           // 1: the sender could not describe itself (its own error says why);
                             // the other fields are then unset. Lets the others fail at once.
+  int32_t p2pLevel;         // WEFT_P2P_LEVEL as the sender parsed it (route.h P2pLevel), -1 unset
+  int32_t reserved;
   char cpuAffinity[160];    // hex cpumask ("ffffffff,ffffffff") of that NUMA node / the rank; ""
   char cpuVendor[16];       // "GenuineIntel", "AuthenticAMD", ""
   char cpuArch[16];         // "x86_64", "arm64", ""
   RankDescNic nics[kRankDescMaxNics];
 };
 static_assert(sizeof(RankDescNic) == 64, "RankDescNic travels in 64 bytes");
-static_assert(sizeof(RankDescription) == 288 + 64 * kRankDescMaxNics, "RankDescription layout");
+static_assert(sizeof(RankDescription) == 296 + 64 * kRankDescMaxNics, "RankDescription layout");
 
 // What a rank knows about itself before describing it.
 struct RankIdentity {
@@ -60,6 +62,7 @@ struct RankIdentity {
   std::string gpuBusId;     // as the runtime reports it (any case, with or without domain)
   std::string gpuUuid;
   std::string cpuAffinity;  // host ranks: the process's CPU mask, "" unknown
+  int p2pLevel = -1;        // WEFT_P2P_LEVEL parsed (route.h P2pLevel), -1 unset or invalid
 };
 
 // The record of `self` on the machine `local` (detected, or read from WEFT_TOPO_FILE): its

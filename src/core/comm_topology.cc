@@ -55,6 +55,9 @@ topo::RankIdentity identity(const PeerInfo& self) {
   id.device = self.device;
   id.hostHash = self.hostHash;
   id.cpuAffinity = processAffinity();
+  topo::P2pLevel level;
+  const std::string setting = params::P2pLevel();
+  if (!setting.empty() && topo::parseP2pLevel(setting, &level)) id.p2pLevel = static_cast<int>(level);
   device::Runtime* runtime = self.device >= 0 ? device::gpuRuntime() : nullptr;
   device::DeviceProps props;
   if (runtime != nullptr && runtime->deviceProps(self.device, &props).isOk()) id.gpuBusId = props.pciBusId;
@@ -138,6 +141,39 @@ Status gatherDescriptions(Bootstrap* b, const topo::RankDescription& mine, Deadl
   return Status::ok();
 }
 
+// The P2P level of this host: its lowest rank's WEFT_P2P_LEVEL, so that both ends of every pair
+// on the host decide alike; the machine's default when that rank set none (or a bad one).
+topo::P2pLevel hostP2pLevel(int rank, const std::vector<topo::RankDescription>& descs, const topo::System& host) {
+  const topo::RankDescription& self = descs[static_cast<size_t>(rank)];
+  const topo::RankDescription* first = &self;
+  for (const auto& d : descs) {
+    if (d.hostHash == self.hostHash) {
+      first = &d;
+      break;
+    }
+  }
+  const std::string setting = params::P2pLevel();
+  const topo::P2pLevel level =
+      first->p2pLevel >= 0 ? static_cast<topo::P2pLevel>(first->p2pLevel) : topo::defaultP2pLevel(host);
+  static std::mutex warned;
+  static std::string warnedFor = "-";  // one warning per process, setting and host level
+  const std::string key = setting + "/" + std::to_string(first->p2pLevel);
+  std::lock_guard<std::mutex> lock(warned);
+  if (warnedFor == key) return level;
+  warnedFor = key;
+  topo::P2pLevel parsed;
+  if (!setting.empty() && !topo::parseP2pLevel(setting, &parsed)) {
+    WEFT_LOG(kWarn, kEnv, "rank %d: WEFT_P2P_LEVEL=%s is not one of LOC, NVL, PIX, PXB, PHB, SYS (or 0..5); using %s",
+             rank, setting.c_str(), topo::p2pLevelName(level));
+  } else if (self.p2pLevel != first->p2pLevel) {
+    WEFT_LOG(kWarn, kEnv,
+             "rank %d: WEFT_P2P_LEVEL differs from rank %d's on this host; every rank of the host uses rank %d's "
+             "(%s) so that both ends of a pair choose alike (set it the same on every rank)",
+             rank, first->rank, first->rank, topo::p2pLevelName(level));
+  }
+  return level;
+}
+
 // The shared result of this process: the global system and the paths of this host.
 Status buildShared(int rank, const std::vector<topo::RankDescription>& descs, uint64_t hostHash,
                    const topo::System& local, std::shared_ptr<const CommTopology>* out) {
@@ -146,9 +182,7 @@ Status buildShared(int rank, const std::vector<topo::RankDescription>& descs, ui
   t->localHost = t->global.place(rank).host;
   const topo::System& host = t->global.hosts[static_cast<size_t>(t->localHost)];
   t->localPaths = topo::computePaths(host);
-  std::string warning;
-  t->p2pLevel = topo::chooseP2pLevel(params::P2pLevel(), host, &warning);
-  if (!warning.empty()) WEFT_LOG(kWarn, kEnv, "rank %d: %s", rank, warning.c_str());
+  t->p2pLevel = hostP2pLevel(rank, descs, host);
   *out = std::move(t);
   return Status::ok();
 }

@@ -249,11 +249,16 @@ TEST(CommTopology, TwoProcessesAgree) {
       }
       if (t->global.place(r).host != 0 || t->global.place(r).gpu < 0) return false;
     }
+    // The host's lowest rank (0, in the parent) sets the P2P level for every rank of the host.
+    if (t->p2pLevel == weft::topo::P2pLevel::kLoc) return false;
     return t->global.hosts.size() == 1 && t->routeBetween(0, 3).kind == t->routeBetween(3, 0).kind;
   };
   pid_t child = fork();
   ASSERT_GE(child, 0);
-  if (child == 0) _exit(twoRanks(id, 2, agreed));
+  if (child == 0) {
+    setenv("WEFT_P2P_LEVEL", "LOC", 1);  // the child's own setting must not win: rank 0's does
+    _exit(twoRanks(id, 2, agreed));
+  }
   const int here = twoRanks(id, 0, agreed);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
