@@ -17,7 +17,7 @@ WEFT_PARAM(bool, CheckCalls, "CHECK_CALLS", true, "0: do not stamp messages with
 
 // Logging
 WEFT_PARAM(std::string, Debug, "DEBUG", "WARN", "log level: NONE, WARN, INFO or TRACE")
-WEFT_PARAM(std::string, DebugSubsys, "DEBUG_SUBSYS", "ALL", "subsystems to log, comma-separated (INIT,COLL,P2P,SHM,NET,BOOT,TUNING,ENV,ALL); ^NAME excludes")
+WEFT_PARAM(std::string, DebugSubsys, "DEBUG_SUBSYS", "ALL", "subsystems to log, comma-separated (INIT,COLL,P2P,SHM,NET,BOOT,TUNING,ENV,GRAPH,ALL); ^NAME excludes")
 WEFT_PARAM(std::string, DebugFile, "DEBUG_FILE", "", "write log lines to this file instead of stderr; %h = host, %p = pid")
 
 // Bootstrap and launch
@@ -54,6 +54,11 @@ WEFT_PARAM(int64_t, EmulatedDevices, "EMULATED_DEVICES", 1, "GPUs the emulated b
 WEFT_PARAM(std::string, NetPlugin, "NET_PLUGIN", "", "network plugin library (include/weft/net_v1.h, symbol weftNetPlugin_v1) that carries traffic between hosts instead of the built-in transports, e.g. /opt/vendor/libweft-net-foo.so")
 WEFT_PARAM_RANGE(EmulatedDevices, 1, 8)
 WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
+
+// Topology
+WEFT_PARAM(std::string, TopoFile, "TOPO_FILE", "", "NCCL/RCCL topology file (XML) describing this host: its GPUs, NICs and CPUs replace or complete what detection finds, as NCCL_TOPO_FILE does; a file that does not load fails init naming it")
+WEFT_PARAM(std::string, TopoDumpFile, "TOPO_DUMP_FILE", "", "rank 0 writes the system the communicator built here, in the format WEFT_TOPO_FILE reads (other hosts of a multi-host communicator go to FILE.host1, FILE.host2, ...)")
+WEFT_PARAM(std::string, P2pLevel, "P2P_LEVEL", "", "farthest path over which GPUs use peer access, NCCL's levels: LOC, NVL, PIX, PXB, PHB, SYS (or 0..5); beyond it device FIFOs are staged through host memory (default: PXB on Intel and ARM CPUs, SYS elsewhere)")
 
 #ifdef WEFT_PARAM_RANGE_UNSET_
 #undef WEFT_PARAM_RANGE

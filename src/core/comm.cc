@@ -83,6 +83,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   WEFT_TRY(probeSingleCopy());
   WEFT_TRY(LivenessWatch::create(rank_, peers(), commTag_, bootstrap_.get(), deadline, &stopWaits_, &liveness_));
   transports_ = makeTransports();
+  WEFT_TRY(buildCommTopology(bootstrap_.get(), *peerTable_, commTag_, deadline, &topology_));
   int sameHost = 0;
   for (const auto& p : peers()) sameHost += p.hostHash == peers()[rank].hostHash;
   groupByHost();
@@ -578,12 +579,12 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       }
       const PeerInfo& peer = peers()[static_cast<size_t>(key.peer)];
       const bool forDevice = key.lane >= coll::kDeviceFifoLaneBase;
-      // A device FIFO goes over a device transport (GPU peer memory) when one reaches the peer;
-      // otherwise over the host transport the pair would use, bridged through pinned memory.
+      // A device FIFO goes over a device transport (GPU peer memory) when one reaches the peer and the
+      // route allows it (comm_topology.h); otherwise over the pair's host transport, bridged through pinned memory.
       Transport* transport = nullptr;
       bool bridged = false;
       for (int pass = 0; pass < 2 && transport == nullptr; ++pass) {
-        bool wantDevices = forDevice && pass == 0;
+        bool wantDevices = forDevice && pass == 0 && !(topology_ && topology_->staged(rank_, key.peer));
         if (pass == 1 && !forDevice) break;
         for (auto& t : transports_) {
           if (t->forDevices() == wantDevices && t->canConnect(peers()[rank_], peer)) {

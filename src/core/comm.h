@@ -17,6 +17,7 @@
 #include "collectives/host_executor.h"
 #include "collectives/schedule.h"
 #include "core/bootstrap.h"
+#include "core/comm_topology.h"
 #include "core/device_path.h"
 #include "core/liveness.h"
 #include "topology/tuner.h"
@@ -114,6 +115,8 @@ class Communicator final : public coll::ConnectionProvider {
   // Enqueues collectives on device buffers (one type and op, at most device::kMaxFusedOps, in
   // call order) as one launch on `stream`; returns once they are queued.
   Status runDevice(const std::vector<CollCall>& calls, void* stream);
+  // The global system and routes built at init (comm_topology.h).
+  const CommTopology* topology() const { return topology_.get(); }
   // The GPU this rank uses (-1: none; host memory only).
   int device() const { return peerTable_ ? peers()[static_cast<size_t>(rank_)].device : -1; }
   // A group's sends and receives on device buffers (one stream), as one launch.
@@ -228,6 +231,8 @@ class Communicator final : public coll::ConnectionProvider {
   // Every rank's PeerInfo, shared with this process's other ranks of the communicator.
   std::shared_ptr<const PeerTable> peerTable_;
   const std::vector<PeerInfo>& peers() const { return peerTable_->peers; }
+  // The global system and routes (comm_topology.h), shared with this process's other ranks.
+  std::shared_ptr<const CommTopology> topology_;
   // Ranks grouped by host (hosts in order of their lowest rank): rings and trees follow this
   // order, so a ring crosses between hosts once per host. Empty when it is 0..n-1 anyway.
   std::vector<int> nodeOrder_;

@@ -37,10 +37,10 @@ void Communicator::limitDeviceLanes() {
   for (const auto& p : peers()) {
     if (p.device < 0) continue;
     units = units == 0 ? p.deviceUnits : std::min(units, p.deviceUnits);
-    int onDevice = 0;
-    for (const auto& q : peers()) onDevice += q.hostHash == p.hostHash && q.device == p.device;
-    share = std::max(share, onDevice);
   }
+  // Ranks on one GPU, known by bus id / UUID (comm_topology.h), never by ordinal: processes with
+  // different CUDA_VISIBLE_DEVICES all call their GPU device 0.
+  if (topology_) share = std::max(share, topology_->global.maxRanksPerGpu());
   maxDeviceLanes_ = std::max(1, units / share);
   if (units > 0 && share > 1 && rank_ == 0) {
     WEFT_LOG(kInfo, kInit, "up to %d ranks share a GPU: each rank's collectives use at most %d of its %d %s", share,

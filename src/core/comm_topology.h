@@ -1,0 +1,57 @@
+// The communicator's topology (issue 14, first part): at init every rank describes its piece of
+// the machine (topology/rank_desc.h: its GPU by PCI bus id / UUID, NUMA node, CPU set, the host's
+// NICs), from detection (once per process) or WEFT_TOPO_FILE; rank 0 gathers the descriptions
+// and hands them to one rank per process, which builds the global system (topology/
+// global_system.h) that every rank of its process then shares. Then each rank logs its route to
+// every peer (topology/route.h, GRAPH at INFO) and rank 0 writes WEFT_TOPO_DUMP_FILE.
+//
+// Memory stays linear in the rank count: rank 0 holds the n descriptions once, each process
+// receives them once and keeps one shared, immutable result (weftCommInitAll with 1024 ranks
+// holds one system, not 1024).
+//
+// Called by Communicator::init (comm.cc). Communicator::connect asks staged() before the device
+// transports: a pair the route stages is bridged through host memory; otherwise the transports'
+// own canConnect (the runtime's peer access) decides as before.
+#ifndef WEFT_CORE_COMM_TOPOLOGY_H_
+#define WEFT_CORE_COMM_TOPOLOGY_H_
+
+#include <memory>
+#include <string>
+
+#include "base/os.h"
+#include "base/status.h"
+#include "core/bootstrap.h"
+#include "topology/global_system.h"
+#include "topology/paths.h"
+#include "topology/route.h"
+
+namespace weft {
+namespace core {
+
+struct CommTopology {
+  topo::GlobalSystem global;
+  int localHost = -1;            // the host of the process that built it
+  topo::PathMatrix localPaths;   // of global.hosts[localHost]
+  topo::P2pLevel p2pLevel = topo::P2pLevel::kSys;
+
+  // The route between ranks a and b; pairs of GPUs on another host than localHost get no path
+  // (each host's ranks decide their own pairs).
+  topo::Route routeBetween(int a, int b) const;
+  // The route stages the pair's device FIFOs through host memory (Communicator::connect then
+  // skips the device transports even where the runtime would allow peer access).
+  bool staged(int a, int b) const { return routeBetween(a, b).kind == topo::RouteKind::kStaged; }
+};
+
+// Describes, exchanges and builds (see above); collective over the communicator. Errors: a
+// WEFT_TOPO_FILE that does not load, a malformed description from a peer, a time-out.
+[[nodiscard]] Status buildCommTopology(Bootstrap* bootstrap, const PeerTable& peers, const std::string& commTag,
+                                       Deadline deadline, std::shared_ptr<const CommTopology>* out);
+
+// This process's machine: detection (cached once per process) completed or replaced by
+// WEFT_TOPO_FILE. Error (naming the file and the rank) when the file does not load.
+[[nodiscard]] Status localTopology(int rank, std::shared_ptr<const topo::System>* out);
+
+}  // namespace core
+}  // namespace weft
+
+#endif  // WEFT_CORE_COMM_TOPOLOGY_H_

@@ -1,0 +1,162 @@
+// Rank descriptions (made, checked, compared) and the communicator's global system built from
+// them, on the model machines of machines.h.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "topology/global_system.h"
+#include "topology/machines.h"
+#include "topology/rank_desc.h"
+#include "topology/topo_file.h"
+
+namespace weft {
+namespace topo {
+namespace {
+
+constexpr uint64_t kHostA = 0x1111;
+constexpr uint64_t kHostB = 0x2222;
+
+// Rank `rank` on `host` using GPU `gpu` (by dev) of `sys`, or host memory (gpu -1).
+RankDescription rankOn(const System& sys, int rank, uint64_t host, int gpu, int ordinal) {
+  RankIdentity id;
+  id.rank = rank;
+  id.device = gpu < 0 ? -1 : ordinal;
+  id.hostHash = host;
+  if (gpu >= 0) id.gpuBusId = sys.nodes[static_cast<size_t>(sys.nodesOfType(NodeType::kGpu)[gpu])].pci.busId;
+  return describeRank(sys, id);
+}
+
+TEST(RankDescription, DescribesGpuNumaAndNics) {
+  const System sys = machines::dgxH100();
+  RankDescription d = rankOn(sys, 3, kHostA, 5, 0);
+  ASSERT_TRUE(checkRankDescription(d, 3).isOk());
+  EXPECT_EQ(d.numaId, 1);  // GPUs 4-7 hang under socket 1
+  EXPECT_STRNE(d.gpuBusId, "");
+  EXPECT_EQ(d.nNics, 8);
+  EXPECT_EQ(d.nicsOmitted, 0);
+  EXPECT_STREQ(d.cpuVendor, "GenuineIntel");
+  RankDescription host = rankOn(sys, 0, kHostA, -1, 0);
+  EXPECT_EQ(host.numaId, -1);  // two sockets, no CPU set: a host rank's NUMA node is not known
+  EXPECT_STREQ(host.gpuBusId, "");
+  // A host rank bound inside one socket's CPUs is on that socket's NUMA node.
+  const std::string socket1 = sys.nodes[static_cast<size_t>(sys.nodesOfType(NodeType::kCpu)[1])].cpu.affinity;
+  RankIdentity bound;
+  bound.rank = 1;
+  bound.hostHash = kHostA;
+  bound.cpuAffinity = socket1;
+  RankDescription onSocket1 = describeRank(sys, bound);
+  EXPECT_EQ(onSocket1.numaId, 1) << socket1;
+  EXPECT_STREQ(onSocket1.cpuAffinity, socket1.c_str());
+  bound.cpuAffinity = "ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff,ffffffff";  // both sockets
+  EXPECT_EQ(describeRank(sys, bound).numaId, -1);
+  bound.cpuAffinity = "not a mask";
+  EXPECT_EQ(describeRank(sys, bound).numaId, -1);
+}
+
+TEST(RankDescription, RefusesMalformedBytes) {
+  const System sys = machines::pcie4Gpu();
+  const RankDescription good = rankOn(sys, 2, kHostA, 1, 1);
+  ASSERT_TRUE(checkRankDescription(good, 2).isOk());
+  EXPECT_FALSE(checkRankDescription(good, 1).isOk());  // says it is another rank
+  auto broken = [&](auto&& change) {
+    RankDescription d = good;
+    change(d);
+    return checkRankDescription(d, 2);
+  };
+  EXPECT_FALSE(broken([](RankDescription& d) { d.magic = 0; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.version = 99; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.bytes = 12; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { std::memset(d.gpuUuid, 'x', sizeof(d.gpuUuid)); }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { std::strcpy(d.gpuBusId, "zz:00"); }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.nNics = kRankDescMaxNics + 1; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.nics[0].speedMbps = std::nan(""); }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.numaId = -7; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.failed = 2; }).isOk());
+  // A rank that could not describe itself says so in a well-formed record.
+  RankDescription failed = failedRankDescription(4);
+  EXPECT_TRUE(checkRankDescription(failed, 4).isOk());
+  EXPECT_EQ(failed.failed, 1);
+  EXPECT_EQ(good.failed, 0);
+  Status s = broken([](RankDescription& d) { d.version = 99; });
+  EXPECT_NE(s.message().find("version 99"), std::string::npos) << s.message();
+}
+
+// Two processes with different CUDA_VISIBLE_DEVICES both call their GPU device 0: by ordinal they
+// would be one GPU, by bus id they are two. And one GPU seen as device 0 and device 3 is one.
+TEST(RankDescription, GpusAreKnownByBusIdNotOrdinal) {
+  const System sys = machines::dgxH100();
+  std::vector<RankDescription> descs = {rankOn(sys, 0, kHostA, 0, 0), rankOn(sys, 1, kHostA, 1, 0),
+                                        rankOn(sys, 2, kHostA, 1, 3)};
+  EXPECT_EQ(descs[0].device, descs[1].device);
+  EXPECT_FALSE(sameGpu(descs[0], descs[1]));
+  EXPECT_TRUE(sameGpu(descs[1], descs[2]));
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+  EXPECT_FALSE(g.sameGpu(0, 1));
+  EXPECT_TRUE(g.sameGpu(1, 2));
+  EXPECT_EQ(g.maxRanksPerGpu(), 2);  // ranks 1 and 2; by ordinal it would be 2 on "device 0"
+  // UUIDs win over bus ids when both ends have one.
+  std::strcpy(descs[0].gpuUuid, "GPU-aaaa");
+  std::strcpy(descs[1].gpuUuid, "GPU-aaaa");
+  EXPECT_TRUE(sameGpu(descs[0], descs[1]));
+  // Another host's GPU with the same bus id is another GPU.
+  RankDescription far = rankOn(sys, 3, kHostB, 1, 1);
+  EXPECT_FALSE(sameGpu(descs[2], far));
+}
+
+TEST(GlobalSystem, PlacesRanksOnTheirHosts) {
+  const System dgx = machines::dgxH100();
+  std::vector<RankDescription> descs;
+  for (int r = 0; r < 16; ++r) descs.push_back(rankOn(dgx, r, r < 8 ? kHostA : kHostB, r % 8, 0));
+  descs.push_back(rankOn(dgx, 16, kHostB, -1, 0));
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &dgx, &g).isOk());
+  ASSERT_EQ(g.hosts.size(), 2u);
+  EXPECT_EQ(g.hostHashes[1], kHostB);
+  // Host A is the full local model; host B what its ranks described: 2 CPUs, 8 GPUs, 8 NICs.
+  EXPECT_EQ(g.hosts[0].nodes.size(), dgx.nodes.size());
+  const System& b = g.hosts[1];
+  EXPECT_EQ(b.nodesOfType(NodeType::kCpu).size(), 2u);
+  EXPECT_EQ(b.nodesOfType(NodeType::kGpu).size(), 8u);
+  EXPECT_EQ(b.nodesOfType(NodeType::kNic).size(), 8u);
+  for (int r = 0; r < 16; ++r) {
+    const RankPlace& p = g.place(r);
+    EXPECT_EQ(p.host, r < 8 ? 0 : 1);
+    ASSERT_GE(p.gpu, 0);
+    EXPECT_EQ(p.gpuPlaced, r < 8) << "only the local model knows where its GPUs hang";
+    EXPECT_EQ(g.hosts[p.host].nodes[p.gpu].pci.busId, descs[r].gpuBusId);
+    EXPECT_EQ(g.hosts[p.host].nodes[p.gpu].gpu.rank, r);
+    EXPECT_EQ(g.hosts[p.host].nodes[p.cpu].cpu.numaId, (r % 8) < 4 ? 0 : 1);
+  }
+  EXPECT_EQ(g.place(16).gpu, -1);
+  EXPECT_EQ(g.place(16).host, 1);
+  EXPECT_EQ(g.maxRanksPerGpu(), 1);
+  // A described host reads back from the file the dump writes: same GPUs by bus id.
+  System back;
+  ASSERT_TRUE(parseTopologyXml(writeTopologyXml(b, 1), "hostB.xml", &back).isOk());
+  EXPECT_EQ(back.nodesOfType(NodeType::kGpu).size(), 8u);
+  for (int r = 8; r < 16; ++r) EXPECT_GE(back.findByBusId(descs[r].gpuBusId), 0) << r;
+}
+
+// Without a local model (null), every host is what its ranks described; host ranks get the NUMA
+// node they reported and no GPU.
+TEST(GlobalSystem, EveryHostFromDescriptions) {
+  const System pcie = machines::pcie4Gpu();
+  std::vector<RankDescription> descs = {rankOn(pcie, 0, kHostA, -1, 0), rankOn(pcie, 1, kHostA, 2, 0),
+                                        rankOn(pcie, 2, kHostB, -1, 0)};
+  descs[0].numaId = 1;
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, nullptr, &g).isOk());
+  ASSERT_EQ(g.hosts.size(), 2u);
+  EXPECT_EQ(g.place(0).gpu, -1);
+  EXPECT_EQ(g.hosts[0].nodes[g.place(0).cpu].cpu.numaId, 1);
+  EXPECT_EQ(g.place(0).cpu, g.place(1).cpu);  // GPU 2 hangs under socket 1 too
+  EXPECT_EQ(g.hosts[0].nodesOfType(NodeType::kNic).size(), 2u);  // the 100 Gb/s NIC and the bond
+  EXPECT_EQ(g.hosts[0].nodesOfType(NodeType::kCpu).size(), 2u);
+  EXPECT_FALSE(buildGlobalSystem({}, kHostA, nullptr, &g).isOk());
+}
+
+}  // namespace
+}  // namespace topo
+}  // namespace weft

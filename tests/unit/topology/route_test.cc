@@ -1,0 +1,91 @@
+// Routes on the model machines of machines.h (the same hardware as tests/fixtures/topo), and
+// WEFT_P2P_LEVEL's parsing.
+#include "topology/route.h"
+
+#include <gtest/gtest.h>
+
+#include "topology/machines.h"
+#include "topology/paths.h"
+
+namespace weft {
+namespace topo {
+namespace {
+
+// The route between GPUs i and j (by dev) of one machine, at `level`.
+Route gpuRoute(const System& sys, int i, int j, P2pLevel level) {
+  PathMatrix m = computePaths(sys);
+  const std::vector<int> gpus = sys.nodesOfType(NodeType::kGpu);
+  RouteEnd a{i, 0, gpus[static_cast<size_t>(i)]};
+  RouteEnd b{j, 0, gpus[static_cast<size_t>(j)]};
+  return route(a, b, &m.at(a.gpu, b.gpu), level);
+}
+
+TEST(Route, NvlinkOnDgxH100IsP2p) {
+  const System sys = machines::dgxH100();
+  EXPECT_EQ(defaultP2pLevel(sys), P2pLevel::kPxb);  // Intel sockets
+  Route r = gpuRoute(sys, 0, 7, defaultP2pLevel(sys));
+  EXPECT_EQ(r.kind, RouteKind::kP2p) << r.reason;
+  EXPECT_NE(r.reason.find("NVLink"), std::string::npos) << r.reason;
+  // LOC forbids peer access even over NVLink, as NCCL_P2P_LEVEL=LOC does.
+  EXPECT_EQ(gpuRoute(sys, 0, 7, P2pLevel::kLoc).kind, RouteKind::kStaged);
+}
+
+TEST(Route, XgmiOnMi300xIsP2p) {
+  const System sys = machines::mi300x();
+  EXPECT_EQ(defaultP2pLevel(sys), P2pLevel::kSys);  // AMD sockets
+  EXPECT_EQ(gpuRoute(sys, 0, 5, defaultP2pLevel(sys)).kind, RouteKind::kP2p);
+}
+
+TEST(Route, PcieAcrossSocketsIsStaged) {
+  const System sys = machines::pcie4Gpu();
+  const P2pLevel level = defaultP2pLevel(sys);
+  Route same = gpuRoute(sys, 0, 1, level);  // under one switch
+  EXPECT_EQ(same.kind, RouteKind::kP2p) << same.reason;
+  Route across = gpuRoute(sys, 0, 2, level);  // socket 0 to socket 1
+  EXPECT_EQ(across.kind, RouteKind::kStaged) << across.reason;
+  EXPECT_NE(across.reason.find("SYS"), std::string::npos) << across.reason;
+  // WEFT_P2P_LEVEL=SYS allows it; PIX still allows the pair under one switch, NVL does not.
+  EXPECT_EQ(gpuRoute(sys, 0, 2, P2pLevel::kSys).kind, RouteKind::kP2p);
+  EXPECT_EQ(gpuRoute(sys, 0, 1, P2pLevel::kPix).kind, RouteKind::kP2p);
+  EXPECT_EQ(gpuRoute(sys, 0, 1, P2pLevel::kNvl).kind, RouteKind::kStaged);
+}
+
+TEST(Route, HostsAndHostRanks) {
+  RouteEnd gpuA{0, 0, 5}, gpuB{1, 1, 5}, hostA{2, 0, -1}, hostB{3, 0, -1};
+  EXPECT_EQ(route(gpuA, gpuB, nullptr, P2pLevel::kSys).kind, RouteKind::kNet);
+  EXPECT_EQ(route(hostA, hostB, nullptr, P2pLevel::kSys).kind, RouteKind::kShm);
+  EXPECT_EQ(route(gpuA, hostA, nullptr, P2pLevel::kSys).kind, RouteKind::kShm);
+  RouteEnd sameGpu{4, 0, 5};
+  EXPECT_EQ(route(gpuA, sameGpu, nullptr, P2pLevel::kLoc).kind, RouteKind::kP2p);
+  // GPUs the model does not place: the runtime decides (p2p where it allows peer access).
+  RouteEnd otherGpu{5, 0, 6};
+  Route unplaced = route(gpuA, otherGpu, nullptr, P2pLevel::kSys);
+  EXPECT_EQ(unplaced.kind, RouteKind::kP2p);
+  EXPECT_NE(unplaced.reason.find("runtime"), std::string::npos) << unplaced.reason;
+  // A path the model knows to be absent stages.
+  Path none;
+  none.type = PathType::kDis;
+  EXPECT_EQ(route(gpuA, otherGpu, &none, P2pLevel::kSys).kind, RouteKind::kStaged);
+}
+
+TEST(Route, P2pLevelParsing) {
+  P2pLevel l = P2pLevel::kLoc;
+  EXPECT_TRUE(parseP2pLevel("phb", &l));
+  EXPECT_EQ(l, P2pLevel::kPhb);
+  EXPECT_TRUE(parseP2pLevel("5", &l));
+  EXPECT_EQ(l, P2pLevel::kSys);
+  EXPECT_FALSE(parseP2pLevel("NODE", &l));
+  EXPECT_FALSE(parseP2pLevel("6", &l));
+  EXPECT_EQ(l, P2pLevel::kSys);  // untouched
+  std::string warning;
+  const System intel = machines::pcie4Gpu();
+  EXPECT_EQ(chooseP2pLevel("NVL", intel, &warning), P2pLevel::kNvl);
+  EXPECT_TRUE(warning.empty());
+  EXPECT_EQ(chooseP2pLevel("bogus", intel, &warning), P2pLevel::kPxb);
+  EXPECT_NE(warning.find("WEFT_P2P_LEVEL=bogus"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("using PXB"), std::string::npos) << warning;
+}
+
+}  // namespace
+}  // namespace topo
+}  // namespace weft

@@ -1,0 +1,152 @@
+// The communicator's global system from the ranks' descriptions (global_system.h).
+#include "topology/global_system.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "topology/link_bw.h"
+
+namespace weft {
+namespace topo {
+namespace {
+
+constexpr uint32_t kGpuPciClass = 0x030200;  // 3D controller: what a reader takes for a GPU
+constexpr uint32_t kNicPciClass = 0x020000;  // Ethernet controller: a NIC
+
+// One host's machine while it is being assembled.
+struct HostBuilder {
+  System sys;
+  bool described = false;                         // made from descriptions, not the local model
+  std::map<int, int> cpuByNuma;                   // NUMA id -> CPU node
+  std::unordered_map<std::string, int> gpuByKey;  // bus id (else "uuid:" UUID) -> GPU node
+  int nGpus = 0;
+  size_t modelNodes = 0;  // nodes of the local model; those after it were added here
+};
+
+// The CPU node of NUMA node `numa` (-1: unknown): the host's, or a new one linked to the others.
+int cpuFor(HostBuilder& h, int numa, const RankDescription& d) {
+  auto it = h.cpuByNuma.find(numa);
+  if (it != h.cpuByNuma.end()) return it->second;
+  if (numa < 0 && !h.cpuByNuma.empty()) return h.cpuByNuma.begin()->second;
+  Node n;
+  n.type = NodeType::kCpu;
+  n.cpu.numaId = numa;
+  n.cpu.hostHash = d.hostHash;
+  // Only a rank whose NUMA node this is knows its CPU set; a NIC's node stays unknown.
+  if (d.numaId == numa) n.cpu.affinity = d.cpuAffinity;
+  n.cpu.vendor = d.cpuVendor;
+  n.cpu.arch = d.cpuArch;
+  const int node = h.sys.addNode(n);
+  for (const auto& [other, cpu] : h.cpuByNuma) {
+    const std::string& v = h.sys.nodes[static_cast<size_t>(cpu)].cpu.vendor;
+    h.sys.addLink(cpu, node, LinkType::kSmp, 1, std::min(bw::smp(v), bw::smp(n.cpu.vendor)));
+  }
+  h.cpuByNuma[numa] = node;
+  return node;
+}
+
+void startLocal(HostBuilder& h, const System& local, uint64_t hostHash) {
+  h.sys = local;
+  for (int cpu : h.sys.nodesOfType(NodeType::kCpu)) {
+    CpuInfo& info = h.sys.nodes[static_cast<size_t>(cpu)].cpu;
+    if (info.hostHash == 0) info.hostHash = hostHash;
+    h.cpuByNuma.emplace(info.numaId, cpu);
+  }
+  for (int gpu : h.sys.nodesOfType(NodeType::kGpu)) {
+    const std::string& busId = h.sys.nodes[static_cast<size_t>(gpu)].pci.busId;
+    if (!busId.empty()) h.gpuByKey.emplace(busId, gpu);
+  }
+  h.nGpus = static_cast<int>(h.gpuByKey.size());
+  h.modelNodes = h.sys.nodes.size();
+}
+
+// The host's NICs as the description lists them (a described host only: the local model has its
+// own, with their place in the PCI tree).
+void addNics(HostBuilder& h, const RankDescription& d) {
+  for (int i = 0; i < d.nNics; ++i) {
+    const RankDescNic& nic = d.nics[i];
+    Node n;
+    n.type = NodeType::kNic;
+    n.pci.busId = nic.busId;
+    if (!n.pci.busId.empty()) n.pci.pciClass = kNicPciClass;
+    n.nic.name = nic.name;
+    n.nic.dev = i;
+    n.nic.speedMbps = nic.speedMbps;
+    const int cpu = cpuFor(h, nic.numaId, d);
+    h.sys.addLink(h.sys.addNode(n), cpu, LinkType::kPcie, 1, bw::pcie(0, 0));
+  }
+}
+
+// The rank's GPU node (found or added), -1 for a host rank.
+int gpuFor(HostBuilder& h, const RankDescription& d, int cpu) {
+  std::string key = d.gpuBusId[0] != '\0' ? std::string(d.gpuBusId) : std::string();
+  if (key.empty() && d.gpuUuid[0] != '\0') key = std::string("uuid:") + d.gpuUuid;
+  if (key.empty()) return -1;
+  auto it = h.gpuByKey.find(key);
+  if (it != h.gpuByKey.end()) return it->second;
+  Node n;
+  n.type = NodeType::kGpu;
+  n.pci.busId = d.gpuBusId;
+  n.pci.pciClass = kGpuPciClass;
+  n.gpu.dev = h.nGpus++;  // GPUs of one host numbered as they appear (ordinals are per process)
+  const int node = h.sys.addNode(n);
+  h.sys.addLink(node, cpu, LinkType::kPcie, 1, bw::pcie(0, 0));
+  h.gpuByKey.emplace(key, node);
+  return node;
+}
+
+}  // namespace
+
+bool GlobalSystem::sameGpu(int a, int b) const {
+  const RankPlace& pa = place(a);
+  const RankPlace& pb = place(b);
+  return pa.gpu >= 0 && pa.host == pb.host && pa.gpu == pb.gpu;
+}
+
+int GlobalSystem::maxRanksPerGpu() const {
+  std::map<std::pair<int, int>, int> perGpu;
+  int most = 0;
+  for (const RankPlace& p : ranks) {
+    if (p.gpu >= 0) most = std::max(most, ++perGpu[{p.host, p.gpu}]);
+  }
+  return most;
+}
+
+Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t localHost, const System* local,
+                         GlobalSystem* out) {
+  if (descs.empty()) return WEFT_ERROR(weftInternalError, "buildGlobalSystem: no rank descriptions");
+  std::vector<HostBuilder> hosts;
+  std::unordered_map<uint64_t, int> hostIndex;
+  GlobalSystem g;
+  g.ranks.resize(descs.size());
+  for (size_t r = 0; r < descs.size(); ++r) {
+    const RankDescription& d = descs[r];
+    auto [it, fresh] = hostIndex.emplace(d.hostHash, static_cast<int>(hosts.size()));
+    if (fresh) {
+      hosts.emplace_back();
+      g.hostHashes.push_back(d.hostHash);
+      if (local != nullptr && d.hostHash == localHost) {
+        startLocal(hosts.back(), *local, localHost);
+      } else {
+        hosts.back().described = true;
+        hosts.back().sys.source = "described";
+        addNics(hosts.back(), d);
+      }
+    }
+    HostBuilder& h = hosts[static_cast<size_t>(it->second)];
+    RankPlace& p = g.ranks[r];
+    p.host = it->second;
+    p.cpu = cpuFor(h, d.numaId, d);
+    p.gpu = gpuFor(h, d, p.cpu);
+    p.gpuPlaced = p.gpu >= 0 && static_cast<size_t>(p.gpu) < h.modelNodes;
+    GpuInfo* gpu = p.gpu >= 0 ? &h.sys.nodes[static_cast<size_t>(p.gpu)].gpu : nullptr;
+    if (gpu != nullptr && gpu->rank < 0) gpu->rank = static_cast<int>(r);
+  }
+  for (auto& h : hosts) g.hosts.push_back(std::move(h.sys));
+  *out = std::move(g);
+  return Status::ok();
+}
+
+}  // namespace topo
+}  // namespace weft

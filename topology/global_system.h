@@ -1,0 +1,55 @@
+// The communicator's global system: one machine (a System, system.h) per host, and where each
+// rank sits in it (its host, GPU node, CPU node). Built from the ranks' descriptions
+// (rank_desc.h) by src/core at init; the ranks of one process share one, immutable. Every rank
+// derives the same hosts and placement from the same descriptions; the machine of the builder's
+// own host is the full local model (detection or WEFT_TOPO_FILE, with the PCI tree and NVLinks),
+// the others are what the descriptions say (CPUs per NUMA node, GPUs and NICs under them).
+// Memory: linear in the rank count (a place per rank, nodes per distinct GPU and NIC).
+#ifndef WEFT_TOPOLOGY_GLOBAL_SYSTEM_H_
+#define WEFT_TOPOLOGY_GLOBAL_SYSTEM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "topology/rank_desc.h"
+#include "topology/system.h"
+
+namespace weft {
+namespace topo {
+
+struct RankPlace {
+  int host = -1;  // index into GlobalSystem::hosts
+  int gpu = -1;   // node of the rank's GPU in that host's System, -1 host rank
+  int cpu = -1;   // node of its CPU (NUMA node), -1 unknown
+  // The GPU is a node of the local model (found by bus id), so paths to it are known; a GPU
+  // added from a description hangs straight under its CPU, its real place unknown.
+  bool gpuPlaced = false;
+};
+
+struct GlobalSystem {
+  std::vector<System> hosts;         // in order of each host's lowest rank
+  std::vector<uint64_t> hostHashes;  // per host
+  std::vector<RankPlace> ranks;      // per rank
+
+  int nRanks() const { return static_cast<int>(ranks.size()); }
+  const RankPlace& place(int rank) const { return ranks[static_cast<size_t>(rank)]; }
+  // Same GPU: same host and the same GPU node (GPU nodes are per bus id / UUID, never per
+  // ordinal).
+  bool sameGpu(int a, int b) const;
+  // Most ranks on any one GPU (0 when no rank has one).
+  int maxRanksPerGpu() const;
+};
+
+// Builds the global system from every rank's checked description (descs[r] is rank r's).
+// `local`: the full model of host `localHost` (null: every host from the descriptions). A
+// rank's GPU is found in `local` by bus id; one the model lacks is added under the CPU of the
+// rank's NUMA node. GPU nodes get gpu.rank = their lowest rank.
+[[nodiscard]] Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t localHost,
+                                       const System* local, GlobalSystem* out);
+
+}  // namespace topo
+}  // namespace weft
+
+#endif  // WEFT_TOPOLOGY_GLOBAL_SYSTEM_H_

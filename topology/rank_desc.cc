@@ -1,0 +1,184 @@
+// Rank descriptions: made from the local system model, checked when received (rank_desc.h).
+#include "topology/rank_desc.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "topology/topo_file.h"
+
+namespace weft {
+namespace topo {
+namespace {
+
+template <size_t N>
+void copyText(char (&dst)[N], const std::string& src) {
+  std::snprintf(dst, N, "%s", src.c_str());
+}
+
+template <size_t N>
+bool terminated(const char (&text)[N]) {
+  return std::memchr(text, '\0', N) != nullptr;
+}
+
+// The CPU node above `node` in the PCI tree, -1 when it hangs under none.
+int cpuAbove(const System& sys, const PciTree& tree, int node) {
+  for (int n = node, steps = 0; n >= 0 && steps <= static_cast<int>(sys.nodes.size()); ++steps) {
+    if (sys.nodes[static_cast<size_t>(n)].type == NodeType::kCpu) return n;
+    n = tree.parent[static_cast<size_t>(n)];
+  }
+  return -1;
+}
+
+// A hex cpumask in NCCL's notation ("ffffffff,00000000": 32-bit groups, most significant first)
+// as groups, least significant first; empty when it does not parse.
+std::vector<uint32_t> maskGroups(const std::string& text) {
+  std::vector<uint32_t> groups;
+  size_t end = text.size();
+  while (end > 0) {
+    size_t comma = text.rfind(',', end - 1);
+    size_t begin = comma == std::string::npos ? 0 : comma + 1;
+    const std::string word = text.substr(begin, end - begin);
+    if (word.empty() || word.size() > 8 || word.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+      return {};
+    }
+    groups.push_back(static_cast<uint32_t>(std::stoul(word, nullptr, 16)));
+    end = comma == std::string::npos ? 0 : comma;
+  }
+  return groups;
+}
+
+// True when every CPU of `inner` is in `outer` and `inner` has one.
+bool maskWithin(const std::string& inner, const std::string& outer) {
+  const std::vector<uint32_t> in = maskGroups(inner), out = maskGroups(outer);
+  bool any = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint32_t o = i < out.size() ? out[i] : 0;
+    if ((in[i] & ~o) != 0) return false;
+    any = any || in[i] != 0;
+  }
+  return any;
+}
+
+// The CPU node whose CPU set holds all of `affinity` (a host rank bound to one socket), -1 when
+// none or several do.
+int cpuHolding(const System& sys, const std::vector<int>& cpus, const std::string& affinity) {
+  int found = -1;
+  for (int cpu : cpus) {
+    if (!maskWithin(affinity, sys.nodes[static_cast<size_t>(cpu)].cpu.affinity)) continue;
+    if (found >= 0) return -1;
+    found = cpu;
+  }
+  return found;
+}
+
+// Bus ids in a record are normalised or empty; a garbled one is refused rather than guessed at.
+bool busIdOk(const char* text) { return text[0] == '\0' || normaliseBusId(text) == text; }
+
+}  // namespace
+
+RankDescription failedRankDescription(int rank) {
+  RankDescription d;
+  std::memset(&d, 0, sizeof(d));
+  d.magic = kRankDescMagic;
+  d.version = kRankDescVersion;
+  d.bytes = static_cast<uint16_t>(sizeof(RankDescription));
+  d.rank = rank;
+  d.device = -1;
+  d.numaId = -1;
+  d.failed = 1;
+  d.p2pLevel = -1;
+  return d;
+}
+
+RankDescription describeRank(const System& local, const RankIdentity& self) {
+  RankDescription d = failedRankDescription(self.rank);
+  d.failed = 0;
+  d.p2pLevel = self.p2pLevel;
+  d.device = self.device;
+  d.hostHash = self.hostHash;
+  d.numaId = -1;
+  copyText(d.gpuBusId, normaliseBusId(self.gpuBusId));
+  copyText(d.gpuUuid, self.gpuUuid);
+  const PciTree tree = pciTree(local);
+  const std::vector<int> cpus = local.nodesOfType(NodeType::kCpu);
+  int cpu = cpus.size() == 1 ? cpus[0] : -1;
+  const int gpu = d.gpuBusId[0] != '\0' ? local.findByBusId(d.gpuBusId) : -1;
+  if (gpu >= 0 && cpuAbove(local, tree, gpu) >= 0) cpu = cpuAbove(local, tree, gpu);
+  if (gpu < 0 && cpu < 0 && !self.cpuAffinity.empty()) cpu = cpuHolding(local, cpus, self.cpuAffinity);
+  std::string affinity = self.cpuAffinity;
+  if (cpu >= 0) {
+    const CpuInfo& info = local.nodes[static_cast<size_t>(cpu)].cpu;
+    d.numaId = info.numaId;
+    // A GPU rank's threads belong near its GPU: that NUMA node's CPUs are its CPU set.
+    if (gpu >= 0 || affinity.empty()) affinity = info.affinity;
+    copyText(d.cpuVendor, info.vendor);
+    copyText(d.cpuArch, info.arch);
+  }
+  copyText(d.cpuAffinity, affinity.size() < sizeof(d.cpuAffinity) ? affinity : std::string());
+  for (int nic : local.nodesOfType(NodeType::kNic)) {
+    if (d.nNics == kRankDescMaxNics) {
+      ++d.nicsOmitted;
+      continue;
+    }
+    const Node& n = local.nodes[static_cast<size_t>(nic)];
+    RankDescNic& out = d.nics[d.nNics++];
+    copyText(out.name, n.nic.name.size() < sizeof(out.name) ? n.nic.name : n.nic.name.substr(0, 31));
+    copyText(out.busId, n.pci.busId.size() < sizeof(out.busId) ? n.pci.busId : std::string());
+    const int above = cpuAbove(local, tree, nic);
+    out.numaId = above >= 0 ? local.nodes[static_cast<size_t>(above)].cpu.numaId : -1;
+    out.speedMbps = n.nic.speedMbps;
+  }
+  return d;
+}
+
+Status checkRankDescription(const RankDescription& d, int expectedRank) {
+  if (d.magic != kRankDescMagic) {
+    return WEFT_ERROR(weftRemoteError, "not a topology description (magic 0x%08x)", d.magic);
+  }
+  if (d.version != kRankDescVersion || d.bytes != sizeof(RankDescription)) {
+    return WEFT_ERROR(weftRemoteError, "topology description version %u of %u bytes; this build reads version %u of %zu",
+                      d.version, d.bytes, kRankDescVersion, sizeof(RankDescription));
+  }
+  if (d.rank != expectedRank) {
+    return WEFT_ERROR(weftRemoteError, "topology description says rank %d, expected %d", d.rank, expectedRank);
+  }
+  if (d.failed != 0 && d.failed != 1) return WEFT_ERROR(weftRemoteError, "failed flag %d is not 0 or 1", d.failed);
+  if (d.p2pLevel < -1 || d.p2pLevel > 5) return WEFT_ERROR(weftRemoteError, "P2P level %d is not -1..5", d.p2pLevel);
+  if (!terminated(d.gpuBusId) || !terminated(d.gpuUuid) || !terminated(d.cpuAffinity) || !terminated(d.cpuVendor) ||
+      !terminated(d.cpuArch)) {
+    return WEFT_ERROR(weftRemoteError, "a text field of the topology description is not terminated");
+  }
+  if (!busIdOk(d.gpuBusId)) return WEFT_ERROR(weftRemoteError, "GPU bus id \"%s\" does not parse", d.gpuBusId);
+  if (d.device < -1 || d.numaId < -1 || d.numaId >= 65536) {
+    return WEFT_ERROR(weftRemoteError, "device %d / NUMA node %d out of range", d.device, d.numaId);
+  }
+  if (d.nNics < 0 || d.nNics > kRankDescMaxNics || d.nicsOmitted < 0) {
+    return WEFT_ERROR(weftRemoteError, "%d NICs (%d omitted): at most %d fit", d.nNics, d.nicsOmitted,
+                      kRankDescMaxNics);
+  }
+  for (int i = 0; i < d.nNics; ++i) {
+    const RankDescNic& n = d.nics[i];
+    if (!terminated(n.name) || !terminated(n.busId) || !busIdOk(n.busId)) {
+      return WEFT_ERROR(weftRemoteError, "NIC %d has an unterminated name or a bus id that does not parse", i);
+    }
+    if (!std::isfinite(n.speedMbps) || n.speedMbps < 0 || n.speedMbps > 1e9 || n.numaId < -1 || n.numaId >= 65536) {
+      return WEFT_ERROR(weftRemoteError, "NIC %d (%s): speed %g Mb/s or NUMA node %d out of range", i, n.name,
+                        n.speedMbps, n.numaId);
+    }
+  }
+  return Status::ok();
+}
+
+bool sameGpu(const RankDescription& a, const RankDescription& b) {
+  if (a.hostHash != b.hostHash || a.gpuBusId[0] == '\0' || b.gpuBusId[0] == '\0') {
+    // Without bus ids, UUIDs alone may still tell (a runtime that reports only those).
+    return a.hostHash == b.hostHash && a.gpuUuid[0] != '\0' && std::strcmp(a.gpuUuid, b.gpuUuid) == 0;
+  }
+  if (a.gpuUuid[0] != '\0' && b.gpuUuid[0] != '\0') return std::strcmp(a.gpuUuid, b.gpuUuid) == 0;
+  return std::strcmp(a.gpuBusId, b.gpuBusId) == 0;
+}
+
+}  // namespace topo
+}  // namespace weft
