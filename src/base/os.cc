@@ -1,7 +1,5 @@
 #include "base/os.h"
 
-#include "base/params.h"
-
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -15,6 +13,9 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+
+#include "base/log.h"
+#include "base/params.h"
 
 namespace weft {
 
@@ -122,6 +123,14 @@ uint64_t hostHash() {
   return hash;
 }
 
+void initProcessStatics() {
+  (void)hostName();
+  (void)hostHash();
+  (void)processHash();
+  (void)logEnabled(kWarn, kInit);
+  params::warnUnknownOnce();
+}
+
 uint64_t processHash() {
   // Cached per pid: a child forked after the first call must not inherit its parent's value.
   static std::atomic<int> cachedPid{0};
@@ -170,8 +179,10 @@ std::string formatBytes(uint64_t bytes) {
   int u = 0;
   while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
   char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof(buf), v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof(buf), v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
 }
 

@@ -62,6 +62,13 @@ std::string hostName();
 uint64_t hostHash();
 // Identifies this process (host, pid and start time): equal means "same process".
 uint64_t processHash();
+
+// Runs, in the calling thread, the once-per-process initialisations (function-local statics,
+// std::call_once: host name and hash, log settings, the unknown-variable warnings) that Weft's
+// own threads (the bootstrap root, a non-blocking init) would otherwise run first. A fork()
+// that caught such a thread inside one would leave it "in progress" in the child for ever, and
+// the child's own init would wait on it. Call before starting such a thread.
+void initProcessStatics();
 // CPUs this process may run on.
 int usableCpus();
 // True when a process with this pid exists on this host.

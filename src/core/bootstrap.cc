@@ -8,6 +8,7 @@
 #include "core/bootstrap.h"
 
 #include <poll.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -86,6 +87,9 @@ constexpr size_t kTableChunk = 256;
 // The rank tables this process holds, by communicator (the id's nonce). The first rank of a
 // communicator in this process to get the root's answer builds the table; the others drain
 // their copy of the bytes and take the shared one.
+struct SharedTables;
+SharedTables& sharedTables();
+
 struct SharedTables {
   struct Slot {
     std::weak_ptr<const PeerTable> table;
@@ -96,10 +100,19 @@ struct SharedTables {
   std::map<uint64_t, Slot> slots;
 };
 
-SharedTables& sharedTables() {
-  static SharedTables* t = new SharedTables();  // never destroyed: ranks may still run at exit
-  return *t;
+SharedTables* makeSharedTables() {
+  auto* t = new SharedTables();  // never destroyed: ranks may still run at exit
+  // A non-blocking init's thread may hold the lock when the caller forks: hold it across
+  // fork() and give the child a fresh one.
+  pthread_atfork([] { sharedTables().mutex.lock(); }, [] { sharedTables().mutex.unlock(); },
+                 [] { new (&sharedTables().mutex) std::mutex(); });
+  return t;
 }
+
+// Made when the library loads, not by the first rank (maybe a non-blocking init's thread) that
+// asks: a fork() must not catch a thread inside this initialisation.
+SharedTables* const gSharedTables = makeSharedTables();
+SharedTables& sharedTables() { return *gSharedTables; }
 
 // Host names that two hosts share (containers named alike) get "@address" appended, so that
 // messages tell the hosts apart. Linear: one pass finds the names with two hosts.
@@ -241,6 +254,9 @@ namespace {
 // communicator: a rank that formed one with an id and comes back with it is refused at once
 // (its root is gone; it would wait out the whole time-out). A second join while the first is
 // still in progress goes on to the root, which sees the second hello and fails both groups.
+struct UsedIds;
+UsedIds& usedIds();
+
 struct UsedIds {
   struct Use {
     int joining = 0;
@@ -250,10 +266,16 @@ struct UsedIds {
   std::map<std::pair<uint64_t, int>, Use> uses;
 };
 
-UsedIds& usedIds() {
-  static UsedIds* u = new UsedIds();  // never destroyed: ranks may still join at exit
-  return *u;
+UsedIds* makeUsedIds() {
+  auto* u = new UsedIds();  // never destroyed: ranks may still join at exit
+  // As for sharedTables(): a fork() must not leave the child a lock held by an init thread.
+  pthread_atfork([] { usedIds().mutex.lock(); }, [] { usedIds().mutex.unlock(); },
+                 [] { new (&usedIds().mutex) std::mutex(); });
+  return u;
 }
+
+UsedIds* const gUsedIds = makeUsedIds();  // at load, as gSharedTables
+UsedIds& usedIds() { return *gUsedIds; }
 
 }  // namespace
 

@@ -390,6 +390,9 @@ Status launchRoot(Socket listener, const UniqueIdInfo& info) {
     return true;
   };
   r.roots.erase(std::remove_if(r.roots.begin(), r.roots.end(), reap), r.roots.end());
+  // The root thread may be running when the caller forks its ranks: it must find every
+  // process-wide static already made.
+  initProcessStatics();
   auto server = std::make_unique<RootServer>(std::move(listener), info);
   server->start();
   WEFT_LOG(kInfo, kBoot, "bootstrap root listening at %s (communicator %016llx)", info.root.toString().c_str(),

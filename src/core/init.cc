@@ -63,6 +63,7 @@ void startNonBlockingInit(weftComm* comm, const weftUniqueId& id, const weftConf
   int device = -1;
   if (runtime == nullptr || runtime->deviceCount() == 0 || !runtime->getDevice(&device).isOk()) device = -1;
   comm->state.store(weftInProgress);
+  initProcessStatics();  // the caller may fork while the init thread runs (base/os.h)
   comm->initThread = std::thread([comm, id, cfg = config, runtime, device] {
     Status st = Status::ok();
     if (device >= 0) {

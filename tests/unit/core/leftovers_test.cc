@@ -179,8 +179,7 @@ TEST_F(Leftovers, BadArgumentThenDestroy) {
   initPair(id_, comms);
   float x = 1;
   EXPECT_EQ(weftAllReduce(nullptr, &x, 1, weftFloat32, weftSum, comms[0], nullptr), weftInvalidArgument);
-  EXPECT_EQ(weftAllReduce(&x, &x, 1, static_cast<weftDataType_t>(99), weftSum, comms[1], nullptr),
-            weftInvalidArgument);
+  EXPECT_EQ(weftAllReduce(&x, &x, 1, static_cast<weftDataType_t>(99), weftSum, comms[1], nullptr), weftInvalidArgument);
   for (weftComm_t c : comms) EXPECT_EQ(weftCommDestroy(c), weftSuccess);
   EXPECT_EQ(leftBehind(before_, tag_), "");
 }
