@@ -27,7 +27,7 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(lscpu | grep 'Model name' | sed 's/ 
 env | grep '^WEFT_' | sed 's/^/# environment: /'
 
 # launch FAULT NRANKS_STARTED [VAR=VALUE ...]: starts the ranks of a 2-rank job, waits for them
-# (resuming and killing a stopped rank once the others are done), and prints their lines.
+# (resuming a stopped rank once rank 0 is done), and prints their lines.
 launch() {
   local fault=$1 started=$2 probeCase=$1
   shift 2
