@@ -108,10 +108,10 @@ uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
   current_.op = coll::collReduces(call.kind) ? static_cast<int32_t>(call.op) : 0;
   current_.root = rooted ? call.root : 0;
   current_.algo = algo;
-  current_.seq = seq_;
+  current_.seq = ++collSeq_;
   current_.count = call.count;
   uint32_t fp = coll::collectiveFingerprint(current_.kind, call.count, current_.type, current_.op, current_.root, algo);
-  return coll::makeStamp(coll::collectiveSeq(seq_), fp);
+  return coll::makeStamp(coll::collectiveSeq(collSeq_), fp);
 }
 
 void Communicator::recordP2pCall(size_t nCalls) {

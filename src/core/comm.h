@@ -249,6 +249,10 @@ class Communicator final : public coll::ConnectionProvider {
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
+  // Collectives only: the number in their stamps and CallRecords. Send/recv groups are left out
+  // because ranks may group the same sends and receives differently (so their seq_ differ)
+  // while their collectives still agree.
+  uint64_t collSeq_ = 0;
   uint32_t splits_ = 0;
   uint32_t shrinks_ = 0;
   std::atomic<bool> aborted_{false};
