@@ -13,6 +13,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kStartDelay = std::chrono::milliseconds(1);
+// Sends and receives wait longer: those queued before anyone waits must run as one group (a
+// send split from the receive queued after it can wait forever for its peer's receive, which
+// sits behind that peer's own send), and a loaded machine can take over a millisecond between
+// two pushes. Asked (a wait, a poll, a collective queued behind them), they start at once.
+constexpr auto kPointToPointStartDelay = std::chrono::milliseconds(50);
 constexpr auto kPoll = std::chrono::milliseconds(1);
 constexpr auto kIdle = std::chrono::milliseconds(128);
 
@@ -99,7 +104,11 @@ void WorkQueue::drain() {
 
 bool WorkQueue::startable() const {
   if (busy_ || tasks_.empty()) return false;
-  return started_ || stop_ || Clock::now() - tasks_.front().pushed >= kStartDelay;
+  return started_ || stop_ || Clock::now() >= startTime(tasks_.front());
+}
+
+Clock::time_point WorkQueue::startTime(const Task& task) {
+  return task.pushed + (task.pointToPoint ? kPointToPointStartDelay : kStartDelay);
 }
 
 std::vector<WorkQueue::Task> WorkQueue::takeNext() {
@@ -177,7 +186,7 @@ void WorkQueue::loop() {
     while (!startable()) {
       if (stop_ && tasks_.empty() && !busy_) return;
       if (!tasks_.empty() && !busy_) {
-        wake_.wait_until(lock, tasks_.front().pushed + kStartDelay);  // or until asked
+        wake_.wait_until(lock, startTime(tasks_.front()));  // or until asked
         continue;
       }
       // Nothing to start (empty queue, or a waiting caller runs the task). Look again after

@@ -66,7 +66,9 @@ class WeftWork : public c10d::Work {
 // come, and then leaves it to push() to wake it.
 //
 // Sends and receives queued one after another run as one Weft group (all at once), so that
-// `isend(a, p); irecv(b, p)` on two ranks cannot wait on each other.
+// `isend(a, p); irecv(b, p)` on two ranks cannot wait on each other; unasked, they start only
+// once the oldest is kPointToPointStartDelay (50 ms) old, so that a loaded machine's gaps
+// between pushes do not split such a group.
 class WorkQueue {
  public:
   // Runs several calls as one Weft group, then their finish() steps; throws on failure.
@@ -102,6 +104,7 @@ class WorkQueue {
   void run(std::vector<Task>& batch);                  // mutex_ not held, busy_ set
   void finishRun(std::unique_lock<std::mutex>& lock);  // after run(): clears busy_
   bool startable() const;                              // mutex_ held
+  static std::chrono::steady_clock::time_point startTime(const Task& task);  // when it starts unasked
   void loop();
 
   GroupRunner runGroup_;
