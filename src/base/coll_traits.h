@@ -67,25 +67,31 @@ struct CollTraits {
   // The algorithm used when neither the tuner nor the caller picks one.
   Algo defaultAlgo;
   BusBw busBw;
+  // Every rank's result depends on every rank's input, so it reaches each rank only through
+  // messages every hop of which checked the sender's call stamp: a rank that completes knows
+  // that all ranks made its call, and need not wait for the peers to take its own messages
+  // (collectives/host_executor.cc, waitForConsumers). Rooted collectives, whose senders may
+  // finish without receiving, must wait.
+  bool everyResultNeedsEveryRank;
 };
 
 constexpr CollTraits kCollTraits[] = {
     // kind, name, reduces, rooted, sendTimesRanks, recvTimesRanks, sendOnRootOnly, recvOnRootOnly,
-    // stagesInPlace, peersReadSendBuffer, scheduled, defaultAlgo, busBw
+    // stagesInPlace, peersReadSendBuffer, scheduled, defaultAlgo, busBw, everyResultNeedsEveryRank
     {CollKind::kAllReduce, "allreduce", true, false, false, false, false, false, false, false, true, Algo::kRing,
-     BusBw::kTwoShares},
+     BusBw::kTwoShares, true},
     {CollKind::kAllGather, "allgather", false, false, false, true, false, false, false, false, true, Algo::kRing,
-     BusBw::kShare},
+     BusBw::kShare, true},
     {CollKind::kReduceScatter, "reducescatter", true, false, true, false, false, false, false, false, true,
-     Algo::kRing, BusBw::kShare},
+     Algo::kRing, BusBw::kShare, true},
     {CollKind::kBroadcast, "broadcast", false, true, false, false, true, false, false, true, true, Algo::kRing,
-     BusBw::kWhole},
+     BusBw::kWhole, false},
     {CollKind::kReduce, "reduce", true, true, false, false, false, true, false, false, true, Algo::kRing,
-     BusBw::kWhole},
+     BusBw::kWhole, false},
     {CollKind::kAllToAll, "alltoall", false, false, true, true, false, false, true, true, true, Algo::kPairwise,
-     BusBw::kShare},
+     BusBw::kShare, true},
     {CollKind::kSendRecv, "sendrecv", false, false, false, false, false, false, false, false, false, Algo::kRing,
-     BusBw::kWhole},
+     BusBw::kWhole, false},
 };
 
 constexpr int kNumCollKinds = static_cast<int>(sizeof(kCollTraits) / sizeof(kCollTraits[0]));

@@ -362,7 +362,9 @@ Status Communicator::runCollective(const CollCall& call) {
   coll::ExecPlan& plan = cached->plan;
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_);
   coll::stampPlan(&plan, stampCollective(call, static_cast<int>(params.algo)));
-  plan.checkStamps = plan.waitForConsumers = checkCalls_;
+  plan.checkStamps = checkCalls_;
+  // Only where a rank may finish without hearing from every peer (coll_traits.h).
+  plan.waitForConsumers = checkCalls_ && !coll::collTraits(call.kind).everyResultNeedsEveryRank;
   // Out of place, nothing writes the send buffer during the call: peers may read it directly.
   // That saves a copy where the receiver stores the data as it is (all-to-all, broadcast);
   // a reduction would read it into a bounce buffer anyway, so the others keep the slots.
