@@ -288,7 +288,12 @@ Status localTopology(int rank, std::shared_ptr<const topo::System>* out) {
   std::lock_guard<std::mutex> lock(mutex);
   if (!detected) {
     auto sys = std::make_shared<topo::System>();
-    WEFT_TRY(topo::detectSystem(sys.get(), nullptr));
+    // Without libfabric's inventory: fi_getinfo starts every provider (about 0.3 s here, on
+    // every process's first init), and the description needs only the NICs sysfs and hwloc
+    // list; the ofi transport asks libfabric itself when it is used.
+    topo::DetectOptions options;
+    options.fabricLibrary.clear();
+    WEFT_TRY(topo::detectSystem(options, sys.get(), nullptr));
     detected = std::move(sys);
   }
   const std::string path = params::TopoFile();
