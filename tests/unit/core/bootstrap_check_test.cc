@@ -81,7 +81,7 @@ TEST(BootstrapCheck, HelloFieldByField) {
 
 TEST(BootstrapCheck, HelloPrefixRefusesStrangersOnTheirFirstBytes) {
   Hello h{};
-  std::memcpy(&h, "GET / HT", 8);
+  std::memcpy(static_cast<void*>(&h), "GET / HT", 8);  // the bytes a stranger sends first
   EXPECT_TRUE(checkHelloPrefix(h, 3).isOk()) << "three bytes say nothing yet";
   EXPECT_FALSE(checkHelloPrefix(h, 4).isOk());
   h = goodHello();
