@@ -210,6 +210,32 @@ TEST(CallMismatchMajority, TheOddRankIsNamedOnEveryRank) {
   }
 }
 
+// KNOWN GAP (issue 13, open): with four ranks, two of which name themselves the root of a
+// broadcast, ranks whose neighbours agree with them return success and the second "root" waits
+// in connect until the time-out (it receives nothing, so no stamp check reaches it). Disabled
+// until rooted schedules close with a message every rank receives; run it with
+// --gtest_also_run_disabled_tests to see the gap (2026-11-24: ranks 0 and 2 succeeded).
+TEST(CallMismatchRoots, DISABLED_TwoRootsAmongFourRanksFailEveryRank) {
+  SharedOutcomes outcomes(4);
+  setenv("WEFT_TIMEOUT_S", "20", 1);
+  runRanks(
+      Mode::kThreads, 4,
+      [&](Rank& r) {
+        record(r, &outcomes[r.rank], [&] {
+          const size_t count = 1000;
+          auto in = bytes(count * 4), out = bytes(count * 4);
+          return weftBroadcast(in.data(), out.data(), count, weftFloat32, r.rank == 3 ? 3 : 0, r.comm, nullptr);
+        });
+      },
+      120);
+  unsetenv("WEFT_TIMEOUT_S");
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(outcomes[r].called, 1) << "rank " << r << " never returned";
+    EXPECT_EQ(outcomes[r].result, weftInvalidUsage) << "rank " << r << ": " << outcomes[r].message;
+    EXPECT_LT(outcomes[r].seconds, 1.0) << "rank " << r << " took " << outcomes[r].seconds << " s to fail";
+  }
+}
+
 // Ranks that agree are not disturbed: many calls of different shapes in a row all succeed.
 TEST(CallMismatchAgreement, AgreeingRanksSucceedCallAfterCall) {
   runRanks(Mode::kThreads, 3, [](Rank& r) {
