@@ -167,6 +167,38 @@ std::string formatConnectionMatrix(const System& sys, const topo::PathMatrix& pa
   return out;
 }
 
+std::string formatRouteMatrix(const System& sys, const topo::PathMatrix& paths, topo::P2pLevel level) {
+  (void)sys;
+  const std::vector<int>& gpus = paths.gpus();
+  if (gpus.empty()) return "No GPUs: host-memory ranks on one host use shared memory.\n";
+  std::string out = std::string("Route between the GPUs (one rank each) at P2P level ") + topo::p2pLevelName(level) +
+                    ": p2p = peer access, staged = through host memory\n";
+  const size_t width = 8;
+  out += pad("", 8);
+  for (size_t i = 0; i < gpus.size(); ++i) out += pad("GPU" + std::to_string(i), width);
+  while (out.back() == ' ') out.pop_back();
+  out += "\n";
+  std::vector<std::string> reasons;  // each distinct reason once, in order of appearance
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    std::string line = pad("GPU" + std::to_string(i), 8);
+    for (size_t j = 0; j < gpus.size(); ++j) {
+      if (i == j) {
+        line += pad("X", width);
+        continue;
+      }
+      topo::RouteEnd a{static_cast<int>(i), 0, gpus[i]}, b{static_cast<int>(j), 0, gpus[j]};
+      topo::Route r = topo::route(a, b, &paths.at(gpus[i], gpus[j]), level);
+      line += pad(topo::routeKindName(r.kind), width);
+      std::string why = std::string(topo::routeKindName(r.kind)) + ": " + r.reason;
+      if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  for (const std::string& why : reasons) out += "  " + why + "\n";
+  return out;
+}
+
 std::string formatBandwidthMatrix(const System& sys, const topo::PathMatrix& paths) {
   (void)sys;
   std::vector<Device> devs = devicesOf(paths);

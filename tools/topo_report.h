@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "topology/paths.h"
+#include "topology/route.h"
 #include "topology/search.h"
 #include "topology/system.h"
 
@@ -29,6 +30,11 @@ std::string formatConnectionMatrix(const topo::System& sys, const topo::PathMatr
 
 // Bottleneck bandwidth (GB/s per direction) of every GPU/NIC pair's path.
 std::string formatBandwidthMatrix(const topo::System& sys, const topo::PathMatrix& paths);
+
+// The route a communicator with one rank per GPU takes between every pair of GPUs
+// (topology/route.h, the function the communicator itself calls): p2p or staged through host
+// memory, at P2P level `level` (WEFT_P2P_LEVEL or the host's default), then the reasons.
+std::string formatRouteMatrix(const topo::System& sys, const topo::PathMatrix& paths, topo::P2pLevel level);
 
 // "ring 0: 0 1 2 3 (bottleneck 41.2 GB/s)" per ring, then each tree pair with its edges.
 std::string formatRingsAndTrees(const topo::SearchResult& result);

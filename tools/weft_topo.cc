@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/params.h"
 #include "core/inspect.h"
 #include "topo_report.h"
 #include "topo_svg.h"
@@ -161,6 +162,10 @@ int showTopology(const TopologyRequest& req) {
   std::printf("== Topology ==\n%s\n\n", systemSummary(sys).c_str());
   std::printf("== Connection matrix ==\n%s\n", weft::tools::formatConnectionMatrix(sys, paths).c_str());
   std::printf("== Bandwidth matrix ==\n%s\n", weft::tools::formatBandwidthMatrix(sys, paths).c_str());
+  std::string levelWarning;
+  const topo::P2pLevel level = topo::chooseP2pLevel(weft::params::P2pLevel(), sys, &levelWarning);
+  if (!levelWarning.empty()) std::fprintf(stderr, "weft-topo: %s\n", levelWarning.c_str());
+  std::printf("== Routes ==\n%s\n", weft::tools::formatRouteMatrix(sys, paths, level).c_str());
   std::printf("== Rings and trees, one node ==\n%s\n", weft::tools::formatRingsAndTrees(nodeSearch).c_str());
   topo::Cluster cluster = topo::Cluster::uniform(sys, req.nodes);
   topo::SearchResult clusterSearch = req.nodes == 1 ? nodeSearch : topo::search(cluster);

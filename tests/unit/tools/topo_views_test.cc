@@ -66,6 +66,23 @@ TEST(ConnectionMatrix, DgxH100) {
   EXPECT_NE(text.find("NIC0: mlx5_0"), std::string::npos);
 }
 
+TEST(RouteMatrix, StagedAcrossSocketsBeyondTheLevelAndP2pWithinIt) {
+  topo::System pcie = load("pcie-4gpu");
+  topo::PathMatrix paths = topo::computePaths(pcie);
+  std::string text = formatRouteMatrix(pcie, paths, topo::P2pLevel::kPxb);
+  std::vector<std::string> expect{"GPU1", "p2p", "X", "staged", "staged"};
+  EXPECT_EQ(row(text, "GPU1"), expect) << text;
+  EXPECT_NE(text.find("staged: PCIe across CPU sockets (SYS) beyond P2P level PXB"), std::string::npos) << text;
+  expect = {"GPU1", "p2p", "X", "p2p", "p2p"};
+  EXPECT_EQ(row(formatRouteMatrix(pcie, paths, topo::P2pLevel::kSys), "GPU1"), expect);
+  expect = {"GPU1", "staged", "X", "staged", "staged"};
+  EXPECT_EQ(row(formatRouteMatrix(pcie, paths, topo::P2pLevel::kNvl), "GPU1"), expect) << "PIX is beyond NVL";
+  topo::System amd = load("mi300x");
+  std::vector<std::string> r = row(formatRouteMatrix(amd, topo::computePaths(amd), topo::P2pLevel::kNvl), "GPU3");
+  ASSERT_EQ(r.size(), 9u);
+  for (size_t i = 1; i < r.size(); ++i) EXPECT_EQ(r[i], i == 4 ? "X" : "p2p") << "xGMI is within NVL";
+}
+
 TEST(ConnectionMatrix, Mi300xAndPcie) {
   topo::System amd = load("mi300x");
   std::vector<std::string> r = row(formatConnectionMatrix(amd, topo::computePaths(amd)), "GPU3");
