@@ -124,18 +124,23 @@ class StallBlame {
       const LaneRun& run = currentRun(t);
       Status peer;
       int culprit = -1;
+      Connection* failed = nullptr;
       if (t.waitingRecv) {
         peer = run.recvConns[t.step]->checkPeer();
         silentPeers.insert(culprit = step.recvPeer);
+        failed = run.recvConns[t.step];
       }
       if (peer.isOk() && t.waitingSend) {
         peer = run.sendConns[t.step]->checkPeer();
         silentPeers.insert(culprit = step.sendPeer);
+        failed = run.sendConns[t.step];
       }
       if (!peer.isOk()) {
         // A peer that finished its part and exited may have posted what this rank waits for
         // just before it went: look once more before calling it a failure.
         if (canAnyTrackMove(tracks)) return Status::ok();
+        // An abort that came after the loop above looked: name the rank the peer blamed.
+        if (failed->peerAborted()) return blameAbortedPeer(tracks, culprit, failed->peerAbortCulprit());
         provider_->noteCulprit(culprit);
         return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
       }
