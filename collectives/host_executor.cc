@@ -449,9 +449,7 @@ class Executor {
       WEFT_TRY(blame_.check(tracks, false, 0));
       for (Connection* c : plan_.senders) {
         Status peer = c->checkPeer();
-        if (!peer.isOk() && !c->allSendsConsumed()) {
-          return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
-        }
+        if (!peer.isOk() && !c->allSendsConsumed()) return senderFailed(c, std::move(peer));
       }
       if (static_cast<double>(now - start) / 1e9 > plan_.timeoutS) {
         return WEFT_ERROR(weftTimeout,
@@ -475,6 +473,22 @@ class Executor {
     return Status::ok();
   }
 
+  // The receiver at the end of sending connection `c` failed after this rank's steps were done:
+  // the culprit is the rank it blamed, or itself, so that the peers this rank tells name it.
+  Status senderFailed(Connection* c, Status peer) {
+    const int told = c->peerAborted() ? c->peerAbortCulprit() : -1;
+    if (told >= 0 && (told & kCulpritCallMismatch) != 0) {
+      provider_->noteCallMismatch(told & ~kCulpritCallMismatch, 0, 0);
+    } else {
+      int receiver = -1;
+      for (const auto& key : plan_.keys) {
+        if (key.send && provider_->get(key) == c) receiver = key.peer;
+      }
+      provider_->noteCulprit(told >= 0 ? told : receiver);
+    }
+    return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
+  }
+
   // Memory this rank lent by reference must stay as it is until the peers have read it: the
   // caller may change its buffers once the call returns.
   Status waitForReferences() {
@@ -493,9 +507,7 @@ class Executor {
       WEFT_TRY(provider_->healthCheck());
       for (Connection* c : lent_) {
         Status peer = c->checkPeer();
-        if (!peer.isOk() && !c->allSendsConsumed()) {
-          return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
-        }
+        if (!peer.isOk() && !c->allSendsConsumed()) return senderFailed(c, std::move(peer));
       }
       if (static_cast<double>(now - start) / 1e9 > plan_.timeoutS) {
         return WEFT_ERROR(weftTimeout,
