@@ -113,6 +113,18 @@ int GlobalSystem::maxRanksPerGpu() const {
   return most;
 }
 
+std::vector<int> hostNumaRingOrder(const GlobalSystem& g) {
+  std::vector<int> order(static_cast<size_t>(g.nRanks()));
+  for (int r = 0; r < g.nRanks(); ++r) order[static_cast<size_t>(r)] = r;
+  std::stable_sort(order.begin(), order.end(), [&g](int a, int b) {
+    const int ha = g.place(a).host;
+    const int hb = g.place(b).host;
+    if (ha != hb) return ha < hb;
+    return g.numaOf(a) < g.numaOf(b);
+  });
+  return order;
+}
+
 Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t localHost, const System* local,
                          GlobalSystem* out) {
   if (descs.empty()) return WEFT_ERROR(weftInternalError, "buildGlobalSystem: no rank descriptions");
@@ -138,6 +150,7 @@ Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t loc
     RankPlace& p = g.ranks[r];
     p.host = it->second;
     p.cpu = cpuFor(h, d.numaId, d);
+    p.numa = d.numaId;
     p.gpu = gpuFor(h, d, p.cpu);
     p.gpuPlaced = p.gpu >= 0 && static_cast<size_t>(p.gpu) < h.modelNodes;
     GpuInfo* gpu = p.gpu >= 0 ? &h.sys.nodes[static_cast<size_t>(p.gpu)].gpu : nullptr;

@@ -23,6 +23,7 @@ struct RankPlace {
   int host = -1;  // index into GlobalSystem::hosts
   int gpu = -1;   // node of the rank's GPU in that host's System, -1 host rank
   int cpu = -1;   // node of its CPU (NUMA node), -1 unknown
+  int numa = -1;  // the NUMA node the rank described; -1 unknown (cpu is then the host's first)
   // The GPU is a node of the local model (found by bus id), so paths to it are known; a GPU
   // added from a description hangs straight under its CPU, its real place unknown.
   bool gpuPlaced = false;
@@ -40,7 +41,16 @@ struct GlobalSystem {
   bool sameGpu(int a, int b) const;
   // Most ranks on any one GPU (0 when no rank has one).
   int maxRanksPerGpu() const;
+  // NUMA node of the rank's CPU as it described it, -1 unknown.
+  int numaOf(int rank) const { return place(rank).numa; }
 };
+
+// The order in which a ring visits the ranks: host by host (hosts in order of their lowest rank),
+// and inside a host NUMA node by NUMA node (ascending; ranks whose node is unknown first), each
+// node's ranks in rank order. A ring then crosses between CPU sockets once each way per host
+// instead of at every hop where ranks alternate sockets. Every rank computes the same order from
+// the same system.
+std::vector<int> hostNumaRingOrder(const GlobalSystem& g);
 
 // Builds the global system from every rank's checked description (descs[r] is rank r's).
 // `local`: the full model of host `localHost` (null: every host from the descriptions). A

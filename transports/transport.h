@@ -101,6 +101,8 @@ struct ConnectRequest {
   // parameter table's defaults).
   size_t nSlots = 4;
   size_t slotBytes = 1 << 18;
+  // NUMA node of this rank's CPU (-1 unknown): a FIFO this rank reads is placed there.
+  int numaNode = -1;
   Deadline deadline;
   PeerExchange* exchange = nullptr;  // may be null for transports that need no exchange
   // Waits in connectSend() give up (weftRemoteError) once this becomes true (weftCommAbort).

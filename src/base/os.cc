@@ -1,8 +1,10 @@
 #include "base/os.h"
 
+#include <linux/mempolicy.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -184,6 +186,39 @@ std::string formatBytes(uint64_t bytes) {
   else
     std::snprintf(buf, sizeof(buf), v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
+}
+
+namespace {
+constexpr int kMaxNumaNodes = 1024;
+constexpr size_t kMaskWords = kMaxNumaNodes / (8 * sizeof(unsigned long));
+}  // namespace
+
+bool preferNumaNode(void* addr, size_t bytes, int node, int* err) {
+  if (node < 0 || node >= kMaxNumaNodes) {
+    *err = EINVAL;
+    return false;
+  }
+  unsigned long mask[kMaskWords] = {};
+  const size_t bits = 8 * sizeof(unsigned long);
+  mask[static_cast<size_t>(node) / bits] = 1ul << (static_cast<size_t>(node) % bits);
+  // The kernel reads maxnode - 1 bits of the mask.
+  if (syscall(SYS_mbind, addr, bytes, MPOL_PREFERRED, mask, kMaxNumaNodes + 1, 0) != 0) {
+    *err = errno;
+    return false;
+  }
+  return true;
+}
+
+int preferredNumaNode(void* addr) {
+  int mode = -1;
+  unsigned long mask[kMaskWords] = {};
+  if (syscall(SYS_get_mempolicy, &mode, mask, kMaxNumaNodes + 1, addr, MPOL_F_ADDR) != 0) return -1;
+  if (mode != MPOL_PREFERRED) return -1;
+  const size_t bits = 8 * sizeof(unsigned long);
+  for (size_t i = 0; i < kMaxNumaNodes; ++i) {
+    if (mask[i / bits] & (1ul << (i % bits))) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 bool readProcessMemory(int pid, uint64_t address, void* dst, size_t bytes, int* err) {

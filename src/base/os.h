@@ -74,6 +74,15 @@ int usableCpus();
 // True when a process with this pid exists on this host.
 bool processAlive(int pid);
 
+// Asks the kernel to place the pages of the mapping [addr, addr + bytes) on NUMA node `node`,
+// preferred rather than required (other nodes take over when it is full). On a shared mapping
+// of a shared-memory segment the policy belongs to the segment, so pages allocated later (by
+// posix_fallocate, or by any process's first touch) follow it. False, with errno in *err, when
+// the kernel refuses (no such node, no NUMA support) or node is outside 0..1023.
+bool preferNumaNode(void* addr, size_t bytes, int node, int* err);
+// The node the NUMA policy at addr prefers, or -1 (default policy, another mode, no NUMA).
+int preferredNumaNode(void* addr);
+
 // Reads `bytes` at `address` in process `pid` on this host into dst: memcpy for this process,
 // process_vm_readv (cross-memory attach) for another. False, with errno in *err, when the OS
 // refuses (no permission: ptrace rules; or the process is gone).

@@ -107,6 +107,16 @@ void Communicator::groupByHost() {
   nNodes_ = static_cast<int>(hosts.size());
   nodeOrder_.clear();
   for (const auto& m : members) nodeOrder_.insert(nodeOrder_.end(), m.begin(), m.end());
+  // Inside a host, NUMA node by NUMA node (the global system orders its hosts the same way).
+  if (topology_ && topology_->global.nRanks() == nRanks_) {
+    std::vector<int> byNuma = topo::hostNumaRingOrder(topology_->global);
+    if (byNuma != nodeOrder_ && rank_ == 0) {
+      std::string text;
+      for (int r : byNuma) text += " " + std::to_string(r) + "(" + std::to_string(topology_->global.numaOf(r)) + ")";
+      WEFT_LOG(kInfo, kGraph, "rings visit each host's ranks NUMA node by NUMA node: rank(node):%s", text.c_str());
+    }
+    nodeOrder_ = std::move(byNuma);
+  }
   bool identity = true;
   for (int i = 0; i < nRanks_; ++i) identity = identity && nodeOrder_[i] == i;
   if (identity) nodeOrder_.clear();
@@ -615,6 +625,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       req.lane = key.lane;
       req.nSlots = static_cast<size_t>(settings_.nSlots);
       req.slotBytes = static_cast<size_t>(settings_.slotBytes);
+      req.numaNode = topology_ ? topology_->global.numaOf(rank_) : -1;
       req.deadline = deadline;
       req.exchange = bootstrap_.get();
       req.abort = &stopWaits_;

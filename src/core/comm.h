@@ -117,6 +117,9 @@ class Communicator final : public coll::ConnectionProvider {
   Status runDevice(const std::vector<CollCall>& calls, void* stream);
   // The global system and routes built at init (comm_topology.h).
   const CommTopology* topology() const { return topology_.get(); }
+  // The order in which rings visit the ranks (host by host, NUMA node by NUMA node); empty
+  // when that is rank order.
+  const std::vector<int>& ringOrder() const { return nodeOrder_; }
   // The GPU this rank uses (-1: none; host memory only).
   int device() const { return peerTable_ ? peers()[static_cast<size_t>(rank_)].device : -1; }
   // A group's sends and receives on device buffers (one stream), as one launch.
@@ -183,7 +186,7 @@ class Communicator final : public coll::ConnectionProvider {
   Status exchangeReaders(const std::vector<uint8_t>& canRead);
   // Sets maxDeviceLanes_ from the peers' devices (several ranks may share one GPU).
   void limitDeviceLanes();
-  // Sets nodeOrder_ and nNodes_ from the peer table.
+  // Sets nodeOrder_ and nNodes_ from the peer table and the topology's NUMA nodes.
   void groupByHost();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
   // schedule and a connected plan, reused by every later call of the same shape.

@@ -259,6 +259,40 @@ void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
   h->magic.store(kFifoMagic, std::memory_order_release);
 }
 
+// Reserves the segment's real space: a sparse segment over-commits /dev/shm, and the first write
+// past what is left would kill this rank or its peer with SIGBUS instead of failing here.
+Status reserveSpace(int fd, size_t bytes, const FifoSpec& spec) {
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  while (rc == EINTR) rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (rc == ENOSPC) {
+    markNoSpace(spec.name);
+    return WEFT_ERROR(weftSystemError,
+                      "rank %d: /dev/shm has %s free but the shared-memory transport needs %s for the FIFO from rank "
+                      "%d; run the container with --shm-size=1g, lower WEFT_BUFFSIZE, or set WEFT_SHM_DISABLE=1",
+                      spec.selfRank, formatBytes(shmFreeBytes()).c_str(), formatBytes(bytes).c_str(), spec.peerRank);
+  }
+  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+    return WEFT_ERROR(weftSystemError, "rank %d: reserving %s of /dev/shm for %s (the FIFO from rank %d) failed: %s",
+                      spec.selfRank, formatBytes(bytes).c_str(), spec.name.c_str(), spec.peerRank,
+                      errnoText(rc).c_str());
+  }
+  return Status::ok();
+}
+
+// Asks for the segment's pages on spec.numaNode; returns the node the kernel then reports, -1
+// when none was asked for or the kernel refused (logged: the FIFO still works, pages fall where
+// they are first allocated).
+int placeOnNode(void* base, size_t bytes, const FifoSpec& spec) {
+  if (spec.numaNode < 0) return -1;
+  int err = 0;
+  if (!preferNumaNode(base, bytes, spec.numaNode, &err)) {
+    WEFT_LOG(kInfo, kShm, "rank %d: cannot place the FIFO from rank %d on NUMA node %d (%s); left to first touch",
+             spec.selfRank, spec.peerRank, spec.numaNode, errnoText(err).c_str());
+    return -1;
+  }
+  return preferredNumaNode(base);
+}
+
 }  // namespace
 
 Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint64_t freeBytes) {
@@ -288,23 +322,6 @@ Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint
     return WEFT_ERROR(weftSystemError, "rank %d: ftruncate(%s, %s) for the FIFO from rank %d failed: %s", spec.selfRank,
                       name, formatBytes(layout.totalBytes).c_str(), spec.peerRank, errnoText(err).c_str());
   }
-  // Reserve the real space now: a sparse segment over-commits /dev/shm, and the first write past
-  // what is left would kill this rank or its peer with SIGBUS instead of failing here.
-  int rc = posix_fallocate(fd, 0, static_cast<off_t>(layout.totalBytes));
-  while (rc == EINTR) rc = posix_fallocate(fd, 0, static_cast<off_t>(layout.totalBytes));
-  if (rc == ENOSPC) {
-    markNoSpace(spec.name);
-    return WEFT_ERROR(weftSystemError,
-                      "rank %d: /dev/shm has %s free but the shared-memory transport needs %s for the FIFO from rank "
-                      "%d; run the container with --shm-size=1g, lower WEFT_BUFFSIZE, or set WEFT_SHM_DISABLE=1",
-                      spec.selfRank, formatBytes(shmFreeBytes()).c_str(), formatBytes(layout.totalBytes).c_str(),
-                      spec.peerRank);
-  }
-  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-    return WEFT_ERROR(weftSystemError, "rank %d: reserving %s of /dev/shm for %s (the FIFO from rank %d) failed: %s",
-                      spec.selfRank, formatBytes(layout.totalBytes).c_str(), name, spec.peerRank,
-                      errnoText(rc).c_str());
-  }
   void* base = mmap(nullptr, layout.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     int err = errno;
@@ -312,12 +329,17 @@ Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint
                       name, formatBytes(layout.totalBytes).c_str(), spec.peerRank, errnoText(err).c_str());
   }
   Mapping map(base, layout.totalBytes);
+  // The policy goes on the segment before its pages exist, so that the reservation below
+  // allocates them on the reader's (this rank's) NUMA node.
+  const int placed = placeOnNode(base, layout.totalBytes, spec);
+  WEFT_TRY(reserveSpace(fd, layout.totalBytes, spec));
 
-  // Only the header, byte counts and stamps are touched here: the slots' pages are placed by
-  // whoever writes them first.
+  // The header, byte counts and stamps are written here; the slots' pages already exist (the
+  // reservation allocated them, on the preferred node where one was given).
   initHeader(base, spec, layout);
 
   std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kReceiver, spec, map.release(), layout.totalBytes));
+  fifo->placedNode_ = placed;
   // Until the sender attaches, the pid the peer reported at init is all there is to watch.
   fifo->peerPidComparable_ = spec.peerPid > 0 && spec.peerPid != getpid() && processAlive(spec.peerPid);
   unlinkOnError.dismiss();

@@ -95,6 +95,7 @@ struct FifoSpec {
   int peerRank = -1;
   int peerPid = 0;       // as the peer reported it at init; 0: unknown
   std::string peerHost;  // for messages
+  int numaNode = -1;     // receiver: NUMA node its pages are placed on (preferred); -1 no preference
   const std::atomic<bool>* abort = nullptr;  // attach() gives up when this becomes true
 };
 
@@ -118,6 +119,9 @@ class ShmFifo {
   size_t nSlots() const { return nSlots_; }
   size_t slotBytes() const { return slotBytes_; }
   const std::string& name() const { return spec_.name; }
+  // Receiver: the NUMA node the kernel's policy for the segment prefers (as the kernel reports
+  // it), or -1 (no node asked for, or the kernel refused it: the pages go where they fall).
+  int placedNumaNode() const { return placedNode_; }
 
   // Sender: the slot to fill next, or nullptr while all slots are in use.
   void* trySendSlot() {
@@ -176,6 +180,7 @@ class ShmFifo {
 
   Role role_;
   FifoSpec spec_;
+  int placedNode_ = -1;
   void* base_ = nullptr;
   size_t mappedBytes_ = 0;
   FifoHeader* header_ = nullptr;

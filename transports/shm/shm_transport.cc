@@ -76,6 +76,7 @@ FifoSpec fifoSpecFor(const ConnectRequest& req, ShmFifo::Role role) {
   spec.selfRank = req.self.rank;
   spec.peerRank = req.peer.rank;
   spec.peerPid = req.peer.pid;
+  spec.numaNode = req.numaNode;
   spec.abort = req.abort;
   spec.peerHost.assign(req.peer.hostName, strnlen(req.peer.hostName, sizeof(req.peer.hostName)));
   return spec;

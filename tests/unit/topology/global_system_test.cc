@@ -157,6 +157,34 @@ TEST(GlobalSystem, EveryHostFromDescriptions) {
   EXPECT_FALSE(buildGlobalSystem({}, kHostA, nullptr, &g).isOk());
 }
 
+// Host ranks bound to alternating sockets: the ring visits each socket's ranks together, host by
+// host; ranks whose NUMA node is unknown keep their rank order, ahead of the placed ones.
+TEST(GlobalSystem, RingOrderFollowsHostsThenNumaNodes) {
+  const System dgx = machines::dgxH100();
+  const std::vector<int> cpus = dgx.nodesOfType(NodeType::kCpu);
+  std::vector<RankDescription> descs;
+  for (int r = 0; r < 8; ++r) {
+    RankIdentity id;
+    id.rank = r;
+    id.hostHash = r == 4 || r == 6 ? kHostB : kHostA;  // host B: ranks 4 and 6
+    if (r != 7) id.cpuAffinity = dgx.nodes[static_cast<size_t>(cpus[r % 2])].cpu.affinity;
+    descs.push_back(describeRank(dgx, id));
+  }
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &dgx, &g).isOk());
+  EXPECT_EQ(g.numaOf(1), 1);
+  EXPECT_EQ(g.numaOf(2), 0);
+  EXPECT_EQ(g.numaOf(7), -1);
+  // Host A: 7 (unknown), then NUMA 0: 0 2, then NUMA 1: 1 3 5; host B: 4 6 (both NUMA 0).
+  EXPECT_EQ(hostNumaRingOrder(g), (std::vector<int>{7, 0, 2, 1, 3, 5, 4, 6}));
+  // One NUMA node everywhere: rank order, host by host.
+  const System pcie = machines::pcie4Gpu();
+  std::vector<RankDescription> plain = {rankOn(pcie, 0, kHostA, -1, 0), rankOn(pcie, 1, kHostB, -1, 0),
+                                        rankOn(pcie, 2, kHostA, -1, 0)};
+  ASSERT_TRUE(buildGlobalSystem(plain, kHostA, &pcie, &g).isOk());
+  EXPECT_EQ(hostNumaRingOrder(g), (std::vector<int>{0, 2, 1}));
+}
+
 }  // namespace
 }  // namespace topo
 }  // namespace weft

@@ -251,6 +251,49 @@ TEST(ShmFifo, ReceiverUnlinksWhenNoSenderCame) {
   EXPECT_TRUE(shmEntries(tag).empty());
 }
 
+// A receiver's FIFO is placed on the NUMA node it is given (its own: it reads the FIFO), as the
+// kernel reports the segment's policy; a node the machine lacks leaves the FIFO working, unplaced.
+TEST(ShmFifo, PagesArePlacedOnTheReadersNumaNode) {
+  void* probe = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  int err = 0;
+  const bool numa = preferNumaNode(probe, 4096, 0, &err);
+  if (numa) EXPECT_EQ(preferredNumaNode(probe), 0);
+  munmap(probe, 4096);
+  if (!numa) GTEST_SKIP() << "this kernel has no NUMA policies: " << std::strerror(err);
+
+  std::string tag = uniqueTag();
+  FifoSpec placed = spec(tag, false, 4, 4096);
+  placed.numaNode = 0;
+  std::unique_ptr<ShmFifo> recv, send;
+  ASSERT_TRUE(ShmFifo::create(placed, &recv).isOk());
+  EXPECT_EQ(recv->placedNumaNode(), 0);
+  ASSERT_TRUE(ShmFifo::attach(spec(tag, true, 4, 4096), Deadline::afterSeconds(5), &send).isOk());
+  void* slot = send->trySendSlot();
+  ASSERT_NE(slot, nullptr);
+  std::memset(slot, 0x5a, 4096);
+  send->postSend(4096, kTestStamp);
+  size_t bytes = 0;
+  uint64_t stamp = 0;
+  const void* got = recv->tryRecv(&bytes, &stamp);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(bytes, 4096u);
+  EXPECT_EQ(static_cast<const unsigned char*>(got)[4095], 0x5a);
+
+  // No preference asked: the default policy.
+  std::string plainTag = uniqueTag();
+  std::unique_ptr<ShmFifo> plain;
+  ASSERT_TRUE(ShmFifo::create(spec(plainTag, false, 4, 4096), &plain).isOk());
+  EXPECT_EQ(plain->placedNumaNode(), -1);
+  // A node this machine does not have (a topology file may claim one): created, not placed.
+  std::string farTag = uniqueTag();
+  FifoSpec far = spec(farTag, false, 4, 4096);
+  far.numaNode = 1000;
+  std::unique_ptr<ShmFifo> unplaced;
+  ASSERT_TRUE(ShmFifo::create(far, &unplaced).isOk());
+  EXPECT_EQ(unplaced->placedNumaNode(), -1);
+}
+
 }  // namespace
 }  // namespace shm
 }  // namespace weft
