@@ -567,11 +567,11 @@ void Communicator::abortOperations() {
   for (auto& [key, conn] : conns_) conn->signalAbort(culprit >= 0 ? culprit : rank_);
 }
 
+// With call checks, a rank that sends to a peer on a host lane also makes the receiving end from
+// it there: a peer that made another call (thinks itself the root of a broadcast too, say) then
+// finds a FIFO for what it sends instead of waiting for one until the time-out, and its message
+// shows the disagreement (host_executor.cc, waitForConsumers).
 Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, const Deadline& deadline) {
-  // A rank that sends to a peer on a host lane also makes the receiving end from it there: a
-  // peer that made another call (thinks itself the root of a broadcast too, say) then finds a
-  // FIFO for what it sends instead of waiting for one until the time-out, and its message shows
-  // the disagreement (host_executor.cc, waitForConsumers).
   std::vector<coll::ConnectionKey> keys = planKeys;
   if (checkCalls_) {
     for (const auto& key : planKeys) {
