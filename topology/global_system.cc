@@ -113,6 +113,16 @@ int GlobalSystem::maxRanksPerGpu() const {
   return most;
 }
 
+int ordinalSeenBy(const GlobalSystem& g, int viewer, int rank) {
+  const RankPlace& v = g.place(viewer);
+  const RankPlace& r = g.place(rank);
+  if (v.host != r.host || r.gpuBusId.empty()) return -1;
+  for (size_t i = 0; i < v.visibleGpus.size(); ++i) {
+    if (v.visibleGpus[i] == r.gpuBusId) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 std::vector<int> hostNumaRingOrder(const GlobalSystem& g) {
   std::vector<int> order(static_cast<size_t>(g.nRanks()));
   for (int r = 0; r < g.nRanks(); ++r) order[static_cast<size_t>(r)] = r;
@@ -151,6 +161,9 @@ Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t loc
     p.host = it->second;
     p.cpu = cpuFor(h, d.numaId, d);
     p.numa = d.numaId;
+    p.gpuBusId = d.gpuBusId;
+    for (int i = 0; i < d.nVisibleGpus; ++i) p.visibleGpus.emplace_back(d.visibleGpus[i]);
+    p.visibleComplete = d.visibleGpusOmitted == 0;
     p.gpu = gpuFor(h, d, p.cpu);
     p.gpuPlaced = p.gpu >= 0 && static_cast<size_t>(p.gpu) < h.modelNodes;
     GpuInfo* gpu = p.gpu >= 0 ? &h.sys.nodes[static_cast<size_t>(p.gpu)].gpu : nullptr;

@@ -27,6 +27,9 @@ struct RankPlace {
   // The GPU is a node of the local model (found by bus id), so paths to it are known; a GPU
   // added from a description hangs straight under its CPU, its real place unknown.
   bool gpuPlaced = false;
+  std::string gpuBusId;                  // normalised, "" host rank or unknown
+  std::vector<std::string> visibleGpus;  // bus ids of the GPUs its process sees, by ordinal
+  bool visibleComplete = true;           // false: its process sees more than the list holds
 };
 
 struct GlobalSystem {
@@ -44,6 +47,12 @@ struct GlobalSystem {
   // NUMA node of the rank's CPU as it described it, -1 unknown.
   int numaOf(int rank) const { return place(rank).numa; }
 };
+
+// The ordinal under which rank `viewer`'s process sees rank `rank`'s GPU (by bus id, from the
+// list `viewer` described), or -1 when it does not see it or cannot tell. GPU peer access
+// between two ranks needs ordinalSeenBy(a, b) >= 0 and ordinalSeenBy(b, a) >= 0: a fact both
+// ranks compute alike from the same two descriptions, so both ends choose the same transport.
+int ordinalSeenBy(const GlobalSystem& g, int viewer, int rank);
 
 // The order in which a ring visits the ranks: host by host (hosts in order of their lowest rank),
 // and inside a host NUMA node by NUMA node (ascending; ranks whose node is unknown first), each

@@ -117,6 +117,14 @@ RankDescription describeRank(const System& local, const RankIdentity& self) {
     copyText(d.cpuArch, info.arch);
   }
   copyText(d.cpuAffinity, affinity.size() < sizeof(d.cpuAffinity) ? affinity : std::string());
+  for (const std::string& bus : self.visibleGpus) {
+    const std::string normal = normaliseBusId(bus);
+    if (d.nVisibleGpus == kRankDescMaxVisibleGpus || normal.empty() || normal.size() >= sizeof(d.visibleGpus[0])) {
+      ++d.visibleGpusOmitted;  // the ordinals after one left out would be wrong: stop listing
+      continue;
+    }
+    if (d.visibleGpusOmitted == 0) copyText(d.visibleGpus[d.nVisibleGpus++], normal);
+  }
   for (int nic : local.nodesOfType(NodeType::kNic)) {
     if (d.nNics == kRankDescMaxNics) {
       ++d.nicsOmitted;
@@ -157,6 +165,15 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
   if (d.nNics < 0 || d.nNics > kRankDescMaxNics || d.nicsOmitted < 0) {
     return WEFT_ERROR(weftRemoteError, "%d NICs (%d omitted): at most %d fit", d.nNics, d.nicsOmitted,
                       kRankDescMaxNics);
+  }
+  if (d.nVisibleGpus < 0 || d.nVisibleGpus > kRankDescMaxVisibleGpus || d.visibleGpusOmitted < 0) {
+    return WEFT_ERROR(weftRemoteError, "%d visible GPUs (%d omitted): at most %d fit", d.nVisibleGpus,
+                      d.visibleGpusOmitted, kRankDescMaxVisibleGpus);
+  }
+  for (int i = 0; i < d.nVisibleGpus; ++i) {
+    if (!terminated(d.visibleGpus[i]) || d.visibleGpus[i][0] == '\0' || !busIdOk(d.visibleGpus[i])) {
+      return WEFT_ERROR(weftRemoteError, "visible GPU %d has an unterminated or unparsable bus id", i);
+    }
   }
   for (int i = 0; i < d.nNics; ++i) {
     const RankDescNic& n = d.nics[i];

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "topology/system.h"
@@ -17,10 +18,12 @@ namespace weft {
 namespace topo {
 
 constexpr uint32_t kRankDescMagic = 0x4f504f54u;  // "TOPO"
-constexpr uint16_t kRankDescVersion = 1;
+constexpr uint16_t kRankDescVersion = 2;
 // NICs one record carries: a host with more lists the first ones (in system order) and says so
 // in nicsOmitted.
 constexpr int kRankDescMaxNics = 16;
+// GPUs of its process one record lists (by bus id, in ordinal order): enough for any one host.
+constexpr int kRankDescMaxVisibleGpus = 16;
 
 struct RankDescNic {
   char name[32];     // "mlx5_0", "eth0"; NUL-terminated
@@ -50,9 +53,16 @@ struct RankDescription {
   char cpuVendor[16];       // "GenuineIntel", "AuthenticAMD", ""
   char cpuArch[16];         // "x86_64", "arm64", ""
   RankDescNic nics[kRankDescMaxNics];
+  // The GPUs the sender's process sees, by normalised bus id, in the order of its ordinals (its
+  // CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES): a peer reaches this rank's GPU memory over peer
+  // access only where both processes see both GPUs, and each names the other's by its own ordinal.
+  char visibleGpus[kRankDescMaxVisibleGpus][16];
+  int32_t nVisibleGpus;       // entries of visibleGpus in use
+  int32_t visibleGpusOmitted; // GPUs past kRankDescMaxVisibleGpus (then not known to be seen)
 };
 static_assert(sizeof(RankDescNic) == 64, "RankDescNic travels in 64 bytes");
-static_assert(sizeof(RankDescription) == 296 + 64 * kRankDescMaxNics, "RankDescription layout");
+static_assert(sizeof(RankDescription) == 296 + 64 * kRankDescMaxNics + 16 * kRankDescMaxVisibleGpus + 8,
+              "RankDescription layout");
 
 // What a rank knows about itself before describing it.
 struct RankIdentity {
@@ -62,6 +72,7 @@ struct RankIdentity {
   std::string gpuBusId;     // as the runtime reports it (any case, with or without domain)
   std::string gpuUuid;
   std::string cpuAffinity;  // host ranks: the process's CPU mask, "" unknown
+  std::vector<std::string> visibleGpus;  // bus ids of the process's GPUs by ordinal (the runtime's)
   int p2pLevel = -1;        // WEFT_P2P_LEVEL parsed (route.h P2pLevel), -1 unset or invalid
 };
 

@@ -53,6 +53,8 @@ WEFT_PARAM(std::string, GpuBackend, "GPU_BACKEND", "auto", "GPU module to load: 
 WEFT_PARAM(int64_t, EmulatedDevices, "EMULATED_DEVICES", 1, "GPUs the emulated backend (WEFT_GPU_BACKEND=emulated) poses as, 1..8, all in host memory; for tests of device choice")
 WEFT_PARAM(std::string, NetPlugin, "NET_PLUGIN", "", "network plugin library (include/weft/net_v1.h, symbol weftNetPlugin_v1) that carries traffic between hosts instead of the built-in transports, e.g. /opt/vendor/libweft-net-foo.so")
 WEFT_PARAM_RANGE(EmulatedDevices, 1, 8)
+WEFT_PARAM(int64_t, EmulatedFirstBus, "EMULATED_FIRST_BUS", 0, "PCI bus number the emulated backend's device 0 reports (device i: this + i), 0..247: processes given different values pose as processes with different CUDA_VISIBLE_DEVICES; for tests of GPU identity")
+WEFT_PARAM_RANGE(EmulatedFirstBus, 0, 247)
 WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
 
 // Topology

@@ -589,35 +589,11 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       if (aborted_.load()) {
         return WEFT_ERROR(weftInvalidUsage, "rank %d: the communicator was aborted", rank_);
       }
-      const PeerInfo& peer = peers()[static_cast<size_t>(key.peer)];
       const bool forDevice = key.lane >= coll::kDeviceFifoLaneBase;
-      // A device FIFO goes over a device transport (GPU peer memory) when one reaches the peer and the
-      // route allows it (comm_topology.h); otherwise over the pair's host transport, bridged through pinned memory.
+      PeerInfo peer = peers()[static_cast<size_t>(key.peer)];
       Transport* transport = nullptr;
       bool bridged = false;
-      for (int pass = 0; pass < 2 && transport == nullptr; ++pass) {
-        bool wantDevices = forDevice && pass == 0 && !(topology_ && topology_->staged(rank_, key.peer));
-        if (pass == 1 && !forDevice) break;
-        for (auto& t : transports_) {
-          if (t->forDevices() == wantDevices && t->canConnect(peers()[rank_], peer)) {
-            transport = t.get();
-            bridged = forDevice && !wantDevices;
-            break;
-          }
-        }
-      }
-      if (transport == nullptr) {
-        std::string names;
-        for (auto& t : transports_) names += std::string(names.empty() ? "" : ", ") + t->name();
-        return WEFT_ERROR(weftSystemError,
-                          "rank %d (host %s): no transport reaches rank %d (host %s): %s, and WEFT_NET=%s selects "
-                          "a network transport this build lacks (built: %s). Set WEFT_NET=socket, which works on "
-                          "any IP network",
-                          rank_, peers()[rank_].hostName, key.peer, peer.hostName,
-                          peer.hostHash == peers()[rank_].hostHash ? "WEFT_SHM_DISABLE=1 forbids shared memory"
-                                                                   : "it is on another host",
-                          params::Net().c_str(), names.c_str());
-      }
+      WEFT_TRY(pickTransport(key, &peer, &transport, &bridged));
       ConnectRequest req;
       req.commTag = commTag_;
       req.self = peers()[rank_];
@@ -647,6 +623,63 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
     }
   }
   return Status::ok();
+}
+
+// A device FIFO goes over a device transport (GPU peer memory) when one reaches the peer, the
+// route allows it (comm_topology.h) and this process sees the peer's GPU; otherwise over the
+// pair's host transport, bridged through pinned memory. For device transports *peer's device
+// becomes this process's ordinal of the peer's GPU.
+Status Communicator::pickTransport(const coll::ConnectionKey& key, PeerInfo* peer, Transport** transport,
+                                   bool* bridged) {
+  const bool forDevice = key.lane >= coll::kDeviceFifoLaneBase;
+  int peerDevice = peer->device;
+  const bool gpuHere = !forDevice || peerDeviceHere(key.peer, &peerDevice);
+  for (int pass = 0; pass < 2 && *transport == nullptr; ++pass) {
+    const bool wantDevices = forDevice && pass == 0 && gpuHere && !(topology_ && topology_->staged(rank_, key.peer));
+    if (pass == 1 && !forDevice) break;
+    PeerInfo asked = *peer;
+    if (wantDevices) asked.device = peerDevice;
+    for (auto& t : transports_) {
+      if (t->forDevices() == wantDevices && t->canConnect(peers()[rank_], asked)) {
+        *transport = t.get();
+        *bridged = forDevice && !wantDevices;
+        *peer = asked;
+        return Status::ok();
+      }
+    }
+  }
+  std::string names;
+  for (auto& t : transports_) names += std::string(names.empty() ? "" : ", ") + t->name();
+  return WEFT_ERROR(weftSystemError,
+                    "rank %d (host %s): no transport reaches rank %d (host %s): %s, and WEFT_NET=%s selects a network "
+                    "transport this build lacks (built: %s). Set WEFT_NET=socket, which works on any IP network",
+                    rank_, peers()[rank_].hostName, key.peer, peer->hostName,
+                    peer->hostHash == peers()[rank_].hostHash ? "WEFT_SHM_DISABLE=1 forbids shared memory"
+                                                              : "it is on another host",
+                    params::Net().c_str(), names.c_str());
+}
+
+bool Communicator::peerDeviceHere(int peer, int* device) {
+  *device = peers()[static_cast<size_t>(peer)].device;
+  if (!topology_ || peer == rank_) return true;
+  const topo::GlobalSystem& g = topology_->global;
+  // Without bus ids (a runtime that gives none) the ordinals are all there is.
+  if (g.place(peer).gpuBusId.empty() || g.place(rank_).gpuBusId.empty()) return true;
+  if (g.sameGpu(rank_, peer)) {
+    *device = peers()[static_cast<size_t>(rank_)].device;
+    return true;
+  }
+  const int here = topo::ordinalSeenBy(g, rank_, peer);
+  if (here >= 0 && topo::ordinalSeenBy(g, peer, rank_) >= 0) {
+    *device = here;
+    return true;
+  }
+  WEFT_LOG(kInfo, kInit,
+           "rank %d (GPU %s) and rank %d (GPU %s): %s; their device FIFOs are staged through host memory", rank_,
+           g.place(rank_).gpuBusId.c_str(), peer, g.place(peer).gpuBusId.c_str(),
+           here < 0 ? "this process does not see the peer's GPU (another CUDA_VISIBLE_DEVICES?)"
+                    : "the peer's process does not see this rank's GPU (another CUDA_VISIBLE_DEVICES?)");
+  return false;
 }
 
 Status Communicator::bridgeProxy() {

@@ -270,6 +270,13 @@ class Communicator final : public coll::ConnectionProvider {
   // Moves the slots of bridged device FIFOs (network, or GPUs without peer access); made by the
   // first bridge.
   std::unique_ptr<net::Proxy> bridgeProxy_;
+  // Chooses the transport for one connection (comm.cc); *peer as the transport is to see it.
+  [[nodiscard]] Status pickTransport(const coll::ConnectionKey& key, PeerInfo* peer, Transport** transport,
+                                     bool* bridged);
+  // This process's ordinal of `peer`'s GPU, found by the bus ids the ranks described at init (a
+  // peer's own ordinal means nothing here: processes with different CUDA_VISIBLE_DEVICES number
+  // GPUs differently). False unless both processes see both GPUs: the pair is then staged.
+  bool peerDeviceHere(int peer, int* device);
   Status bridgeProxy();
   Status ensureDevicePath();
   // A group's sends to this rank itself paired, in order, with its receives from it (their

@@ -61,6 +61,11 @@ topo::RankIdentity identity(const PeerInfo& self) {
   device::Runtime* runtime = self.device >= 0 ? device::gpuRuntime() : nullptr;
   device::DeviceProps props;
   if (runtime != nullptr && runtime->deviceProps(self.device, &props).isOk()) id.gpuBusId = props.pciBusId;
+  // Every GPU this process sees, by ordinal: peers find theirs in it (global_system.h).
+  for (int d = 0; runtime != nullptr && d < runtime->deviceCount(); ++d) {
+    device::DeviceProps other;
+    id.visibleGpus.push_back(runtime->deviceProps(d, &other).isOk() ? other.pciBusId : std::string());
+  }
   return id;
 }
 

@@ -211,7 +211,9 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     p.name = "Weft emulated device";
     p.arch = "emulated";
     char busId[16];
-    std::snprintf(busId, sizeof(busId), "0000:%02x:00.0", device);
+    // Bus numbers follow WEFT_EMULATED_FIRST_BUS, as a process's GPUs follow CUDA_VISIBLE_DEVICES.
+    const int bus = static_cast<int>(params::EmulatedFirstBus()) + device;
+    std::snprintf(busId, sizeof(busId), "0000:%02x:00.0", bus & 0xff);
     p.pciBusId = busId;
     p.warpSize = 1;
     p.multiProcessors = cpuCount() * 4;

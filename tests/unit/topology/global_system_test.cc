@@ -185,6 +185,59 @@ TEST(GlobalSystem, RingOrderFollowsHostsThenNumaNodes) {
   EXPECT_EQ(hostNumaRingOrder(g), (std::vector<int>{0, 2, 1}));
 }
 
+// Each rank lists the GPUs its process sees; a peer's GPU is reached under the viewer's own
+// ordinal for it, and only where both see both (the same answer on both sides).
+TEST(GlobalSystem, GpusAreSeenByBusIdUnderEachProcesssOrdinals) {
+  const System sys = machines::pcie4Gpu();
+  const std::vector<int> gpus = sys.nodesOfType(NodeType::kGpu);
+  auto bus = [&](int g) { return sys.nodes[static_cast<size_t>(gpus[static_cast<size_t>(g)])].pci.busId; };
+  auto rank = [&](int r, int gpu, std::vector<int> visible) {
+    RankIdentity id;
+    id.rank = r;
+    id.hostHash = kHostA;
+    id.device = 0;
+    id.gpuBusId = bus(gpu);
+    for (int v : visible) id.visibleGpus.push_back(bus(v));
+    return describeRank(sys, id);
+  };
+  // Rank 0 sees GPUs 0 and 1 (its GPU 0 at ordinal 0); rank 1 sees GPU 1 only, as ordinal 0;
+  // rank 2 sees GPUs 1, 2 (ordinals 0, 1) and uses GPU 2; rank 3 sees everything, uses GPU 3.
+  std::vector<RankDescription> descs = {rank(0, 0, {0, 1}), rank(1, 1, {1}), rank(2, 2, {1, 2}),
+                                        rank(3, 3, {0, 1, 2, 3})};
+  for (int r = 0; r < 4; ++r) ASSERT_TRUE(checkRankDescription(descs[r], r).isOk()) << r;
+  EXPECT_EQ(descs[3].nVisibleGpus, 4);
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+  EXPECT_EQ(ordinalSeenBy(g, 0, 1), 1);   // rank 0 sees rank 1's GPU as its device 1 ...
+  EXPECT_EQ(ordinalSeenBy(g, 1, 0), -1);  // ... but rank 1 does not see rank 0's: no peer access
+  EXPECT_EQ(ordinalSeenBy(g, 2, 1), 0);
+  EXPECT_EQ(ordinalSeenBy(g, 1, 2), -1);
+  EXPECT_EQ(ordinalSeenBy(g, 3, 2), 2);
+  EXPECT_EQ(ordinalSeenBy(g, 2, 3), -1);
+  EXPECT_EQ(ordinalSeenBy(g, 3, 0), 0);
+  EXPECT_EQ(ordinalSeenBy(g, 0, 3), -1);
+  // Every device ordinal is 0, yet the four ranks are on four GPUs.
+  for (int a = 0; a < 4; ++a) {
+    for (int b = 0; b < 4; ++b) EXPECT_EQ(g.sameGpu(a, b), a == b) << a << " " << b;
+  }
+  // A malformed list from a peer is refused.
+  RankDescription bad = descs[3];
+  bad.nVisibleGpus = kRankDescMaxVisibleGpus + 1;
+  EXPECT_FALSE(checkRankDescription(bad, 3).isOk());
+  bad = descs[3];
+  std::memset(bad.visibleGpus[1], 'x', sizeof(bad.visibleGpus[1]));
+  EXPECT_FALSE(checkRankDescription(bad, 3).isOk());
+  // More GPUs than a record lists: the listed ordinals stay right, the rest are not seen.
+  RankIdentity many;
+  many.rank = 4;
+  many.hostHash = kHostA;
+  for (int i = 0; i < kRankDescMaxVisibleGpus + 2; ++i) many.visibleGpus.push_back(bus(i % 4));
+  RankDescription d = describeRank(sys, many);
+  EXPECT_EQ(d.nVisibleGpus, kRankDescMaxVisibleGpus);
+  EXPECT_EQ(d.visibleGpusOmitted, 2);
+  EXPECT_TRUE(checkRankDescription(d, 4).isOk());
+}
+
 }  // namespace
 }  // namespace topo
 }  // namespace weft
