@@ -172,8 +172,9 @@ bool P2pTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const 
   if (params::P2pDisable() || self.device < 0 || peer.device < 0 || self.hostHash != peer.hostHash) return false;
   if (self.device == peer.device) return true;
   // Both ends ask the same symmetric question, so they agree; a pair without a peer path is
-  // staged through host memory instead (src/core bridges the shm transport). Device numbers are
-  // taken to mean the same GPUs in every process of the host (the same CUDA_VISIBLE_DEVICES).
+  // staged through host memory instead (src/core bridges the shm transport). peer.device is this
+  // process's ordinal for the peer's GPU: src/core translates it by bus id (Communicator::
+  // pickTransport) and asks only for pairs whose processes both see both GPUs.
   device::Runtime* runtime = device::gpuRuntime();
   bool there = false, back = false;
   return runtime != nullptr && runtime->canAccessPeer(self.device, peer.device, &there).isOk() &&
