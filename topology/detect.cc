@@ -388,7 +388,7 @@ class SystemBuilder {
     for (const GpuLink& l : inv_.gpuLinks) {
       int a = out_->findByBusId(l.from);
       if (a < 0 || out_->nodes[static_cast<size_t>(a)].type != NodeType::kGpu) continue;
-      int b = out_->findByBusId(l.to);
+      int b = l.to.empty() ? placeholderSwitch_ : out_->findByBusId(l.to);
       if (l.toSwitch) {
         if (b < 0) {
           Node n;
@@ -397,6 +397,7 @@ class SystemBuilder {
           n.pci.vendor = kVendorNvidia;
           n.pci.pciClass = 0x068000;
           b = out_->addNode(n);
+          if (l.to.empty()) placeholderSwitch_ = b;
         } else {
           out_->nodes[static_cast<size_t>(b)].type = NodeType::kNvSwitch;
         }
@@ -423,6 +424,7 @@ class SystemBuilder {
   std::map<int, int> cpuOfCpu_;
   std::vector<int> cpus_;
   int nextNicDev_ = 0;
+  int placeholderSwitch_ = -1;  // the NVSwitch that links with no bus id reach (one per machine)
 };
 
 }  // namespace

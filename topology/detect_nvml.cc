@@ -159,10 +159,11 @@ std::map<std::string, std::pair<int, bool>> linkBundles(const NvmlApi& api, cons
     if (api.getNvLinkState(gpus.handles[i], l, &active) != kNvmlSuccess || active != kNvmlFeatureEnabled) continue;
     NvmlPciInfo remote{};
     if (api.getNvLinkRemotePciInfo(gpus.handles[i], l, &remote) != kNvmlSuccess) continue;
+    // "" where NVML reports a placeholder that is no bus id: an NVSwitch it cannot name (NVLink4
+    // systems), which then counts as the machine's one placeholder switch, as in NCCL's files.
     std::string target = busIdOf(remote);
-    if (target.empty()) continue;
     bool isGpu = false;
-    for (const std::string& b : gpus.busIds) isGpu |= b == target;
+    for (const std::string& b : gpus.busIds) isGpu |= !target.empty() && b == target;
     bool isSwitch = !isGpu;
     unsigned int type = 0;
     if (api.getNvLinkRemoteDeviceType && api.getNvLinkRemoteDeviceType(gpus.handles[i], l, &type) == kNvmlSuccess) {
@@ -170,6 +171,7 @@ std::map<std::string, std::pair<int, bool>> linkBundles(const NvmlApi& api, cons
       if (type == kNvmlNvLinkDeviceTypeGpu) isSwitch = false;
       if (type != kNvmlNvLinkDeviceTypeSwitch && type != kNvmlNvLinkDeviceTypeGpu) continue;  // a POWER9 CPU, unknown
     }
+    if (target.empty() && !isSwitch) continue;  // a GPU without a bus id cannot be placed
     auto& b = bundles[target];
     ++b.first;
     b.second = isSwitch;
@@ -193,7 +195,7 @@ size_t readLinks(const NvmlApi& api, const NvmlGpus& gpus, Inventory* inv) {
       inv->gpuLinks.push_back(link);
       ++nLinks;
       WEFT_LOG(kTrace, kGraph, "nvml: GPU %s: %d NVLink(s) to %s %s", gpus.busIds[i].c_str(), link.count,
-               link.toSwitch ? "NVSwitch" : "GPU", link.to.c_str());
+               link.toSwitch ? "NVSwitch" : "GPU", link.to.empty() ? "(no bus id)" : link.to.c_str());
     }
   }
   return nLinks;

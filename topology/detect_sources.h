@@ -74,7 +74,7 @@ struct GpuEntry {
 // A bundle of NVLinks or xGMI links from GPU `from` to `to` (a GPU, or an NVSwitch).
 struct GpuLink {
   std::string from;
-  std::string to;
+  std::string to;  // "" with toSwitch: an NVSwitch with no bus id (the machine's one placeholder)
   LinkType type = LinkType::kNvLink;
   int count = 1;
   bool toSwitch = false;
