@@ -123,14 +123,20 @@ int ordinalSeenBy(const GlobalSystem& g, int viewer, int rank) {
   return -1;
 }
 
-std::vector<int> hostNumaRingOrder(const GlobalSystem& g) {
+std::vector<int> hostRingOrder(const GlobalSystem& g) {
+  // Per host: every rank has a ring position (GPU ranks the host's model placed).
+  std::vector<bool> searched(g.hosts.size(), true);
+  for (const RankPlace& p : g.ranks) {
+    if (p.ringPosition < 0) searched[static_cast<size_t>(p.host)] = false;
+  }
   std::vector<int> order(static_cast<size_t>(g.nRanks()));
   for (int r = 0; r < g.nRanks(); ++r) order[static_cast<size_t>(r)] = r;
-  std::stable_sort(order.begin(), order.end(), [&g](int a, int b) {
-    const int ha = g.place(a).host;
-    const int hb = g.place(b).host;
-    if (ha != hb) return ha < hb;
-    return g.numaOf(a) < g.numaOf(b);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const RankPlace& pa = g.place(a);
+    const RankPlace& pb = g.place(b);
+    if (pa.host != pb.host) return pa.host < pb.host;
+    if (searched[static_cast<size_t>(pa.host)]) return pa.ringPosition < pb.ringPosition;
+    return pa.numa < pb.numa;
   });
   return order;
 }
@@ -164,6 +170,7 @@ Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t loc
     p.gpuBusId = d.gpuBusId;
     for (int i = 0; i < d.nVisibleGpus; ++i) p.visibleGpus.emplace_back(d.visibleGpus[i]);
     p.visibleComplete = d.visibleGpusOmitted == 0;
+    p.ringPosition = d.ringPosition;
     p.gpu = gpuFor(h, d, p.cpu);
     p.gpuPlaced = p.gpu >= 0 && static_cast<size_t>(p.gpu) < h.modelNodes;
     GpuInfo* gpu = p.gpu >= 0 ? &h.sys.nodes[static_cast<size_t>(p.gpu)].gpu : nullptr;

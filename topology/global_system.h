@@ -30,6 +30,7 @@ struct RankPlace {
   std::string gpuBusId;                  // normalised, "" host rank or unknown
   std::vector<std::string> visibleGpus;  // bus ids of the GPUs its process sees, by ordinal
   bool visibleComplete = true;           // false: its process sees more than the list holds
+  int ringPosition = -1;                 // its GPU's place in its host's searched ring, -1 none
 };
 
 struct GlobalSystem {
@@ -54,12 +55,13 @@ struct GlobalSystem {
 // ranks compute alike from the same two descriptions, so both ends choose the same transport.
 int ordinalSeenBy(const GlobalSystem& g, int viewer, int rank);
 
-// The order in which a ring visits the ranks: host by host (hosts in order of their lowest rank),
-// and inside a host NUMA node by NUMA node (ascending; ranks whose node is unknown first), each
-// node's ranks in rank order. A ring then crosses between CPU sockets once each way per host
-// instead of at every hop where ranks alternate sockets. Every rank computes the same order from
-// the same system.
-std::vector<int> hostNumaRingOrder(const GlobalSystem& g);
+// The order in which a ring visits the ranks: host by host (hosts in order of their lowest rank);
+// inside a host whose ranks all have a GPU, in the order of the host's searched ring (each rank
+// described where its GPU comes in it: GPUs that share the best links are adjacent, sockets are
+// crossed once); otherwise NUMA node by NUMA node (ascending; ranks whose node is unknown
+// first), so that a ring crosses between CPU sockets once each way. Ties keep rank order. Every
+// rank computes the same order from the same descriptions.
+std::vector<int> hostRingOrder(const GlobalSystem& g);
 
 // Builds the global system from every rank's checked description (descs[r] is rank r's).
 // `local`: the full model of host `localHost` (null: every host from the descriptions). A

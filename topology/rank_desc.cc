@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "topology/paths.h"
+#include "topology/search.h"
 #include "topology/topo_file.h"
 
 namespace weft {
@@ -78,6 +80,21 @@ bool busIdOk(const char* text) { return text[0] == '\0' || normaliseBusId(text) 
 
 }  // namespace
 
+std::vector<std::string> searchedGpuRing(const System& local) {
+  std::vector<std::string> ring;
+  if (local.nodesOfType(NodeType::kGpu).empty()) return ring;
+  const Cluster one = Cluster::uniform(local, 1);
+  SearchOptions options;
+  options.maxChannels = 1;
+  const SearchResult found = search(one, options);
+  if (found.rings.empty()) return ring;
+  for (int r : found.rings[0].ranks) {
+    const int node = r >= 0 && r < one.nRanks() ? one.gpuNode(r) : -1;
+    if (node >= 0) ring.push_back(normaliseBusId(local.nodes[static_cast<size_t>(node)].pci.busId));
+  }
+  return ring;
+}
+
 RankDescription failedRankDescription(int rank) {
   RankDescription d;
   std::memset(&d, 0, sizeof(d));
@@ -89,6 +106,7 @@ RankDescription failedRankDescription(int rank) {
   d.numaId = -1;
   d.failed = 1;
   d.p2pLevel = -1;
+  d.ringPosition = -1;
   return d;
 }
 
@@ -101,6 +119,9 @@ RankDescription describeRank(const System& local, const RankIdentity& self) {
   d.numaId = -1;
   copyText(d.gpuBusId, normaliseBusId(self.gpuBusId));
   copyText(d.gpuUuid, self.gpuUuid);
+  for (size_t i = 0; d.gpuBusId[0] != '\0' && i < self.hostRing.size(); ++i) {
+    if (normaliseBusId(self.hostRing[i]) == d.gpuBusId) d.ringPosition = static_cast<int32_t>(i);
+  }
   const PciTree tree = pciTree(local);
   const std::vector<int> cpus = local.nodesOfType(NodeType::kCpu);
   int cpu = cpus.size() == 1 ? cpus[0] : -1;
@@ -159,6 +180,9 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
     return WEFT_ERROR(weftRemoteError, "a text field of the topology description is not terminated");
   }
   if (!busIdOk(d.gpuBusId)) return WEFT_ERROR(weftRemoteError, "GPU bus id \"%s\" does not parse", d.gpuBusId);
+  if (d.ringPosition < -1 || d.ringPosition >= 4096) {
+    return WEFT_ERROR(weftRemoteError, "ring position %d out of range", d.ringPosition);
+  }
   if (d.device < -1 || d.numaId < -1 || d.numaId >= 65536) {
     return WEFT_ERROR(weftRemoteError, "device %d / NUMA node %d out of range", d.device, d.numaId);
   }

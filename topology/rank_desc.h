@@ -48,7 +48,7 @@ struct RankDescription {
   int32_t failed;           // 1: the sender could not describe itself (its own error says why);
                             // the other fields are then unset. Lets the others fail at once.
   int32_t p2pLevel;         // WEFT_P2P_LEVEL as the sender parsed it (route.h P2pLevel), -1 unset
-  int32_t reserved;
+  int32_t ringPosition;     // where its GPU comes in its host's searched ring (search.h), -1 none
   char cpuAffinity[160];    // hex cpumask ("ffffffff,ffffffff") of that NUMA node / the rank; ""
   char cpuVendor[16];       // "GenuineIntel", "AuthenticAMD", ""
   char cpuArch[16];         // "x86_64", "arm64", ""
@@ -73,6 +73,7 @@ struct RankIdentity {
   std::string gpuUuid;
   std::string cpuAffinity;  // host ranks: the process's CPU mask, "" unknown
   std::vector<std::string> visibleGpus;  // bus ids of the process's GPUs by ordinal (the runtime's)
+  std::vector<std::string> hostRing;     // bus ids of the host's GPUs in its searched ring order
   int p2pLevel = -1;        // WEFT_P2P_LEVEL parsed (route.h P2pLevel), -1 unset or invalid
 };
 
@@ -80,6 +81,12 @@ struct RankIdentity {
 // GPU's NUMA node and CPU set from where the GPU hangs in `local` (a GPU the model lacks, or a
 // host rank, takes the NUMA node of the only CPU, or -1 with several), the host's NICs.
 RankDescription describeRank(const System& local, const RankIdentity& self);
+
+// The bus ids of `local`'s GPUs in the order of the search's first ring (topology/search.h:
+// adjacent GPUs share the best links, sockets are crossed once); empty without GPUs. A rank's
+// ringPosition is its GPU's index in this list, so that every rank can order a host's GPU
+// ranks as that host's own model says, from the descriptions alone.
+std::vector<std::string> searchedGpuRing(const System& local);
 
 // The record a rank sends when it could not describe itself (failed = 1).
 RankDescription failedRankDescription(int rank);

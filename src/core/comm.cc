@@ -107,15 +107,19 @@ void Communicator::groupByHost() {
   nNodes_ = static_cast<int>(hosts.size());
   nodeOrder_.clear();
   for (const auto& m : members) nodeOrder_.insert(nodeOrder_.end(), m.begin(), m.end());
-  // Inside a host, NUMA node by NUMA node (the global system orders its hosts the same way).
+  // Inside a host: the host's searched GPU ring, or NUMA node by NUMA node (global_system.h; the
+  // global system orders its hosts the same way).
   if (topology_ && topology_->global.nRanks() == nRanks_) {
-    std::vector<int> byNuma = topo::hostNumaRingOrder(topology_->global);
-    if (byNuma != nodeOrder_ && rank_ == 0) {
+    std::vector<int> order = topo::hostRingOrder(topology_->global);
+    if (order != nodeOrder_ && rank_ == 0) {
       std::string text;
-      for (int r : byNuma) text += " " + std::to_string(r) + "(" + std::to_string(topology_->global.numaOf(r)) + ")";
-      WEFT_LOG(kInfo, kGraph, "rings visit each host's ranks NUMA node by NUMA node: rank(node):%s", text.c_str());
+      for (int r : order) {
+        const topo::RankPlace& p = topology_->global.place(r);
+        text += " " + std::to_string(r) + (p.ringPosition >= 0 ? "(gpu " + p.gpuBusId + ")" : "(numa " + std::to_string(p.numa) + ")");
+      }
+      WEFT_LOG(kInfo, kGraph, "rings visit the ranks in the order of each host's GPU ring or NUMA nodes:%s", text.c_str());
     }
-    nodeOrder_ = std::move(byNuma);
+    nodeOrder_ = std::move(order);
   }
   bool identity = true;
   for (int i = 0; i < nRanks_; ++i) identity = identity && nodeOrder_[i] == i;

@@ -69,6 +69,17 @@ topo::RankIdentity identity(const PeerInfo& self) {
   return id;
 }
 
+// The local model's searched GPU ring (rank_desc.h searchedGpuRing), once per model: the models
+// are kept for the life of the process (localTopology), so their addresses name them.
+std::vector<std::string> hostGpuRing(const std::shared_ptr<const topo::System>& local) {
+  static std::mutex mutex;
+  static std::map<const topo::System*, std::vector<std::string>> rings;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = rings.find(local.get());
+  if (it == rings.end()) it = rings.emplace(local.get(), topo::searchedGpuRing(*local)).first;
+  return it->second;
+}
+
 // The global systems this process has built, by communicator: one rank per process (the lowest)
 // receives the descriptions and builds; the others take its result.
 struct SharedSystems {
@@ -337,7 +348,11 @@ Status buildCommTopology(Bootstrap* b, const PeerTable& peers, const std::string
   std::shared_ptr<const topo::System> local;
   Status s = localTopology(rank, &local);
   topo::RankDescription mine{};
-  if (s.isOk()) mine = topo::describeRank(*local, identity(self));
+  if (s.isOk()) {
+    topo::RankIdentity id = identity(self);
+    id.hostRing = hostGpuRing(local);
+    mine = topo::describeRank(*local, id);
+  }
   // A rank that failed still tells rank 0, so that nobody waits for it until the time-out.
   if (!s.isOk()) mine = topo::failedRankDescription(rank);
   if (rank != 0) {

@@ -159,7 +159,7 @@ TEST(GlobalSystem, EveryHostFromDescriptions) {
 
 // Host ranks bound to alternating sockets: the ring visits each socket's ranks together, host by
 // host; ranks whose NUMA node is unknown keep their rank order, ahead of the placed ones.
-TEST(GlobalSystem, RingOrderFollowsHostsThenNumaNodes) {
+TEST(GlobalSystem, RingOrderFollowsHostsThenGpuRingsOrNumaNodes) {
   const System dgx = machines::dgxH100();
   const std::vector<int> cpus = dgx.nodesOfType(NodeType::kCpu);
   std::vector<RankDescription> descs;
@@ -176,13 +176,29 @@ TEST(GlobalSystem, RingOrderFollowsHostsThenNumaNodes) {
   EXPECT_EQ(g.numaOf(2), 0);
   EXPECT_EQ(g.numaOf(7), -1);
   // Host A: 7 (unknown), then NUMA 0: 0 2, then NUMA 1: 1 3 5; host B: 4 6 (both NUMA 0).
-  EXPECT_EQ(hostNumaRingOrder(g), (std::vector<int>{7, 0, 2, 1, 3, 5, 4, 6}));
+  EXPECT_EQ(hostRingOrder(g), (std::vector<int>{7, 0, 2, 1, 3, 5, 4, 6}));
+  // GPU ranks that described their place in their host's searched ring follow it, host by host.
+  std::vector<RankDescription> gpuRanks;
+  const std::vector<std::string> ring = searchedGpuRing(dgx);
+  ASSERT_EQ(ring.size(), 8u);
+  for (int r = 0; r < 4; ++r) {
+    RankIdentity id;
+    id.rank = r;
+    id.device = 0;
+    id.hostHash = kHostA;
+    id.gpuBusId = ring[static_cast<size_t>(3 - r)];  // rank 0 on the ring's 4th GPU, ...
+    id.hostRing = ring;
+    gpuRanks.push_back(describeRank(dgx, id));
+    EXPECT_EQ(gpuRanks.back().ringPosition, 3 - r);
+  }
+  ASSERT_TRUE(buildGlobalSystem(gpuRanks, kHostA, &dgx, &g).isOk());
+  EXPECT_EQ(hostRingOrder(g), (std::vector<int>{3, 2, 1, 0}));
   // One NUMA node everywhere: rank order, host by host.
   const System pcie = machines::pcie4Gpu();
   std::vector<RankDescription> plain = {rankOn(pcie, 0, kHostA, -1, 0), rankOn(pcie, 1, kHostB, -1, 0),
                                         rankOn(pcie, 2, kHostA, -1, 0)};
   ASSERT_TRUE(buildGlobalSystem(plain, kHostA, &pcie, &g).isOk());
-  EXPECT_EQ(hostNumaRingOrder(g), (std::vector<int>{0, 2, 1}));
+  EXPECT_EQ(hostRingOrder(g), (std::vector<int>{0, 2, 1}));
 }
 
 // Each rank lists the GPUs its process sees; a peer's GPU is reached under the viewer's own

@@ -1,0 +1,174 @@
+// Rings follow the topology (issue 14). Host-memory ranks: four processes on a machine that a
+// topology file describes as two NUMA nodes of one CPU each, each process bound to one CPU,
+// ranks 0 and 2 on node 0 and ranks 1 and 3 on node 1: the ring visits node 0's ranks, then
+// node 1's (0 2 1 3). GPU ranks: four ranks on emulated GPUs that a PCIe topology file places
+// two per switch, devices 0 and 2 under one socket's switch, 1 and 3 under the other's: the ring
+// keeps each switch's GPUs adjacent (the search's ring). Every rank agrees on the order, and an
+// all-reduce over it is right.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/os.h"
+#include "device/device.h"
+#include "core/api_internal.h"
+#include "core/comm.h"
+#include "topology/machines.h"
+#include "topology/topo_file.h"
+#include "weft/weft.h"
+
+namespace {
+
+using weft::topo::NodeType;
+
+constexpr int kRanks = 4;
+
+// The two-socket PCIe server with socket 0 holding CPU 0 only and socket 1 CPU 1 only.
+std::string writeTwoNodeFile() {
+  weft::topo::System sys = weft::topo::machines::pcie4Gpu();
+  const std::vector<int> cpus = sys.nodesOfType(NodeType::kCpu);
+  sys.nodes[static_cast<size_t>(cpus[0])].cpu.affinity = "00000001";
+  sys.nodes[static_cast<size_t>(cpus[1])].cpu.affinity = "00000002";
+  const std::string path = std::string(::testing::TempDir()) + "/weft_numa_" + std::to_string(getpid()) + ".xml";
+  std::ofstream(path) << weft::topo::writeTopologyXml(sys, 1);
+  return path;
+}
+
+// One rank in a forked process: 0 when its ring order is 0 2 1 3 and the all-reduce is right,
+// otherwise a code saying what went wrong.
+int runRank(const weftUniqueId& id, int rank) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(rank % 2, &one);
+  if (sched_setaffinity(0, sizeof(one), &one) != 0) return 10;
+  weftComm_t comm = nullptr;
+  if (weftCommInitRank(&comm, kRanks, id, rank) != weftSuccess) return 11;
+  int code = 0;
+  const std::vector<int> order = comm->impl->ringOrder();
+  if (order != std::vector<int>{0, 2, 1, 3}) code = 12;
+  if (comm->impl->topology()->global.numaOf(rank) != rank % 2) code = 13;
+  const size_t count = 1 << 18;  // many slots each way
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>((rank + 1) * (i % 7));
+  if (weftAllReduce(v.data(), v.data(), count, weftFloat32, weftSum, comm, nullptr) != weftSuccess) code = 14;
+  for (size_t i = 0; i < count && code == 0; ++i) {
+    if (v[i] != static_cast<float>(10 * (i % 7))) code = 15;
+  }
+  weftCommDestroy(comm);
+  return code;
+}
+
+TEST(RingOrder, HostRanksFollowNumaNodes) {
+  if (weft::usableCpus() < 2) GTEST_SKIP() << "needs two CPUs to bind ranks to two NUMA nodes";
+  const std::string file = writeTwoNodeFile();
+  setenv("WEFT_TOPO_FILE", file.c_str(), 1);
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  std::vector<pid_t> children;
+  for (int r = 1; r < kRanks; ++r) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) _exit(runRank(id, r));
+    children.push_back(pid);
+  }
+  // Rank 0 in a child too: this process's own affinity stays as it was.
+  pid_t zero = fork();
+  ASSERT_GE(zero, 0);
+  if (zero == 0) _exit(runRank(id, 0));
+  children.insert(children.begin(), zero);
+  unsetenv("WEFT_TOPO_FILE");
+  for (int r = 0; r < kRanks; ++r) {
+    int status = 0;
+    ASSERT_EQ(waitpid(children[static_cast<size_t>(r)], &status, 0), children[static_cast<size_t>(r)]);
+    ASSERT_TRUE(WIFEXITED(status)) << "rank " << r;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "rank " << r
+                                      << ": 11 init failed, 12 ring order is not 0 2 1 3, 13 wrong NUMA node, "
+                                         "14 all-reduce failed, 15 wrong sum";
+  }
+  std::remove(file.c_str());
+}
+
+// The 4-GPU PCIe server with its GPUs at the bus ids of emulated devices 0, 2, 1, 3: devices 0
+// and 2 share socket 0's switch, 1 and 3 socket 1's.
+std::string writeInterleavedGpuFile() {
+  weft::topo::System sys = weft::topo::machines::pcie4Gpu();
+  const std::vector<int> gpus = sys.nodesOfType(NodeType::kGpu);
+  const int device[4] = {0, 2, 1, 3};
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    char bus[32];
+    std::snprintf(bus, sizeof(bus), "0000:%02x:00.0", device[i]);
+    sys.nodes[static_cast<size_t>(gpus[i])].pci.busId = bus;
+  }
+  const std::string path = std::string(::testing::TempDir()) + "/weft_ring_" + std::to_string(getpid()) + ".xml";
+  std::ofstream(path) << weft::topo::writeTopologyXml(sys, 1);
+  return path;
+}
+
+// Whether a and b are neighbours in the cyclic order.
+bool adjacent(const std::vector<int>& order, int a, int b) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int next = order[(i + 1) % order.size()];
+    if ((order[i] == a && next == b) || (order[i] == b && next == a)) return true;
+  }
+  return false;
+}
+
+TEST(RingOrder, GpuRanksFollowTheSearchedRing) {
+  setenv("WEFT_GPU_BACKEND", "emulated", 1);
+  setenv("WEFT_EMULATED_DEVICES", "4", 1);
+  const std::string file = writeInterleavedGpuFile();
+  setenv("WEFT_TOPO_FILE", file.c_str(), 1);
+  std::vector<weftComm_t> comms(kRanks, nullptr);
+  std::vector<std::vector<int>> orders(kRanks);
+  std::vector<std::string> errors(kRanks);
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  std::vector<std::thread> threads;
+  const size_t count = 1 << 16;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      weft::device::Runtime* rt = weft::device::gpuRuntime();
+      void* buf = nullptr;
+      if (!rt->setDevice(r).isOk() || !rt->allocDevice(count * sizeof(float), &buf).isOk()) {
+        errors[r] = "no device memory";
+        return;
+      }
+      weftComm_t comm = nullptr;
+      if (weftCommInitRank(&comm, kRanks, id, r) != weftSuccess) {
+        errors[r] = weftGetLastError(nullptr);
+        return;
+      }
+      orders[r] = comm->impl->ringOrder();
+      float* v = static_cast<float*>(buf);
+      for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(r + 1);
+      if (weftAllReduce(v, v, count, weftFloat32, weftSum, comm, WEFT_STREAM_DEFAULT) != weftSuccess ||
+          weftCommFinalize(comm) != weftSuccess) {
+        errors[r] = weftGetLastError(comm);
+      }
+      for (size_t i = 0; i < count && errors[r].empty(); ++i) {
+        if (v[i] != 10.0f) errors[r] = "element " + std::to_string(i) + " is " + std::to_string(v[i]);
+      }
+      weftCommDestroy(comm);
+      (void)rt->freeDevice(buf);
+    });
+  }
+  for (auto& t : threads) t.join();
+  unsetenv("WEFT_TOPO_FILE");
+  unsetenv("WEFT_EMULATED_DEVICES");
+  std::remove(file.c_str());
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  ASSERT_EQ(orders[0].size(), 4u) << "rank order would be an empty list: the ring must differ from it";
+  EXPECT_TRUE(adjacent(orders[0], 0, 2) && adjacent(orders[0], 1, 3))
+      << orders[0][0] << orders[0][1] << orders[0][2] << orders[0][3];
+  for (int r = 1; r < kRanks; ++r) EXPECT_EQ(orders[r], orders[0]) << "rank " << r;
+}
+
+}  // namespace
