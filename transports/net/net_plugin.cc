@@ -8,7 +8,9 @@
 
 #include "base/log.h"
 #include "base/params.h"
+#include "transports/net/net_builtin.h"
 #include "transports/net/net_link.h"
+#include "transports/net/net_select.h"
 
 namespace weft {
 namespace net {
@@ -366,25 +368,33 @@ struct Registrar {
   Registrar() {
     // Ahead of libfabric (20) and sockets (10): a plugin the user named wins.
     registerTransport("net-plugin", 30, [] { return std::unique_ptr<Transport>(new PluginTransport()); });
+    // Weft's own tables through the same transport; WEFT_NET chooses them (net_select.h).
+    registerTransport("net-socket-v1", 25,
+                      [] { return std::unique_ptr<Transport>(new PluginTransport(NetTable::kSocket)); });
   }
 } registrar;
 
 }  // namespace
 
-PluginTransport::PluginTransport() = default;
+PluginTransport::PluginTransport(NetTable table) : table_(table) {}
 PluginTransport::~PluginTransport() = default;
 
 bool PluginTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
-  if (params::NetPlugin().empty()) return false;
+  const bool external = !params::NetPlugin().empty();
+  if (table_ == NetTable::kExternal ? !external : (external || selectedNet() != NetKind::kSocketPlugin)) return false;
   return self.hostHash != peer.hostHash || params::ShmDisable();
 }
 
 Status PluginTransport::start(const NetPlugin** plugin) {
-  const std::string path = params::NetPlugin();
-  if (path.empty()) {
-    return WEFT_ERROR(weftInternalError, "network plugin transport used without WEFT_NET_PLUGIN; this is a bug");
+  if (table_ == NetTable::kSocket) {
+    WEFT_TRY(builtinNetPlugin(weftNetSocket_v1(), plugin));
+  } else {
+    const std::string path = params::NetPlugin();
+    if (path.empty()) {
+      return WEFT_ERROR(weftInternalError, "network plugin transport used without WEFT_NET_PLUGIN; this is a bug");
+    }
+    WEFT_TRY(loadNetPlugin(path, plugin));
   }
-  WEFT_TRY(loadNetPlugin(path, plugin));
   std::lock_guard<std::mutex> lock(startMutex_);
   if (!proxy_) {
     auto proxy = std::make_shared<Proxy>("weft-net-plug");

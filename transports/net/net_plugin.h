@@ -1,5 +1,7 @@
-// Network plugins (include/weft/net_v1.h): loading a vendor's ops table, and the transport
-// ("net-plugin") that carries a pair's traffic through any such table.
+// Network plugins (include/weft/net_v1.h): loading a vendor's ops table, and the one generic
+// transport that carries a pair's traffic through any such table: a vendor's ("net-plugin"),
+// or one of Weft's own built-in tables (net_builtin.h: "net-socket-v1" with
+// WEFT_NET=socket-plugin).
 //
 // WEFT_NET_PLUGIN=/path/libfoo.so names the library; it is loaded once per process, its
 // weftNetPlugin_v1 table checked (size first, then version, then every entry v1 requires) and
@@ -39,13 +41,22 @@ Status checkNetPluginTable(const weftNet_v1_t* table, const std::string& path);
 // The plugin at `path`, loaded and initialised once per process (failures are remembered and
 // returned again). The library is never unloaded: a plugin may own threads.
 Status loadNetPlugin(const std::string& path, const NetPlugin** out);
+// A built-in table (net_builtin.h), checked and started the same way, once per process.
+Status builtinNetPlugin(const weftNet_v1_t* table, const NetPlugin** out);
+
+// Where a PluginTransport takes its table from.
+enum class NetTable {
+  kExternal,  // the library WEFT_NET_PLUGIN names
+  kSocket,    // weftNetSocket_v1(), with WEFT_NET=socket-plugin
+};
 
 class PluginTransport final : public Transport {
  public:
-  PluginTransport();
+  explicit PluginTransport(NetTable table = NetTable::kExternal);
   ~PluginTransport() override;
-  const char* name() const override { return "net-plugin"; }
-  // When WEFT_NET_PLUGIN is set: ranks on other hosts, and on this host too with
+  const char* name() const override { return table_ == NetTable::kExternal ? "net-plugin" : "net-socket-v1"; }
+  // External: when WEFT_NET_PLUGIN is set. Built-in: when WEFT_NET selects it and no
+  // WEFT_NET_PLUGIN is set. Either for ranks on other hosts, and on this host too with
   // WEFT_SHM_DISABLE=1. A plugin that fails to load is reported by connecting, not skipped.
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override;
   Status connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) override;
@@ -54,6 +65,7 @@ class PluginTransport final : public Transport {
  private:
   Status start(const NetPlugin** plugin);
 
+  const NetTable table_;
   std::mutex startMutex_;
   std::shared_ptr<Proxy> proxy_;
 };

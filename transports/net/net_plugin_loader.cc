@@ -5,7 +5,10 @@
 
 #include <cstdarg>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "base/log.h"
 #include "transports/net/net_plugin.h"
@@ -94,22 +97,9 @@ Status checkNetPluginTable(const weftNet_v1_t* t, const std::string& path) {
 
 namespace {
 
-Status loadOnce(const std::string& path, NetPlugin* plugin) {
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    return WEFT_ERROR(weftSystemError,
-                      "WEFT_NET_PLUGIN=%s cannot be loaded: %s; check the path, or unset "
-                      "WEFT_NET_PLUGIN to use the built-in network transports",
-                      path.c_str(), why ? why : "?");
-  }
-  const auto* table = static_cast<const weftNet_v1_t*>(dlsym(lib, WEFT_NET_PLUGIN_SYMBOL_V1));
-  if (table == nullptr) {
-    return WEFT_ERROR(weftInvalidArgument,
-                      "WEFT_NET_PLUGIN=%s has no symbol %s: it is not a Weft network plugin of version 1 (see "
-                      "include/weft/net_v1.h), or it exports it without C linkage",
-                      path.c_str(), WEFT_NET_PLUGIN_SYMBOL_V1);
-  }
+// Checks `table`, keeps its v1 prefix in *plugin and starts it (init, devices); `path` names it
+// in messages (a library, or "built-in").
+Status adoptTable(const weftNet_v1_t* table, const std::string& path, NetPlugin* plugin) {
   WEFT_TRY(checkNetPluginTable(table, path));
   std::memcpy(&plugin->ops, table, sizeof(weftNet_v1_t));
   plugin->path = path;
@@ -135,26 +125,56 @@ Status loadOnce(const std::string& path, NetPlugin* plugin) {
   return Status::ok();
 }
 
-}  // namespace
+Status loadOnce(const std::string& path, NetPlugin* plugin) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* why = dlerror();
+    return WEFT_ERROR(weftSystemError,
+                      "WEFT_NET_PLUGIN=%s cannot be loaded: %s; check the path, or unset "
+                      "WEFT_NET_PLUGIN to use the built-in network transports",
+                      path.c_str(), why ? why : "?");
+  }
+  const auto* table = static_cast<const weftNet_v1_t*>(dlsym(lib, WEFT_NET_PLUGIN_SYMBOL_V1));
+  if (table == nullptr) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "WEFT_NET_PLUGIN=%s has no symbol %s: it is not a Weft network plugin of version 1 (see "
+                      "include/weft/net_v1.h), or it exports it without C linkage",
+                      path.c_str(), WEFT_NET_PLUGIN_SYMBOL_V1);
+  }
+  return adoptTable(table, path, plugin);
+}
 
-Status loadNetPlugin(const std::string& path, const NetPlugin** out) {
-  struct Loaded {
-    Status status;
-    std::unique_ptr<NetPlugin> plugin;
-  };
+struct Loaded {
+  Status status;
+  std::unique_ptr<NetPlugin> plugin;
+};
+
+// Each plugin once per process, by key; failures are remembered and returned again.
+Status once(const std::string& key, const std::function<Status(NetPlugin*)>& load, const NetPlugin** out) {
   static std::mutex mutex;
   static std::map<std::string, Loaded> loaded;  // never freed: plugins stay loaded
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = loaded.find(path);
+  auto it = loaded.find(key);
   if (it == loaded.end()) {
     Loaded l;
     l.plugin = std::make_unique<NetPlugin>();
-    l.status = loadOnce(path, l.plugin.get());
-    it = loaded.emplace(path, std::move(l)).first;
+    l.status = load(l.plugin.get());
+    it = loaded.emplace(key, std::move(l)).first;
   }
   if (!it->second.status.isOk()) return it->second.status;
   *out = it->second.plugin.get();
   return Status::ok();
+}
+
+}  // namespace
+
+Status loadNetPlugin(const std::string& path, const NetPlugin** out) {
+  return once(path, [&path](NetPlugin* p) { return loadOnce(path, p); }, out);
+}
+
+Status builtinNetPlugin(const weftNet_v1_t* table, const NetPlugin** out) {
+  const std::string key = std::string("built-in:") + (table->name ? table->name : "?");
+  return once(key, [&](NetPlugin* p) { return adoptTable(table, key, p); }, out);
 }
 
 }  // namespace net
