@@ -57,8 +57,18 @@ class PluginLink final : public NetLink {
   }
 
   bool sendsReferencedBytes() const override { return sending_; }
+  // As over the socket transport, the receiver acknowledges every message it released (a
+  // kFrameCredit frame on the back channel carrying the count), so a sender's
+  // allSendsConsumed() means consumed: a receiver that refuses a message (another call:
+  // collectives/call_stamp.h) never releases it, and the sender fails instead of succeeding.
   bool allSendsDelivered() const override {
-    return ring_.tail.load(std::memory_order_acquire) == ring_.head.load(std::memory_order_acquire);
+    const uint64_t head = ring_.head.load(std::memory_order_acquire);
+    return ring_.tail.load(std::memory_order_acquire) == head && consumed_.load(std::memory_order_acquire) >= head;
+  }
+  bool acksReleases() const override { return !sending_; }
+  bool wantsDrive() const override {
+    return !sending_ && !ackClosed_.load(std::memory_order_relaxed) &&
+           ring_.tail.load(std::memory_order_acquire) != ackSent_.load(std::memory_order_relaxed);
   }
 
   // Receiver: listens and fills the offer's handle.
@@ -175,6 +185,73 @@ class PluginLink final : public NetLink {
     return true;
   }
 
+  // Sender: the frames the receiver sends back (credits, an abort); false when the link failed.
+  bool takeControl(bool* moved) {
+    for (;;) {
+      if (ctlRequest_ == nullptr) {
+        weftResult_t r = ops_.irecv(backRecv_, ctl_.data(), ctl_.size(), 0, &ctlRequest_);
+        if (r != weftSuccess) return fail("receiving", r), false;
+        if (ctlRequest_ == nullptr) return true;
+      }
+      size_t n = 0;
+      bool failed = false;
+      if (!done(ctlRequest_, "receiving", &n, &failed)) return !failed;
+      ctlRequest_ = nullptr;
+      *moved = true;
+      if (takeAbort(ctl_.data(), n)) return false;
+      FrameHeader h;
+      std::memcpy(&h, ctl_.data(), std::min(n, sizeof(h)));
+      const uint64_t sent = ring_.head.load(std::memory_order_acquire);
+      if (n != sizeof(h) || h.magic != kFrameMagic || h.type != kFrameCredit || h.bytes > sent) {
+        state_.fail(WEFT_ERROR(weftRemoteError,
+                               "%s sent a control message this rank cannot use over network plugin %s (%zu bytes, "
+                               "acknowledging %llu of %llu messages); the plugin corrupted it or another program is "
+                               "on this connection",
+                               peerText_.c_str(), pluginName_.c_str(), n, static_cast<unsigned long long>(h.bytes),
+                               static_cast<unsigned long long>(sent)),
+                    false);
+        return false;
+      }
+      consumed_.store(h.bytes, std::memory_order_release);
+    }
+  }
+
+  // Receiver: tells the sender how many messages the executor has released, one
+  // acknowledgement in flight at a time.
+  bool sendAck() {
+    if (ackRequest_) {
+      int finished = 0;
+      size_t n = 0;
+      if (ops_.test(ackRequest_, &finished, &n) != weftSuccess) {
+        // A sender that closed after its last message no longer reads; what it sent still counts.
+        ackClosed_.store(true, std::memory_order_relaxed);
+        ackRequest_ = nullptr;
+        return false;
+      }
+      if (!finished) return false;
+      ackRequest_ = nullptr;
+      ackSent_.store(ackInFlight_, std::memory_order_relaxed);
+    }
+    if (backSend_ == nullptr || ackClosed_.load(std::memory_order_relaxed)) return false;
+    const uint64_t released = ring_.tail.load(std::memory_order_acquire);
+    if (released == ackSent_.load(std::memory_order_relaxed)) return false;
+    FrameHeader h;
+    h.magic = kFrameMagic;
+    h.type = kFrameCredit;
+    h.bytes = released;
+    std::memcpy(ackBuf_.data(), &h, sizeof(h));
+    weftResult_t r = ops_.isend(backSend_, ackBuf_.data(), sizeof(h), 0, &ackRequest_);
+    if (r != weftSuccess) {
+      // A sender that closed after its last message no longer reads; what it sent still counts.
+      ackClosed_.store(true, std::memory_order_relaxed);
+      ackRequest_ = nullptr;
+      return false;
+    }
+    if (ackRequest_ == nullptr) return false;
+    ackInFlight_ = released;
+    return true;
+  }
+
   bool driveSend() {
     bool moved = false, failed = false;
     // The back channel: the receiver connects to it and may send an abort on it.
@@ -183,18 +260,7 @@ class PluginLink final : public NetLink {
       if (r != weftSuccess) return fail("accepting the back channel", r), true;
       moved = backRecv_ != nullptr;
     }
-    if (backRecv_ && ctlRequest_ == nullptr) {
-      weftResult_t r = ops_.irecv(backRecv_, ctl_.data(), ctl_.size(), 0, &ctlRequest_);
-      if (r != weftSuccess) return fail("receiving", r), true;
-    }
-    if (ctlRequest_) {
-      size_t n = 0;
-      if (done(ctlRequest_, "receiving", &n, &failed)) {
-        ctlRequest_ = nullptr;
-        if (takeAbort(ctl_.data(), n)) return true;
-      }
-      if (failed) return true;
-    }
+    if (backRecv_ && !takeControl(&moved)) return true;
     // The hello first, even before an abort: the back channel's handle.
     if (!helloSent_) {
       FrameHeader h;
@@ -286,11 +352,13 @@ class PluginLink final : public NetLink {
       weftResult_t r = ops_.connect(0, hello_.data(), &backSend_);
       if (r != weftSuccess) {
         backFailed_ = true;
+        ackClosed_.store(true, std::memory_order_relaxed);
         WEFT_LOG(kInfo, kNet, "rank %d: no back channel to %s (%s): its aborts will show as a closed connection",
                  selfRank_, peerText_.c_str(), netResultName(r));
       }
     }
     if (state_.abortRequested.load(std::memory_order_relaxed)) return sendAbort(backSend_);
+    moved = sendAck() || moved;
     // Receives into staging for every free slot, in order.
     while (ring_.head.load(std::memory_order_relaxed) + inflight_.size() <
            ring_.tail.load(std::memory_order_acquire) + ring_.nSlots()) {
@@ -357,8 +425,13 @@ class PluginLink final : public NetLink {
   bool helloSent_ = false;
   bool helloSeen_ = false;
   bool backFailed_ = false;
-  weftResult_t postError_ = weftSuccess;  // receiver: irecv refused; reported once the rest is in  // receiver: the
-                                          // sender's back channel could not be reached
+  weftResult_t postError_ = weftSuccess;  // receiver: irecv refused; reported once the rest is in
+  std::vector<char> ackBuf_ = std::vector<char>(sizeof(FrameHeader));
+  void* ackRequest_ = nullptr;                // receiver: the acknowledgement on its way
+  uint64_t ackInFlight_ = 0;                  // receiver: the count it carries
+  std::atomic<uint64_t> ackSent_{0};          // receiver: released messages the sender knows of
+  std::atomic<bool> ackClosed_{false};        // receiver: the sender takes no more acknowledgements
+  std::atomic<uint64_t> consumed_{0};         // sender: messages the receiver acknowledged
   std::vector<char> abortBuf_ = std::vector<char>(sizeof(FrameHeader));
   bool abortSent_ = false;
   void* abortRequest_ = nullptr;
