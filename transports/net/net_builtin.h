@@ -13,6 +13,8 @@ namespace net {
 
 // TCP on the interface WEFT_SOCKET_IFNAME selects (net_socket_v1.cc).
 const weftNet_v1_t* weftNetSocket_v1();
+// libfabric on the provider WEFT_OFI_PROVIDER selects, one endpoint per process (net_ofi_v1.cc).
+const weftNet_v1_t* weftNetOfi_v1();
 
 }  // namespace net
 }  // namespace weft

@@ -444,6 +444,7 @@ struct Registrar {
     // Weft's own tables through the same transport; WEFT_NET chooses them (net_select.h).
     registerTransport("net-socket-v1", 25,
                       [] { return std::unique_ptr<Transport>(new PluginTransport(NetTable::kSocket)); });
+    registerTransport("net-ofi-v1", 24, [] { return std::unique_ptr<Transport>(new PluginTransport(NetTable::kOfi)); });
   }
 } registrar;
 
@@ -452,15 +453,29 @@ struct Registrar {
 PluginTransport::PluginTransport(NetTable table) : table_(table) {}
 PluginTransport::~PluginTransport() = default;
 
+const char* PluginTransport::name() const {
+  switch (table_) {
+    case NetTable::kSocket:
+      return "net-socket-v1";
+    case NetTable::kOfi:
+      return "net-ofi-v1";
+    case NetTable::kExternal:
+      break;
+  }
+  return "net-plugin";
+}
+
 bool PluginTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
   const bool external = !params::NetPlugin().empty();
-  if (table_ == NetTable::kExternal ? !external : (external || selectedNet() != NetKind::kSocketPlugin)) return false;
-  return self.hostHash != peer.hostHash || params::ShmDisable();
+  bool chosen = external;
+  if (table_ == NetTable::kSocket) chosen = !external && selectedNet() == NetKind::kSocketPlugin;
+  if (table_ == NetTable::kOfi) chosen = !external && selectedNet() == NetKind::kOfiPlugin;
+  return chosen && (self.hostHash != peer.hostHash || params::ShmDisable());
 }
 
 Status PluginTransport::start(const NetPlugin** plugin) {
-  if (table_ == NetTable::kSocket) {
-    WEFT_TRY(builtinNetPlugin(weftNetSocket_v1(), plugin));
+  if (table_ != NetTable::kExternal) {
+    WEFT_TRY(builtinNetPlugin(table_ == NetTable::kSocket ? weftNetSocket_v1() : weftNetOfi_v1(), plugin));
   } else {
     const std::string path = params::NetPlugin();
     if (path.empty()) {

@@ -1,7 +1,7 @@
 // Network plugins (include/weft/net_v1.h): loading a vendor's ops table, and the one generic
 // transport that carries a pair's traffic through any such table: a vendor's ("net-plugin"),
 // or one of Weft's own built-in tables (net_builtin.h: "net-socket-v1" with
-// WEFT_NET=socket-plugin).
+// WEFT_NET=socket-plugin, "net-ofi-v1" with WEFT_NET=ofi-plugin).
 //
 // WEFT_NET_PLUGIN=/path/libfoo.so names the library; it is loaded once per process, its
 // weftNetPlugin_v1 table checked (size first, then version, then every entry v1 requires) and
@@ -48,13 +48,14 @@ Status builtinNetPlugin(const weftNet_v1_t* table, const NetPlugin** out);
 enum class NetTable {
   kExternal,  // the library WEFT_NET_PLUGIN names
   kSocket,    // weftNetSocket_v1(), with WEFT_NET=socket-plugin
+  kOfi,       // weftNetOfi_v1(), with WEFT_NET=ofi-plugin
 };
 
 class PluginTransport final : public Transport {
  public:
   explicit PluginTransport(NetTable table = NetTable::kExternal);
   ~PluginTransport() override;
-  const char* name() const override { return table_ == NetTable::kExternal ? "net-plugin" : "net-socket-v1"; }
+  const char* name() const override;
   // External: when WEFT_NET_PLUGIN is set. Built-in: when WEFT_NET selects it and no
   // WEFT_NET_PLUGIN is set. Either for ranks on other hosts, and on this host too with
   // WEFT_SHM_DISABLE=1. A plugin that fails to load is reported by connecting, not skipped.

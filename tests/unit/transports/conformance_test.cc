@@ -197,6 +197,20 @@ std::vector<TransportCase> transportCases() {
   socketTable.info = ownHostInfo;
   out.push_back(socketTable);
 
+  // Weft's own libfabric code as a net_v1.h table (WEFT_NET=ofi-plugin). The table opens one
+  // endpoint per process, on the provider set when it is first used: tcp;ofi_rxm here.
+  TransportCase ofiTable;
+  ofiTable.name = "net_ofi_v1";
+  ofiTable.unavailable = [] { return ofiUnavailable("tcp;ofi_rxm"); };
+  ofiTable.environment = [] {
+    setenv("WEFT_SOCKET_IFNAME", "lo", 1);
+    setenv("WEFT_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+  };
+  ofiTable.make = [] { return std::make_unique<net::PluginTransport>(net::NetTable::kOfi); };
+  ofiTable.info = ownHostInfo;
+  ofiTable.noFork = "libfabric's state does not survive fork() in a process that already used it";
+  out.push_back(ofiTable);
+
   TransportCase p2p;
   p2p.name = "p2p_emulated";
   p2p.make = [] { return std::make_unique<p2p::P2pTransport>(); };
