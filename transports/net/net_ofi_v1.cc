@@ -14,11 +14,13 @@
 // net_v1.h asks. Small sends are injected (complete at once).
 //
 // Every call into libfabric runs under the domain's lock; test() moves completions with a
-// try-lock, so a communication polled from another thread never blocks on this one. RDM
+// try-lock, so a communication polled from another thread never blocks on this one. A forked
+// child opens an endpoint of its own on first use (the parent's is not its to use). RDM
 // endpoints have no connection to lose: a peer that exits shows as requests that never finish,
 // not as weftRemoteError (the libfabric transport behaves the same).
 #include <rdma/fi_errno.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -104,6 +106,7 @@ class Table final : public OfiOpOwner {
  public:
   std::mutex openMutex;
   bool tried = false;
+  pid_t pid = 0;  // the process that opened `domain`
   std::shared_ptr<OfiDomain> domain;
   std::atomic<uint32_t> nextId{0};
   std::mutex connectingMutex;
@@ -151,8 +154,17 @@ weftResult_t ofiInit(weftNetLogger_v1_t) { return weftSuccess; }
 weftResult_t ofiDevices(int* ndev) {
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.openMutex);
+  if (t.tried && t.pid != getpid()) {
+    // A forked child: the endpoint is its parent's (the same sockets). It is left alone, not
+    // closed (that could disturb the parent), and the child opens its own.
+    std::lock_guard<std::mutex> connectingLock(t.connectingMutex);
+    (void)new std::shared_ptr<OfiDomain>(std::move(t.domain));
+    t.connecting.clear();
+    t.tried = false;
+  }
   if (!t.tried) {
     t.tried = true;
+    t.pid = getpid();
     Status s = OfiDomain::open(-1, &t.domain);
     if (!s.isOk()) WEFT_LOG(kWarn, kNet, "libfabric network table: %s", s.message().c_str());
     uint32_t seed = 0;
