@@ -39,12 +39,11 @@ struct Offer {
 // recvComm, and a back sendComm once the hello told it where.
 class PluginLink final : public NetLink {
  public:
+  // Each slot has room for a FrameHeader after its bytes: a data message is the slot's payload
+  // with its header as a trailer, sent from and received into the slot itself (no copy).
   PluginLink(const ConnectRequest& req, bool sending, const NetPlugin* plugin)
-      : NetLink(req, sending), ops_(plugin->ops), pluginName_(plugin->name) {
-    frameBytes_ = sizeof(FrameHeader) + std::max<size_t>(ring_.slotBytes(), WEFT_NET_HANDLE_BYTES_V1);
-    staging_.resize(ring_.nSlots());
-    for (auto& s : staging_) s.resize(frameBytes_);
-    ctl_.resize(frameBytes_);
+      : NetLink(req, sending, sizeof(FrameHeader)), ops_(plugin->ops), pluginName_(plugin->name) {
+    ctl_.resize(sizeof(FrameHeader) + WEFT_NET_HANDLE_BYTES_V1);
   }
   ~PluginLink() override {
     // Requests are abandoned with their communications (net_v1.h).
@@ -274,12 +273,13 @@ class PluginLink final : public NetLink {
       moved = true;
     }
     if (state_.abortRequested.load(std::memory_order_relaxed)) return sendAbort(sendComm_);
-    // Post every slot not on its way yet: a header and the bytes (a reference's, read here).
+    // Post every slot not on its way yet: the bytes (a reference's, copied in) and the header.
     const uint64_t head = ring_.head.load(std::memory_order_acquire);
     while (ring_.tail.load(std::memory_order_relaxed) + inflight_.size() < head) {
       const uint64_t c = ring_.tail.load(std::memory_order_relaxed) + inflight_.size();
       size_t bytes = ring_.size(c).load(std::memory_order_relaxed);
-      const char* data = ring_.slot(c);
+      char* slot = ring_.slot(c);
+      const char* data = slot;
       resolveReferencedBytes(&data, &bytes);
       if (bytes > ring_.slotBytes()) {
         state_.fail(WEFT_ERROR(weftInternalError,
@@ -289,17 +289,22 @@ class PluginLink final : public NetLink {
                     false);
         return true;
       }
-      std::vector<char>& frame = staging_[c % staging_.size()];
+      // A reference's bytes go into the slot it was posted in (the peer cannot read this
+      // process's memory); the header goes right after the payload.
+      if (data != slot) {
+        std::memmove(slot, data, bytes);
+        // A post the plugin refuses for now is retried from the slot, which is data now.
+        ring_.size(c).store(bytes, std::memory_order_relaxed);
+      }
       FrameHeader h;
       h.magic = kFrameMagic;
       h.type = kFrameData;
       h.bytes = bytes;
       h.stamp = ring_.stamp(c).load(std::memory_order_relaxed);
-      std::memcpy(frame.data(), &h, sizeof(h));
-      std::memcpy(frame.data() + sizeof(h), data, bytes);
+      std::memcpy(slot + bytes, &h, sizeof(h));
       Pending p;
       p.counter = c;
-      if (!startSend(sendComm_, frame.data(), sizeof(h) + bytes, &p.request)) break;
+      if (!startSend(sendComm_, slot, bytes + sizeof(h), &p.request)) break;
       inflight_.push_back(p);
       moved = true;
     }
@@ -365,8 +370,7 @@ class PluginLink final : public NetLink {
       const uint64_t c = ring_.head.load(std::memory_order_relaxed) + inflight_.size();
       Pending p;
       p.counter = c;
-      std::vector<char>& frame = staging_[c % staging_.size()];
-      weftResult_t r = ops_.irecv(recvComm_, frame.data(), frame.size(), 0, &p.request);
+      weftResult_t r = ops_.irecv(recvComm_, ring_.slot(c), ring_.slotBytes() + sizeof(FrameHeader), 0, &p.request);
       if (r != weftSuccess) {
         // A peer that closed after its last message: what the earlier receives hold still
         // counts, so collect them first and fail only once none is left.
@@ -380,10 +384,11 @@ class PluginLink final : public NetLink {
     while (!inflight_.empty() && done(inflight_.front().request, "receiving", &n, &failed)) {
       const uint64_t c = inflight_.front().counter;
       inflight_.pop_front();
-      const std::vector<char>& frame = staging_[c % staging_.size()];
-      if (takeAbort(frame.data(), n)) return true;
+      // The header is the message's last bytes (an abort is a header alone).
       FrameHeader h;
-      std::memcpy(&h, frame.data(), sizeof(h));
+      const char* trailer = ring_.slot(c) + (n >= sizeof(h) ? n - sizeof(h) : 0);
+      if (n >= sizeof(h) && takeAbort(trailer, sizeof(h))) return true;
+      if (n >= sizeof(h)) std::memcpy(&h, trailer, sizeof(h));
       if (n < sizeof(h) || h.magic != kFrameMagic || h.type != kFrameData || h.bytes != n - sizeof(h) ||
           h.bytes > ring_.slotBytes()) {
         state_.fail(WEFT_ERROR(weftInternalError,
@@ -393,7 +398,6 @@ class PluginLink final : public NetLink {
                     false);
         return true;
       }
-      std::memcpy(ring_.slot(c), frame.data() + sizeof(h), h.bytes);
       ring_.size(c).store(h.bytes, std::memory_order_relaxed);
       ring_.stamp(c).store(h.stamp, std::memory_order_relaxed);
       ring_.head.store(c + 1, std::memory_order_release);
@@ -408,14 +412,12 @@ class PluginLink final : public NetLink {
 
   const weftNet_v1_t ops_;
   const std::string pluginName_;
-  size_t frameBytes_ = 0;
   void* listenComm_ = nullptr;
   void* sendComm_ = nullptr;
   void* recvComm_ = nullptr;
   void* backListen_ = nullptr;
   void* backSend_ = nullptr;
   void* backRecv_ = nullptr;
-  std::vector<std::vector<char>> staging_;  // one frame per slot
   std::deque<Pending> inflight_;            // posted to the plugin, not completed, in order
   std::vector<char> ctl_;                   // the hello (receiver) or an abort (sender) arrives here
   void* ctlRequest_ = nullptr;

@@ -10,7 +10,8 @@
 // of the built-in socket and libfabric transports.
 //
 // On the plugin's one-directional communications the adapter runs Weft's link protocol: each
-// message is a FrameHeader (net_link.h) plus its bytes; the receiver learns the sender's
+// data message is a slot's bytes followed by a FrameHeader (net_link.h), sent from and received
+// into the slot itself (no staging copy); the receiver learns the sender's
 // back-channel handle from the first message (a hello) and connects back, so that aborts (with
 // their culprit) travel both ways.
 #ifndef WEFT_TRANSPORTS_NET_NET_PLUGIN_H_
