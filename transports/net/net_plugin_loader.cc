@@ -104,18 +104,20 @@ Status adoptTable(const weftNet_v1_t* table, const std::string& path, NetPlugin*
   std::memcpy(&plugin->ops, table, sizeof(weftNet_v1_t));
   plugin->path = path;
   plugin->name = table->name;
+  // A built-in table (builtinNetPlugin) is chosen by WEFT_NET, a library by WEFT_NET_PLUGIN.
+  const bool builtin = path.rfind("built-in:", 0) == 0;
+  const std::string who = builtin ? "WEFT_NET=" + plugin->name + "-plugin" : "WEFT_NET_PLUGIN=" + path;
+  const char* wayOut = builtin ? "set WEFT_NET=socket" : "unset WEFT_NET_PLUGIN";
   weftResult_t r = plugin->ops.init(pluginLogger);
   if (r != weftSuccess) {
-    return WEFT_ERROR(r,
-                      "WEFT_NET_PLUGIN=%s (%s): init failed (%s); see the plugin's log lines above, or unset "
-                      "WEFT_NET_PLUGIN",
-                      path.c_str(), plugin->name.c_str(), netResultName(r));
+    return WEFT_ERROR(r, "%s (%s): init failed (%s); see the plugin's log lines above, or %s", who.c_str(),
+                      plugin->name.c_str(), netResultName(r), wayOut);
   }
   r = plugin->ops.devices(&plugin->devices);
   if (r != weftSuccess || plugin->devices < 1) {
     return WEFT_ERROR(r != weftSuccess ? r : weftSystemError,
-                      "WEFT_NET_PLUGIN=%s (%s) offers no network device (%s, %d devices)", path.c_str(),
-                      plugin->name.c_str(), netResultName(r), plugin->devices);
+                      "%s (%s) offers no network device (%s, %d devices); see the log lines above, or %s", who.c_str(),
+                      plugin->name.c_str(), netResultName(r), plugin->devices, wayOut);
   }
   weftNetProperties_v1_t props{};
   if (plugin->ops.getProperties(0, &props) == weftSuccess) {

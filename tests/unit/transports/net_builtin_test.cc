@@ -189,6 +189,27 @@ INSTANTIATE_TEST_SUITE_P(Tables, BuiltinTable,
                          ::testing::Values(TableCase{"socket", weftNetSocket_v1}, TableCase{"ofi", weftNetOfi_v1}),
                          [](const ::testing::TestParamInfo<TableCase>& info) { return std::string(info.param.name); });
 
+// A built-in table that finds no device (libfabric missing, no interface) is named by the
+// WEFT_NET value that chose it, with the way out, not as a WEFT_NET_PLUGIN library.
+weftResult_t noDevices(int* ndev) {
+  *ndev = 0;
+  return weftSystemError;
+}
+
+TEST(BuiltinTableStart, ATableWithoutDevicesNamesTheWeftNetValueAndTheWayOut) {
+  weftNet_v1_t broken = *weftNetSocket_v1();
+  broken.name = "nodev";
+  broken.devices = noDevices;
+  const NetPlugin* plugin = nullptr;
+  Status st = builtinNetPlugin(&broken, &plugin);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.code(), weftSystemError);
+  EXPECT_NE(st.message().find("WEFT_NET=nodev-plugin (nodev) offers no network device"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("set WEFT_NET=socket"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find("WEFT_NET_PLUGIN"), std::string::npos) << st.message();
+}
+
 TEST(NetSelect, NamesTheTableBackedTransports) {
   bool valid = false;
   EXPECT_EQ(resolveNet("socket-plugin", true, &valid), NetKind::kSocketPlugin);
