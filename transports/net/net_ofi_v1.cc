@@ -143,6 +143,7 @@ Table& table() {
 }
 
 weftResult_t resultOf(int err) {
+  err = err < 0 ? -err : err;  // providers report FI_* codes with either sign
   if (err == FI_ETRUNC || err == FI_EMSGSIZE) return weftInternalError;
   return err == FI_ECONNREFUSED || err == FI_ECONNRESET || err == FI_ECONNABORTED || err == FI_EHOSTUNREACH
              ? weftRemoteError
@@ -189,6 +190,13 @@ weftResult_t ofiProperties(int dev, weftNetProperties_v1_t* props) {
   return weftSuccess;
 }
 
+// The provider refused a post for now (-FI_EAGAIN): its queues free up only as completions are
+// read, and with nothing else in flight no test() would read them, so read them here.
+weftResult_t busyLocked(OfiDomain* d) {
+  (void)d->pollCompletionsLocked();
+  return weftSuccess;
+}
+
 // Posts one operation of `c` (a send when c->sending) under the domain's lock. *request NULL:
 // the provider is busy (-FI_EAGAIN), call again.
 weftResult_t postLocked(OfiDomain* d, Comm* c, void* data, size_t size, uint64_t tag, Request** request) {
@@ -200,7 +208,7 @@ weftResult_t postLocked(OfiDomain* d, Comm* c, void* data, size_t size, uint64_t
   r->size = size;
   if (c->sending && size <= d->injectBytes()) {
     ssize_t rc = d->injectLocked(data, size, c->peer, tag);
-    if (rc == -FI_EAGAIN) return weftSuccess;
+    if (rc == -FI_EAGAIN) return busyLocked(d);
     if (rc != 0) return resultOf(static_cast<int>(-rc));
     r->bytes = size;
     r->state.store(kDone, std::memory_order_relaxed);
@@ -210,7 +218,7 @@ weftResult_t postLocked(OfiDomain* d, Comm* c, void* data, size_t size, uint64_t
     ssize_t rc = c->sending ? d->sendLocked(data, size, desc, c->peer, tag, r.get())
                             : d->recvLocked(data, size, desc, tag, r.get());
     if (rc != 0) d->releaseMemoryLocked(data, size);
-    if (rc == -FI_EAGAIN) return weftSuccess;
+    if (rc == -FI_EAGAIN) return busyLocked(d);
     if (rc != 0) return resultOf(static_cast<int>(-rc));
     r->registered = true;  // released once, when it settles (a no-op where nothing was registered)
   }
