@@ -48,14 +48,14 @@ WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's F
 WEFT_PARAM_RANGE(Buffsize, 4096, 1LL << 30)
 WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")
 WEFT_PARAM_RANGE(NSlots, 2, 64)
-WEFT_PARAM(std::string, Net, "NET", "auto", "network transport between hosts: socket, ofi (libfabric) or auto (ofi when libfabric has a hardware provider, else socket)")
+WEFT_PARAM(std::string, Net, "NET", "auto", "network transport between hosts: socket, ofi (libfabric) or auto (ofi when libfabric has a hardware provider, else socket); socket-plugin and ofi-plugin run the same code through its net_v1.h table and the generic plugin transport")
 WEFT_PARAM(std::string, GpuBackend, "GPU_BACKEND", "auto", "GPU module to load: auto (libweft-cuda.so, then libweft-hip.so), cuda, hip, none, or emulated (for testing: host memory posing as one GPU)")
 WEFT_PARAM(int64_t, EmulatedDevices, "EMULATED_DEVICES", 1, "GPUs the emulated backend (WEFT_GPU_BACKEND=emulated) poses as, 1..8, all in host memory; for tests of device choice")
 WEFT_PARAM(std::string, NetPlugin, "NET_PLUGIN", "", "network plugin library (include/weft/net_v1.h, symbol weftNetPlugin_v1) that carries traffic between hosts instead of the built-in transports, e.g. /opt/vendor/libweft-net-foo.so")
 WEFT_PARAM_RANGE(EmulatedDevices, 1, 8)
 WEFT_PARAM(int64_t, EmulatedFirstBus, "EMULATED_FIRST_BUS", 0, "PCI bus number the emulated backend's device 0 reports (device i: this + i), 0..247: processes given different values pose as processes with different CUDA_VISIBLE_DEVICES; for tests of GPU identity")
 WEFT_PARAM_RANGE(EmulatedFirstBus, 0, 247)
-WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
+WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi (and ofi-plugin), e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
 
 // Topology
 WEFT_PARAM(std::string, TopoFile, "TOPO_FILE", "", "NCCL/RCCL topology file (XML) describing this host: its GPUs, NICs and CPUs replace or complete what detection finds, as NCCL_TOPO_FILE does; a file that does not load fails init naming it")

@@ -8,7 +8,9 @@
 
 #include "base/log.h"
 #include "base/params.h"
+#include "transports/net/net_builtin.h"
 #include "transports/net/net_link.h"
+#include "transports/net/net_select.h"
 
 namespace weft {
 namespace net {
@@ -37,12 +39,11 @@ struct Offer {
 // recvComm, and a back sendComm once the hello told it where.
 class PluginLink final : public NetLink {
  public:
+  // Each slot has room for a FrameHeader after its bytes: a data message is the slot's payload
+  // with its header as a trailer, sent from and received into the slot itself (no copy).
   PluginLink(const ConnectRequest& req, bool sending, const NetPlugin* plugin)
-      : NetLink(req, sending), ops_(plugin->ops), pluginName_(plugin->name) {
-    frameBytes_ = sizeof(FrameHeader) + std::max<size_t>(ring_.slotBytes(), WEFT_NET_HANDLE_BYTES_V1);
-    staging_.resize(ring_.nSlots());
-    for (auto& s : staging_) s.resize(frameBytes_);
-    ctl_.resize(frameBytes_);
+      : NetLink(req, sending, sizeof(FrameHeader)), ops_(plugin->ops), pluginName_(plugin->name) {
+    ctl_.resize(sizeof(FrameHeader) + WEFT_NET_HANDLE_BYTES_V1);
   }
   ~PluginLink() override {
     // Requests are abandoned with their communications (net_v1.h).
@@ -55,8 +56,18 @@ class PluginLink final : public NetLink {
   }
 
   bool sendsReferencedBytes() const override { return sending_; }
+  // As over the socket transport, the receiver acknowledges every message it released (a
+  // kFrameCredit frame on the back channel carrying the count), so a sender's
+  // allSendsConsumed() means consumed: a receiver that refuses a message (another call:
+  // collectives/call_stamp.h) never releases it, and the sender fails instead of succeeding.
   bool allSendsDelivered() const override {
-    return ring_.tail.load(std::memory_order_acquire) == ring_.head.load(std::memory_order_acquire);
+    const uint64_t head = ring_.head.load(std::memory_order_acquire);
+    return ring_.tail.load(std::memory_order_acquire) == head && consumed_.load(std::memory_order_acquire) >= head;
+  }
+  bool acksReleases() const override { return !sending_; }
+  bool wantsDrive() const override {
+    return !sending_ && !ackClosed_.load(std::memory_order_relaxed) &&
+           ring_.tail.load(std::memory_order_acquire) != ackSent_.load(std::memory_order_relaxed);
   }
 
   // Receiver: listens and fills the offer's handle.
@@ -173,6 +184,73 @@ class PluginLink final : public NetLink {
     return true;
   }
 
+  // Sender: the frames the receiver sends back (credits, an abort); false when the link failed.
+  bool takeControl(bool* moved) {
+    for (;;) {
+      if (ctlRequest_ == nullptr) {
+        weftResult_t r = ops_.irecv(backRecv_, ctl_.data(), ctl_.size(), 0, &ctlRequest_);
+        if (r != weftSuccess) return fail("receiving", r), false;
+        if (ctlRequest_ == nullptr) return true;
+      }
+      size_t n = 0;
+      bool failed = false;
+      if (!done(ctlRequest_, "receiving", &n, &failed)) return !failed;
+      ctlRequest_ = nullptr;
+      *moved = true;
+      if (takeAbort(ctl_.data(), n)) return false;
+      FrameHeader h;
+      std::memcpy(&h, ctl_.data(), std::min(n, sizeof(h)));
+      const uint64_t sent = ring_.head.load(std::memory_order_acquire);
+      if (n != sizeof(h) || h.magic != kFrameMagic || h.type != kFrameCredit || h.bytes > sent) {
+        state_.fail(WEFT_ERROR(weftRemoteError,
+                               "%s sent a control message this rank cannot use over network plugin %s (%zu bytes, "
+                               "acknowledging %llu of %llu messages); the plugin corrupted it or another program is "
+                               "on this connection",
+                               peerText_.c_str(), pluginName_.c_str(), n, static_cast<unsigned long long>(h.bytes),
+                               static_cast<unsigned long long>(sent)),
+                    false);
+        return false;
+      }
+      consumed_.store(h.bytes, std::memory_order_release);
+    }
+  }
+
+  // Receiver: tells the sender how many messages the executor has released, one
+  // acknowledgement in flight at a time.
+  bool sendAck() {
+    if (ackRequest_) {
+      int finished = 0;
+      size_t n = 0;
+      if (ops_.test(ackRequest_, &finished, &n) != weftSuccess) {
+        // A sender that closed after its last message no longer reads; what it sent still counts.
+        ackClosed_.store(true, std::memory_order_relaxed);
+        ackRequest_ = nullptr;
+        return false;
+      }
+      if (!finished) return false;
+      ackRequest_ = nullptr;
+      ackSent_.store(ackInFlight_, std::memory_order_relaxed);
+    }
+    if (backSend_ == nullptr || ackClosed_.load(std::memory_order_relaxed)) return false;
+    const uint64_t released = ring_.tail.load(std::memory_order_acquire);
+    if (released == ackSent_.load(std::memory_order_relaxed)) return false;
+    FrameHeader h;
+    h.magic = kFrameMagic;
+    h.type = kFrameCredit;
+    h.bytes = released;
+    std::memcpy(ackBuf_.data(), &h, sizeof(h));
+    weftResult_t r = ops_.isend(backSend_, ackBuf_.data(), sizeof(h), 0, &ackRequest_);
+    if (r != weftSuccess) {
+      // A sender that closed after its last message no longer reads; what it sent still counts.
+      ackClosed_.store(true, std::memory_order_relaxed);
+      ackRequest_ = nullptr;
+      return false;
+    }
+    if (ackRequest_ == nullptr) return false;
+    ackInFlight_ = released;
+    return true;
+  }
+
   bool driveSend() {
     bool moved = false, failed = false;
     // The back channel: the receiver connects to it and may send an abort on it.
@@ -181,18 +259,7 @@ class PluginLink final : public NetLink {
       if (r != weftSuccess) return fail("accepting the back channel", r), true;
       moved = backRecv_ != nullptr;
     }
-    if (backRecv_ && ctlRequest_ == nullptr) {
-      weftResult_t r = ops_.irecv(backRecv_, ctl_.data(), ctl_.size(), 0, &ctlRequest_);
-      if (r != weftSuccess) return fail("receiving", r), true;
-    }
-    if (ctlRequest_) {
-      size_t n = 0;
-      if (done(ctlRequest_, "receiving", &n, &failed)) {
-        ctlRequest_ = nullptr;
-        if (takeAbort(ctl_.data(), n)) return true;
-      }
-      if (failed) return true;
-    }
+    if (backRecv_ && !takeControl(&moved)) return true;
     // The hello first, even before an abort: the back channel's handle.
     if (!helloSent_) {
       FrameHeader h;
@@ -206,12 +273,13 @@ class PluginLink final : public NetLink {
       moved = true;
     }
     if (state_.abortRequested.load(std::memory_order_relaxed)) return sendAbort(sendComm_);
-    // Post every slot not on its way yet: a header and the bytes (a reference's, read here).
+    // Post every slot not on its way yet: the bytes (a reference's, copied in) and the header.
     const uint64_t head = ring_.head.load(std::memory_order_acquire);
     while (ring_.tail.load(std::memory_order_relaxed) + inflight_.size() < head) {
       const uint64_t c = ring_.tail.load(std::memory_order_relaxed) + inflight_.size();
       size_t bytes = ring_.size(c).load(std::memory_order_relaxed);
-      const char* data = ring_.slot(c);
+      char* slot = ring_.slot(c);
+      const char* data = slot;
       resolveReferencedBytes(&data, &bytes);
       if (bytes > ring_.slotBytes()) {
         state_.fail(WEFT_ERROR(weftInternalError,
@@ -221,17 +289,22 @@ class PluginLink final : public NetLink {
                     false);
         return true;
       }
-      std::vector<char>& frame = staging_[c % staging_.size()];
+      // A reference's bytes go into the slot it was posted in (the peer cannot read this
+      // process's memory); the header goes right after the payload.
+      if (data != slot) {
+        std::memmove(slot, data, bytes);
+        // A post the plugin refuses for now is retried from the slot, which is data now.
+        ring_.size(c).store(bytes, std::memory_order_relaxed);
+      }
       FrameHeader h;
       h.magic = kFrameMagic;
       h.type = kFrameData;
       h.bytes = bytes;
       h.stamp = ring_.stamp(c).load(std::memory_order_relaxed);
-      std::memcpy(frame.data(), &h, sizeof(h));
-      std::memcpy(frame.data() + sizeof(h), data, bytes);
+      std::memcpy(slot + bytes, &h, sizeof(h));
       Pending p;
       p.counter = c;
-      if (!startSend(sendComm_, frame.data(), sizeof(h) + bytes, &p.request)) break;
+      if (!startSend(sendComm_, slot, bytes + sizeof(h), &p.request)) break;
       inflight_.push_back(p);
       moved = true;
     }
@@ -284,19 +357,20 @@ class PluginLink final : public NetLink {
       weftResult_t r = ops_.connect(0, hello_.data(), &backSend_);
       if (r != weftSuccess) {
         backFailed_ = true;
+        ackClosed_.store(true, std::memory_order_relaxed);
         WEFT_LOG(kInfo, kNet, "rank %d: no back channel to %s (%s): its aborts will show as a closed connection",
                  selfRank_, peerText_.c_str(), netResultName(r));
       }
     }
     if (state_.abortRequested.load(std::memory_order_relaxed)) return sendAbort(backSend_);
+    moved = sendAck() || moved;
     // Receives into staging for every free slot, in order.
     while (ring_.head.load(std::memory_order_relaxed) + inflight_.size() <
            ring_.tail.load(std::memory_order_acquire) + ring_.nSlots()) {
       const uint64_t c = ring_.head.load(std::memory_order_relaxed) + inflight_.size();
       Pending p;
       p.counter = c;
-      std::vector<char>& frame = staging_[c % staging_.size()];
-      weftResult_t r = ops_.irecv(recvComm_, frame.data(), frame.size(), 0, &p.request);
+      weftResult_t r = ops_.irecv(recvComm_, ring_.slot(c), ring_.slotBytes() + sizeof(FrameHeader), 0, &p.request);
       if (r != weftSuccess) {
         // A peer that closed after its last message: what the earlier receives hold still
         // counts, so collect them first and fail only once none is left.
@@ -310,10 +384,11 @@ class PluginLink final : public NetLink {
     while (!inflight_.empty() && done(inflight_.front().request, "receiving", &n, &failed)) {
       const uint64_t c = inflight_.front().counter;
       inflight_.pop_front();
-      const std::vector<char>& frame = staging_[c % staging_.size()];
-      if (takeAbort(frame.data(), n)) return true;
+      // The header is the message's last bytes (an abort is a header alone).
       FrameHeader h;
-      std::memcpy(&h, frame.data(), sizeof(h));
+      const char* trailer = ring_.slot(c) + (n >= sizeof(h) ? n - sizeof(h) : 0);
+      if (n >= sizeof(h) && takeAbort(trailer, sizeof(h))) return true;
+      if (n >= sizeof(h)) std::memcpy(&h, trailer, sizeof(h));
       if (n < sizeof(h) || h.magic != kFrameMagic || h.type != kFrameData || h.bytes != n - sizeof(h) ||
           h.bytes > ring_.slotBytes()) {
         state_.fail(WEFT_ERROR(weftInternalError,
@@ -323,7 +398,6 @@ class PluginLink final : public NetLink {
                     false);
         return true;
       }
-      std::memcpy(ring_.slot(c), frame.data() + sizeof(h), h.bytes);
       ring_.size(c).store(h.bytes, std::memory_order_relaxed);
       ring_.stamp(c).store(h.stamp, std::memory_order_relaxed);
       ring_.head.store(c + 1, std::memory_order_release);
@@ -338,14 +412,12 @@ class PluginLink final : public NetLink {
 
   const weftNet_v1_t ops_;
   const std::string pluginName_;
-  size_t frameBytes_ = 0;
   void* listenComm_ = nullptr;
   void* sendComm_ = nullptr;
   void* recvComm_ = nullptr;
   void* backListen_ = nullptr;
   void* backSend_ = nullptr;
   void* backRecv_ = nullptr;
-  std::vector<std::vector<char>> staging_;  // one frame per slot
   std::deque<Pending> inflight_;            // posted to the plugin, not completed, in order
   std::vector<char> ctl_;                   // the hello (receiver) or an abort (sender) arrives here
   void* ctlRequest_ = nullptr;
@@ -355,8 +427,13 @@ class PluginLink final : public NetLink {
   bool helloSent_ = false;
   bool helloSeen_ = false;
   bool backFailed_ = false;
-  weftResult_t postError_ = weftSuccess;  // receiver: irecv refused; reported once the rest is in  // receiver: the
-                                          // sender's back channel could not be reached
+  weftResult_t postError_ = weftSuccess;  // receiver: irecv refused; reported once the rest is in
+  std::vector<char> ackBuf_ = std::vector<char>(sizeof(FrameHeader));
+  void* ackRequest_ = nullptr;                // receiver: the acknowledgement on its way
+  uint64_t ackInFlight_ = 0;                  // receiver: the count it carries
+  std::atomic<uint64_t> ackSent_{0};          // receiver: released messages the sender knows of
+  std::atomic<bool> ackClosed_{false};        // receiver: the sender takes no more acknowledgements
+  std::atomic<uint64_t> consumed_{0};         // sender: messages the receiver acknowledged
   std::vector<char> abortBuf_ = std::vector<char>(sizeof(FrameHeader));
   bool abortSent_ = false;
   void* abortRequest_ = nullptr;
@@ -366,25 +443,48 @@ struct Registrar {
   Registrar() {
     // Ahead of libfabric (20) and sockets (10): a plugin the user named wins.
     registerTransport("net-plugin", 30, [] { return std::unique_ptr<Transport>(new PluginTransport()); });
+    // Weft's own tables through the same transport; WEFT_NET chooses them (net_select.h).
+    registerTransport("net-socket-v1", 25,
+                      [] { return std::unique_ptr<Transport>(new PluginTransport(NetTable::kSocket)); });
+    registerTransport("net-ofi-v1", 24, [] { return std::unique_ptr<Transport>(new PluginTransport(NetTable::kOfi)); });
   }
 } registrar;
 
 }  // namespace
 
-PluginTransport::PluginTransport() = default;
+PluginTransport::PluginTransport(NetTable table) : table_(table) {}
 PluginTransport::~PluginTransport() = default;
 
+const char* PluginTransport::name() const {
+  switch (table_) {
+    case NetTable::kSocket:
+      return "net-socket-v1";
+    case NetTable::kOfi:
+      return "net-ofi-v1";
+    case NetTable::kExternal:
+      break;
+  }
+  return "net-plugin";
+}
+
 bool PluginTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
-  if (params::NetPlugin().empty()) return false;
-  return self.hostHash != peer.hostHash || params::ShmDisable();
+  const bool external = !params::NetPlugin().empty();
+  bool chosen = external;
+  if (table_ == NetTable::kSocket) chosen = !external && selectedNet() == NetKind::kSocketPlugin;
+  if (table_ == NetTable::kOfi) chosen = !external && selectedNet() == NetKind::kOfiPlugin;
+  return chosen && (self.hostHash != peer.hostHash || params::ShmDisable());
 }
 
 Status PluginTransport::start(const NetPlugin** plugin) {
-  const std::string path = params::NetPlugin();
-  if (path.empty()) {
-    return WEFT_ERROR(weftInternalError, "network plugin transport used without WEFT_NET_PLUGIN; this is a bug");
+  if (table_ != NetTable::kExternal) {
+    WEFT_TRY(builtinNetPlugin(table_ == NetTable::kSocket ? weftNetSocket_v1() : weftNetOfi_v1(), plugin));
+  } else {
+    const std::string path = params::NetPlugin();
+    if (path.empty()) {
+      return WEFT_ERROR(weftInternalError, "network plugin transport used without WEFT_NET_PLUGIN; this is a bug");
+    }
+    WEFT_TRY(loadNetPlugin(path, plugin));
   }
-  WEFT_TRY(loadNetPlugin(path, plugin));
   std::lock_guard<std::mutex> lock(startMutex_);
   if (!proxy_) {
     auto proxy = std::make_shared<Proxy>("weft-net-plug");

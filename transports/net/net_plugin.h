@@ -1,5 +1,7 @@
-// Network plugins (include/weft/net_v1.h): loading a vendor's ops table, and the transport
-// ("net-plugin") that carries a pair's traffic through any such table.
+// Network plugins (include/weft/net_v1.h): loading a vendor's ops table, and the one generic
+// transport that carries a pair's traffic through any such table: a vendor's ("net-plugin"),
+// or one of Weft's own built-in tables (net_builtin.h: "net-socket-v1" with
+// WEFT_NET=socket-plugin, "net-ofi-v1" with WEFT_NET=ofi-plugin).
 //
 // WEFT_NET_PLUGIN=/path/libfoo.so names the library; it is loaded once per process, its
 // weftNetPlugin_v1 table checked (size first, then version, then every entry v1 requires) and
@@ -8,7 +10,8 @@
 // of the built-in socket and libfabric transports.
 //
 // On the plugin's one-directional communications the adapter runs Weft's link protocol: each
-// message is a FrameHeader (net_link.h) plus its bytes; the receiver learns the sender's
+// data message is a slot's bytes followed by a FrameHeader (net_link.h), sent from and received
+// into the slot itself (no staging copy); the receiver learns the sender's
 // back-channel handle from the first message (a hello) and connects back, so that aborts (with
 // their culprit) travel both ways.
 #ifndef WEFT_TRANSPORTS_NET_NET_PLUGIN_H_
@@ -39,13 +42,23 @@ Status checkNetPluginTable(const weftNet_v1_t* table, const std::string& path);
 // The plugin at `path`, loaded and initialised once per process (failures are remembered and
 // returned again). The library is never unloaded: a plugin may own threads.
 Status loadNetPlugin(const std::string& path, const NetPlugin** out);
+// A built-in table (net_builtin.h), checked and started the same way, once per process.
+Status builtinNetPlugin(const weftNet_v1_t* table, const NetPlugin** out);
+
+// Where a PluginTransport takes its table from.
+enum class NetTable {
+  kExternal,  // the library WEFT_NET_PLUGIN names
+  kSocket,    // weftNetSocket_v1(), with WEFT_NET=socket-plugin
+  kOfi,       // weftNetOfi_v1(), with WEFT_NET=ofi-plugin
+};
 
 class PluginTransport final : public Transport {
  public:
-  PluginTransport();
+  explicit PluginTransport(NetTable table = NetTable::kExternal);
   ~PluginTransport() override;
-  const char* name() const override { return "net-plugin"; }
-  // When WEFT_NET_PLUGIN is set: ranks on other hosts, and on this host too with
+  const char* name() const override;
+  // External: when WEFT_NET_PLUGIN is set. Built-in: when WEFT_NET selects it and no
+  // WEFT_NET_PLUGIN is set. Either for ranks on other hosts, and on this host too with
   // WEFT_SHM_DISABLE=1. A plugin that fails to load is reported by connecting, not skipped.
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override;
   Status connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) override;
@@ -54,6 +67,7 @@ class PluginTransport final : public Transport {
  private:
   Status start(const NetPlugin** plugin);
 
+  const NetTable table_;
   std::mutex startMutex_;
   std::shared_ptr<Proxy> proxy_;
 };

@@ -5,7 +5,10 @@
 
 #include <cstdarg>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "base/log.h"
 #include "transports/net/net_plugin.h"
@@ -94,6 +97,36 @@ Status checkNetPluginTable(const weftNet_v1_t* t, const std::string& path) {
 
 namespace {
 
+// Checks `table`, keeps its v1 prefix in *plugin and starts it (init, devices); `path` names it
+// in messages (a library, or "built-in").
+Status adoptTable(const weftNet_v1_t* table, const std::string& path, NetPlugin* plugin) {
+  WEFT_TRY(checkNetPluginTable(table, path));
+  std::memcpy(&plugin->ops, table, sizeof(weftNet_v1_t));
+  plugin->path = path;
+  plugin->name = table->name;
+  // A built-in table (builtinNetPlugin) is chosen by WEFT_NET, a library by WEFT_NET_PLUGIN.
+  const bool builtin = path.rfind("built-in:", 0) == 0;
+  const std::string who = builtin ? "WEFT_NET=" + plugin->name + "-plugin" : "WEFT_NET_PLUGIN=" + path;
+  const char* wayOut = builtin ? "set WEFT_NET=socket" : "unset WEFT_NET_PLUGIN";
+  weftResult_t r = plugin->ops.init(pluginLogger);
+  if (r != weftSuccess) {
+    return WEFT_ERROR(r, "%s (%s): init failed (%s); see the plugin's log lines above, or %s", who.c_str(),
+                      plugin->name.c_str(), netResultName(r), wayOut);
+  }
+  r = plugin->ops.devices(&plugin->devices);
+  if (r != weftSuccess || plugin->devices < 1) {
+    return WEFT_ERROR(r != weftSuccess ? r : weftSystemError,
+                      "%s (%s) offers no network device (%s, %d devices); see the log lines above, or %s", who.c_str(),
+                      plugin->name.c_str(), netResultName(r), plugin->devices, wayOut);
+  }
+  weftNetProperties_v1_t props{};
+  if (plugin->ops.getProperties(0, &props) == weftSuccess) {
+    WEFT_LOG(kInfo, kNet, "network plugin %s loaded from %s: %d device(s), device 0 %s at %d Mb/s",
+             plugin->name.c_str(), path.c_str(), plugin->devices, props.name ? props.name : "?", props.speedMbps);
+  }
+  return Status::ok();
+}
+
 Status loadOnce(const std::string& path, NetPlugin* plugin) {
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
@@ -110,51 +143,40 @@ Status loadOnce(const std::string& path, NetPlugin* plugin) {
                       "include/weft/net_v1.h), or it exports it without C linkage",
                       path.c_str(), WEFT_NET_PLUGIN_SYMBOL_V1);
   }
-  WEFT_TRY(checkNetPluginTable(table, path));
-  std::memcpy(&plugin->ops, table, sizeof(weftNet_v1_t));
-  plugin->path = path;
-  plugin->name = table->name;
-  weftResult_t r = plugin->ops.init(pluginLogger);
-  if (r != weftSuccess) {
-    return WEFT_ERROR(r,
-                      "WEFT_NET_PLUGIN=%s (%s): init failed (%s); see the plugin's log lines above, or unset "
-                      "WEFT_NET_PLUGIN",
-                      path.c_str(), plugin->name.c_str(), netResultName(r));
+  return adoptTable(table, path, plugin);
+}
+
+struct Loaded {
+  Status status;
+  std::unique_ptr<NetPlugin> plugin;
+};
+
+// Each plugin once per process, by key; failures are remembered and returned again.
+Status once(const std::string& key, const std::function<Status(NetPlugin*)>& load, const NetPlugin** out) {
+  static std::mutex mutex;
+  static std::map<std::string, Loaded> loaded;  // never freed: plugins stay loaded
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded.find(key);
+  if (it == loaded.end()) {
+    Loaded l;
+    l.plugin = std::make_unique<NetPlugin>();
+    l.status = load(l.plugin.get());
+    it = loaded.emplace(key, std::move(l)).first;
   }
-  r = plugin->ops.devices(&plugin->devices);
-  if (r != weftSuccess || plugin->devices < 1) {
-    return WEFT_ERROR(r != weftSuccess ? r : weftSystemError,
-                      "WEFT_NET_PLUGIN=%s (%s) offers no network device (%s, %d devices)", path.c_str(),
-                      plugin->name.c_str(), netResultName(r), plugin->devices);
-  }
-  weftNetProperties_v1_t props{};
-  if (plugin->ops.getProperties(0, &props) == weftSuccess) {
-    WEFT_LOG(kInfo, kNet, "network plugin %s loaded from %s: %d device(s), device 0 %s at %d Mb/s",
-             plugin->name.c_str(), path.c_str(), plugin->devices, props.name ? props.name : "?", props.speedMbps);
-  }
+  if (!it->second.status.isOk()) return it->second.status;
+  *out = it->second.plugin.get();
   return Status::ok();
 }
 
 }  // namespace
 
 Status loadNetPlugin(const std::string& path, const NetPlugin** out) {
-  struct Loaded {
-    Status status;
-    std::unique_ptr<NetPlugin> plugin;
-  };
-  static std::mutex mutex;
-  static std::map<std::string, Loaded> loaded;  // never freed: plugins stay loaded
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = loaded.find(path);
-  if (it == loaded.end()) {
-    Loaded l;
-    l.plugin = std::make_unique<NetPlugin>();
-    l.status = loadOnce(path, l.plugin.get());
-    it = loaded.emplace(path, std::move(l)).first;
-  }
-  if (!it->second.status.isOk()) return it->second.status;
-  *out = it->second.plugin.get();
-  return Status::ok();
+  return once(path, [&path](NetPlugin* p) { return loadOnce(path, p); }, out);
+}
+
+Status builtinNetPlugin(const weftNet_v1_t* table, const NetPlugin** out) {
+  const std::string key = std::string("built-in:") + (table->name ? table->name : "?");
+  return once(key, [&](NetPlugin* p) { return adoptTable(table, key, p); }, out);
 }
 
 }  // namespace net

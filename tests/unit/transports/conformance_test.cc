@@ -4,7 +4,8 @@
 // contract point is checked with exact data: slots wrapping around many times, zero-byte
 // messages, reference messages, aborts both ways with their culprit, each end doing only its
 // own half, and (forked, where the transport crosses processes) a peer that exits. The same
-// contract holds for an external network plugin (net_v1.h) through the plugin transport.
+// contract holds for an external network plugin (net_v1.h) through the plugin transport, and
+// for Weft's built-in network tables (net_builtin.h) through that same transport.
 //
 // A device-FIFO connection (p2p, bridge) is driven the way the lane program drives it, through
 // its FifoView; host connections through their methods (Port, below). A transport that cannot
@@ -186,6 +187,29 @@ std::vector<TransportCase> transportCases() {
   plugin.make = [] { return std::make_unique<net::PluginTransport>(); };
   plugin.info = ownHostInfo;
   out.push_back(plugin);
+
+  // Weft's own TCP code as a net_v1.h table (net_builtin.h) through the same plugin transport
+  // (what WEFT_NET=socket-plugin selects).
+  TransportCase socketTable;
+  socketTable.name = "net_socket_v1";
+  socketTable.environment = [] { setenv("WEFT_SOCKET_IFNAME", "lo", 1); };
+  socketTable.make = [] { return std::make_unique<net::PluginTransport>(net::NetTable::kSocket); };
+  socketTable.info = ownHostInfo;
+  out.push_back(socketTable);
+
+  // Weft's own libfabric code as a net_v1.h table (WEFT_NET=ofi-plugin). The table opens one
+  // endpoint per process, on the provider set when it is first used: tcp;ofi_rxm here.
+  TransportCase ofiTable;
+  ofiTable.name = "net_ofi_v1";
+  ofiTable.unavailable = [] { return ofiUnavailable("tcp;ofi_rxm"); };
+  ofiTable.environment = [] {
+    setenv("WEFT_SOCKET_IFNAME", "lo", 1);
+    setenv("WEFT_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+  };
+  ofiTable.make = [] { return std::make_unique<net::PluginTransport>(net::NetTable::kOfi); };
+  ofiTable.info = ownHostInfo;
+  ofiTable.noFork = "libfabric's state does not survive fork() in a process that already used it";
+  out.push_back(ofiTable);
 
   TransportCase p2p;
   p2p.name = "p2p_emulated";
