@@ -124,6 +124,64 @@ Prediction predict(const CostInput& in);
 Prediction predictBest(const Cluster& cluster, const SearchResult& topo, coll::CollKind c, int64_t bytes,
                        bool graphCaptured = false, const CostParams& params = CostParams());
 
+// The same over a subset: the algorithms whose bit (1 << coll::Algo) is in `algos`, channel
+// counts from minChannels to maxChannels (0: params.maxChannels). timeUs is +infinity when the
+// model prices none of them.
+struct BestOptions {
+  bool graphCaptured = false;
+  int minChannels = 1;
+  int maxChannels = 0;
+  uint32_t algos = ~0u;
+  CostParams params;
+};
+Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll::CollKind c, int64_t bytes,
+                         const BestOptions& options);
+
+// ---- Host memory: ranks whose buffers live in host memory (no GPU), one thread per rank ----
+//
+// Time = call + hops on the critical path x alpha + this rank's copy and reduce work + lanes.
+//   alpha  one message from send to the peer seeing it: through a shared-memory FIFO on one host,
+//          a socket across hosts.
+//   work   what the busiest rank's one thread does with the bytes: a copy into each slot it sends,
+//          a copy (or a reduce of two inputs) out of each slot it receives, at the copy / reduce
+//          rates -- in-cache rates up to cacheBytes of traffic per call, memory rates beyond.
+//          Across hosts a hop's bytes also cross the socket at netGBs.
+//   lanes  every channel is one more FIFO the thread polls per step (channels split the data but
+//          not the thread: one CPU moves every byte).
+//   refill what a rank sends beyond the capacity of its FIFOs (fifoBytes per channel) waits for
+//          the reader to free slots: one wait (refillUs, mostly the reader being scheduled) per
+//          FIFO-full. More channels, more capacity, fewer waits.
+// Calibrated on the 2-vCPU development VM (AMD EPYC, shared), from weft-perf allreduce -np 2/4
+// with each algorithm forced: perf/RESULTS.md ("Host cost model") gives the figures and the
+// prediction error per size.
+struct HostCostParams {
+  double callUs = 0.3;         // validation, plan lookup, executor set-up per call
+  double alphaShmUs = 0.4;     // a message through a shared-memory FIFO
+  double alphaNetUs = 25.0;    // a message over a socket
+  double copyGBs = 8.0;        // memcpy into / out of a slot, in cache
+  double reduceGBs = 4.0;      // out = a op b, in cache
+  double memCopyGBs = 4.0;     // the same beyond the caches
+  double memReduceGBs = 2.5;
+  double cacheBytes = 1 << 20;  // traffic per call that stays in cache
+  double netGBs = 1.5;         // one socket stream
+  double laneUs = 0.5;         // one more FIFO polled per step
+  double fifoBytes = 1 << 20;  // one connection's FIFO (WEFT_BUFFSIZE's default)
+  double refillUs = 300;       // one wait for the reader to free a FIFO
+};
+
+struct HostCostInput {
+  int nRanks = 1;
+  int nHosts = 1;
+  coll::CollKind collective = coll::CollKind::kAllReduce;
+  coll::Algo algorithm = coll::Algo::kRing;
+  int64_t bytes = 0;  // nccl-tests' size: the larger of the send and receive buffers, per rank
+  int channels = 1;
+  HostCostParams params;
+};
+
+// Predicted time in microseconds; +infinity when the algorithm cannot run the collective.
+double predictHostTime(const HostCostInput& in);
+
 }  // namespace topo
 }  // namespace weft
 
