@@ -140,12 +140,17 @@ std::string deviceModelRefusal(const GlobalSystem& g) {
   return "";
 }
 
-struct DeviceModel {
+}  // namespace
+
+// The device model's input: the hosts as a cluster and its searched rings and trees.
+struct TunerDeviceModel {
   Cluster cluster;
   SearchResult topo;
 };
 
-TunerChoice bestOnDevice(const DeviceModel& m, coll::CollKind kind, int nRanks, int64_t bytes, uint32_t algos,
+namespace {
+
+TunerChoice bestOnDevice(const TunerDeviceModel& m, coll::CollKind kind, int nRanks, int64_t bytes, uint32_t algos,
                          const TunerSettings& s) {
   BestOptions options;
   options.params = s.device;
@@ -169,7 +174,7 @@ std::string formatSize(int64_t bytes) {
 }
 
 // The model for `system`, with why (the reason there is none, for the size rule).
-TunerModel pickModel(const GlobalSystem* system, int nRanks, const TunerSettings& s, DeviceModel* device,
+TunerModel pickModel(const GlobalSystem* system, int nRanks, const TunerSettings& s, TunerDeviceModel* device,
                      std::string* why) {
   const int nHosts = system != nullptr ? std::max<int>(1, static_cast<int>(system->hosts.size())) : 1;
   const std::string on = std::to_string(nHosts) + " host" + (nHosts > 1 ? "s" : "");
@@ -212,24 +217,36 @@ Status Tuner::build(const GlobalSystem* system, int nRanks, const TunerSettings&
     WEFT_TRY(chooseAllReduceAlgo(in, &t.forced_));
     t.isForced_ = true;
   }
-  DeviceModel device;
+  TunerDeviceModel device;
   t.model_ = pickModel(system, t.nRanks_, s, &device, &t.why_);
-  t.table_.assign(static_cast<size_t>(coll::kNumCollKinds * kTunerSizeClasses), TunerChoice());
-  for (coll::CollKind kind : tunedCollectives()) {
-    // WEFT_ALGO: the model prices the forced all-reduce algorithm only (for its channels).
-    const uint32_t algos = kind == coll::CollKind::kAllReduce && t.isForced_ ? algoBit(t.forced_) : ~0u;
-    for (int k = 0; k < kTunerSizeClasses; ++k) {
-      const int64_t bytes = tunerClassBytes(k);
-      TunerChoice c = t.ruleChoice(kind, bytes);
-      TunerChoice modelled = c;
-      if (t.model_ == TunerModel::kHost) modelled = bestOnHost(kind, t.nRanks_, t.nHosts_, bytes, algos, s);
-      if (t.model_ == TunerModel::kDevice) modelled = bestOnDevice(device, kind, t.nRanks_, bytes, algos, s);
-      if (modelled.predictedUs < kInf) c = modelled;  // else the model prices none: the rule's
-      t.table_[static_cast<size_t>(static_cast<int>(kind) * kTunerSizeClasses + k)] = c;
-    }
+  t.table_ = t.fillTable(t.model_, device);
+  // Host-memory calls on a communicator of GPUs (or of ranks sharing them): the host model.
+  const bool hasSystem = system != nullptr && system->nRanks() == nRanks && !system->hosts.empty();
+  if (hasSystem && !s.sizeRuleSet && t.model_ != TunerModel::kHost) {
+    t.hostTable_ = t.fillTable(TunerModel::kHost, device);
+    t.hostWhy_ = "host cost model, " + std::to_string(t.nRanks_) + " ranks on " + std::to_string(t.nHosts_) +
+                 " host" + (t.nHosts_ > 1 ? "s" : "");
   }
   *out = std::move(t);
   return Status::ok();
+}
+
+std::vector<TunerChoice> Tuner::fillTable(TunerModel model, const TunerDeviceModel& device) const {
+  std::vector<TunerChoice> table(static_cast<size_t>(coll::kNumCollKinds * kTunerSizeClasses));
+  for (coll::CollKind kind : tunedCollectives()) {
+    // WEFT_ALGO: the model prices the forced all-reduce algorithm only (for its channels).
+    const uint32_t algos = kind == coll::CollKind::kAllReduce && isForced_ ? algoBit(forced_) : ~0u;
+    for (int k = 0; k < kTunerSizeClasses; ++k) {
+      const int64_t bytes = tunerClassBytes(k);
+      TunerChoice c = ruleChoice(kind, bytes);
+      TunerChoice modelled = c;
+      if (model == TunerModel::kHost) modelled = bestOnHost(kind, nRanks_, nHosts_, bytes, algos, settings_);
+      if (model == TunerModel::kDevice) modelled = bestOnDevice(device, kind, nRanks_, bytes, algos, settings_);
+      if (modelled.predictedUs < kInf) c = modelled;  // else the model prices none: the rule's
+      table[static_cast<size_t>(static_cast<int>(kind) * kTunerSizeClasses + k)] = c;
+    }
+  }
+  return table;
 }
 
 TunerChoice Tuner::ruleChoice(coll::CollKind kind, int64_t bytes) const {
@@ -241,26 +258,27 @@ TunerChoice Tuner::ruleChoice(coll::CollKind kind, int64_t bytes) const {
   return c;
 }
 
-TunerChoice Tuner::choose(coll::CollKind kind, int64_t bytes) const {
+TunerChoice Tuner::choose(coll::CollKind kind, int64_t bytes, bool hostMemory) const {
+  const std::vector<TunerChoice>& table = hostMemory && !hostTable_.empty() ? hostTable_ : table_;
   // The size rule at the call's own size, as before the model (its thresholds and one channel
   // per MiB need not fall on class boundaries).
-  if (model_ == TunerModel::kSizeRule) return ruleChoice(kind, bytes);
+  if (&table == &table_ && model_ == TunerModel::kSizeRule) return ruleChoice(kind, bytes);
   const size_t i = static_cast<size_t>(static_cast<int>(kind) * kTunerSizeClasses + tunerSizeClass(bytes));
-  return i < table_.size() ? table_[i] : TunerChoice();
+  return i < table.size() ? table[i] : TunerChoice();
 }
 
-std::vector<std::string> Tuner::describe(coll::CollKind kind) const {
+std::vector<std::string> Tuner::describe(coll::CollKind kind, bool hostMemory) const {
   std::vector<std::string> lines;
   for (int k = 0; k < kTunerSizeClasses;) {
-    const TunerChoice first = choose(kind, tunerClassBytes(k));
+    const TunerChoice first = choose(kind, tunerClassBytes(k), hostMemory);
     int last = k;
     while (last + 1 < kTunerSizeClasses) {
-      const TunerChoice next = choose(kind, tunerClassBytes(last + 1));
+      const TunerChoice next = choose(kind, tunerClassBytes(last + 1), hostMemory);
       if (next.algo != first.algo || next.protocol != first.protocol || next.channels != first.channels) break;
       ++last;
     }
     // The last run goes on to 1 TiB; its predictions are shown up to 1 GiB.
-    const TunerChoice end = choose(kind, tunerClassBytes(std::max(k, std::min(last, 30))));
+    const TunerChoice end = choose(kind, tunerClassBytes(std::max(k, std::min(last, 30))), hostMemory);
     char text[200];
     // Classes by their largest size: "16 KiB - 64 KiB" holds the sizes above 8 KiB up to 64 KiB.
     const std::string from = k == 0 ? std::string("0 B") : formatSize(tunerClassBytes(k));

@@ -78,6 +78,8 @@ struct TunerChoice {
   }
 };
 
+struct TunerDeviceModel;
+
 class Tuner {
  public:
   // The table of a communicator of nRanks ranks on `system` (null or without ranks: the size
@@ -87,19 +89,26 @@ class Tuner {
 
   // The choice for a call of `kind` whose count x element size is `bytes` (the all-reduce's
   // buffer, all-gather's send block): a table look-up, or the size rule at `bytes`.
-  TunerChoice choose(coll::CollKind kind, int64_t bytes) const;
+  // hostMemory: a call on host buffers (the host executor), priced by the host model when the
+  // communicator's own model is the device's (or none for ranks sharing GPUs).
+  TunerChoice choose(coll::CollKind kind, int64_t bytes, bool hostMemory = false) const;
   TunerModel model() const { return model_; }
   // Which model, and why (the reason there is none, for the size rule).
   const std::string& why() const { return why_; }
   // The table of one collective: a line per run of size classes with one choice, each class
   // named by its largest size: "allreduce 0 B - 8 KiB: doubling/Simple x1, predicted 0.7 - 5.4 us"
   // (no prediction under the size rule; the last run, "... - larger", predicted up to 1 GiB).
-  std::vector<std::string> describe(coll::CollKind kind) const;
+  std::vector<std::string> describe(coll::CollKind kind, bool hostMemory = false) const;
+  // The host-memory calls' own table, when they have one (hostWhy() not empty).
+  const std::string& hostWhy() const { return hostWhy_; }
   // Same choices and predictions everywhere (what every rank must compute alike).
-  bool sameTable(const Tuner& o) const { return model_ == o.model_ && table_ == o.table_; }
+  bool sameTable(const Tuner& o) const {
+    return model_ == o.model_ && table_ == o.table_ && hostTable_ == o.hostTable_;
+  }
 
  private:
   TunerChoice ruleChoice(coll::CollKind kind, int64_t bytes) const;  // the size rule, at `bytes`
+  std::vector<TunerChoice> fillTable(TunerModel model, const TunerDeviceModel& device) const;
 
   TunerModel model_ = TunerModel::kSizeRule;
   std::string why_;
@@ -109,6 +118,8 @@ class Tuner {
   bool isForced_ = false;   // WEFT_ALGO names forced_
   coll::Algo forced_ = coll::Algo::kRing;
   std::vector<TunerChoice> table_;  // [kind * kTunerSizeClasses + class], scheduled kinds only
+  std::vector<TunerChoice> hostTable_;  // the same for host-memory calls; empty: table_
+  std::string hostWhy_;
 };
 
 // The collectives the tuner has a table for (those with a schedule: base/coll_traits.h).

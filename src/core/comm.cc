@@ -241,7 +241,7 @@ Status Communicator::readPeerMemory(int peer, uint64_t address, void* dst, size_
                     rank_, bytes, peer, p.pid, errnoText(err).c_str());
 }
 
-coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize) {
+coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize, bool hostMemory) {
   coll::ScheduleParams p;
   p.kind = call.kind;
   p.nRanks = nRanks_;
@@ -249,7 +249,8 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   p.count = static_cast<int64_t>(call.count);
   // The tuner's table for this size class (topology/tuner.h): the cost model's least time, or
   // the size rule, under WEFT_ALGO and the other overrides agreed at init.
-  const topo::TunerChoice choice = topology_->tuner.choose(call.kind, p.count * static_cast<int64_t>(elemSize));
+  const topo::TunerChoice choice =
+      topology_->tuner.choose(call.kind, p.count * static_cast<int64_t>(elemSize), hostMemory);
   p.algo = coll::algoSupported(call.kind, choice.algo) ? choice.algo : coll::collTraits(call.kind).defaultAlgo;
   p.nChannels = choice.channels;
   return p;
@@ -327,7 +328,7 @@ Status Communicator::runCollective(const CollCall& call) {
   // No rank finishes a collective without every other: all of them are involved.
   WatchedOp watched(liveness_.get(), seq_, nullptr);
   size_t elemSize = coll::dataTypeSize(call.type);
-  coll::ScheduleParams params = paramsFor(call, elemSize);
+  coll::ScheduleParams params = paramsFor(call, elemSize, true);
   CachedOp* cached = cachedOp(params, elemSize);
   bool reduces = coll::collReduces(call.kind);
   // A premul-sum multiplies each rank's input where it enters (the executor's preMul) and sums.

@@ -204,7 +204,8 @@ class Communicator final : public coll::ConnectionProvider {
   // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
   // evict nothing (their pointers stay valid together).
   void makeRoomForOps(size_t n);
-  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize);
+  // The tuner's choice for the call (hostMemory: on host buffers, run by the host executor).
+  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize, bool hostMemory = false);
   Status fail(Status status);
   // fail() for a failure of the device path, which may be a disagreement between the ranks' calls.
   Status failDevice(Status status);

@@ -350,6 +350,11 @@ std::vector<std::string> tunerTableLines(const topo::Tuner& tuner) {
   for (coll::CollKind kind : topo::tunedCollectives()) {
     for (std::string& line : tuner.describe(kind)) lines.push_back(std::move(line));
   }
+  if (tuner.hostWhy().empty()) return lines;
+  lines.push_back("host-memory calls: " + tuner.hostWhy());
+  for (coll::CollKind kind : topo::tunedCollectives()) {
+    for (std::string& line : tuner.describe(kind, true)) lines.push_back(std::move(line));
+  }
   return lines;
 }
 

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -145,7 +147,9 @@ TEST(CommTuner, TheBuildersHostDoesNotMatter) {
 
 struct EnvGuard {
   ~EnvGuard() {
-    for (const char* v : {"WEFT_ALGO", "WEFT_TREE_MAX_BYTES", "WEFT_DEBUG_SUBSYS"}) unsetenv(v);
+    for (const char* v : {"WEFT_ALGO", "WEFT_TREE_MAX_BYTES", "WEFT_DEBUG_SUBSYS", "WEFT_TOPO_FILE", "WEFT_EMULATED_DEVICES"}) {
+      unsetenv(v);
+    }
     setenv("WEFT_DEBUG", "WARN", 1);
     weft::reloadLogSettings();
   }
@@ -170,7 +174,8 @@ int countOf(const std::string& text, const std::string& what) {
   return n;
 }
 
-// Host ranks: the host model; rank 0 logs the table once, in the lines weft-topo prints.
+// Rank 0 logs the table once, in the lines weft-topo prints. The ranks of this test binary
+// share the emulated GPU (no device model: the size rule); host-memory calls get the host model.
 TEST(CommTuner, CommunicatorLogsItsTableOnce) {
   EnvGuard guard;
   setenv("WEFT_DEBUG", "INFO", 1);
@@ -181,12 +186,13 @@ TEST(CommTuner, CommunicatorLogsItsTableOnce) {
   {
     Comms c(3);
     ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
-    EXPECT_EQ(c.tuner(0).model(), TunerModel::kHost) << c.tuner(0).why();
+    EXPECT_EQ(c.tuner(0).hostWhy(), "host cost model, 3 ranks on 1 host") << c.tuner(0).why();
     expected = weft::core::tunerTableLines(c.tuner(0));
   }
   const std::string log = testing::internal::GetCapturedStderr();
   ASSERT_GT(expected.size(), 2u);
-  EXPECT_EQ(expected[0].rfind("host cost model, 3 ranks on 1 host", 0), 0u) << expected[0];
+  EXPECT_NE(std::find(expected.begin(), expected.end(), "host-memory calls: host cost model, 3 ranks on 1 host"),
+            expected.end());
   for (const std::string& line : expected) EXPECT_EQ(countOf(log, "tuner: " + line + "\n"), 1) << line << "\n" << log;
 }
 
@@ -197,9 +203,11 @@ TEST(CommTuner, OverridesReachTheCommunicator) {
   {
     Comms c(4);
     ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
-    EXPECT_EQ(c.tuner(0).model(), TunerModel::kHost);
+    EXPECT_FALSE(c.tuner(0).hostWhy().empty());
     for (int64_t bytes : {int64_t{8}, int64_t{1} << 30}) {
-      EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kAllReduce, bytes).algo, weft::coll::Algo::kTree);
+      for (bool host : {false, true}) {
+        EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kAllReduce, bytes, host).algo, weft::coll::Algo::kTree);
+      }
     }
   }
   unsetenv("WEFT_ALGO");
@@ -207,20 +215,50 @@ TEST(CommTuner, OverridesReachTheCommunicator) {
   Comms c(4);
   ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
   EXPECT_EQ(c.tuner(0).model(), TunerModel::kSizeRule);
-  EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kAllReduce, 65536).algo, weft::coll::Algo::kTree);
-  EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kAllReduce, 3 << 20).channels, 3);
+  EXPECT_EQ(c.tuner(0).hostWhy(), "");
+  EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kAllReduce, 65536, true).algo, weft::coll::Algo::kTree);
+  EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kAllReduce, 3 << 20, true).channels, 3);
 }
 
 // The table weft-topo shows for N ranks on a machine is the one a communicator of N ranks on it
-// builds: host ranks on this machine.
+// builds: four emulated GPUs posing as a PCIe server's (WEFT_TOPO_FILE) ...
 TEST(CommTuner, WeftTopoShowsTheCommunicatorsTable) {
+  EnvGuard guard;
+  System pcie = weft::topo::machines::pcie4Gpu();
+  const std::vector<int> gpus = pcie.nodesOfType(NodeType::kGpu);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    char bus[32];
+    std::snprintf(bus, sizeof(bus), "0000:%02zx:00.0", i);
+    pcie.nodes[static_cast<size_t>(gpus[i])].pci.busId = bus;
+  }
+  const std::string path = std::string(::testing::TempDir()) + "/weft_tuner_" + std::to_string(getpid()) + ".xml";
+  std::ofstream(path) << weft::topo::writeTopologyXml(pcie, 1);
+  setenv("WEFT_EMULATED_DEVICES", "4", 1);
+  setenv("WEFT_TOPO_FILE", path.c_str(), 1);
+  {
+    std::shared_ptr<const System> local;
+    ASSERT_TRUE(weft::core::localTopology(0, &local).isOk());
+    Tuner shown;
+    ASSERT_TRUE(weft::core::tunerForMachine(*local, 1, 4, weft::core::tunerSettingsFromParams(), &shown).isOk());
+    Comms c(4);
+    ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
+    EXPECT_EQ(c.tuner(0).model(), TunerModel::kDevice) << c.tuner(0).why();
+    EXPECT_TRUE(c.tuner(0).sameTable(shown)) << c.tuner(0).why() << " / " << shown.why();
+  }
+  unsetenv("WEFT_TOPO_FILE");
+  unsetenv("WEFT_EMULATED_DEVICES");
+  std::remove(path.c_str());
+  // ... and host ranks on this machine: the host-memory table of a communicator of 4.
   std::shared_ptr<const System> local;
   ASSERT_TRUE(weft::core::localTopology(0, &local).isOk());
   Tuner shown;
   ASSERT_TRUE(weft::core::tunerForMachine(*local, 1, 4, weft::core::tunerSettingsFromParams(), &shown).isOk());
   Comms c(4);
   ASSERT_EQ(c.result, weftSuccess) << weftGetLastError(nullptr);
-  EXPECT_TRUE(c.tuner(0).sameTable(shown)) << c.tuner(0).why() << " / " << shown.why();
+  ASSERT_EQ(shown.model(), TunerModel::kHost) << shown.why();
+  for (weft::coll::CollKind kind : weft::topo::tunedCollectives()) {
+    EXPECT_EQ(c.tuner(0).describe(kind, true), shown.describe(kind)) << weft::coll::collName(kind);
+  }
   Tuner none;
   EXPECT_EQ(weft::core::tunerForMachine(*local, 1, 0, weft::core::tunerSettingsFromParams(), &none).code(),
             weftInvalidArgument);
