@@ -151,22 +151,26 @@ Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll:
 //   refill what a rank sends beyond the capacity of its FIFOs (fifoBytes per channel) waits for
 //          the reader to free slots: one wait (refillUs, mostly the reader being scheduled) per
 //          FIFO-full. More channels, more capacity, fewer waits.
-// Calibrated on the 2-vCPU development VM (AMD EPYC, shared), from weft-perf allreduce -np 2/4
-// with each algorithm forced: perf/RESULTS.md ("Host cost model") gives the figures and the
-// prediction error per size.
+// Calibrated on the 2-vCPU development VM (AMD EPYC, shared with other builds, load 10-14),
+// from weft-perf allreduce -np 2 and -np 4 with WEFT_ALGO=ring|tree|doubling forced, taking the
+// fastest of 6 timings per size (3 runs, in and out of place) as the undisturbed cost:
+// recursive doubling on 2 ranks gives the per-message cost (0.3 us at 8 B) and the in-cache
+// copy + reduce rates (12 us at 64 KiB, 66 us at 512 KiB), the 256 MiB ring the memory rates.
+// The socket constants are not calibrated here (no second host). perf/RESULTS.md ("Tuner: cost
+// model against the size rule") has the figures.
 struct HostCostParams {
-  double callUs = 0.3;         // validation, plan lookup, executor set-up per call
-  double alphaShmUs = 0.4;     // a message through a shared-memory FIFO
-  double alphaNetUs = 25.0;    // a message over a socket
-  double copyGBs = 8.0;        // memcpy into / out of a slot, in cache
-  double reduceGBs = 4.0;      // out = a op b, in cache
-  double memCopyGBs = 4.0;     // the same beyond the caches
-  double memReduceGBs = 2.5;
-  double cacheBytes = 1 << 20;  // traffic per call that stays in cache
-  double netGBs = 1.5;         // one socket stream
-  double laneUs = 0.5;         // one more FIFO polled per step
-  double fifoBytes = 1 << 20;  // one connection's FIFO (WEFT_BUFFSIZE's default)
-  double refillUs = 300;       // one wait for the reader to free a FIFO
+  double callUs = 0.3;          // validation, plan lookup, executor set-up per call
+  double alphaShmUs = 0.5;      // a message through a shared-memory FIFO
+  double alphaNetUs = 25.0;     // a message over a socket (not calibrated here)
+  double copyGBs = 16.0;        // memcpy into / out of a slot, in cache
+  double reduceGBs = 8.0;       // out = a op b (float sum), in cache
+  double memCopyGBs = 4.0;      // the same beyond the caches
+  double memReduceGBs = 3.0;
+  double cacheBytes = 4 << 20;  // traffic per call that stays in cache
+  double netGBs = 1.5;          // one socket stream (not calibrated here)
+  double laneUs = 0.5;          // one more FIFO polled per step
+  double fifoBytes = 1 << 20;   // one connection's FIFO (WEFT_BUFFSIZE's default)
+  double refillUs = 300;        // one wait for the reader to free a FIFO
 };
 
 struct HostCostInput {
