@@ -4,8 +4,8 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
-#include <string>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace weft {
@@ -381,6 +381,7 @@ bool hostWork(const HostCostInput& in, HostWork* out) {
 
 double predictHostTime(const HostCostInput& in) {
   const HostCostParams& p = in.params;
+  const int n = in.nRanks;
   if (in.nRanks <= 1 || in.bytes <= 0) return p.callUs;
   HostWork w;
   if (!coll::algoSupported(in.collective, in.algorithm) || !hostWork(in, &w)) return kInf;
@@ -394,7 +395,11 @@ double predictHostTime(const HostCostInput& in) {
   const int lanes = std::max(1, in.channels);
   // What a rank sends beyond its FIFOs' capacity waits for the reader to free slots.
   const double refills = std::max(0.0, w.sent / (lanes * p.fifoBytes) - 1);
-  return p.callUs + w.hops * (alpha + (lanes - 1) * p.laneUs) + dataUs + refills * p.refillUs;
+  // More ranks than CPUs: they take turns, and everything but the call's own work stretches.
+  const double share = std::max(1.0, in.ranksPerCpu);
+  const bool ringPair = in.collective == coll::CollKind::kAllReduce && in.algorithm == coll::Algo::kRing && n == 2;
+  const double pairUs = ringPair && in.nHosts == 1 ? p.ringPairUs : 0;
+  return p.callUs + share * (w.hops * (alpha + (lanes - 1) * p.laneUs) + dataUs + refills * p.refillUs + pairUs);
 }
 
 std::string Prediction::describe() const {

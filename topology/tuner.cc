@@ -39,9 +39,7 @@ int tunerSizeClass(int64_t bytes) {
   return k;
 }
 
-int64_t tunerClassBytes(int sizeClass) {
-  return int64_t{1} << std::clamp(sizeClass, 0, kTunerSizeClasses - 1);
-}
+int64_t tunerClassBytes(int sizeClass) { return int64_t{1} << std::clamp(sizeClass, 0, kTunerSizeClasses - 1); }
 
 const char* tunerModelName(TunerModel m) {
   switch (m) {
@@ -94,12 +92,45 @@ int64_t modelBytes(coll::CollKind kind, int64_t bytes, int nRanks) {
   return std::max(e.send, e.recv);
 }
 
+// CPUs in a hex cpumask in NCCL's notation ("ffffffff,00000003"); 0 when empty or unreadable.
+int cpusInMask(const std::string& mask) {
+  int n = 0;
+  for (char ch : mask) {
+    if (ch == ',') continue;
+    const char lower = static_cast<char>(ch | 0x20);
+    int v = -1;
+    if (ch >= '0' && ch <= '9') v = ch - '0';
+    if (lower >= 'a' && lower <= 'f') v = lower - 'a' + 10;
+    if (v < 0) return 0;
+    n += __builtin_popcount(static_cast<unsigned>(v));
+  }
+  return n;
+}
+
+// Ranks per CPU on the busiest host: the ranks placed on each host against the CPUs its CPU
+// nodes list (a host whose CPUs are unknown counts as one CPU per rank).
+double ranksPerCpu(const GlobalSystem* g) {
+  if (g == nullptr) return 1;
+  double most = 1;
+  for (size_t h = 0; h < g->hosts.size(); ++h) {
+    int cpus = 0;
+    for (int node : g->hosts[h].nodesOfType(NodeType::kCpu)) {
+      cpus += cpusInMask(g->hosts[h].nodes[static_cast<size_t>(node)].cpu.affinity);
+    }
+    const auto ranks = std::count_if(g->ranks.begin(), g->ranks.end(),
+                                     [&](const RankPlace& p) { return p.host == static_cast<int>(h); });
+    if (cpus > 0) most = std::max(most, static_cast<double>(ranks) / cpus);
+  }
+  return most;
+}
+
 // The host model's least time; within 1% of it, the fewest channels.
 TunerChoice bestOnHost(coll::CollKind kind, int nRanks, int nHosts, int64_t bytes, uint32_t algos,
-                       const TunerSettings& s) {
+                       const TunerSettings& s, double share) {
   HostCostInput in;
   in.nRanks = nRanks;
   in.nHosts = nHosts;
+  in.ranksPerCpu = share;
   in.collective = kind;
   in.bytes = modelBytes(kind, bytes, nRanks);
   in.params = s.host;
@@ -208,6 +239,7 @@ Status Tuner::build(const GlobalSystem* system, int nRanks, const TunerSettings&
   t.nRanks_ = std::max(1, nRanks);
   t.nHosts_ = system != nullptr ? std::max<int>(1, static_cast<int>(system->hosts.size())) : 1;
   t.settings_ = settings;
+  t.ranksPerCpu_ = ranksPerCpu(system);
   TunerSettings& s = t.settings_;
   s.minChannels = std::max(1, s.minChannels);
   s.maxChannels = std::max(s.minChannels, s.maxChannels);
@@ -224,8 +256,8 @@ Status Tuner::build(const GlobalSystem* system, int nRanks, const TunerSettings&
   const bool hasSystem = system != nullptr && system->nRanks() == nRanks && !system->hosts.empty();
   if (hasSystem && !s.sizeRuleSet && t.model_ != TunerModel::kHost) {
     t.hostTable_ = t.fillTable(TunerModel::kHost, device);
-    t.hostWhy_ = "host cost model, " + std::to_string(t.nRanks_) + " ranks on " + std::to_string(t.nHosts_) +
-                 " host" + (t.nHosts_ > 1 ? "s" : "");
+    t.hostWhy_ = "host cost model, " + std::to_string(t.nRanks_) + " ranks on " + std::to_string(t.nHosts_) + " host" +
+                 (t.nHosts_ > 1 ? "s" : "");
   }
   *out = std::move(t);
   return Status::ok();
@@ -240,7 +272,9 @@ std::vector<TunerChoice> Tuner::fillTable(TunerModel model, const TunerDeviceMod
       const int64_t bytes = tunerClassBytes(k);
       TunerChoice c = ruleChoice(kind, bytes);
       TunerChoice modelled = c;
-      if (model == TunerModel::kHost) modelled = bestOnHost(kind, nRanks_, nHosts_, bytes, algos, settings_);
+      if (model == TunerModel::kHost) {
+        modelled = bestOnHost(kind, nRanks_, nHosts_, bytes, algos, settings_, ranksPerCpu_);
+      }
       if (model == TunerModel::kDevice) modelled = bestOnDevice(device, kind, nRanks_, bytes, algos, settings_);
       if (modelled.predictedUs < kInf) c = modelled;  // else the model prices none: the rule's
       table[static_cast<size_t>(static_cast<int>(kind) * kTunerSizeClasses + k)] = c;

@@ -35,11 +35,11 @@ namespace topo {
 
 struct TunerInput {
   int nRanks = 1;
-  int64_t bytes = 0;          // bytes per rank
-  std::string forcedAlgo;     // WEFT_ALGO: "" or an all-reduce algorithm's name (any case)
-  int64_t treeMaxBytes = 0;   // WEFT_TREE_MAX_BYTES
+  int64_t bytes = 0;             // bytes per rank
+  std::string forcedAlgo;        // WEFT_ALGO: "" or an all-reduce algorithm's name (any case)
+  int64_t treeMaxBytes = 0;      // WEFT_TREE_MAX_BYTES
   int64_t doublingMaxBytes = 0;  // WEFT_DOUBLING_MAX_BYTES
-  int nNodes = 1;             // hosts the ranks span
+  int nNodes = 1;                // hosts the ranks span
 };
 
 // weftInvalidArgument when forcedAlgo names no all-reduce algorithm (base/coll_traits.h).
@@ -55,14 +55,14 @@ int64_t tunerClassBytes(int sizeClass);
 
 // What the ranks agreed at init (rank 0's values; src/core agreeSettings).
 struct TunerSettings {
-  std::string forcedAlgo;            // WEFT_ALGO, "" unset
-  int64_t treeMaxBytes = 65536;      // WEFT_TREE_MAX_BYTES
-  int64_t doublingMaxBytes = 8192;   // WEFT_DOUBLING_MAX_BYTES
-  bool sizeRuleSet = false;          // either of the two is set: the size rule decides
-  int minChannels = 1;               // WEFT_MIN_NCHANNELS
-  int maxChannels = 4;               // WEFT_MAX_NCHANNELS
-  HostCostParams host;               // the host model's constants
-  CostParams device;                 // the device model's (maxChannels is replaced by the above)
+  std::string forcedAlgo;           // WEFT_ALGO, "" unset
+  int64_t treeMaxBytes = 65536;     // WEFT_TREE_MAX_BYTES
+  int64_t doublingMaxBytes = 8192;  // WEFT_DOUBLING_MAX_BYTES
+  bool sizeRuleSet = false;         // either of the two is set: the size rule decides
+  int minChannels = 1;              // WEFT_MIN_NCHANNELS
+  int maxChannels = 4;              // WEFT_MAX_NCHANNELS
+  HostCostParams host;              // the host model's constants
+  CostParams device;                // the device model's (maxChannels is replaced by the above)
 };
 
 enum class TunerModel { kSizeRule, kHost, kDevice };
@@ -84,8 +84,7 @@ class Tuner {
  public:
   // The table of a communicator of nRanks ranks on `system` (null or without ranks: the size
   // rule). Errors: a forced algorithm that names no all-reduce algorithm (weftInvalidArgument).
-  [[nodiscard]] static Status build(const GlobalSystem* system, int nRanks, const TunerSettings& settings,
-                                    Tuner* out);
+  [[nodiscard]] static Status build(const GlobalSystem* system, int nRanks, const TunerSettings& settings, Tuner* out);
 
   // The choice for a call of `kind` whose count x element size is `bytes` (the all-reduce's
   // buffer, all-gather's send block): a table look-up, or the size rule at `bytes`.
@@ -114,10 +113,11 @@ class Tuner {
   std::string why_;
   int nRanks_ = 1;
   int nHosts_ = 1;
+  double ranksPerCpu_ = 1;  // the host model's CPU share (cost_model.h HostCostInput)
   TunerSettings settings_;  // channel bounds clamped to at least 1
   bool isForced_ = false;   // WEFT_ALGO names forced_
   coll::Algo forced_ = coll::Algo::kRing;
-  std::vector<TunerChoice> table_;  // [kind * kTunerSizeClasses + class], scheduled kinds only
+  std::vector<TunerChoice> table_;      // [kind * kTunerSizeClasses + class], scheduled kinds only
   std::vector<TunerChoice> hostTable_;  // the same for host-memory calls; empty: table_
   std::string hostWhy_;
 };

@@ -4,8 +4,8 @@
 
 #include <sched.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -246,8 +246,7 @@ void logRoutes(int rank, const CommTopology& t) {
   }
   for (const auto& [key, ranks] : byRoute) {
     WEFT_LOG(kInfo, kGraph, "rank %d route to rank%s %s: %s (%s)", rank, ranks.size() > 1 ? "s" : "",
-             rankList(ranks).c_str(), topo::routeKindName(static_cast<topo::RouteKind>(key.first)),
-             key.second.c_str());
+             rankList(ranks).c_str(), topo::routeKindName(static_cast<topo::RouteKind>(key.first)), key.second.c_str());
   }
 }
 

@@ -32,8 +32,8 @@ namespace core {
 
 struct CommTopology {
   topo::GlobalSystem global;
-  int localHost = -1;            // the host of the process that built it
-  topo::PathMatrix localPaths;   // of global.hosts[localHost]
+  int localHost = -1;           // the host of the process that built it
+  topo::PathMatrix localPaths;  // of global.hosts[localHost]
   topo::P2pLevel p2pLevel = topo::P2pLevel::kSys;
   // The communicator's tuner table (topology/tuner.h), from the settings agreed at init. Its
   // inputs are the same on every rank: on one host, the host's model (each process detects the

@@ -147,7 +147,8 @@ TEST(CommTuner, TheBuildersHostDoesNotMatter) {
 
 struct EnvGuard {
   ~EnvGuard() {
-    for (const char* v : {"WEFT_ALGO", "WEFT_TREE_MAX_BYTES", "WEFT_DEBUG_SUBSYS", "WEFT_TOPO_FILE", "WEFT_EMULATED_DEVICES"}) {
+    for (const char* v :
+         {"WEFT_ALGO", "WEFT_TREE_MAX_BYTES", "WEFT_DEBUG_SUBSYS", "WEFT_TOPO_FILE", "WEFT_EMULATED_DEVICES"}) {
       unsetenv(v);
     }
     setenv("WEFT_DEBUG", "WARN", 1);

@@ -1,3 +1,5 @@
+#include "topology/tuner.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -5,7 +7,6 @@
 
 #include "topology/global_system.h"
 #include "topology/machines.h"
-#include "topology/tuner.h"
 
 namespace weft {
 namespace topo {
@@ -60,7 +61,6 @@ TEST(Tuner, ForcedAlgorithmOfAnotherCollectiveIsAnError) {
   EXPECT_EQ(s.code(), weftInvalidArgument);
   EXPECT_NE(s.message().find("WEFT_ALGO=pairwise names no all-reduce algorithm"), std::string::npos) << s.message();
 }
-
 
 // ---- The model-driven tuner ----
 
@@ -244,6 +244,31 @@ TEST(Tuner, HostRanksUseTheHostModel) {
     EXPECT_EQ(lines[0].rfind("allreduce 0 B - ", 0), 0u) << lines[0];
     EXPECT_NE(lines[0].find("doubling/Simple x1, predicted"), std::string::npos) << lines[0];
     EXPECT_NE(lines.back().find(" - larger: ring/"), std::string::npos) << lines.back();
+  }
+}
+
+// Four ranks on a host of two CPUs take turns: the same choices, every time but the call's
+// fixed cost twice as long.
+TEST(Tuner, MoreRanksThanCpusStretchTheHostModel) {
+  System two = machines::pcie4Gpu();
+  System many = two;
+  for (int cpu : two.nodesOfType(NodeType::kCpu)) two.nodes[static_cast<size_t>(cpu)].cpu.affinity = "";
+  two.nodes[static_cast<size_t>(two.nodesOfType(NodeType::kCpu)[0])].cpu.affinity = "00000003";
+  for (int cpu : many.nodesOfType(NodeType::kCpu)) many.nodes[static_cast<size_t>(cpu)].cpu.affinity = "ffff,ffffffff";
+  const GlobalSystem g2 = communicator(two, 1, 4, false);
+  const GlobalSystem gMany = communicator(many, 1, 4, false);
+  const Tuner shared = build(&g2, 4);
+  const Tuner own = build(&gMany, 4);
+  ASSERT_EQ(shared.model(), TunerModel::kHost);
+  const double callUs = HostCostParams().callUs;
+  for (CollKind kind : tunedCollectives()) {
+    for (int k = 0; k <= 30; ++k) {
+      const TunerChoice a = shared.choose(kind, tunerClassBytes(k));
+      const TunerChoice b = own.choose(kind, tunerClassBytes(k));
+      EXPECT_EQ(a.algo, b.algo) << collName(kind) << " 2^" << k;
+      EXPECT_EQ(a.channels, b.channels) << collName(kind) << " 2^" << k;
+      EXPECT_NEAR(a.predictedUs - callUs, 2 * (b.predictedUs - callUs), 1e-6 * a.predictedUs);
+    }
   }
 }
 
