@@ -217,7 +217,13 @@ TunerModel pickModel(const GlobalSystem* system, int nRanks, const TunerSettings
     *why = "size rule: the communicator has no system model";
     return TunerModel::kSizeRule;
   }
-  if (std::all_of(system->ranks.begin(), system->ranks.end(), [](const RankPlace& p) { return p.gpu < 0; })) {
+  const bool hostRanks =
+      std::all_of(system->ranks.begin(), system->ranks.end(), [](const RankPlace& p) { return p.gpu < 0; });
+  if (hostRanks && nHosts > 1) {
+    *why = "size rule: host ranks on " + on + " (the host model's socket constants are not calibrated)";
+    return TunerModel::kSizeRule;
+  }
+  if (hostRanks) {
     *why = "host cost model, " + std::to_string(nRanks) + " ranks on " + on;
     return TunerModel::kHost;
   }
@@ -252,9 +258,10 @@ Status Tuner::build(const GlobalSystem* system, int nRanks, const TunerSettings&
   TunerDeviceModel device;
   t.model_ = pickModel(system, t.nRanks_, s, &device, &t.why_);
   t.table_ = t.fillTable(t.model_, device);
-  // Host-memory calls on a communicator of GPUs (or of ranks sharing them): the host model.
+  // Host-memory calls on a communicator of GPUs (or of ranks sharing them) on one host: the
+  // host model.
   const bool hasSystem = system != nullptr && system->nRanks() == nRanks && !system->hosts.empty();
-  if (hasSystem && !s.sizeRuleSet && t.model_ != TunerModel::kHost) {
+  if (hasSystem && !s.sizeRuleSet && t.model_ != TunerModel::kHost && t.nHosts_ == 1) {
     t.hostTable_ = t.fillTable(TunerModel::kHost, device);
     t.hostWhy_ = "host cost model, " + std::to_string(t.nRanks_) + " ranks on " + std::to_string(t.nHosts_) + " host" +
                  (t.nHosts_ > 1 ? "s" : "");

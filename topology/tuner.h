@@ -6,7 +6,8 @@
 // builds identically from the same descriptions, and from the settings the ranks agreed at init:
 //   device  every rank drives its own GPU and every GPU of each host has a rank: the cost model
 //           of the searched rings and trees (predictBestOf) over Cluster::of(the hosts);
-//   host    no rank has a GPU: the host cost model (predictHostTime) for the rank and host count;
+//   host    no rank has a GPU, one host: the host cost model (predictHostTime), calibrated on
+//           shared memory only (across hosts its socket constants are guesses: the size rule);
 //   size    otherwise (no system, ranks sharing GPUs, a communicator over part of a machine's
 //   rule    GPUs, GPU and host ranks mixed): the fixed size rule below, as before the model.
 // Overrides: WEFT_ALGO forces the all-reduce algorithm (the model still picks its channels);

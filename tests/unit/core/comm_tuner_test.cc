@@ -128,7 +128,7 @@ TEST(CommTuner, EveryRankBuildsTheSameTable) {
   expectSameTables(everyRanksTuner(describe(dgx, 3, 8, true), dgx, settings), TunerModel::kDevice);
   // Host ranks, one host and two.
   expectSameTables(everyRanksTuner(describe(pcie, 1, 4, false), pcie, settings), TunerModel::kHost);
-  expectSameTables(everyRanksTuner(describe(pcie, 2, 3, false), pcie, settings), TunerModel::kHost);
+  expectSameTables(everyRanksTuner(describe(pcie, 2, 3, false), pcie, settings), TunerModel::kSizeRule);
 }
 
 // The rank order of the descriptions is the communicator's and the same everywhere; what may

@@ -247,6 +247,18 @@ TEST(Tuner, HostRanksUseTheHostModel) {
   }
 }
 
+// Host ranks on several hosts: the host model's socket constants are not calibrated, so the
+// size rule decides, as before the model.
+TEST(Tuner, HostRanksAcrossHostsKeepTheSizeRule) {
+  const GlobalSystem g = communicator(machines::pcie4Gpu(), 2, 2, false);
+  const Tuner t = build(&g, 4);
+  EXPECT_EQ(t.model(), TunerModel::kSizeRule);
+  EXPECT_NE(t.why().find("not calibrated"), std::string::npos) << t.why();
+  EXPECT_EQ(t.choose(CollKind::kAllReduce, 16384).algo, Algo::kTree);
+  EXPECT_EQ(t.choose(CollKind::kAllReduce, 16384).predictedUs, -1);
+  EXPECT_EQ(t.hostWhy(), "");
+}
+
 // Four ranks on a host of two CPUs take turns: the same choices, every time but the call's
 // fixed cost twice as long.
 TEST(Tuner, MoreRanksThanCpusStretchTheHostModel) {
