@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/params.h"
+#include "core/comm_topology.h"
 #include "core/inspect.h"
 #include "topo_report.h"
 #include "topo_svg.h"
@@ -34,11 +35,17 @@ const char kUsageHead[] =
     "                      each ring's bottleneck bandwidth (for one node, and for --nodes K)\n"
     "  predictions         the cost model's bus bandwidth for each collective from 8 B to 1 GiB,\n"
     "                      with the algorithm/protocol/channel count the tuner would pick\n"
+    "  tuner               the table a communicator's tuner would use (the same code a\n"
+    "                      communicator runs at init): per collective and size class, algorithm,\n"
+    "                      protocol, channels and predicted time; WEFT_ALGO, WEFT_TREE_MAX_BYTES,\n"
+    "                      WEFT_DOUBLING_MAX_BYTES and WEFT_MIN/MAX_NCHANNELS apply as they would\n"
     "\n"
     "topology options:\n"
     "  --file FILE                 read a topology file (NCCL or RCCL XML, the format of NCCL_TOPO_FILE)\n"
     "                              instead of inspecting this machine; - or /dev/stdin reads stdin\n"
     "  --nodes K                   also show rings, trees and predictions for K copies of the node (1)\n"
+    "  --ranks N                   ranks per node of the communicator the tuner view is for (default:\n"
+    "                              one per GPU; host-memory ranks on a machine without GPUs, 2)\n"
     "  --json                      print the topology as JSON, and nothing else\n"
     "  --xml nccl|rccl             print the topology as an NCCL (version 1) or RCCL (version 2) file\n"
     "  --svg FILE                  draw the topology and the first rings as an SVG picture in FILE\n"
@@ -58,6 +65,7 @@ const char kUsageTail[] =
     "  weft-topo --file tests/fixtures/topo/mi300x.xml --nodes 4\n"
     "                                                     4 MI300X nodes: 32-rank rings and predictions\n"
     "  weft-topo --file tests/fixtures/topo/dgx-h100.xml --svg dgx.svg\n"
+    "  weft-topo --ranks 4                                the tuner of 4 host ranks on this machine\n"
     "  weft-topo --xml nccl > topo.xml                    save this machine as an NCCL topology file\n"
     "  weft-topo --schedule allreduce -n 4 --algo ring\n"
     "  weft-topo --params\n"
@@ -87,6 +95,7 @@ struct TopologyRequest {
   bool wanted = false;  // any topology option, or no option at all
   std::string file;     // "" inspects this machine
   int nodes = 1;
+  int ranksPerNode = 0;  // 0: one per GPU, or 2 host ranks without GPUs
   bool json = false;
   int xmlVersion = 0;  // 1 nccl, 2 rccl
   std::string svgFile;
@@ -109,6 +118,20 @@ std::string systemSummary(const weft::topo::System& sys) {
                 summaryCount(sys, NodeType::kCpu), summaryCount(sys, NodeType::kPciBridge),
                 summaryCount(sys, NodeType::kNvSwitch));
   return text;
+}
+
+// The tuner's table for a communicator on req.nodes copies of `sys`, from the function the
+// communicator calls (core::tunerForMachine), under this process's WEFT_* settings.
+int showTuner(const weft::topo::System& sys, const TopologyRequest& req) {
+  const int gpus = summaryCount(sys, weft::topo::NodeType::kGpu);
+  const int perNode = req.ranksPerNode > 0 ? req.ranksPerNode : (gpus > 0 ? gpus : 2);
+  weft::topo::Tuner tuner;
+  weft::Status s = weft::core::tunerForMachine(sys, req.nodes, perNode, weft::core::tunerSettingsFromParams(), &tuner);
+  if (!s.isOk()) return fail("the tuner: " + s.message());
+  std::printf("\n== Tuner, %d rank%s on %d node%s ==\n", perNode * req.nodes, perNode * req.nodes == 1 ? "" : "s",
+              req.nodes, req.nodes == 1 ? "" : "s");
+  for (const std::string& line : weft::core::tunerTableLines(tuner)) std::printf("%s\n", line.c_str());
+  return 0;
 }
 
 int showTopology(const TopologyRequest& req) {
@@ -175,7 +198,7 @@ int showTopology(const TopologyRequest& req) {
   }
   std::printf("== Predictions, %d node%s ==\n%s", req.nodes, req.nodes == 1 ? "" : "s",
               weft::tools::formatPredictions(cluster, clusterSearch).c_str());
-  return 0;
+  return showTuner(sys, req);
 }
 
 }  // namespace
@@ -234,6 +257,11 @@ int main(int argc, char** argv) {
       if (!t || !parseInt(t, 1, 1024, &v)) return usageError("%s needs a node count from 1 to 1024", "--nodes");
       topoReq.wanted = true;
       topoReq.nodes = static_cast<int>(v);
+    } else if (a == "--ranks") {
+      const char* t = value("--ranks");
+      if (!t || !parseInt(t, 1, 4096, &v)) return usageError("%s needs a rank count from 1 to 4096", "--ranks");
+      topoReq.wanted = true;
+      topoReq.ranksPerNode = static_cast<int>(v);
     } else if (a == "--json") {
       topoReq.wanted = true;
       topoReq.json = true;

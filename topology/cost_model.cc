@@ -4,8 +4,8 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
-#include <string>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace weft {
@@ -239,28 +239,41 @@ Prediction predict(const CostInput& in) {
 
 Prediction predictBest(const Cluster& cluster, const SearchResult& topo, coll::CollKind c, int64_t bytes,
                        bool graphCaptured, const CostParams& params) {
-  std::vector<int> channelCounts;
-  for (int k = 1; k <= params.maxChannels; k *= 2) channelCounts.push_back(k);
-  if (static_cast<int>(topo.rings.size()) <= params.maxChannels)
-    channelCounts.push_back(static_cast<int>(topo.rings.size()));
-  if (static_cast<int>(topo.trees.size()) <= params.maxChannels)
-    channelCounts.push_back(static_cast<int>(topo.trees.size()));
-  channelCounts.push_back(params.maxChannels);
-  std::sort(channelCounts.begin(), channelCounts.end());
-  channelCounts.erase(std::unique(channelCounts.begin(), channelCounts.end()), channelCounts.end());
-  channelCounts.erase(std::remove(channelCounts.begin(), channelCounts.end(), 0), channelCounts.end());
-  if (channelCounts.empty()) channelCounts.assign(1, 1);
+  BestOptions options;
+  options.graphCaptured = graphCaptured;
+  options.params = params;
+  return predictBestOf(cluster, topo, c, bytes, options);
+}
 
+namespace {
+
+// The channel counts worth pricing between lo and hi: powers of two, the search's ring and tree
+// counts, and the bounds.
+std::vector<int> channelCandidates(const SearchResult& topo, int lo, int hi) {
+  std::vector<int> counts{lo, hi, static_cast<int>(topo.rings.size()), static_cast<int>(topo.trees.size())};
+  for (int k = 1; k <= hi; k *= 2) counts.push_back(k);
+  counts.erase(std::remove_if(counts.begin(), counts.end(), [&](int k) { return k < lo || k > hi; }), counts.end());
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+}  // namespace
+
+Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll::CollKind c, int64_t bytes,
+                         const BestOptions& options) {
+  const int hi = std::max(1, options.maxChannels > 0 ? options.maxChannels : options.params.maxChannels);
+  const std::vector<int> channelCounts = channelCandidates(topo, std::clamp(options.minChannels, 1, hi), hi);
   std::vector<Prediction> all;
   CostInput in;
   in.cluster = &cluster;
   in.topo = &topo;
   in.collective = c;
   in.bytes = bytes;
-  in.graphCaptured = graphCaptured;
-  in.params = params;
+  in.graphCaptured = options.graphCaptured;
+  in.params = options.params;
   for (const Pricer& pricer : kPricers) {
-    if (!coll::algoSupported(c, pricer.algo)) continue;
+    if (!coll::algoSupported(c, pricer.algo) || (options.algos & (1u << static_cast<int>(pricer.algo))) == 0) continue;
     for (Protocol p : {Protocol::kLL, Protocol::kSimple}) {
       for (int k : channelCounts) {
         if (!pricer.channels && k != channelCounts.front()) break;
@@ -270,6 +283,11 @@ Prediction predictBest(const Cluster& cluster, const SearchResult& topo, coll::C
         all.push_back(predict(in));
       }
     }
+  }
+  if (all.empty()) {
+    Prediction none;
+    none.timeUs = kInf;
+    return none;
   }
   double least = kInf;
   for (const Prediction& p : all) least = std::min(least, p.timeUs);
@@ -284,6 +302,104 @@ Prediction predictBest(const Cluster& cluster, const SearchResult& topo, coll::C
     }
   }
   return *best;
+}
+
+namespace {
+
+// What the busiest rank does in one call of a host algorithm (host_cost_model in cost_model.h).
+struct HostWork {
+  double hops = 0;     // messages on the critical path, one after another
+  double copies = 0;   // bytes copied into or out of slots
+  double reduces = 0;  // bytes reduced out of slots
+  double sent = 0;     // bytes sent
+};
+
+int floorLog2(int n) {
+  int d = 0;
+  while ((2 << d) <= n) ++d;
+  return d;
+}
+
+// The double binary tree (all-reduce) or binary tree (broadcast, reduce): a rank is interior
+// in at most one tree, with up to two children, and a leaf in the other.
+HostWork hostTreeWork(coll::CollKind c, int n, double s) {
+  const double kids = std::min(2, n - 1);
+  const double depth = floorLog2(n);
+  if (c == coll::CollKind::kBroadcast) return {depth, s * (1 + kids), 0, s * kids};
+  if (c == coll::CollKind::kReduce) return {depth, s, s * kids, s};
+  // All-reduce: half the data per tree, up (reduce the children, send to the parent) and down
+  // (receive, send to the children) in the one, up and down as a leaf in the other.
+  const double half = s / 2;
+  return {2 * depth, half * (4 + kids), half * kids, half * (2 + kids)};
+}
+
+HostWork hostRingWork(coll::CollKind c, int n, double s) {
+  const double share = s * (n - 1) / n;
+  switch (c) {
+    case coll::CollKind::kAllReduce:  // reduce-scatter then all-gather
+      return {2.0 * (n - 1), 3 * share, share, 2 * share};
+    case coll::CollKind::kAllGather:
+      return {double(n - 1), 2 * share, 0, share};
+    case coll::CollKind::kReduceScatter:
+      return {double(n - 1), share, share, share};
+    case coll::CollKind::kBroadcast:  // a pipelined chain from the root
+      return {double(n - 1), 2 * s, 0, s};
+    case coll::CollKind::kReduce:
+      return {double(n - 1), s, s, s};
+    default:
+      return {};
+  }
+}
+
+HostWork hostDoublingWork(int n, double s) {
+  const int rounds = floorLog2(n);
+  const double extra = (n & (n - 1)) != 0 ? 2 : 0;  // fold in the extra ranks, hand back the result
+  return {rounds + extra, (rounds + extra) * s, (rounds + (extra > 0 ? 1 : 0)) * s, (rounds + extra) * s};
+}
+
+bool hostWork(const HostCostInput& in, HostWork* out) {
+  const double s = static_cast<double>(in.bytes);
+  const int n = in.nRanks;
+  switch (in.algorithm) {
+    case coll::Algo::kRing:
+      *out = hostRingWork(in.collective, n, s);
+      return true;
+    case coll::Algo::kTree:
+      *out = hostTreeWork(in.collective, n, s);
+      return true;
+    case coll::Algo::kRecursiveDoubling:
+      *out = hostDoublingWork(n, s);
+      return true;
+    case coll::Algo::kPairwise:  // n - 1 rounds of send one block, receive one
+      *out = {double(n - 1), 2 * s * (n - 1) / n, 0, s * (n - 1) / n};
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double predictHostTime(const HostCostInput& in) {
+  const HostCostParams& p = in.params;
+  const int n = in.nRanks;
+  if (in.nRanks <= 1 || in.bytes <= 0) return p.callUs;
+  HostWork w;
+  if (!coll::algoSupported(in.collective, in.algorithm) || !hostWork(in, &w)) return kInf;
+  const bool inCache = w.copies + w.reduces <= p.cacheBytes;
+  const double copyRate = (inCache ? p.copyGBs : p.memCopyGBs) * 1e3;  // bytes per microsecond
+  const double reduceRate = (inCache ? p.reduceGBs : p.memReduceGBs) * 1e3;
+  double dataUs = w.copies / copyRate + w.reduces / reduceRate;
+  // Across hosts the sockets pace the pipeline when they are slower than the copies.
+  if (in.nHosts > 1) dataUs = std::max(dataUs, w.sent / (p.netGBs * 1e3));
+  const double alpha = in.nHosts > 1 ? p.alphaNetUs : p.alphaShmUs;
+  const int lanes = std::max(1, in.channels);
+  // What a rank sends beyond its FIFOs' capacity waits for the reader to free slots.
+  const double refills = std::max(0.0, w.sent / (lanes * p.fifoBytes) - 1);
+  // More ranks than CPUs: they take turns, and everything but the call's own work stretches.
+  const double share = std::max(1.0, in.ranksPerCpu);
+  const bool ringPair = in.collective == coll::CollKind::kAllReduce && in.algorithm == coll::Algo::kRing && n == 2;
+  const double pairUs = ringPair && in.nHosts == 1 ? p.ringPairUs : 0;
+  return p.callUs + share * (w.hops * (alpha + (lanes - 1) * p.laneUs) + dataUs + refills * p.refillUs + pairUs);
 }
 
 std::string Prediction::describe() const {

@@ -46,7 +46,7 @@ namespace topo {
 // coll::collBusBwFactor.
 enum class Protocol { kLL, kSimple };
 
-const char* algoLabel(coll::Algo a);    // coll::algoName capitalised as NCCL prints it: "Ring", "Tree"
+const char* algoLabel(coll::Algo a);   // coll::algoName capitalised as NCCL prints it: "Ring", "Tree"
 const char* protocolName(Protocol p);  // "LL", "Simple"
 
 struct CostParams {
@@ -123,6 +123,77 @@ Prediction predict(const CostInput& in);
 // 1% of the least, the fewest channels (each channel occupies an SM / CU).
 Prediction predictBest(const Cluster& cluster, const SearchResult& topo, coll::CollKind c, int64_t bytes,
                        bool graphCaptured = false, const CostParams& params = CostParams());
+
+// The same over a subset: the algorithms whose bit (1 << coll::Algo) is in `algos`, channel
+// counts from minChannels to maxChannels (0: params.maxChannels). timeUs is +infinity when the
+// model prices none of them.
+struct BestOptions {
+  bool graphCaptured = false;
+  int minChannels = 1;
+  int maxChannels = 0;
+  uint32_t algos = ~0u;
+  CostParams params;
+};
+Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll::CollKind c, int64_t bytes,
+                         const BestOptions& options);
+
+// ---- Host memory: ranks whose buffers live in host memory (no GPU), one thread per rank ----
+//
+// Time = call + hops on the critical path x alpha + this rank's copy and reduce work + lanes.
+//   alpha  one message from send to the peer seeing it: through a shared-memory FIFO on one host,
+//          a socket across hosts.
+//   work   what the busiest rank's one thread does with the bytes: a copy into each slot it sends,
+//          a copy (or a reduce of two inputs) out of each slot it receives, at the copy / reduce
+//          rates -- in-cache rates up to cacheBytes of traffic per call, memory rates beyond.
+//          Across hosts a hop's bytes also cross the socket at netGBs.
+//   lanes  every channel is one more FIFO the thread polls per step (channels split the data but
+//          not the thread: one CPU moves every byte).
+//   share  more ranks than CPUs on a host (ranksPerCpu > 1) stretch all of the above alike.
+//   refill what a rank sends beyond the capacity of its FIFOs (fifoBytes per channel) waits for
+//          the reader to free slots: one wait (refillUs, mostly the reader being scheduled) per
+//          FIFO-full. More channels, more capacity, fewer waits.
+// Calibrated on the 2-vCPU development VM (AMD EPYC, shared with other builds, load 10-14),
+// from weft-perf allreduce -np 2 and -np 4 with WEFT_ALGO=ring|tree|doubling forced, taking the
+// fastest of 6 timings per size (3 runs, in and out of place) as the undisturbed cost:
+// recursive doubling on 2 ranks gives the per-message cost (0.3 us at 8 B) and the in-cache
+// copy + reduce rates (12 us at 64 KiB, 66 us at 512 KiB), the 256 MiB ring the memory rates.
+// The socket constants are not calibrated here (no second host). perf/RESULTS.md ("Tuner: cost
+// model against the size rule") has the figures.
+struct HostCostParams {
+  double callUs = 0.3;       // validation, plan lookup, executor set-up per call
+  double alphaShmUs = 0.5;   // a message through a shared-memory FIFO
+  double alphaNetUs = 25.0;  // a message over a socket (not calibrated here)
+  double copyGBs = 16.0;     // memcpy into / out of a slot, in cache
+  double reduceGBs = 8.0;    // out = a op b (float sum), in cache
+  double memCopyGBs = 4.0;   // the same beyond the caches
+  double memReduceGBs = 3.0;
+  double cacheBytes = 4 << 20;  // traffic per call that stays in cache
+  double netGBs = 1.5;          // one socket stream (not calibrated here)
+  double laneUs = 0.5;          // one more FIFO polled per step
+  double fifoBytes = 1 << 20;   // one connection's FIFO (WEFT_BUFFSIZE's default)
+  double refillUs = 300;        // one wait for the reader to free a FIFO
+  // A ring all-reduce of two ranks on one host: measured here at 35 us or more for every size up to 8 KiB
+  // (fastest of 6, two sessions), where recursive doubling takes 0.3-2 us and the tree 0.5-3 us;
+  // the cause (likely a back-off sleep between its two dependent steps) is not found yet.
+  double ringPairUs = 35;
+};
+
+struct HostCostInput {
+  int nRanks = 1;
+  int nHosts = 1;
+  coll::CollKind collective = coll::CollKind::kAllReduce;
+  coll::Algo algorithm = coll::Algo::kRing;
+  int64_t bytes = 0;  // nccl-tests' size: the larger of the send and receive buffers, per rank
+  int channels = 1;
+  // Ranks per CPU on the busiest host (1 or less: each rank has a CPU of its own). Above 1 the
+  // ranks take turns on the CPUs: every term but the call's fixed cost stretches by it (the
+  // same factor for every algorithm, so it changes predictions, not choices).
+  double ranksPerCpu = 1;
+  HostCostParams params;
+};
+
+// Predicted time in microseconds; +infinity when the algorithm cannot run the collective.
+double predictHostTime(const HostCostInput& in);
 
 }  // namespace topo
 }  // namespace weft

@@ -29,7 +29,7 @@ WEFT_PARAM(std::string, RootSecret, "ROOT_SECRET", "", "32 hex digits all ranks 
 WEFT_PARAM(std::string, HostId, "HOSTID", "", "names this rank's host: ranks with the same name share memory (default: hostname, boot id and network namespace)")
 
 // Algorithms and channels
-WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or Doubling (default: chosen by size)")
+WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or Doubling (default: the tuner's, from the cost model)")
 WEFT_PARAM(int64_t, DoublingMaxBytes, "DOUBLING_MAX_BYTES", 8192, "largest all-reduce (bytes) for which the size rule picks recursive doubling")
 WEFT_PARAM_RANGE(DoublingMaxBytes, 0, INT64_MAX)
 WEFT_PARAM(int64_t, TreeMaxBytes, "TREE_MAX_BYTES", 65536, "largest all-reduce (bytes) for which the size rule picks the tree")

@@ -28,8 +28,6 @@ constexpr int kSplitTagBase = 0x5000;
 constexpr int kSettingsTag = 0x4f00;
 constexpr int kReadersRowTag = 0x4f01;
 constexpr int kReadersColumnTag = 0x4f02;
-// Fewest bytes per channel before a collective uses another channel.
-constexpr int64_t kBytesPerChannel = 1 << 20;
 // Schedules kept per communicator (they are rebuilt cheaply when evicted).
 constexpr size_t kMaxCachedSchedules = 64;
 
@@ -83,7 +81,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   WEFT_TRY(probeSingleCopy());
   WEFT_TRY(LivenessWatch::create(rank_, peers(), commTag_, bootstrap_.get(), deadline, &stopWaits_, &liveness_));
   transports_ = makeTransports();
-  WEFT_TRY(buildCommTopology(bootstrap_.get(), *peerTable_, commTag_, deadline, &topology_));
+  WEFT_TRY(buildCommTopology(bootstrap_.get(), *peerTable_, commTag_, tunerSettings(), deadline, &topology_));
   int sameHost = 0;
   for (const auto& p : peers()) sameHost += p.hostHash == peers()[rank].hostHash;
   groupByHost();
@@ -150,6 +148,7 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   mine.treeMaxBytes = params::TreeMaxBytes();
   mine.doublingMaxBytes = params::DoublingMaxBytes();
   std::snprintf(mine.algo, sizeof(mine.algo), "%s", params::Algo().c_str());
+  mine.sizeRuleSet = sizeRuleParamsSet() ? 1 : 0;
 
   // Rank 0's settings are everyone's: it sends them to each rank (an all-gather would put every
   // rank's in every rank, memory that grows with the square of the rank count).
@@ -164,26 +163,30 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   settings_.timeoutS = mine.timeoutS;  // each rank keeps its own patience
   if (std::memcmp(&first.nSlots, &mine.nSlots, sizeof(int32_t) * 3) != 0 || first.slotBytes != mine.slotBytes ||
       first.treeMaxBytes != mine.treeMaxBytes || first.doublingMaxBytes != mine.doublingMaxBytes ||
+      first.sizeRuleSet != mine.sizeRuleSet ||
       std::strncmp(first.algo, mine.algo, sizeof(mine.algo)) != 0) {
     WEFT_LOG(kWarn, kEnv,
              "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/TREE_MAX_BYTES/ALGO differ from rank 0's; "
              "using rank 0's values (set them the same on every rank)",
              rank_);
   }
-  forcedAllReduceSet_ = settings_.algo[0] != '\0';
-  if (forcedAllReduceSet_) WEFT_TRY(topo::chooseAllReduceAlgo(tunerInput(0), &forcedAllReduce_));
+  // A WEFT_ALGO that names no all-reduce algorithm fails init here, before the topology.
+  topo::TunerInput forced;
+  forced.forcedAlgo = settings_.algo;
+  coll::Algo algo;
+  if (!forced.forcedAlgo.empty()) WEFT_TRY(topo::chooseAllReduceAlgo(forced, &algo));
   return Status::ok();
 }
 
-topo::TunerInput Communicator::tunerInput(int64_t bytes) const {
-  topo::TunerInput in;
-  in.nRanks = nRanks_;
-  in.bytes = bytes;
-  if (settings_.algo[0] != '\0') in.forcedAlgo = settings_.algo;
-  in.treeMaxBytes = settings_.treeMaxBytes;
-  in.doublingMaxBytes = settings_.doublingMaxBytes;
-  in.nNodes = nNodes_;
-  return in;
+topo::TunerSettings Communicator::tunerSettings() const {
+  topo::TunerSettings s;
+  s.forcedAlgo = settings_.algo;
+  s.treeMaxBytes = settings_.treeMaxBytes;
+  s.doublingMaxBytes = settings_.doublingMaxBytes;
+  s.sizeRuleSet = settings_.sizeRuleSet != 0;
+  s.minChannels = settings_.minChannels;
+  s.maxChannels = settings_.maxChannels;
+  return s;
 }
 
 Status Communicator::probeSingleCopy() {
@@ -252,24 +255,18 @@ Status Communicator::readPeerMemory(int peer, uint64_t address, void* dst, size_
                     rank_, bytes, peer, p.pid, errnoText(err).c_str());
 }
 
-coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize) {
+coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize, bool hostMemory) {
   coll::ScheduleParams p;
   p.kind = call.kind;
   p.nRanks = nRanks_;
   p.root = call.root;
   p.count = static_cast<int64_t>(call.count);
-  int64_t bytes = p.count * static_cast<int64_t>(elemSize);
-  p.algo = coll::collTraits(call.kind).defaultAlgo;
-  if (call.kind == coll::CollKind::kAllReduce) {
-    p.algo = forcedAllReduce_;
-    // WEFT_ALGO was parsed (and validated) at init; otherwise the size rule decides.
-    if (!forcedAllReduceSet_) (void)topo::chooseAllReduceAlgo(tunerInput(bytes), &p.algo);
-  } else if (coll::algoSupported(call.kind, coll::Algo::kTree)) {
-    // Broadcast and reduce: a tree for small messages, where the chain's n - 1 hops cost most.
-    if (bytes <= settings_.treeMaxBytes && nRanks_ > 2) p.algo = coll::Algo::kTree;
-  }
-  int64_t channels = std::clamp<int64_t>(bytes / kBytesPerChannel, settings_.minChannels, settings_.maxChannels);
-  p.nChannels = static_cast<int>(channels);
+  // The tuner's table for this size class (topology/tuner.h): the cost model's least time, or
+  // the size rule, under WEFT_ALGO and the other overrides agreed at init.
+  const topo::TunerChoice choice =
+      topology_->tuner.choose(call.kind, p.count * static_cast<int64_t>(elemSize), hostMemory);
+  p.algo = coll::algoSupported(call.kind, choice.algo) ? choice.algo : coll::collTraits(call.kind).defaultAlgo;
+  p.nChannels = choice.channels;
   return p;
 }
 
@@ -345,7 +342,7 @@ Status Communicator::runCollective(const CollCall& call) {
   // No rank finishes a collective without every other: all of them are involved.
   WatchedOp watched(liveness_.get(), seq_, nullptr);
   size_t elemSize = coll::dataTypeSize(call.type);
-  coll::ScheduleParams params = paramsFor(call, elemSize);
+  coll::ScheduleParams params = paramsFor(call, elemSize, true);
   CachedOp* cached = cachedOp(params, elemSize);
   bool reduces = coll::collReduces(call.kind);
   // A premul-sum multiplies each rank's input where it enters (the executor's preMul) and sums.

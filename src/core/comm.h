@@ -85,6 +85,9 @@ struct CommSettings {
   int64_t treeMaxBytes = 65536;
   int64_t doublingMaxBytes = 8192;
   char algo[16] = {0};
+  // WEFT_TREE_MAX_BYTES or WEFT_DOUBLING_MAX_BYTES is set: the size rule picks the algorithms
+  // (topology/tuner.h), the cost model only the channels.
+  int32_t sizeRuleSet = 0;
 };
 
 // Fills in the device this thread uses (comm_device.cc): -1 without a GPU runtime.
@@ -204,11 +207,13 @@ class Communicator final : public coll::ConnectionProvider {
   // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
   // evict nothing (their pointers stay valid together).
   void makeRoomForOps(size_t n);
-  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize);
+  // The tuner's choice for the call (hostMemory: on host buffers, run by the host executor).
+  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize, bool hostMemory = false);
   Status fail(Status status);
   // fail() for a failure of the device path, which may be a disagreement between the ranks' calls.
   Status failDevice(Status status);
-  topo::TunerInput tunerInput(int64_t bytes) const;
+  // The tuner's settings (the agreed ones), for buildCommTopology.
+  topo::TunerSettings tunerSettings() const;
   std::string describe(const CollCall& call, const std::string& algo, uint64_t seq) const;
   // Call fingerprints (call_mismatch.cc). The stamp of a collective call, recorded as current_.
   uint64_t stampCollective(const CollCall& call, int algo);
@@ -247,8 +252,6 @@ class Communicator final : public coll::ConnectionProvider {
   std::map<OpKey, std::unique_ptr<CachedOp>> ops_;
   CachedOp* lastOp_ = nullptr;
   OpKey lastOpKey_;
-  bool forcedAllReduceSet_ = false;  // WEFT_ALGO names the all-reduce algorithm
-  coll::Algo forcedAllReduce_ = coll::Algo::kRing;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;

@@ -2,7 +2,7 @@
 // weftGroupSimulateEnd. Nothing is connected or run.
 //
 // A collective is priced on the schedule it would run: the tuner's choice for its size
-// (paramsFor: algorithm and channels from tunerInput, as a real call), then buildSchedule for
+// (paramsFor: algorithm and channels from the communicator's tuner, as a real call), then buildSchedule for
 // every rank; the busiest rank decides. Each step that moves a message costs the cost model's
 // per-step latency (LL alpha through the host, CostParams::alphaLLHostUs, or the network's
 // latency plus the proxy's turn when the ranks span hosts) plus its bytes at one channel's rate

@@ -4,6 +4,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -190,15 +191,17 @@ topo::P2pLevel hostP2pLevel(int rank, const std::vector<topo::RankDescription>& 
   return level;
 }
 
-// The shared result of this process: the global system and the paths of this host.
+// The shared result of this process: the global system, the paths of this host, the tuner.
 Status buildShared(int rank, const std::vector<topo::RankDescription>& descs, uint64_t hostHash,
-                   const topo::System& local, std::shared_ptr<const CommTopology>* out) {
+                   const topo::System& local, const topo::TunerSettings& tuning,
+                   std::shared_ptr<const CommTopology>* out) {
   auto t = std::make_shared<CommTopology>();
   WEFT_TRY(topo::buildGlobalSystem(descs, hostHash, &local, &t->global));
   t->localHost = t->global.place(rank).host;
   const topo::System& host = t->global.hosts[static_cast<size_t>(t->localHost)];
   t->localPaths = topo::computePaths(host);
   t->p2pLevel = hostP2pLevel(rank, descs, host);
+  WEFT_TRY(buildCommTuner(descs, t->global, tuning, &t->tuner));
   *out = std::move(t);
   return Status::ok();
 }
@@ -259,9 +262,14 @@ void logRoutes(int rank, const CommTopology& t) {
   }
   for (const auto& [key, ranks] : byRoute) {
     WEFT_LOG(kInfo, kGraph, "rank %d route to rank%s %s: %s (%s)", rank, ranks.size() > 1 ? "s" : "",
-             rankList(ranks).c_str(), topo::routeKindName(static_cast<topo::RouteKind>(key.first)),
-             key.second.c_str());
+             rankList(ranks).c_str(), topo::routeKindName(static_cast<topo::RouteKind>(key.first)), key.second.c_str());
   }
+}
+
+// Rank 0, once per communicator: the tuner's table.
+void logTuner(const CommTopology& t) {
+  if (!logEnabled(kInfo, kTuning)) return;
+  for (const std::string& line : tunerTableLines(t.tuner)) WEFT_LOG(kInfo, kTuning, "tuner: %s", line.c_str());
 }
 
 // Rank 0: WEFT_TOPO_DUMP_FILE, one file per host (host i > 0 at FILE.host<i>). A failure to
@@ -295,6 +303,74 @@ topo::Route CommTopology::routeBetween(int a, int b) const {
   topo::RouteEnd eb{b, pb.host, pb.gpu};
   const bool here = pa.host == localHost && pb.host == localHost && pa.gpuPlaced && pb.gpuPlaced;
   return topo::route(ea, eb, here ? &localPaths.at(pa.gpu, pb.gpu) : nullptr, p2pLevel);
+}
+
+Status buildCommTuner(const std::vector<topo::RankDescription>& descs, const topo::GlobalSystem& global,
+                      const topo::TunerSettings& tuning, topo::Tuner* out) {
+  const int nRanks = static_cast<int>(descs.size());
+  if (global.hosts.size() <= 1) return topo::Tuner::build(&global, nRanks, tuning, out);
+  topo::GlobalSystem described;
+  WEFT_TRY(topo::buildGlobalSystem(descs, descs.empty() ? 0 : descs[0].hostHash, nullptr, &described));
+  return topo::Tuner::build(&described, nRanks, tuning, out);
+}
+
+Status tunerForMachine(const topo::System& machine, int nHosts, int ranksPerHost, const topo::TunerSettings& tuning,
+                       topo::Tuner* out) {
+  if (nHosts < 1 || ranksPerHost < 1) {
+    return WEFT_ERROR(weftInvalidArgument, "a communicator needs at least one host and one rank per host (%d x %d)",
+                      nHosts, ranksPerHost);
+  }
+  const std::vector<int> gpus = machine.nodesOfType(topo::NodeType::kGpu);
+  std::vector<topo::RankDescription> descs;
+  for (int h = 0; h < nHosts; ++h) {
+    for (int i = 0; i < ranksPerHost; ++i) {
+      topo::RankIdentity id;
+      id.rank = static_cast<int>(descs.size());
+      id.hostHash = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(h + 1);
+      if (!gpus.empty()) {
+        id.device = i % static_cast<int>(gpus.size());
+        id.gpuBusId = machine.nodes[static_cast<size_t>(gpus[static_cast<size_t>(id.device)])].pci.busId;
+      }
+      descs.push_back(topo::describeRank(machine, id));
+    }
+  }
+  // As rank 0 builds it: its host is the full model, the others what their ranks describe.
+  topo::GlobalSystem global;
+  WEFT_TRY(topo::buildGlobalSystem(descs, descs[0].hostHash, &machine, &global));
+  return buildCommTuner(descs, global, tuning, out);
+}
+
+bool sizeRuleParamsSet() {
+  for (const params::ParamInfo& info : params::all()) {
+    if (info.isSet && (info.env == "WEFT_TREE_MAX_BYTES" || info.env == "WEFT_DOUBLING_MAX_BYTES")) return true;
+  }
+  return false;
+}
+
+topo::TunerSettings tunerSettingsFromParams() {
+  topo::TunerSettings s;
+  s.forcedAlgo = params::Algo();
+  s.treeMaxBytes = params::TreeMaxBytes();
+  s.doublingMaxBytes = params::DoublingMaxBytes();
+  s.sizeRuleSet = sizeRuleParamsSet();
+  s.minChannels = static_cast<int>(std::clamp<int64_t>(params::MinNChannels(), 1, 64));
+  s.maxChannels = static_cast<int>(std::clamp<int64_t>(params::MaxNChannels(), 1, 64));
+  return s;
+}
+
+std::vector<std::string> tunerTableLines(const topo::Tuner& tuner) {
+  std::vector<std::string> lines{tuner.why() +
+                                 " (per size class, by its largest size: algorithm/protocol x channels, predicted "
+                                 "time)"};
+  for (coll::CollKind kind : topo::tunedCollectives()) {
+    for (std::string& line : tuner.describe(kind)) lines.push_back(std::move(line));
+  }
+  if (tuner.hostWhy().empty()) return lines;
+  lines.push_back("host-memory calls: " + tuner.hostWhy());
+  for (coll::CollKind kind : topo::tunedCollectives()) {
+    for (std::string& line : tuner.describe(kind, true)) lines.push_back(std::move(line));
+  }
+  return lines;
 }
 
 Status localTopology(int rank, std::shared_ptr<const topo::System>* out) {
@@ -334,7 +410,8 @@ Status localTopology(int rank, std::shared_ptr<const topo::System>* out) {
   return Status::ok();
 }
 
-Status buildCommTopology(Bootstrap* b, const PeerTable& peers, const std::string& commTag, Deadline deadline,
+Status buildCommTopology(Bootstrap* b, const PeerTable& peers, const std::string& commTag,
+                         const topo::TunerSettings& tuning, Deadline deadline,
                          std::shared_ptr<const CommTopology>* out) {
   const int rank = b->rank();
   const PeerInfo& self = peers.peers[static_cast<size_t>(rank)];
@@ -377,11 +454,11 @@ Status buildCommTopology(Bootstrap* b, const PeerTable& peers, const std::string
     s = receiveDescriptions(b, deadline, &descs);
   }
   std::shared_ptr<const CommTopology> built;
-  if (s.isOk()) s = buildShared(rank, descs, self.hostHash, *local, &built);
+  if (s.isOk()) s = buildShared(rank, descs, self.hostHash, *local, tuning, &built);
   publish(commTag, built, s, inProcess - 1);
   WEFT_TRY(std::move(s));
   *out = std::move(built);
-  if (rank == 0) dumpTopology(**out);
+  if (rank == 0) dumpTopology(**out), logTuner(**out);
   logRoutes(rank, **out);
   return Status::ok();
 }

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/os.h"
 #include "base/status.h"
@@ -24,15 +25,21 @@
 #include "topology/global_system.h"
 #include "topology/paths.h"
 #include "topology/route.h"
+#include "topology/tuner.h"
 
 namespace weft {
 namespace core {
 
 struct CommTopology {
   topo::GlobalSystem global;
-  int localHost = -1;            // the host of the process that built it
-  topo::PathMatrix localPaths;   // of global.hosts[localHost]
+  int localHost = -1;           // the host of the process that built it
+  topo::PathMatrix localPaths;  // of global.hosts[localHost]
   topo::P2pLevel p2pLevel = topo::P2pLevel::kSys;
+  // The communicator's tuner table (topology/tuner.h), from the settings agreed at init. Its
+  // inputs are the same on every rank: on one host, the host's model (each process detects the
+  // same machine, or reads the same WEFT_TOPO_FILE); across hosts, the system built from the
+  // descriptions alone, which every builder derives alike (its own host's full model is not).
+  topo::Tuner tuner;
 
   // The route between ranks a and b; pairs of GPUs on another host than localHost get no path
   // (each host's ranks decide their own pairs).
@@ -42,10 +49,34 @@ struct CommTopology {
   bool staged(int a, int b) const { return routeBetween(a, b).kind == topo::RouteKind::kStaged; }
 };
 
-// Describes, exchanges and builds (see above); collective over the communicator. Errors: a
-// WEFT_TOPO_FILE that does not load, a malformed description from a peer, a time-out.
+// Describes, exchanges and builds (see above), and the tuner from `tuning`; collective over
+// the communicator. Rank 0 logs the tuner's table (TUNING at INFO). Errors: a WEFT_TOPO_FILE
+// that does not load, a malformed description from a peer, a time-out.
 [[nodiscard]] Status buildCommTopology(Bootstrap* bootstrap, const PeerTable& peers, const std::string& commTag,
-                                       Deadline deadline, std::shared_ptr<const CommTopology>* out);
+                                       const topo::TunerSettings& tuning, Deadline deadline,
+                                       std::shared_ptr<const CommTopology>* out);
+
+// The tuner of a communicator whose ranks described themselves as `descs` (descs[r]: rank r),
+// built by a process on host `hostHash` with `local` as that host's model: the function
+// buildCommTopology calls, for weft-topo and tests. Same result on every host.
+[[nodiscard]] Status buildCommTuner(const std::vector<topo::RankDescription>& descs, const topo::GlobalSystem& global,
+                                    const topo::TunerSettings& tuning, topo::Tuner* out);
+
+// The tuner a communicator would build with `ranksPerHost` ranks on each of `nHosts` copies of
+// `machine` (ranks take the machine's GPUs in order, or are host ranks on a machine without
+// GPUs): descriptions made as each rank makes its own, then buildCommTuner -- what weft-topo
+// shows. Error: no host or no rank.
+[[nodiscard]] Status tunerForMachine(const topo::System& machine, int nHosts, int ranksPerHost,
+                                     const topo::TunerSettings& tuning, topo::Tuner* out);
+
+// WEFT_TREE_MAX_BYTES or WEFT_DOUBLING_MAX_BYTES is set in the environment: the size rule decides.
+bool sizeRuleParamsSet();
+// The tuner's settings from this process's parameters (a communicator uses the ones its ranks
+// agreed at init instead).
+topo::TunerSettings tunerSettingsFromParams();
+
+// The tuner's table as the INFO log shows it: the model, then each collective's size classes.
+std::vector<std::string> tunerTableLines(const topo::Tuner& tuner);
 
 // This process's machine: detection (cached once per process) completed or replaced by
 // WEFT_TOPO_FILE. Error (naming the file and the rank) when the file does not load.

@@ -107,11 +107,14 @@ class PreMulSum : public ::testing::TestWithParam<std::tuple<Mode, int, bool>> {
 
 TEST_P(PreMulSum, EveryReducingCollectiveAlgorithmAndType) {
   // ring: reduce as a chain too (no tree for any size); tree: all-reduce's double binary tree
-  // and reduce's binary tree (their sizes here are below WEFT_TREE_MAX_BYTES); doubling.
+  // and reduce's binary tree (WEFT_TREE_MAX_BYTES set selects the size rule, and the sizes here
+  // are below it); doubling (reduce as the tuner picks).
   for (const char* algo : {"ring", "tree", "doubling"}) {
     setenv("WEFT_ALGO", algo, 1);
     if (std::string(algo) == "ring") {
       setenv("WEFT_TREE_MAX_BYTES", "0", 1);
+    } else if (std::string(algo) == "tree") {
+      setenv("WEFT_TREE_MAX_BYTES", "65536", 1);
     } else {
       unsetenv("WEFT_TREE_MAX_BYTES");
     }

@@ -1,6 +1,12 @@
+#include "topology/tuner.h"
+
 #include <gtest/gtest.h>
 
-#include "topology/tuner.h"
+#include <limits>
+#include <vector>
+
+#include "topology/global_system.h"
+#include "topology/machines.h"
 
 namespace weft {
 namespace topo {
@@ -54,6 +60,249 @@ TEST(Tuner, ForcedAlgorithmOfAnotherCollectiveIsAnError) {
   Status s = chooseAllReduceAlgo(in, &out);
   EXPECT_EQ(s.code(), weftInvalidArgument);
   EXPECT_NE(s.message().find("WEFT_ALGO=pairwise names no all-reduce algorithm"), std::string::npos) << s.message();
+}
+
+// ---- The model-driven tuner ----
+
+using coll::Algo;
+using coll::CollKind;
+
+constexpr uint64_t kHostA = 0x1111;
+constexpr uint64_t kHostB = 0x2222;
+
+// `perHost` ranks on each of `hosts` copies of `sys`, rank i of a host on its GPU i (or a host
+// rank when gpus is false), built as rank 0 builds it (its host the full model).
+GlobalSystem communicator(const System& sys, int hosts, int perHost, bool gpus) {
+  const std::vector<int> gpuNodes = sys.nodesOfType(NodeType::kGpu);
+  std::vector<RankDescription> descs;
+  for (int h = 0; h < hosts; ++h) {
+    for (int i = 0; i < perHost; ++i) {
+      RankIdentity id;
+      id.rank = static_cast<int>(descs.size());
+      id.hostHash = h == 0 ? kHostA : kHostB + static_cast<uint64_t>(h);
+      if (gpus) {
+        id.device = i;
+        id.gpuBusId = sys.nodes[static_cast<size_t>(gpuNodes[static_cast<size_t>(i)])].pci.busId;
+      }
+      descs.push_back(describeRank(sys, id));
+    }
+  }
+  GlobalSystem g;
+  Status s = buildGlobalSystem(descs, kHostA, &sys, &g);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return g;
+}
+
+Tuner build(const GlobalSystem* g, int nRanks, const TunerSettings& settings = TunerSettings()) {
+  Tuner t;
+  Status s = Tuner::build(g, nRanks, settings, &t);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return t;
+}
+
+TEST(Tuner, SizeClassesArePowersOfTwo) {
+  EXPECT_EQ(tunerSizeClass(0), 0);
+  EXPECT_EQ(tunerSizeClass(1), 0);
+  EXPECT_EQ(tunerSizeClass(2), 1);
+  EXPECT_EQ(tunerSizeClass(3), 2);
+  EXPECT_EQ(tunerSizeClass(4096), 12);
+  EXPECT_EQ(tunerSizeClass(4097), 13);
+  EXPECT_EQ(tunerClassBytes(13), 8192);
+  EXPECT_EQ(tunerSizeClass(int64_t{1} << 50), kTunerSizeClasses - 1);
+}
+
+// On an NVLink/NVSwitch node of 8 GPUs, with NCCL's 32 channels allowed: a latency algorithm
+// (tree or doubling) for small all-reduces, the ring for the largest, more channels with size.
+TEST(Tuner, NvlinkNodeRingForLargeLatencyAlgorithmsForSmall) {
+  const GlobalSystem g = communicator(machines::dgxH100(), 1, 8, true);
+  TunerSettings settings;
+  settings.maxChannels = 32;
+  const Tuner t = build(&g, 8, settings);
+  ASSERT_EQ(t.model(), TunerModel::kDevice) << t.why();
+  const TunerChoice small = t.choose(CollKind::kAllReduce, 8);
+  EXPECT_NE(small.algo, Algo::kRing);
+  EXPECT_EQ(small.protocol, Protocol::kLL);
+  EXPECT_GT(small.predictedUs, 0);
+  const TunerChoice large = t.choose(CollKind::kAllReduce, int64_t{1} << 30);
+  EXPECT_EQ(large.algo, Algo::kRing);
+  EXPECT_EQ(large.protocol, Protocol::kSimple);
+  EXPECT_GT(large.channels, small.channels);
+  int channels = 0;
+  double time = 0;
+  for (int k = 0; k <= 30; ++k) {
+    const TunerChoice c = t.choose(CollKind::kAllReduce, tunerClassBytes(k));
+    EXPECT_GE(c.channels, channels) << "channels shrink at 2^" << k;
+    EXPECT_GE(c.predictedUs, time) << "predicted time falls at 2^" << k;
+    EXPECT_LE(c.channels, 32);
+    channels = c.channels;
+    time = c.predictedUs;
+  }
+  // Within a class the choice is the same; the class is priced at its largest size.
+  EXPECT_EQ(t.choose(CollKind::kAllGather, 5000), t.choose(CollKind::kAllGather, 8192));
+}
+
+// The communicator's default channel bound (WEFT_MAX_NCHANNELS = 4) bounds the table.
+TEST(Tuner, ChannelBoundsHold) {
+  const GlobalSystem g = communicator(machines::mi300x(), 1, 8, true);
+  TunerSettings settings;
+  settings.minChannels = 2;
+  settings.maxChannels = 4;
+  const Tuner t = build(&g, 8, settings);
+  ASSERT_EQ(t.model(), TunerModel::kDevice) << t.why();
+  for (CollKind kind : tunedCollectives()) {
+    for (int k = 0; k < kTunerSizeClasses; ++k) {
+      const TunerChoice c = t.choose(kind, tunerClassBytes(k));
+      EXPECT_GE(c.channels, 2) << collName(kind) << " 2^" << k;
+      EXPECT_LE(c.channels, 4) << collName(kind) << " 2^" << k;
+      EXPECT_TRUE(coll::algoSupported(kind, c.algo)) << collName(kind) << " 2^" << k;
+    }
+  }
+}
+
+TEST(Tuner, ForcedAlgorithmIsHonouredAndTheModelStillPicksChannels) {
+  const GlobalSystem g = communicator(machines::dgxH100(), 1, 8, true);
+  TunerSettings settings;
+  settings.maxChannels = 32;
+  settings.forcedAlgo = "RING";
+  const Tuner t = build(&g, 8, settings);
+  ASSERT_EQ(t.model(), TunerModel::kDevice) << t.why();
+  for (int k = 0; k < kTunerSizeClasses; ++k) {
+    const TunerChoice c = t.choose(CollKind::kAllReduce, tunerClassBytes(k));
+    EXPECT_EQ(c.algo, Algo::kRing) << "2^" << k;
+    EXPECT_GT(c.predictedUs, 0) << "2^" << k;
+  }
+  EXPECT_LT(t.choose(CollKind::kAllReduce, 8).channels, t.choose(CollKind::kAllReduce, 1 << 30).channels);
+  // Other collectives keep their own choice.
+  EXPECT_EQ(t.choose(CollKind::kBroadcast, 8).algo, Algo::kTree);
+  // An algorithm the device model does not price (recursive doubling) is still honoured, with
+  // the size rule's channels and no prediction.
+  settings.forcedAlgo = "doubling";
+  const Tuner d = build(&g, 8, settings);
+  EXPECT_EQ(d.choose(CollKind::kAllReduce, 1 << 30).algo, Algo::kRecursiveDoubling);
+  EXPECT_EQ(d.choose(CollKind::kAllReduce, 1 << 30).predictedUs, -1);
+  EXPECT_EQ(d.choose(CollKind::kAllReduce, 3 << 20).channels, 4);  // 4 MiB class: 4 channels by the rule
+  settings.forcedAlgo = "nvls";
+  Tuner bad;
+  EXPECT_EQ(Tuner::build(&g, 8, settings, &bad).code(), weftInvalidArgument);
+}
+
+// No system (or an empty one): the size rule, evaluated at the call's own size.
+TEST(Tuner, FallsBackToTheSizeRuleWithoutASystem) {
+  const GlobalSystem empty;
+  for (const GlobalSystem* g : {static_cast<const GlobalSystem*>(nullptr), &empty}) {
+    const Tuner t = build(g, 8);
+    EXPECT_EQ(t.model(), TunerModel::kSizeRule);
+    EXPECT_NE(t.why().find("no system model"), std::string::npos) << t.why();
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, 8192).algo, Algo::kRecursiveDoubling);
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, 8193).algo, Algo::kTree);
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, 65537).algo, Algo::kRing);
+    EXPECT_EQ(t.choose(CollKind::kBroadcast, 1000).algo, Algo::kTree);
+    EXPECT_EQ(t.choose(CollKind::kBroadcast, 1 << 20).algo, Algo::kRing);
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, 3 << 20).channels, 3);  // one channel per MiB
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, 64 << 20).channels, 4);
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, 100).predictedUs, -1);
+  }
+}
+
+// WEFT_TREE_MAX_BYTES / WEFT_DOUBLING_MAX_BYTES set: the size rule decides, at any threshold.
+TEST(Tuner, SizeRuleSettingsSelectTheSizeRule) {
+  const GlobalSystem g = communicator(machines::dgxH100(), 1, 8, true);
+  TunerSettings settings;
+  settings.sizeRuleSet = true;
+  settings.treeMaxBytes = 100000;
+  const Tuner t = build(&g, 8, settings);
+  EXPECT_EQ(t.model(), TunerModel::kSizeRule);
+  EXPECT_EQ(t.choose(CollKind::kAllReduce, 100000).algo, Algo::kTree);
+  EXPECT_EQ(t.choose(CollKind::kAllReduce, 100001).algo, Algo::kRing);
+}
+
+// Ranks sharing a GPU, or GPU and host ranks mixed: no device model, the size rule.
+TEST(Tuner, NoDeviceModelForPartialOrSharedGpus) {
+  const GlobalSystem part = communicator(machines::dgxH100(), 1, 4, true);
+  const Tuner t = build(&part, 4);
+  EXPECT_EQ(t.model(), TunerModel::kSizeRule);
+  EXPECT_NE(t.why().find("only some"), std::string::npos) << t.why();
+}
+
+// Host ranks: the host model; doubling for the smallest all-reduce, the ring for large ones,
+// and a sensible table for every collective.
+TEST(Tuner, HostRanksUseTheHostModel) {
+  for (int n : {2, 4, 8}) {
+    const GlobalSystem g = communicator(machines::pcie4Gpu(), 1, n, false);
+    const Tuner t = build(&g, n);
+    ASSERT_EQ(t.model(), TunerModel::kHost) << t.why();
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, 8).algo, Algo::kRecursiveDoubling) << n;
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, 256 << 20).algo, Algo::kRing) << n;
+    double time = 0;
+    for (int k = 0; k <= 28; ++k) {
+      const TunerChoice c = t.choose(CollKind::kAllReduce, tunerClassBytes(k));
+      EXPECT_GE(c.predictedUs, time) << n << " ranks, 2^" << k;
+      time = c.predictedUs;
+    }
+    const std::vector<std::string> lines = t.describe(CollKind::kAllReduce);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines[0].rfind("allreduce 0 B - ", 0), 0u) << lines[0];
+    EXPECT_NE(lines[0].find("doubling/Simple x1, predicted"), std::string::npos) << lines[0];
+    EXPECT_NE(lines.back().find(" - larger: ring/"), std::string::npos) << lines.back();
+  }
+}
+
+// Host ranks on several hosts: the host model's socket constants are not calibrated, so the
+// size rule decides, as before the model.
+TEST(Tuner, HostRanksAcrossHostsKeepTheSizeRule) {
+  const GlobalSystem g = communicator(machines::pcie4Gpu(), 2, 2, false);
+  const Tuner t = build(&g, 4);
+  EXPECT_EQ(t.model(), TunerModel::kSizeRule);
+  EXPECT_NE(t.why().find("not calibrated"), std::string::npos) << t.why();
+  EXPECT_EQ(t.choose(CollKind::kAllReduce, 16384).algo, Algo::kTree);
+  EXPECT_EQ(t.choose(CollKind::kAllReduce, 16384).predictedUs, -1);
+  EXPECT_EQ(t.hostWhy(), "");
+}
+
+// Four ranks on a host of two CPUs take turns: the same choices, every time but the call's
+// fixed cost twice as long.
+TEST(Tuner, MoreRanksThanCpusStretchTheHostModel) {
+  System two = machines::pcie4Gpu();
+  System many = two;
+  for (int cpu : two.nodesOfType(NodeType::kCpu)) two.nodes[static_cast<size_t>(cpu)].cpu.affinity = "";
+  two.nodes[static_cast<size_t>(two.nodesOfType(NodeType::kCpu)[0])].cpu.affinity = "00000003";
+  for (int cpu : many.nodesOfType(NodeType::kCpu)) many.nodes[static_cast<size_t>(cpu)].cpu.affinity = "ffff,ffffffff";
+  const GlobalSystem g2 = communicator(two, 1, 4, false);
+  const GlobalSystem gMany = communicator(many, 1, 4, false);
+  const Tuner shared = build(&g2, 4);
+  const Tuner own = build(&gMany, 4);
+  ASSERT_EQ(shared.model(), TunerModel::kHost);
+  const double callUs = HostCostParams().callUs;
+  for (CollKind kind : tunedCollectives()) {
+    for (int k = 0; k <= 30; ++k) {
+      const TunerChoice a = shared.choose(kind, tunerClassBytes(k));
+      const TunerChoice b = own.choose(kind, tunerClassBytes(k));
+      EXPECT_EQ(a.algo, b.algo) << collName(kind) << " 2^" << k;
+      EXPECT_EQ(a.channels, b.channels) << collName(kind) << " 2^" << k;
+      EXPECT_NEAR(a.predictedUs - callUs, 2 * (b.predictedUs - callUs), 1e-6 * a.predictedUs);
+    }
+  }
+}
+
+TEST(HostCostModel, PricesWhatTheAlgorithmsDo) {
+  HostCostInput in;
+  in.nRanks = 4;
+  in.bytes = 64 << 20;
+  in.algorithm = Algo::kRing;
+  const double ring = predictHostTime(in);
+  in.algorithm = Algo::kRecursiveDoubling;
+  const double doubling = predictHostTime(in);
+  EXPECT_LT(ring, doubling) << "doubling moves the whole buffer each round";
+  in.bytes = 8;
+  in.algorithm = Algo::kRing;
+  const double ringSmall = predictHostTime(in);
+  in.algorithm = Algo::kRecursiveDoubling;
+  EXPECT_LT(predictHostTime(in), ringSmall) << "log2 n hops against 2(n - 1)";
+  in.collective = CollKind::kAllGather;
+  EXPECT_EQ(predictHostTime(in), std::numeric_limits<double>::infinity()) << "no doubling all-gather";
+  in.nHosts = 2;
+  in.collective = CollKind::kAllReduce;
+  EXPECT_GT(predictHostTime(in), ringSmall) << "sockets cost more than shared memory";
 }
 
 }  // namespace
