@@ -195,9 +195,17 @@ class Communicator final : public coll::ConnectionProvider {
     CollCall lastCall;
     uint64_t lastSeq = 0;
     const char* algoName = "";
+    // A rooted collective with call checks (WEFT_CHECK_CALLS): the call-check token lane
+    // (schedule.h, callTokenLane), alone in tokenPlan for the first call, then in plan too.
+    coll::Lane tokenLane;
+    coll::ExecPlan tokenPlan;
+    bool tokensInPlan = false;
   };
   using OpKey = std::tuple<int, int, int, int, int64_t, int64_t>;
   CachedOp* cachedOp(const coll::ScheduleParams& params, size_t elemSize);
+  // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
+  // `withTokens`.
+  Status runCachedPlan(CachedOp* cached, bool withTokens);
   // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
   // evict nothing (their pointers stay valid together).
   void makeRoomForOps(size_t n);
@@ -247,6 +255,7 @@ class Communicator final : public coll::ConnectionProvider {
   bool forcedAllReduceSet_ = false;  // WEFT_ALGO names the all-reduce algorithm
   coll::Algo forcedAllReduce_ = coll::Algo::kRing;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
+  char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   // Collectives only: the number in their stamps and CallRecords. Send/recv groups are left out
