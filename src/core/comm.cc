@@ -319,7 +319,7 @@ Status Communicator::fail(Status status) {
   const int culprit = culprit_.load();
   const bool mismatch = mismatch_.load();
   const int told = (culprit >= 0 ? culprit : rank_) | (mismatch ? kCulpritCallMismatch : 0);
-  if (liveness_) liveness_->publishFailure(seq_, false, mismatch ? told : culprit, status.message());
+  if (liveness_) liveness_->publishFailure(opNumber_, false, mismatch ? told : culprit, status.message());
   {
     std::lock_guard<std::mutex> lock(connMutex_);
     for (auto& [key, conn] : conns_) conn->signalAbort(told);
@@ -330,9 +330,10 @@ Status Communicator::fail(Status status) {
 
 Status Communicator::runCollective(const CollCall& call) {
   ++seq_;
+  opNumber_ = liveNumber(collSeq_ + 1, true);  // stampCollective below takes that number
   setLogRank(rank_);
   // No rank finishes a collective without every other: all of them are involved.
-  WatchedOp watched(liveness_.get(), seq_, nullptr);
+  WatchedOp watched(liveness_.get(), opNumber_, nullptr);
   size_t elemSize = coll::dataTypeSize(call.type);
   coll::ScheduleParams params = paramsFor(call, elemSize);
   CachedOp* cached = cachedOp(params, elemSize);
@@ -468,11 +469,12 @@ std::vector<const void*> sendSources(const std::vector<P2pCall>& calls, int self
 
 Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   ++seq_;
+  opNumber_ = liveNumber(collSeq_, false);
   setLogRank(rank_);
   // Only the group's peers are involved: a silent rank elsewhere does not fail it.
   std::vector<int> involved;
   for (const auto& c : calls) involved.push_back(c.peer);
-  WatchedOp watched(liveness_.get(), seq_, &involved);
+  WatchedOp watched(liveness_.get(), opNumber_, &involved);
   // Sends and receives with this rank itself are matched in order and copied.
   std::vector<std::pair<const P2pCall*, const P2pCall*>> selfPairs;
   Status paired = pairSelfCalls(calls, &selfPairs);
@@ -698,8 +700,10 @@ Status Communicator::healthCheck() {
   return verdict;
 }
 
-void Communicator::publishRefusal(const Status& refusal) {
-  if (liveness_) liveness_->publishFailure(seq_ + 1, true, -1, refusal.message());
+void Communicator::publishRefusal(const Status& refusal, bool collective) {
+  // The number the refused call would have taken.
+  const uint64_t number = liveNumber(collective ? collSeq_ + 1 : collSeq_, collective);
+  if (liveness_) liveness_->publishFailure(number, true, -1, refusal.message());
 }
 
 void Communicator::noteCulprit(int rank) {

@@ -158,7 +158,8 @@ class Communicator final : public coll::ConnectionProvider {
   bool aborted() const { return aborted_.load(); }
   // The C API refused this rank's next call (bad arguments; the communicator stays usable):
   // tells the peers, whose matching call then fails at once naming this rank (liveness.h).
-  void publishRefusal(const Status& refusal);
+  // `collective`: the refused call was a collective (else a send, receive, gather or scatter).
+  void publishRefusal(const Status& refusal, bool collective);
 
   // coll::ConnectionProvider
   Status connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) override;
@@ -262,6 +263,11 @@ class Communicator final : public coll::ConnectionProvider {
   // because ranks may group the same sends and receives differently (so their seq_ differ)
   // while their collectives still agree.
   uint64_t collSeq_ = 0;
+  // The number liveness knows this rank's operations by (liveness.h): 2c for collective #c
+  // (collSeq_), 2c + 1 for every send/recv group after it. Not seq_: ranks may group the same
+  // sends and receives differently, and a peer compares these numbers with its own.
+  static uint64_t liveNumber(uint64_t collSeq, bool collective) { return collective ? 2 * collSeq : 2 * collSeq + 1; }
+  uint64_t opNumber_ = 0;  // liveNumber of the latest operation this rank started
   uint32_t splits_ = 0;
   uint32_t shrinks_ = 0;
   std::atomic<bool> aborted_{false};

@@ -104,6 +104,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     d.recvStamp = checkCalls_ ? d.sendStamp : 0;
     dcalls.push_back(std::move(d));
   }
+  opNumber_ = liveNumber(collSeq_, true);
   Status s = devicePath_->enqueue(dcalls, {}, type, dop, static_cast<size_t>(settings_.slotBytes), stream, this);
   if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
   return Status::ok();
@@ -120,6 +121,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   std::vector<int> lanes;
   std::map<std::pair<int, bool>, int> ordinal;
   ++seq_;
+  opNumber_ = liveNumber(collSeq_, false);
   recordP2pCall(calls.size());
   auto add = [&](coll::Step step, const void* send, void* recv, size_t bytes, int lane) {
     coll::RankSchedule s;

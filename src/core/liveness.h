@@ -20,6 +20,11 @@
 // ends the operation: the verdict is kept (healthCheck returns it) and the flag the
 // communicator's connect waits poll is raised.
 //
+// Operations are numbered as every rank numbers them alike (Communicator::liveNumber): 2c for
+// collective #c, 2c + 1 for the send/recv groups between collectives #c and #c + 1. Not a count
+// of all operations: ranks may group the same sends and receives differently, and a rank whose
+// count ran ahead would then read a peer's failure of a later call as one of the call it is in.
+//
 // Which calls fail: a published failure of call #s (the communicator is then in its error state)
 // fails the peers' operations #s and later that involve that rank. A refusal (bad arguments
 // outside a group; the refusing rank's communicator stays usable) names the number its next call
