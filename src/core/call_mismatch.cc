@@ -110,6 +110,7 @@ uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
   current_.algo = algo;
   current_.seq = ++collSeq_;
   current_.count = call.count;
+  if (liveness_) liveness_->publishCall(&current_, sizeof(current_));
   uint32_t fp = coll::collectiveFingerprint(current_.kind, call.count, current_.type, current_.op, current_.root, algo);
   return coll::makeStamp(coll::collectiveSeq(collSeq_), fp);
 }
@@ -121,6 +122,7 @@ void Communicator::recordP2pCall(size_t nCalls) {
   current_.kind = static_cast<int32_t>(coll::CollKind::kSendRecv);
   current_.seq = seq_;
   current_.count = nCalls;
+  if (liveness_) liveness_->publishCall(&current_, sizeof(current_));
 }
 
 uint64_t Communicator::stampP2p(int peer, bool send, size_t bytes) {
@@ -157,6 +159,13 @@ Status Communicator::explainCallMismatch(Status local) {
   }
   valid[static_cast<size_t>(rank_)] = true;
   all[static_cast<size_t>(rank_)] = current_;
+  // A rank that did not answer in time (it looks for its device error later, or is busy) has
+  // published its latest call when it is on this host: its call is known all the same, so this
+  // rank's sentence is the one that rank builds when it comes.
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (valid[r] || !liveness_ || !liveness_->publishedCall(static_cast<int>(r), &all[r], sizeof(CallRecord))) continue;
+    valid[r] = recordValid(all[r], static_cast<int>(r));
+  }
   std::string sentence = mismatchSentence(all, valid);
   if (sentence.empty()) {
     // Only this rank's own call is known: name it, and the peer's stamp when this rank saw it.

@@ -72,6 +72,7 @@ struct CallRecord {
   uint64_t count = 0;  // elements (a send/recv group: its operations)
 };
 constexpr uint32_t kCallRecordMagic = 0x4c4c4143u;  // "CALL"
+static_assert(sizeof(CallRecord) <= kCallRecordBytes, "a CallRecord fits the liveness record's call bytes");
 
 // What the ranks agree on at init (rank 0's values win; a rank with different values warns).
 // agreeSettings fills every field from the parameters and the config; the initial values are the

@@ -65,6 +65,8 @@ Status Communicator::ensureDevicePath() {
 Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream) {
   WEFT_TRY(ensureDevicePath());
   if (calls.empty()) return Status::ok();
+  // A failure of earlier work is reported first, while this rank's record is still that work's.
+  WEFT_TRY(deviceAsyncError());
   const weftDataType_t type = calls.front().type;
   const weftRedOp_t op = calls.front().op;
   const size_t elemSize = coll::dataTypeSize(type);
@@ -120,6 +122,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   std::vector<DeviceCall> dcalls;
   std::vector<int> lanes;
   std::map<std::pair<int, bool>, int> ordinal;
+  WEFT_TRY(deviceAsyncError());
   ++seq_;
   opNumber_ = liveNumber(collSeq_, false);
   recordP2pCall(calls.size());

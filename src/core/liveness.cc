@@ -78,6 +78,7 @@ Status LivenessWatch::create(int rank, const std::vector<PeerInfo>& peers, const
   w->watchLocal(all, ownRecord());
   w->watchRemote(all);
   w->slot_ = registerWatch(w.get(), w->remoteNonces());
+  w->publishFailure(0, false, -1, "");  // marks the slot as this communicator's, for publishedCall
   *out = std::move(w);
   return Status::ok();
 }
@@ -240,6 +241,35 @@ Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const
     }
   }
   return Status::ok();
+}
+
+void LivenessWatch::publishCall(const void* call, size_t bytes) {
+  LivenessRecord* own = ownRecord();
+  if (slot_ < 0 || own == nullptr || bytes > kCallRecordBytes) return;
+  FailureSlot& s = own->slots[slot_];
+  s.callVersion.fetch_add(1, std::memory_order_acq_rel);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(s.call, call, bytes);
+  s.callVersion.fetch_add(1, std::memory_order_release);
+}
+
+bool LivenessWatch::publishedCall(int peer, void* call, size_t bytes) const {
+  if (peer < 0 || peer >= static_cast<int>(watched_.size()) || bytes > kCallRecordBytes) return false;
+  const LivenessRecord* record = watched_[static_cast<size_t>(peer)].record;
+  if (record == nullptr) return false;
+  for (const FailureSlot& slot : record->slots) {
+    FailureSlot s;
+    if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer) continue;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      const uint64_t v1 = slot.callVersion.load(std::memory_order_acquire);
+      if (v1 & 1) continue;
+      std::memcpy(call, slot.call, bytes);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (slot.callVersion.load(std::memory_order_relaxed) == v1) return v1 != 0;
+    }
+    return false;
+  }
+  return false;
 }
 
 bool LivenessWatch::publishedFailure(int peer, std::string* text) const {

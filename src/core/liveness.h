@@ -47,6 +47,7 @@
 #define WEFT_CORE_LIVENESS_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,9 @@
 
 namespace weft {
 namespace core {
+
+// The bytes a communicator's latest call takes in the liveness record (publishCall).
+constexpr size_t kCallRecordBytes = 48;
 
 class Bootstrap;
 class BeatSocket;
@@ -96,6 +100,11 @@ class LivenessWatch {
   // What rank `peer` published about its latest failure on this communicator (peers on this
   // host only); false when nothing.
   bool publishedFailure(int peer, std::string* text) const;
+
+  // Publishes this rank's latest call (`bytes` of a CallRecord, at most kCallRecordBytes) to the
+  // peers on this host; publishedCall reads a peer's (false: none, or it kept changing).
+  void publishCall(const void* call, size_t bytes);
+  bool publishedCall(int peer, void* call, size_t bytes) const;
 
   // Called by the heartbeat thread every beat: remoteBeats(nonce) is the latest heartbeat heard
   // from the process of that nonce on another host (0: none yet).

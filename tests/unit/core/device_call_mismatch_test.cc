@@ -291,6 +291,27 @@ TEST_P(DeviceCallMismatch, ReceiveOfAnotherSizeNamesTheGroup) {
       << o.message;
 }
 
+// Rank 1 looks for its error only 2 s after its call (it computes meanwhile): its lanes failed
+// long before, and rank 0 reported at once. Both must still carry the same sentence.
+TEST_P(DeviceCallMismatch, ALateAsyncCheckGivesTheSameSentence) {
+  SharedOutcomes outcomes;
+  run(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        weftResult_t r = weftAllReduce(b.in, b.out, rank == 0 ? 1000 : 2000, weftFloat32, weftSum, comm, b.stream);
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+        return r;
+      },
+      outcomes);
+  const std::string sentence =
+      "rank 1 called allreduce #1 (count 2000, float, sum) while rank 0 called allreduce #1 (count 1000, float, sum)";
+  for (int r = 0; r < kRanks; ++r) {
+    const Outcome& o = outcomes[r];
+    ASSERT_EQ(o.called, 1) << "rank " << r << " never made its call: " << o.message;
+    EXPECT_TRUE(o.enqueued != weftSuccess || o.async != weftSuccess) << "rank " << r << " completed its call";
+    EXPECT_EQ(sentenceOf(o.message), sentence + kRemedy) << "rank " << r << ": " << o.message;
+  }
+}
+
 TEST_P(DeviceCallMismatch, AgreeingRanksSucceed) {
   SharedOutcomes outcomes;
   run(

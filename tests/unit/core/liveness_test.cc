@@ -275,7 +275,9 @@ TEST(Liveness, ARefusalDoesNotFailAGroupTheRefuserDidItsPartIn) {
                   out->code == weftSuccess ? "ok" : weftGetLastError(comm), gotB, gotC);
   });
   ASSERT_TRUE(reap(ranks, -1, 60));
-  for (int r = 0; r < 3; ++r) EXPECT_EQ(ranks.results[r].code, weftSuccess) << "rank " << r << ": " << ranks.results[r].message;
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(ranks.results[r].code, weftSuccess) << "rank " << r << ": " << ranks.results[r].message;
+  }
   EXPECT_NE(std::string(ranks.results[0].message).find("ok (got 21 32)"), std::string::npos) << ranks.results[0].message;
   release(ranks);
 }
