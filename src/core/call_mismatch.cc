@@ -6,6 +6,7 @@
 // with the others through the bootstrap, and every rank builds the same sentence from all the
 // records: the lowest rank whose call differs from the majority's, against the lowest rank with
 // the majority's call.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -97,6 +98,22 @@ std::string mismatchSentence(const std::vector<CallRecord>& all, const std::vect
          std::to_string(b.rank) + " called " + describeCall(b, withAlgo);
 }
 
+// The sentence from the records of the latest call any rank reports, when they alone disagree: a
+// rank whose device work was aborted by its peers' failure, found when its next call starts,
+// reports the earlier call it was in, which the others agreed on.
+std::string latestMismatchSentence(const std::vector<CallRecord>& all, const std::vector<bool>& valid) {
+  uint64_t latest = 0;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (valid[r] && all[r].kind != kSendRecvKind) latest = std::max(latest, all[r].seq);
+  }
+  std::vector<bool> latestOnly(valid);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (valid[r] && all[r].kind != kSendRecvKind && all[r].seq < latest) latestOnly[r] = false;
+  }
+  std::string sentence = latestOnly != valid ? mismatchSentence(all, latestOnly) : "";
+  return sentence.empty() ? mismatchSentence(all, valid) : sentence;
+}
+
 }  // namespace
 
 uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
@@ -166,7 +183,7 @@ Status Communicator::explainCallMismatch(Status local) {
     if (valid[r] || !liveness_ || !liveness_->publishedCall(static_cast<int>(r), &all[r], sizeof(CallRecord))) continue;
     valid[r] = recordValid(all[r], static_cast<int>(r));
   }
-  std::string sentence = mismatchSentence(all, valid);
+  std::string sentence = latestMismatchSentence(all, valid);
   if (sentence.empty()) {
     // Only this rank's own call is known: name it, and the peer's stamp when this rank saw it.
     int culprit = culprit_.load();

@@ -208,6 +208,10 @@ class Communicator final : public coll::ConnectionProvider {
   // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
   // `withTokens`.
   Status runCachedPlan(CachedOp* cached, bool withTokens);
+  // A rooted collective on device buffers with call checks: the call-check token lane
+  // (schedule.h, callTokenLane) runs on the host, carrying `stamp`, before the call is enqueued,
+  // so that no rank enqueues (and connects the lanes of) a call whose peers named another root.
+  Status runDeviceCallTokens(uint64_t stamp, const std::string& what);
   // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
   // evict nothing (their pointers stay valid together).
   void makeRoomForOps(size_t n);
@@ -258,6 +262,10 @@ class Communicator final : public coll::ConnectionProvider {
   coll::Algo forcedAllReduce_ = coll::Algo::kRing;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
+  // runDeviceCallTokens' lane and plan (made by its first call).
+  coll::Lane deviceTokenLane_;
+  coll::ExecPlan deviceTokenPlan_;
+  std::string deviceTokenWhat_;
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   // Collectives only: the number in their stamps and CallRecords. Send/recv groups are left out

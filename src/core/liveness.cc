@@ -62,7 +62,6 @@ LivenessWatch::LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint6
       commHash_(commHash),
       timeoutNs_(static_cast<uint64_t>(params::HeartbeatTimeoutS()) * 1'000'000'000ull),
       interrupt_(interrupt),
-      watched_(peers.size()),
       involved_(new std::atomic<uint8_t>[peers.size()]) {
   for (size_t i = 0; i < peers.size(); ++i) involved_[i].store(0, std::memory_order_relaxed);
 }
@@ -85,22 +84,35 @@ Status LivenessWatch::create(int rank, const std::vector<PeerInfo>& peers, const
 
 void LivenessWatch::watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own) {
   const PeerInfo& self = peers_[static_cast<size_t>(rank_)];
-  uint64_t now = nowNs();
+  own_ = own;  // ranks of this process publish there; their beats are this process's own
   for (size_t r = 0; r < peers_.size(); ++r) {
-    Peer& peer = watched_[r];
-    peer.lastChangeNs = now;
     if (static_cast<int>(r) == rank_ || peers_[r].hostHash != self.hostHash) continue;
-    if (peers_[r].processHash == self.processHash) {
-      peer.record = own;  // its published failures are in this process's own record
-      peer.sameProcess = true;
-      continue;
-    }
-    if (all[r].fd < 0) continue;
+    if (peers_[r].processHash == self.processHash || all[r].fd < 0) continue;
     void* mapping = nullptr;
+    Peer peer;
+    peer.rank = static_cast<int>(r);
     peer.record = mapPeerRecord(all[r], rank_, static_cast<int>(r), &mapping);
     if (mapping) mappings_.push_back(mapping);
-    if (peer.record) peer.lastBeats = peer.record->beats.load(std::memory_order_acquire);
+    if (peer.record == nullptr) continue;
+    peer.lastBeats = peer.record->beats.load(std::memory_order_acquire);
+    peer.lastChangeNs = nowNs();
+    watched_.push_back(peer);
   }
+}
+
+const LivenessWatch::Peer* LivenessWatch::watchedPeer(int rank) const {
+  auto it = std::lower_bound(watched_.begin(), watched_.end(), rank,
+                             [](const Peer& p, int r) { return p.rank < r; });
+  return it != watched_.end() && it->rank == rank ? &*it : nullptr;
+}
+
+const LivenessRecord* LivenessWatch::recordOf(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(peers_.size())) return nullptr;
+  const PeerInfo& self = peers_[static_cast<size_t>(rank_)];
+  const PeerInfo& info = peers_[static_cast<size_t>(peer)];
+  if (info.hostHash == self.hostHash && info.processHash == self.processHash) return own_;
+  const Peer* w = watchedPeer(peer);
+  return w ? w->record : nullptr;
 }
 
 int LivenessWatch::nearestRemote(int from, int step) const {
@@ -116,8 +128,15 @@ void LivenessWatch::watchRemote(const std::vector<RecordAddress>& all) {
   // Watched: the nearest ranks on other hosts before and after this one.
   for (int k : {nearestRemote(rank_, 1), nearestRemote(rank_, -1)}) {
     if (k < 0 || all[static_cast<size_t>(k)].nonce == 0 || !wire::fromWire(all[k].udp).valid()) continue;
-    watched_[static_cast<size_t>(k)].remote = true;
-    watched_[static_cast<size_t>(k)].nonce = all[static_cast<size_t>(k)].nonce;
+    if (watchedPeer(k) != nullptr) continue;  // nearest both ways
+    Peer peer;
+    peer.rank = k;
+    peer.remote = true;
+    peer.nonce = all[static_cast<size_t>(k)].nonce;
+    peer.lastChangeNs = nowNs();
+    watched_.insert(std::lower_bound(watched_.begin(), watched_.end(), k,
+                                     [](const Peer& p, int r) { return p.rank < r; }),
+                    peer);
   }
   // Subscribers: the ranks that watch this one, told this process's beats.
   for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
@@ -209,7 +228,7 @@ void LivenessWatch::publishFailure(uint64_t seq, bool refusal, int culprit, cons
 
 Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const {
   const PeerInfo& info = peers_[static_cast<size_t>(peer)];
-  for (const FailureSlot& slot : watched_[static_cast<size_t>(peer)].record->slots) {
+  for (const FailureSlot& slot : recordOf(peer)->slots) {
     FailureSlot s;
     if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer) continue;
     // A peer that blames this rank gave up waiting for it: the executor looks further along.
@@ -254,8 +273,8 @@ void LivenessWatch::publishCall(const void* call, size_t bytes) {
 }
 
 bool LivenessWatch::publishedCall(int peer, void* call, size_t bytes) const {
-  if (peer < 0 || peer >= static_cast<int>(watched_.size()) || bytes > kCallRecordBytes) return false;
-  const LivenessRecord* record = watched_[static_cast<size_t>(peer)].record;
+  if (bytes > kCallRecordBytes) return false;
+  const LivenessRecord* record = recordOf(peer);
   if (record == nullptr) return false;
   for (const FailureSlot& slot : record->slots) {
     FailureSlot s;
@@ -273,8 +292,7 @@ bool LivenessWatch::publishedCall(int peer, void* call, size_t bytes) const {
 }
 
 bool LivenessWatch::publishedFailure(int peer, std::string* text) const {
-  if (peer < 0 || peer >= static_cast<int>(watched_.size())) return false;
-  const LivenessRecord* record = watched_[static_cast<size_t>(peer)].record;
+  const LivenessRecord* record = recordOf(peer);
   if (record == nullptr) return false;
   for (const FailureSlot& slot : record->slots) {
     FailureSlot s;
@@ -286,12 +304,13 @@ bool LivenessWatch::publishedFailure(int peer, std::string* text) const {
 }
 
 Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const {
-  const Peer& w = watched_[static_cast<size_t>(peer)];
   const PeerInfo& info = peers_[static_cast<size_t>(peer)];
-  if (w.record) WEFT_TRY(judgePublished(peer, seq, culprit));
-  if (w.sameProcess || nowNs - w.lastChangeNs <= timeoutNs_) return Status::ok();
-  double silentS = static_cast<double>(nowNs - w.lastChangeNs) / 1e9;
-  if (w.remote) {
+  if (recordOf(peer)) WEFT_TRY(judgePublished(peer, seq, culprit));
+  // Ranks of this process have no entry: they beat with this process.
+  const Peer* w = watchedPeer(peer);
+  if (w == nullptr || nowNs - w->lastChangeNs <= timeoutNs_) return Status::ok();
+  double silentS = static_cast<double>(nowNs - w->lastChangeNs) / 1e9;
+  if (w->remote) {
     return WEFT_ERROR(weftRemoteError,
                       "rank %d: call #%llu waits for rank %d (host %s, pid %d), whose heartbeats (UDP, from its host) "
                       "have not arrived for %.1f s (WEFT_HEARTBEAT_TIMEOUT_S=%llu): that host or the network to it is "
@@ -316,14 +335,13 @@ Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit
 
 void LivenessWatch::tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats) {
   for (Peer& peer : watched_) {
-    if (!peer.remote && (!peer.record || peer.sameProcess)) continue;
     uint64_t beats = peer.remote ? remoteBeats(peer.nonce) : peer.record->beats.load(std::memory_order_acquire);
     if (beats != peer.lastBeats) peer.lastBeats = beats, peer.lastChangeNs = nowNs;
   }
   uint64_t seq = opSeq_.load(std::memory_order_acquire);
   if (seq == 0 || failed_.load(std::memory_order_relaxed)) return;
-  for (int r = 0; r < static_cast<int>(watched_.size()); ++r) {
-    if (r == rank_ || !(watched_[r].record || watched_[r].remote) || !involves(r)) continue;
+  for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
+    if (r == rank_ || !involves(r) || (recordOf(r) == nullptr && watchedPeer(r) == nullptr)) continue;
     int culprit = r;
     Status s = judge(r, seq, nowNs, &culprit);
     if (s.isOk()) continue;

@@ -113,14 +113,19 @@ class LivenessWatch {
   void sendBeats(BeatSocket& socket, const BeatMessage& beat) const;
 
  private:
+  // A peer of another process whose beats this rank watches.
   struct Peer {
-    const LivenessRecord* record = nullptr;  // null: not watched
-    bool sameProcess = false;                // beats are not compared (one process, one heartbeat)
+    int rank = -1;
+    const LivenessRecord* record = nullptr;  // on this host: its process's record
     bool remote = false;                     // on another host: beats arrive over UDP
     uint64_t nonce = 0;                      // its process's record nonce (remote)
     uint64_t lastBeats = 0;
     uint64_t lastChangeNs = 0;
   };
+  const Peer* watchedPeer(int rank) const;
+  // Where rank `peer` publishes its failures and calls: its process's record, this process's own
+  // for a rank in this process; null when not readable (another host, or not mapped).
+  const LivenessRecord* recordOf(int peer) const;
   LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint64_t commHash, std::atomic<bool>* interrupt);
   bool involves(int peer) const;
   // Maps the records of the peers on this host (own: this process's record).
@@ -141,7 +146,10 @@ class LivenessWatch {
   uint64_t timeoutNs_;
   int slot_ = -1;  // this communicator's failure slot in this process's record (-1: none free)
   std::atomic<bool>* interrupt_;
-  std::vector<Peer> watched_;  // by rank; touched only by the heartbeat thread after create()
+  // Sorted by rank, only the peers watched (not one per rank: a process of n ranks would hold n
+  // squared); the beat fields are touched only by the heartbeat thread after create().
+  std::vector<Peer> watched_;
+  const LivenessRecord* own_ = nullptr;  // this process's record (ranks in this process)
   std::vector<void*> mappings_;
   std::vector<SocketAddress> subscribers_;  // where this rank's beats go (other hosts)
   // The operation in flight (0: none) and the peers it involves.

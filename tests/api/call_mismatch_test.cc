@@ -172,6 +172,35 @@ TEST_P(CallMismatch, Root) {
       "root 0)");
 }
 
+// KNOWN GAP (issue 13, open): a send of another size than its receive. The receiver fails at
+// once naming its send/recv group, but the sender returns success: a send completes once its
+// message is in the FIFO, before the receiver has looked at it (the same on device buffers).
+// Closing it needs sends that wait for their receiver, which can deadlock two ranks that each
+// send and then receive outside a group (allowed today). Disabled until that is decided; run it
+// with --gtest_also_run_disabled_tests to see the gap (2026-11-24: rank 0 returned success).
+TEST_P(CallMismatch, DISABLED_SendOfAnotherSizeFailsBothRanks) {
+  SharedOutcomes outcomes(kRanks);
+  runRanks(
+      mode(), kRanks,
+      [&](Rank& r) {
+        record(r, &outcomes[r.rank], [&] {
+          auto buf = bytes(2000 * 4);
+          if (r.rank == 0) return weftSend(buf.data(), 1000, weftFloat32, 1, r.comm, nullptr);
+          return weftRecv(buf.data(), 2000, weftFloat32, 0, r.comm, nullptr);
+        });
+      },
+      120);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(outcomes[r].called, 1) << "rank " << r << " never returned";
+    EXPECT_NE(outcomes[r].result, weftSuccess) << "rank " << r << " returned success for a mismatched send/recv";
+    EXPECT_LT(outcomes[r].seconds, 1.0) << "rank " << r << ": " << outcomes[r].message;
+  }
+  EXPECT_NE(outcomes[1].message[0], 0);
+  EXPECT_NE(std::string(outcomes[1].message).find("rank 1 called a send/recv group #1 (1 operations)"),
+            std::string::npos)
+      << outcomes[1].message;
+}
+
 TEST_P(CallMismatch, SkippedCall) {
   // Rank 1 skips the first of two calls: its first call meets rank 0's first.
   expectEveryRankFails(
@@ -236,6 +265,22 @@ TEST_P(CallMismatch, RootAmongFourReduce) {
       },
       "rank 3 called reduce #1 (count 1000, float, sum, root 3) while rank 0 called reduce #1 (count 1000, float, "
       "sum, root 0)",
+      4);
+}
+
+// KNOWN GAP (issue 13, open): gather and scatter run as send/recv groups, whose messages carry
+// per-pair stamps and no call's, and they have no token lane: with roots 0/0/0/3, ranks 1 and 2
+// return success and ranks 0 and 3 wait until WEFT_TIMEOUT_S (2026-11-24, WEFT_TIMEOUT_S=5:
+// both timed out after 5 s naming the peers they waited for). Run it with
+// --gtest_also_run_disabled_tests to see the gap.
+TEST_P(CallMismatch, DISABLED_RootAmongFourGather) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 300;
+        auto in = bytes(count * 4), out = bytes(count * 4 * 4);
+        return weftGather(in.data(), out.data(), count, weftFloat32, r.rank == 3 ? 3 : 0, r.comm, nullptr);
+      },
+      "rank 3 called gather #1 (count 300, float, root 3) while rank 0 called gather #1 (count 300, float, root 0)",
       4);
 }
 
