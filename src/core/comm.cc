@@ -385,8 +385,12 @@ Status Communicator::runCollective(const CollCall& call) {
   cached->algoName = coll::algoName(params.algo);
   if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
   // A rooted collective's ranks may finish without hearing from every peer: with call checks,
-  // the token lane makes each rank's completion depend on every rank's stamp.
-  bool withTokens = checkCalls_ && coll::collRooted(call.kind) && nRanks_ > 1;
+  // the token lane makes each rank's completion depend on every rank's stamp. Not a broadcast of
+  // two ranks: each then sends to, or receives from, the other, and two roots find each other's
+  // message in the receiving end connect() adds (waitForConsumers); the tokens would only add a
+  // round trip to the commonest small case.
+  bool withTokens = checkCalls_ && coll::collRooted(call.kind) &&
+                    (nRanks_ > 2 || (nRanks_ == 2 && call.kind != coll::CollKind::kBroadcast));
   Status s = runCachedPlan(cached, withTokens);
   if (!s.isOk()) return fail(std::move(s));
   return Status::ok();
