@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "base/log.h"
 #include "base/params.h"
@@ -53,6 +54,72 @@ const LivenessRecord* mapPeerRecord(const RecordAddress& a, int rank, int peer, 
   return record;
 }
 
+constexpr int kAddressesTag = 0x4f20;
+
+// The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
+int nearestRemoteOf(const std::vector<PeerInfo>& peers, int from, int step) {
+  const int n = static_cast<int>(peers.size());
+  for (int i = 1; i < n; ++i) {
+    int k = ((from + step * i) % n + n) % n;
+    if (peers[static_cast<size_t>(k)].hostHash != peers[static_cast<size_t>(from)].hostHash) return k;
+  }
+  return -1;
+}
+
+// The ranks whose record addresses rank r needs: its host's ranks in other processes (their
+// records), its nearest ranks on other hosts (it watches their beats) and the ranks there whose
+// nearest it is (they take its beats).
+std::vector<int32_t> addressesNeeded(const std::vector<PeerInfo>& peers, int r) {
+  const PeerInfo& self = peers[static_cast<size_t>(r)];
+  std::vector<int32_t> out;
+  for (int s = 0; s < static_cast<int>(peers.size()); ++s) {
+    const PeerInfo& p = peers[static_cast<size_t>(s)];
+    if (s == r) continue;
+    bool need = p.hostHash == self.hostHash
+                    ? p.processHash != self.processHash
+                    : s == nearestRemoteOf(peers, r, 1) || s == nearestRemoteOf(peers, r, -1) ||
+                          nearestRemoteOf(peers, s, 1) == r || nearestRemoteOf(peers, s, -1) == r;
+    if (need) out.push_back(s);
+  }
+  return out;
+}
+
+// Rank 0 collects every rank's record address and sends each rank only those it needs
+// (addressesNeeded): an all-gather would give every rank all n, n squared in a process of n ranks.
+Status exchangeAddresses(int rank, const std::vector<PeerInfo>& peers, const RecordAddress& mine,
+                         Bootstrap* bootstrap, const Deadline& deadline, std::map<int, RecordAddress>* out) {
+  const int n = static_cast<int>(peers.size());
+  if (rank != 0) {
+    WEFT_TRY(bootstrap->send(0, kAddressesTag, &mine, sizeof(mine), deadline));
+    uint32_t count = 0;
+    WEFT_TRY(bootstrap->recv(0, kAddressesTag, &count, sizeof(count), deadline));
+    if (count > static_cast<uint32_t>(n)) {
+      return WEFT_ERROR(weftRemoteError, "rank %d: rank 0 sent %u liveness addresses for %d ranks", rank, count, n);
+    }
+    std::vector<std::pair<int32_t, RecordAddress>> got(count);
+    if (count) WEFT_TRY(bootstrap->recv(0, kAddressesTag, got.data(), count * sizeof(got[0]), deadline));
+    for (const auto& [r, a] : got) {
+      if (r >= 0 && r < n) (*out)[r] = a;
+    }
+    return Status::ok();
+  }
+  std::vector<RecordAddress> all(static_cast<size_t>(n));
+  all[0] = mine;
+  for (int r = 1; r < n; ++r) WEFT_TRY(bootstrap->recv(r, kAddressesTag, &all[r], sizeof(RecordAddress), deadline));
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::pair<int32_t, RecordAddress>> part;
+    for (int32_t s : addressesNeeded(peers, r)) part.emplace_back(s, all[static_cast<size_t>(s)]);
+    if (r == 0) {
+      for (const auto& [k, a] : part) (*out)[k] = a;
+      continue;
+    }
+    const uint32_t count = static_cast<uint32_t>(part.size());
+    WEFT_TRY(bootstrap->send(r, kAddressesTag, &count, sizeof(count), deadline));
+    if (count) WEFT_TRY(bootstrap->send(r, kAddressesTag, part.data(), count * sizeof(part[0]), deadline));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 LivenessWatch::LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint64_t commHash,
@@ -70,8 +137,8 @@ Status LivenessWatch::create(int rank, const std::vector<PeerInfo>& peers, const
                              Bootstrap* bootstrap, const Deadline& deadline, std::atomic<bool>* interrupt,
                              std::unique_ptr<LivenessWatch>* out) {
   RecordAddress mine = advertiseRecord(bootstrap->address(rank));
-  std::vector<RecordAddress> all(peers.size());
-  WEFT_TRY(bootstrap->allGather(&mine, all.data(), sizeof(RecordAddress), deadline));
+  std::map<int, RecordAddress> all;
+  WEFT_TRY(exchangeAddresses(rank, peers, mine, bootstrap, deadline, &all));
   std::unique_ptr<LivenessWatch> w(
       new LivenessWatch(rank, peers, hashBytes(commTag.data(), commTag.size()), interrupt));
   w->watchLocal(all, ownRecord());
@@ -82,16 +149,17 @@ Status LivenessWatch::create(int rank, const std::vector<PeerInfo>& peers, const
   return Status::ok();
 }
 
-void LivenessWatch::watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own) {
+void LivenessWatch::watchLocal(const std::map<int, RecordAddress>& all, const LivenessRecord* own) {
   const PeerInfo& self = peers_[static_cast<size_t>(rank_)];
   own_ = own;  // ranks of this process publish there; their beats are this process's own
-  for (size_t r = 0; r < peers_.size(); ++r) {
-    if (static_cast<int>(r) == rank_ || peers_[r].hostHash != self.hostHash) continue;
-    if (peers_[r].processHash == self.processHash || all[r].fd < 0) continue;
+  for (const auto& [r, address] : all) {
+    const PeerInfo& info = peers_[static_cast<size_t>(r)];
+    if (r == rank_ || info.hostHash != self.hostHash) continue;
+    if (info.processHash == self.processHash || address.fd < 0) continue;
     void* mapping = nullptr;
     Peer peer;
-    peer.rank = static_cast<int>(r);
-    peer.record = mapPeerRecord(all[r], rank_, static_cast<int>(r), &mapping);
+    peer.rank = r;
+    peer.record = mapPeerRecord(address, rank_, r, &mapping);
     if (mapping) mappings_.push_back(mapping);
     if (peer.record == nullptr) continue;
     peer.lastBeats = peer.record->beats.load(std::memory_order_acquire);
@@ -115,24 +183,18 @@ const LivenessRecord* LivenessWatch::recordOf(int peer) const {
   return w ? w->record : nullptr;
 }
 
-int LivenessWatch::nearestRemote(int from, int step) const {
-  const int n = static_cast<int>(peers_.size());
-  for (int i = 1; i < n; ++i) {
-    int k = ((from + step * i) % n + n) % n;
-    if (peers_[static_cast<size_t>(k)].hostHash != peers_[static_cast<size_t>(from)].hostHash) return k;
-  }
-  return -1;
-}
+int LivenessWatch::nearestRemote(int from, int step) const { return nearestRemoteOf(peers_, from, step); }
 
-void LivenessWatch::watchRemote(const std::vector<RecordAddress>& all) {
+void LivenessWatch::watchRemote(const std::map<int, RecordAddress>& all) {
   // Watched: the nearest ranks on other hosts before and after this one.
   for (int k : {nearestRemote(rank_, 1), nearestRemote(rank_, -1)}) {
-    if (k < 0 || all[static_cast<size_t>(k)].nonce == 0 || !wire::fromWire(all[k].udp).valid()) continue;
+    auto found = k < 0 ? all.end() : all.find(k);
+    if (found == all.end() || found->second.nonce == 0 || !wire::fromWire(found->second.udp).valid()) continue;
     if (watchedPeer(k) != nullptr) continue;  // nearest both ways
     Peer peer;
     peer.rank = k;
     peer.remote = true;
-    peer.nonce = all[static_cast<size_t>(k)].nonce;
+    peer.nonce = found->second.nonce;
     peer.lastChangeNs = nowNs();
     watched_.insert(std::lower_bound(watched_.begin(), watched_.end(), k,
                                      [](const Peer& p, int r) { return p.rank < r; }),
@@ -142,7 +204,9 @@ void LivenessWatch::watchRemote(const std::vector<RecordAddress>& all) {
   for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
     if (peers_[static_cast<size_t>(r)].hostHash == peers_[static_cast<size_t>(rank_)].hostHash) continue;
     if (nearestRemote(r, 1) != rank_ && nearestRemote(r, -1) != rank_) continue;
-    SocketAddress to = wire::fromWire(all[static_cast<size_t>(r)].udp);
+    auto found = all.find(r);
+    if (found == all.end()) continue;
+    SocketAddress to = wire::fromWire(found->second.udp);
     if (to.valid() && std::find(subscribers_.begin(), subscribers_.end(), to) == subscribers_.end()) {
       subscribers_.push_back(to);
     }

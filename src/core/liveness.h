@@ -50,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -129,9 +130,9 @@ class LivenessWatch {
   LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint64_t commHash, std::atomic<bool>* interrupt);
   bool involves(int peer) const;
   // Maps the records of the peers on this host (own: this process's record).
-  void watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own);
+  void watchLocal(const std::map<int, RecordAddress>& all, const LivenessRecord* own);
   // Picks the peers on other hosts to watch and the ranks there to send beats to.
-  void watchRemote(const std::vector<RecordAddress>& all);
+  void watchRemote(const std::map<int, RecordAddress>& all);
   // The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
   int nearestRemote(int from, int step) const;
   std::vector<uint64_t> remoteNonces() const;
