@@ -76,7 +76,8 @@ struct RecordAddress;
 // One communicator's view of its peers' liveness.
 class LivenessWatch {
  public:
-  // Collective over the communicator (one bootstrap all-gather): tells the peers where this
+  // Collective over the communicator (rank 0 collects every rank's record address and sends each
+  // rank those it needs, liveness.cc: exchangeAddresses): tells the peers where this
   // process's record is and maps the records of the peers on this host. `interrupt` is raised
   // when a verdict is reached (it must outlive the watch). A peer whose record cannot be mapped
   // (another pid namespace) is not watched; that is logged, not an error.
