@@ -76,6 +76,19 @@ std::vector<TreeNode> heapTree(int n, int rootPos) {
   return nodes;
 }
 
+}  // namespace algo
+
+Lane callTokenLane(int nRanks, int rank) {
+  Lane lane;
+  for (int d = 1; d < nRanks; d *= 2) {
+    lane.steps.push_back(algo::sendStep((rank + d) % nRanks, Buf::kSend, 0, 1));
+    lane.steps.push_back(algo::recvStep((rank - d + nRanks) % nRanks, Buf::kRecv, 0, 1));
+  }
+  return lane;
+}
+
+namespace algo {
+
 Step sendStep(int to, Buf src, int64_t srcOffset, int64_t count) {
   return makeStep(StepKind::kSend, -1, to, src, srcOffset, Buf::kRecv, 0, count);
 }

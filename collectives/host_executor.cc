@@ -601,6 +601,19 @@ ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t sl
   return plan;
 }
 
+void addCallTokenTrack(ExecPlan* plan, const Lane* tokenLane, char* token) {
+  LaneRun run;
+  run.lane = tokenLane;
+  run.fifoLane = kCallTokenLane;
+  run.sendbuff = token;
+  run.recvbuff = token + 1;
+  run.elemSize = 1;
+  run.ownBuffers = true;
+  run.sliceElems = 1;
+  run.iterations = tokenLane->steps.empty() ? 0 : 1;
+  plan->tracks.push_back(Track{{run}});
+}
+
 void stampPlan(ExecPlan* plan, uint64_t stamp) {
   plan->stamp = stamp;
   plan->collectiveSeq = stampSeq(stamp);
@@ -613,6 +626,7 @@ void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scr
                  ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul, const void* scalar) {
   for (auto& track : plan->tracks) {
     for (auto& run : track.runs) {
+      if (run.ownBuffers) continue;
       run.sendbuff = static_cast<const char*>(sendbuff);
       run.recvbuff = static_cast<char*>(recvbuff);
       run.scratch = static_cast<char*>(scratch);

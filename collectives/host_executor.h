@@ -93,6 +93,8 @@ struct LaneRun {
   // receives (equal for a collective; a send's and a receive's pair sequences for send/recv).
   uint64_t sendStamp = 0;
   uint64_t recvStamp = 0;
+  // A call-check token run (addCallTokenTrack): its buffers are its own, bindBuffers skips it.
+  bool ownBuffers = false;
   int64_t sliceElems = 1;     // elements per slice (at most one slot)
   int64_t iterations = 0;     // iterationsFor(schedule.maxStepCount, sliceElems)
   // Filled by connectPlan(): per step, the connection it receives from and sends to, and
@@ -156,6 +158,10 @@ Status runHostPlan(const ExecPlan& plan, ConnectionProvider* provider);
 ExecPlan planCollective(const RankSchedule& schedule, size_t elemSize, size_t slotBytes);
 // Every run of the plan sends and expects `stamp` (a collective's).
 void stampPlan(ExecPlan* plan, uint64_t stamp);
+// Adds a track that runs `tokenLane` (callTokenLane, schedule.h) on FIFO lane kCallTokenLane over
+// one byte: token[0] is what it sends, token[1] where it receives. The lane and the token must
+// outlive the plan; stampPlan stamps its messages like the others.
+void addCallTokenTrack(ExecPlan* plan, const Lane* tokenLane, char* token);
 // preMul and scalar: a premul-sum's (LaneRun); null for every other op.
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
                  ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul = nullptr, const void* scalar = nullptr);

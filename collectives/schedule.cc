@@ -74,6 +74,14 @@ constexpr bool implsMatchAlgoTraits() {
 static_assert(implsMatchAlgoTraits(),
               "kAlgoImpls must have one row per (collective, algorithm) that kAlgoTraits lists, and no other");
 
+constexpr bool lanesBelowCallTokenLane() {
+  for (const AlgoImpl& a : kAlgoImpls) {
+    if (a.lanesPerChannel * kMaxScheduleChannels > kCallTokenLane) return false;
+  }
+  return true;
+}
+static_assert(lanesBelowCallTokenLane(), "every schedule lane must lie below kCallTokenLane");
+
 const AlgoImpl* findImpl(CollKind kind, Algo algo) {
   for (const AlgoImpl& a : kAlgoImpls) {
     if (a.kind == kind && a.algo == algo) return &a;

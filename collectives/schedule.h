@@ -128,6 +128,18 @@ inline int64_t iterationsFor(int64_t maxStepCount, int64_t sliceElems) {
   return maxStepCount <= 0 ? 0 : (maxStepCount + sliceElems - 1) / sliceElems;
 }
 
+// The call-check token lane (WEFT_CHECK_CALLS): in a rooted collective a rank may finish without
+// hearing from every other (a broadcast's root only sends), so a rank whose peers made another
+// call (named another root) could return success or wait for a FIFO no peer makes. Beside such a
+// schedule every rank runs this lane, the same whatever the root: a dissemination exchange of one
+// element (round d = 1, 2, 4, ... < n: send to position r + d, receive from r - d, mod n). Every
+// message carries the call's stamp, and after ceil(log2 n) rounds every rank has received, through
+// a chain of accepted stamps, from every rank: no rank completes it unless all made the same call.
+// Its steps read Buf::kSend and write Buf::kRecv at offset 0: the executor binds them to a token
+// of its own, never the user's buffers. FIFO lane kCallTokenLane lies above every schedule lane.
+constexpr int kCallTokenLane = kMaxScheduleChannels * 4;
+Lane callTokenLane(int nRanks, int rank);
+
 // Human-readable dump (weft-topo --schedule, test failures).
 std::string formatSchedule(const RankSchedule& s);
 // One step on one line: "recvReduceSend from 2 to 4, src send[10, +5)".

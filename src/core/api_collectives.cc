@@ -49,13 +49,13 @@ Status validateP2p(const Call& call, const P2pArgs& a) {
 
 weftResult_t collective(const Call& call, const CollCall& c, weftStream_t stream) {
   Status s = validateCollective(call, c, stream);
-  if (!s.isOk()) return call.refuse(s);
+  if (!s.isOk()) return call.refuse(s, true);
   return submitAll(call.comm(), {collOp(call.comm(), c, stream)});
 }
 
 weftResult_t pointToPoint(const Call& call, const P2pArgs& a) {
   Status s = validateP2p(call, a);
-  if (!s.isOk()) return call.refuse(s);
+  if (!s.isOk()) return call.refuse(s, false);
   const size_t bytes = a.count * coll::dataTypeSize(a.type);
   return submitAll(call.comm(), {p2pOp(call.comm(), a.stream, a.send, a.buf, bytes, a.peer)});
 }

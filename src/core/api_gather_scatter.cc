@@ -78,7 +78,7 @@ std::vector<PendingOp> rootedOps(weftComm* comm, const Rooted& c, weftStream_t s
 
 weftResult_t rooted(const Call& call, const Rooted& c, weftStream_t stream) {
   Status s = validateRooted(call, c, stream);
-  if (!s.isOk()) return call.refuse(s);
+  if (!s.isOk()) return call.refuse(s, false);
   std::vector<PendingOp> ops = rootedOps(call.comm(), c, stream);
   if (ops.empty()) return weftSuccess;
   return submitAll(call.comm(), ops);

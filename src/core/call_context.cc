@@ -97,12 +97,12 @@ Status Call::checkInitDone() const {
   return Status::ok();
 }
 
-weftResult_t Call::refuse(const Status& s) const {
+weftResult_t Call::refuse(const Status& s, bool collective) const {
   // Inside a group the group's other calls still run and take this call's number: no refusal
   // is published there. A communicator that is not usable has nothing to tell.
   if (!s.isOk() && groupDepth() == 0 && comm_ && comm_->impl && comm_->state.load() == weftSuccess &&
       !comm_->impl->aborted()) {
-    comm_->impl->publishRefusal(s);
+    comm_->impl->publishRefusal(s, collective);
   }
   return finish(s);
 }

@@ -62,8 +62,9 @@ class Call {
   weftResult_t finish(const Status& s) const { return s.isOk() ? weftSuccess : report(comm_, s); }
   // A call that moves data refused its arguments (the communicator stays usable): finish(s),
   // and outside a group the peers learn that this rank takes no part in that call, so that they
-  // fail it at once instead of at WEFT_TIMEOUT_S (liveness.h has the rule).
-  weftResult_t refuse(const Status& s) const;
+  // fail it at once instead of at WEFT_TIMEOUT_S (liveness.h has the rule). `collective`: the
+  // call is a collective (not a send, receive, gather or scatter, which run as send/recv groups).
+  weftResult_t refuse(const Status& s, bool collective) const;
   // The same, and a failure puts the communicator in its error state.
   weftResult_t finishOp(const Status& s) const { return s.isOk() ? weftSuccess : reportOpFailure(comm_, s); }
 

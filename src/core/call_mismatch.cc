@@ -6,6 +6,7 @@
 // with the others through the bootstrap, and every rank builds the same sentence from all the
 // records: the lowest rank whose call differs from the majority's, against the lowest rank with
 // the majority's call.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -97,6 +98,22 @@ std::string mismatchSentence(const std::vector<CallRecord>& all, const std::vect
          std::to_string(b.rank) + " called " + describeCall(b, withAlgo);
 }
 
+// The sentence from the records of the latest call any rank reports, when they alone disagree: a
+// rank whose device work was aborted by its peers' failure, found when its next call starts,
+// reports the earlier call it was in, which the others agreed on.
+std::string latestMismatchSentence(const std::vector<CallRecord>& all, const std::vector<bool>& valid) {
+  uint64_t latest = 0;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (valid[r] && all[r].kind != kSendRecvKind) latest = std::max(latest, all[r].seq);
+  }
+  std::vector<bool> latestOnly(valid);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (valid[r] && all[r].kind != kSendRecvKind && all[r].seq < latest) latestOnly[r] = false;
+  }
+  std::string sentence = latestOnly != valid ? mismatchSentence(all, latestOnly) : "";
+  return sentence.empty() ? mismatchSentence(all, valid) : sentence;
+}
+
 }  // namespace
 
 uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
@@ -110,6 +127,7 @@ uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
   current_.algo = algo;
   current_.seq = ++collSeq_;
   current_.count = call.count;
+  if (liveness_) liveness_->publishCall(&current_, sizeof(current_));
   uint32_t fp = coll::collectiveFingerprint(current_.kind, call.count, current_.type, current_.op, current_.root, algo);
   return coll::makeStamp(coll::collectiveSeq(collSeq_), fp);
 }
@@ -121,6 +139,7 @@ void Communicator::recordP2pCall(size_t nCalls) {
   current_.kind = static_cast<int32_t>(coll::CollKind::kSendRecv);
   current_.seq = seq_;
   current_.count = nCalls;
+  if (liveness_) liveness_->publishCall(&current_, sizeof(current_));
 }
 
 uint64_t Communicator::stampP2p(int peer, bool send, size_t bytes) {
@@ -157,7 +176,14 @@ Status Communicator::explainCallMismatch(Status local) {
   }
   valid[static_cast<size_t>(rank_)] = true;
   all[static_cast<size_t>(rank_)] = current_;
-  std::string sentence = mismatchSentence(all, valid);
+  // A rank that did not answer in time (it looks for its device error later, or is busy) has
+  // published its latest call when it is on this host: its call is known all the same, so this
+  // rank's sentence is the one that rank builds when it comes.
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (valid[r] || !liveness_ || !liveness_->publishedCall(static_cast<int>(r), &all[r], sizeof(CallRecord))) continue;
+    valid[r] = recordValid(all[r], static_cast<int>(r));
+  }
+  std::string sentence = latestMismatchSentence(all, valid);
   if (sentence.empty()) {
     // Only this rank's own call is known: name it, and the peer's stamp when this rank saw it.
     int culprit = culprit_.load();

@@ -23,6 +23,9 @@ namespace {
 // share FIFOs safely because every rank runs its operations in the same order and each FIFO
 // delivers in order.
 constexpr int kP2pLane = 0;
+// Call-check tokens (coll::kCallTokenLane) are one byte: their FIFOs take 2 slots of the smallest
+// size WEFT_BUFFSIZE allows.
+constexpr size_t kCallTokenSlotBytes = 4096;
 // Bootstrap tags used by the communicator itself.
 constexpr int kSplitTagBase = 0x5000;
 constexpr int kSettingsTag = 0x4f00;
@@ -327,7 +330,7 @@ Status Communicator::fail(Status status) {
   const int culprit = culprit_.load();
   const bool mismatch = mismatch_.load();
   const int told = (culprit >= 0 ? culprit : rank_) | (mismatch ? kCulpritCallMismatch : 0);
-  if (liveness_) liveness_->publishFailure(seq_, false, mismatch ? told : culprit, status.message());
+  if (liveness_) liveness_->publishFailure(opNumber_, false, mismatch ? told : culprit, status.message());
   {
     std::lock_guard<std::mutex> lock(connMutex_);
     for (auto& [key, conn] : conns_) conn->signalAbort(told);
@@ -338,9 +341,10 @@ Status Communicator::fail(Status status) {
 
 Status Communicator::runCollective(const CollCall& call) {
   ++seq_;
+  opNumber_ = liveNumber(collSeq_ + 1, true);  // stampCollective below takes that number
   setLogRank(rank_);
   // No rank finishes a collective without every other: all of them are involved.
-  WatchedOp watched(liveness_.get(), seq_, nullptr);
+  WatchedOp watched(liveness_.get(), opNumber_, nullptr);
   size_t elemSize = coll::dataTypeSize(call.type);
   coll::ScheduleParams params = paramsFor(call, elemSize, true);
   CachedOp* cached = cachedOp(params, elemSize);
@@ -391,10 +395,46 @@ Status Communicator::runCollective(const CollCall& call) {
   cached->lastSeq = seq_;
   cached->algoName = coll::algoName(params.algo);
   if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
-  Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);
-  if (s.isOk()) s = coll::runHostPlan(plan, this);
+  // A rooted collective's ranks may finish without hearing from every peer: with call checks,
+  // the token lane makes each rank's completion depend on every rank's stamp. Not a broadcast of
+  // two ranks: each then sends to, or receives from, the other, and two roots find each other's
+  // message in the receiving end connect() adds (waitForConsumers); the tokens would only add a
+  // round trip to the commonest small case.
+  bool withTokens = checkCalls_ && coll::collRooted(call.kind) &&
+                    (nRanks_ > 2 || (nRanks_ == 2 && call.kind != coll::CollKind::kBroadcast));
+  Status s = runCachedPlan(cached, withTokens);
   if (!s.isOk()) return fail(std::move(s));
   return Status::ok();
+}
+
+Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens) {
+  coll::ExecPlan& plan = cached->plan;
+  if (!withTokens || cached->tokensInPlan) {
+    Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);
+    return s.isOk() ? coll::runHostPlan(plan, this) : s;
+  }
+  // The first call of this shape: the tokens go alone, before the data lanes connect. A rank
+  // whose peers named another root would wait in connect for a FIFO none of them makes; the
+  // token lane is the same on every rank whatever the root, so its FIFOs always meet, and the
+  // stamps fail every rank of a disagreeing call before any of them connects its data lanes.
+  coll::ExecPlan& tokens = cached->tokenPlan;
+  if (tokens.tracks.empty()) {
+    cached->tokenLane = coll::callTokenLane(nRanks_, rank_);
+    coll::addCallTokenTrack(&tokens, &cached->tokenLane, callToken_);
+    tokens.what = plan.what;
+    tokens.timeoutS = plan.timeoutS;
+  }
+  coll::stampPlan(&tokens, plan.stamp);
+  tokens.checkStamps = plan.checkStamps;
+  Status s = tokens.connected ? Status::ok() : coll::connectPlan(&tokens, this);
+  if (s.isOk()) s = coll::runHostPlan(tokens, this);
+  if (s.isOk() && !plan.connected) s = coll::connectPlan(&plan, this);
+  if (s.isOk()) s = coll::runHostPlan(plan, this);
+  if (!s.isOk()) return s;
+  // Later calls run the tokens beside the data: the FIFOs exist now, so nothing waits in connect.
+  coll::addCallTokenTrack(&plan, &cached->tokenLane, callToken_);
+  cached->tokensInPlan = true;
+  return coll::connectPlan(&plan, this);
 }
 
 Status Communicator::pairSelfCalls(const std::vector<P2pCall>& calls,
@@ -444,11 +484,12 @@ std::vector<const void*> sendSources(const std::vector<P2pCall>& calls, int self
 
 Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   ++seq_;
+  opNumber_ = liveNumber(collSeq_, false);
   setLogRank(rank_);
   // Only the group's peers are involved: a silent rank elsewhere does not fail it.
   std::vector<int> involved;
   for (const auto& c : calls) involved.push_back(c.peer);
-  WatchedOp watched(liveness_.get(), seq_, &involved);
+  WatchedOp watched(liveness_.get(), opNumber_, &involved);
   // Sends and receives with this rank itself are matched in order and copied.
   std::vector<std::pair<const P2pCall*, const P2pCall*>> selfPairs;
   Status paired = pairSelfCalls(calls, &selfPairs);
@@ -576,7 +617,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
   std::vector<coll::ConnectionKey> keys = planKeys;
   if (checkCalls_) {
     for (const auto& key : planKeys) {
-      if (key.send && key.lane < coll::kDeviceFifoLaneBase) keys.push_back({key.peer, false, key.lane});
+      if (key.send && key.lane < coll::kCallTokenLane) keys.push_back({key.peer, false, key.lane});
     }
   }
   // Receiving ends first: making them never waits, so every rank's sending ends find them.
@@ -600,8 +641,8 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       req.self = peers()[rank_];
       req.peer = peer;
       req.lane = key.lane;
-      req.nSlots = static_cast<size_t>(settings_.nSlots);
-      req.slotBytes = static_cast<size_t>(settings_.slotBytes);
+      req.nSlots = key.lane == coll::kCallTokenLane ? 2 : static_cast<size_t>(settings_.nSlots);
+      req.slotBytes = key.lane == coll::kCallTokenLane ? kCallTokenSlotBytes : static_cast<size_t>(settings_.slotBytes);
       req.numaNode = topology_ ? topology_->global.numaOf(rank_) : -1;
       req.deadline = deadline;
       req.exchange = bootstrap_.get();
@@ -708,8 +749,10 @@ Status Communicator::healthCheck() {
   return verdict;
 }
 
-void Communicator::publishRefusal(const Status& refusal) {
-  if (liveness_) liveness_->publishFailure(seq_ + 1, true, -1, refusal.message());
+void Communicator::publishRefusal(const Status& refusal, bool collective) {
+  // The number the refused call would have taken.
+  const uint64_t number = liveNumber(collective ? collSeq_ + 1 : collSeq_, collective);
+  if (liveness_) liveness_->publishFailure(number, true, -1, refusal.message());
 }
 
 void Communicator::noteCulprit(int rank) {

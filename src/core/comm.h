@@ -72,6 +72,7 @@ struct CallRecord {
   uint64_t count = 0;  // elements (a send/recv group: its operations)
 };
 constexpr uint32_t kCallRecordMagic = 0x4c4c4143u;  // "CALL"
+static_assert(sizeof(CallRecord) <= kCallRecordBytes, "a CallRecord fits the liveness record's call bytes");
 
 // What the ranks agree on at init (rank 0's values win; a rank with different values warns).
 // agreeSettings fills every field from the parameters and the config; the initial values are the
@@ -164,7 +165,8 @@ class Communicator final : public coll::ConnectionProvider {
   bool aborted() const { return aborted_.load(); }
   // The C API refused this rank's next call (bad arguments; the communicator stays usable):
   // tells the peers, whose matching call then fails at once naming this rank (liveness.h).
-  void publishRefusal(const Status& refusal);
+  // `collective`: the refused call was a collective (else a send, receive, gather or scatter).
+  void publishRefusal(const Status& refusal, bool collective);
 
   // coll::ConnectionProvider
   Status connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) override;
@@ -201,9 +203,21 @@ class Communicator final : public coll::ConnectionProvider {
     CollCall lastCall;
     uint64_t lastSeq = 0;
     const char* algoName = "";
+    // A rooted collective with call checks (WEFT_CHECK_CALLS): the call-check token lane
+    // (schedule.h, callTokenLane), alone in tokenPlan for the first call, then in plan too.
+    coll::Lane tokenLane;
+    coll::ExecPlan tokenPlan;
+    bool tokensInPlan = false;
   };
   using OpKey = std::tuple<int, int, int, int, int64_t, int64_t>;
   CachedOp* cachedOp(const coll::ScheduleParams& params, size_t elemSize);
+  // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
+  // `withTokens`.
+  Status runCachedPlan(CachedOp* cached, bool withTokens);
+  // A rooted collective on device buffers with call checks: the call-check token lane
+  // (schedule.h, callTokenLane) runs on the host, carrying `stamp`, before the call is enqueued,
+  // so that no rank enqueues (and connects the lanes of) a call whose peers named another root.
+  Status runDeviceCallTokens(uint64_t stamp, const std::string& what);
   // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
   // evict nothing (their pointers stay valid together).
   void makeRoomForOps(size_t n);
@@ -253,12 +267,22 @@ class Communicator final : public coll::ConnectionProvider {
   CachedOp* lastOp_ = nullptr;
   OpKey lastOpKey_;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
+  char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
+  // runDeviceCallTokens' lane and plan (made by its first call).
+  coll::Lane deviceTokenLane_;
+  coll::ExecPlan deviceTokenPlan_;
+  std::string deviceTokenWhat_;
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   // Collectives only: the number in their stamps and CallRecords. Send/recv groups are left out
   // because ranks may group the same sends and receives differently (so their seq_ differ)
   // while their collectives still agree.
   uint64_t collSeq_ = 0;
+  // The number liveness knows this rank's operations by (liveness.h): 2c for collective #c
+  // (collSeq_), 2c + 1 for every send/recv group after it. Not seq_: ranks may group the same
+  // sends and receives differently, and a peer compares these numbers with its own.
+  static uint64_t liveNumber(uint64_t collSeq, bool collective) { return collective ? 2 * collSeq : 2 * collSeq + 1; }
+  uint64_t opNumber_ = 0;  // liveNumber of the latest operation this rank started
   uint32_t splits_ = 0;
   uint32_t shrinks_ = 0;
   std::atomic<bool> aborted_{false};

@@ -102,11 +102,35 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     d.what = describe(call, coll::algoName(params.algo), seq_);
     d.sendStamp = stampCollective(call, static_cast<int>(params.algo));
     d.recvStamp = checkCalls_ ? d.sendStamp : 0;
+    if (checkCalls_ && coll::collRooted(call.kind) && nRanks_ > 1) {
+      Status agreed = runDeviceCallTokens(d.sendStamp, d.what);
+      if (!agreed.isOk()) return fail(std::move(agreed));
+    }
     dcalls.push_back(std::move(d));
   }
+  opNumber_ = liveNumber(collSeq_, true);
   Status s = devicePath_->enqueue(dcalls, {}, type, dop, static_cast<size_t>(settings_.slotBytes), stream, this);
   if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
   return Status::ok();
+}
+
+Status Communicator::runDeviceCallTokens(uint64_t stamp, const std::string& what) {
+  // In a rooted schedule a rank may finish without hearing from every other, and a rank whose
+  // peers named another root would wait in connect for a FIFO none of them makes. The token lane
+  // is the same on every rank whatever the root: its FIFOs always meet, and its stamps fail every
+  // rank of a disagreeing call before any of them enqueues it. On the host, at enqueue: the lanes
+  // of a launch cannot wait for a host exchange, and a call that passed it is one every rank made.
+  if (deviceTokenPlan_.tracks.empty()) {
+    deviceTokenLane_ = coll::callTokenLane(nRanks_, rank_);
+    coll::addCallTokenTrack(&deviceTokenPlan_, &deviceTokenLane_, callToken_);
+    deviceTokenPlan_.what = [this] { return deviceTokenWhat_; };
+    deviceTokenPlan_.timeoutS = settings_.timeoutS;
+  }
+  deviceTokenWhat_ = what;
+  coll::stampPlan(&deviceTokenPlan_, stamp);
+  deviceTokenPlan_.checkStamps = true;
+  Status s = deviceTokenPlan_.connected ? Status::ok() : coll::connectPlan(&deviceTokenPlan_, this);
+  return s.isOk() ? coll::runHostPlan(deviceTokenPlan_, this) : s;
 }
 
 Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* stream) {
@@ -120,6 +144,7 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   std::vector<int> lanes;
   std::map<std::pair<int, bool>, int> ordinal;
   ++seq_;
+  opNumber_ = liveNumber(collSeq_, false);
   recordP2pCall(calls.size());
   auto add = [&](coll::Step step, const void* send, void* recv, size_t bytes, int lane) {
     coll::RankSchedule s;

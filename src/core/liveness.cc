@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "base/log.h"
 #include "base/params.h"
@@ -53,6 +54,72 @@ const LivenessRecord* mapPeerRecord(const RecordAddress& a, int rank, int peer, 
   return record;
 }
 
+constexpr int kAddressesTag = 0x4f20;
+
+// The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
+int nearestRemoteOf(const std::vector<PeerInfo>& peers, int from, int step) {
+  const int n = static_cast<int>(peers.size());
+  for (int i = 1; i < n; ++i) {
+    int k = ((from + step * i) % n + n) % n;
+    if (peers[static_cast<size_t>(k)].hostHash != peers[static_cast<size_t>(from)].hostHash) return k;
+  }
+  return -1;
+}
+
+// The ranks whose record addresses rank r needs: its host's ranks in other processes (their
+// records), its nearest ranks on other hosts (it watches their beats) and the ranks there whose
+// nearest it is (they take its beats).
+std::vector<int32_t> addressesNeeded(const std::vector<PeerInfo>& peers, int r) {
+  const PeerInfo& self = peers[static_cast<size_t>(r)];
+  std::vector<int32_t> out;
+  for (int s = 0; s < static_cast<int>(peers.size()); ++s) {
+    const PeerInfo& p = peers[static_cast<size_t>(s)];
+    if (s == r) continue;
+    bool need = p.hostHash == self.hostHash
+                    ? p.processHash != self.processHash
+                    : s == nearestRemoteOf(peers, r, 1) || s == nearestRemoteOf(peers, r, -1) ||
+                          nearestRemoteOf(peers, s, 1) == r || nearestRemoteOf(peers, s, -1) == r;
+    if (need) out.push_back(s);
+  }
+  return out;
+}
+
+// Rank 0 collects every rank's record address and sends each rank only those it needs
+// (addressesNeeded): an all-gather would give every rank all n, n squared in a process of n ranks.
+Status exchangeAddresses(int rank, const std::vector<PeerInfo>& peers, const RecordAddress& mine,
+                         Bootstrap* bootstrap, const Deadline& deadline, std::map<int, RecordAddress>* out) {
+  const int n = static_cast<int>(peers.size());
+  if (rank != 0) {
+    WEFT_TRY(bootstrap->send(0, kAddressesTag, &mine, sizeof(mine), deadline));
+    uint32_t count = 0;
+    WEFT_TRY(bootstrap->recv(0, kAddressesTag, &count, sizeof(count), deadline));
+    if (count > static_cast<uint32_t>(n)) {
+      return WEFT_ERROR(weftRemoteError, "rank %d: rank 0 sent %u liveness addresses for %d ranks", rank, count, n);
+    }
+    std::vector<std::pair<int32_t, RecordAddress>> got(count);
+    if (count) WEFT_TRY(bootstrap->recv(0, kAddressesTag, got.data(), count * sizeof(got[0]), deadline));
+    for (const auto& [r, a] : got) {
+      if (r >= 0 && r < n) (*out)[r] = a;
+    }
+    return Status::ok();
+  }
+  std::vector<RecordAddress> all(static_cast<size_t>(n));
+  all[0] = mine;
+  for (int r = 1; r < n; ++r) WEFT_TRY(bootstrap->recv(r, kAddressesTag, &all[r], sizeof(RecordAddress), deadline));
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::pair<int32_t, RecordAddress>> part;
+    for (int32_t s : addressesNeeded(peers, r)) part.emplace_back(s, all[static_cast<size_t>(s)]);
+    if (r == 0) {
+      for (const auto& [k, a] : part) (*out)[k] = a;
+      continue;
+    }
+    const uint32_t count = static_cast<uint32_t>(part.size());
+    WEFT_TRY(bootstrap->send(r, kAddressesTag, &count, sizeof(count), deadline));
+    if (count) WEFT_TRY(bootstrap->send(r, kAddressesTag, part.data(), count * sizeof(part[0]), deadline));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 LivenessWatch::LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint64_t commHash,
@@ -62,7 +129,6 @@ LivenessWatch::LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint6
       commHash_(commHash),
       timeoutNs_(static_cast<uint64_t>(params::HeartbeatTimeoutS()) * 1'000'000'000ull),
       interrupt_(interrupt),
-      watched_(peers.size()),
       involved_(new std::atomic<uint8_t>[peers.size()]) {
   for (size_t i = 0; i < peers.size(); ++i) involved_[i].store(0, std::memory_order_relaxed);
 }
@@ -71,58 +137,76 @@ Status LivenessWatch::create(int rank, const std::vector<PeerInfo>& peers, const
                              Bootstrap* bootstrap, const Deadline& deadline, std::atomic<bool>* interrupt,
                              std::unique_ptr<LivenessWatch>* out) {
   RecordAddress mine = advertiseRecord(bootstrap->address(rank));
-  std::vector<RecordAddress> all(peers.size());
-  WEFT_TRY(bootstrap->allGather(&mine, all.data(), sizeof(RecordAddress), deadline));
+  std::map<int, RecordAddress> all;
+  WEFT_TRY(exchangeAddresses(rank, peers, mine, bootstrap, deadline, &all));
   std::unique_ptr<LivenessWatch> w(
       new LivenessWatch(rank, peers, hashBytes(commTag.data(), commTag.size()), interrupt));
   w->watchLocal(all, ownRecord());
   w->watchRemote(all);
   w->slot_ = registerWatch(w.get(), w->remoteNonces());
+  w->publishFailure(0, false, -1, "");  // marks the slot as this communicator's, for publishedCall
   *out = std::move(w);
   return Status::ok();
 }
 
-void LivenessWatch::watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own) {
+void LivenessWatch::watchLocal(const std::map<int, RecordAddress>& all, const LivenessRecord* own) {
   const PeerInfo& self = peers_[static_cast<size_t>(rank_)];
-  uint64_t now = nowNs();
-  for (size_t r = 0; r < peers_.size(); ++r) {
-    Peer& peer = watched_[r];
-    peer.lastChangeNs = now;
-    if (static_cast<int>(r) == rank_ || peers_[r].hostHash != self.hostHash) continue;
-    if (peers_[r].processHash == self.processHash) {
-      peer.record = own;  // its published failures are in this process's own record
-      peer.sameProcess = true;
-      continue;
-    }
-    if (all[r].fd < 0) continue;
+  own_ = own;  // ranks of this process publish there; their beats are this process's own
+  for (const auto& [r, address] : all) {
+    const PeerInfo& info = peers_[static_cast<size_t>(r)];
+    if (r == rank_ || info.hostHash != self.hostHash) continue;
+    if (info.processHash == self.processHash || address.fd < 0) continue;
     void* mapping = nullptr;
-    peer.record = mapPeerRecord(all[r], rank_, static_cast<int>(r), &mapping);
+    Peer peer;
+    peer.rank = r;
+    peer.record = mapPeerRecord(address, rank_, r, &mapping);
     if (mapping) mappings_.push_back(mapping);
-    if (peer.record) peer.lastBeats = peer.record->beats.load(std::memory_order_acquire);
+    if (peer.record == nullptr) continue;
+    peer.lastBeats = peer.record->beats.load(std::memory_order_acquire);
+    peer.lastChangeNs = nowNs();
+    watched_.push_back(peer);
   }
 }
 
-int LivenessWatch::nearestRemote(int from, int step) const {
-  const int n = static_cast<int>(peers_.size());
-  for (int i = 1; i < n; ++i) {
-    int k = ((from + step * i) % n + n) % n;
-    if (peers_[static_cast<size_t>(k)].hostHash != peers_[static_cast<size_t>(from)].hostHash) return k;
-  }
-  return -1;
+const LivenessWatch::Peer* LivenessWatch::watchedPeer(int rank) const {
+  auto it = std::lower_bound(watched_.begin(), watched_.end(), rank,
+                             [](const Peer& p, int r) { return p.rank < r; });
+  return it != watched_.end() && it->rank == rank ? &*it : nullptr;
 }
 
-void LivenessWatch::watchRemote(const std::vector<RecordAddress>& all) {
+const LivenessRecord* LivenessWatch::recordOf(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(peers_.size())) return nullptr;
+  const PeerInfo& self = peers_[static_cast<size_t>(rank_)];
+  const PeerInfo& info = peers_[static_cast<size_t>(peer)];
+  if (info.hostHash == self.hostHash && info.processHash == self.processHash) return own_;
+  const Peer* w = watchedPeer(peer);
+  return w ? w->record : nullptr;
+}
+
+int LivenessWatch::nearestRemote(int from, int step) const { return nearestRemoteOf(peers_, from, step); }
+
+void LivenessWatch::watchRemote(const std::map<int, RecordAddress>& all) {
   // Watched: the nearest ranks on other hosts before and after this one.
   for (int k : {nearestRemote(rank_, 1), nearestRemote(rank_, -1)}) {
-    if (k < 0 || all[static_cast<size_t>(k)].nonce == 0 || !wire::fromWire(all[k].udp).valid()) continue;
-    watched_[static_cast<size_t>(k)].remote = true;
-    watched_[static_cast<size_t>(k)].nonce = all[static_cast<size_t>(k)].nonce;
+    auto found = k < 0 ? all.end() : all.find(k);
+    if (found == all.end() || found->second.nonce == 0 || !wire::fromWire(found->second.udp).valid()) continue;
+    if (watchedPeer(k) != nullptr) continue;  // nearest both ways
+    Peer peer;
+    peer.rank = k;
+    peer.remote = true;
+    peer.nonce = found->second.nonce;
+    peer.lastChangeNs = nowNs();
+    watched_.insert(std::lower_bound(watched_.begin(), watched_.end(), k,
+                                     [](const Peer& p, int r) { return p.rank < r; }),
+                    peer);
   }
   // Subscribers: the ranks that watch this one, told this process's beats.
   for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
     if (peers_[static_cast<size_t>(r)].hostHash == peers_[static_cast<size_t>(rank_)].hostHash) continue;
     if (nearestRemote(r, 1) != rank_ && nearestRemote(r, -1) != rank_) continue;
-    SocketAddress to = wire::fromWire(all[static_cast<size_t>(r)].udp);
+    auto found = all.find(r);
+    if (found == all.end()) continue;
+    SocketAddress to = wire::fromWire(found->second.udp);
     if (to.valid() && std::find(subscribers_.begin(), subscribers_.end(), to) == subscribers_.end()) {
       subscribers_.push_back(to);
     }
@@ -208,7 +292,7 @@ void LivenessWatch::publishFailure(uint64_t seq, bool refusal, int culprit, cons
 
 Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const {
   const PeerInfo& info = peers_[static_cast<size_t>(peer)];
-  for (const FailureSlot& slot : watched_[static_cast<size_t>(peer)].record->slots) {
+  for (const FailureSlot& slot : recordOf(peer)->slots) {
     FailureSlot s;
     if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer) continue;
     // A peer that blames this rank gave up waiting for it: the executor looks further along.
@@ -242,9 +326,37 @@ Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const
   return Status::ok();
 }
 
+void LivenessWatch::publishCall(const void* call, size_t bytes) {
+  LivenessRecord* own = ownRecord();
+  if (slot_ < 0 || own == nullptr || bytes > kCallRecordBytes) return;
+  FailureSlot& s = own->slots[slot_];
+  s.callVersion.fetch_add(1, std::memory_order_acq_rel);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(s.call, call, bytes);
+  s.callVersion.fetch_add(1, std::memory_order_release);
+}
+
+bool LivenessWatch::publishedCall(int peer, void* call, size_t bytes) const {
+  if (bytes > kCallRecordBytes) return false;
+  const LivenessRecord* record = recordOf(peer);
+  if (record == nullptr) return false;
+  for (const FailureSlot& slot : record->slots) {
+    FailureSlot s;
+    if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer) continue;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      const uint64_t v1 = slot.callVersion.load(std::memory_order_acquire);
+      if (v1 & 1) continue;
+      std::memcpy(call, slot.call, bytes);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (slot.callVersion.load(std::memory_order_relaxed) == v1) return v1 != 0;
+    }
+    return false;
+  }
+  return false;
+}
+
 bool LivenessWatch::publishedFailure(int peer, std::string* text) const {
-  if (peer < 0 || peer >= static_cast<int>(watched_.size())) return false;
-  const LivenessRecord* record = watched_[static_cast<size_t>(peer)].record;
+  const LivenessRecord* record = recordOf(peer);
   if (record == nullptr) return false;
   for (const FailureSlot& slot : record->slots) {
     FailureSlot s;
@@ -256,12 +368,13 @@ bool LivenessWatch::publishedFailure(int peer, std::string* text) const {
 }
 
 Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const {
-  const Peer& w = watched_[static_cast<size_t>(peer)];
   const PeerInfo& info = peers_[static_cast<size_t>(peer)];
-  if (w.record) WEFT_TRY(judgePublished(peer, seq, culprit));
-  if (w.sameProcess || nowNs - w.lastChangeNs <= timeoutNs_) return Status::ok();
-  double silentS = static_cast<double>(nowNs - w.lastChangeNs) / 1e9;
-  if (w.remote) {
+  if (recordOf(peer)) WEFT_TRY(judgePublished(peer, seq, culprit));
+  // Ranks of this process have no entry: they beat with this process.
+  const Peer* w = watchedPeer(peer);
+  if (w == nullptr || nowNs - w->lastChangeNs <= timeoutNs_) return Status::ok();
+  double silentS = static_cast<double>(nowNs - w->lastChangeNs) / 1e9;
+  if (w->remote) {
     return WEFT_ERROR(weftRemoteError,
                       "rank %d: call #%llu waits for rank %d (host %s, pid %d), whose heartbeats (UDP, from its host) "
                       "have not arrived for %.1f s (WEFT_HEARTBEAT_TIMEOUT_S=%llu): that host or the network to it is "
@@ -286,14 +399,13 @@ Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit
 
 void LivenessWatch::tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats) {
   for (Peer& peer : watched_) {
-    if (!peer.remote && (!peer.record || peer.sameProcess)) continue;
     uint64_t beats = peer.remote ? remoteBeats(peer.nonce) : peer.record->beats.load(std::memory_order_acquire);
     if (beats != peer.lastBeats) peer.lastBeats = beats, peer.lastChangeNs = nowNs;
   }
   uint64_t seq = opSeq_.load(std::memory_order_acquire);
   if (seq == 0 || failed_.load(std::memory_order_relaxed)) return;
-  for (int r = 0; r < static_cast<int>(watched_.size()); ++r) {
-    if (r == rank_ || !(watched_[r].record || watched_[r].remote) || !involves(r)) continue;
+  for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
+    if (r == rank_ || !involves(r) || (recordOf(r) == nullptr && watchedPeer(r) == nullptr)) continue;
     int culprit = r;
     Status s = judge(r, seq, nowNs, &culprit);
     if (s.isOk()) continue;

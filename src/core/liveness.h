@@ -20,6 +20,11 @@
 // ends the operation: the verdict is kept (healthCheck returns it) and the flag the
 // communicator's connect waits poll is raised.
 //
+// Operations are numbered as every rank numbers them alike (Communicator::liveNumber): 2c for
+// collective #c, 2c + 1 for the send/recv groups between collectives #c and #c + 1. Not a count
+// of all operations: ranks may group the same sends and receives differently, and a rank whose
+// count ran ahead would then read a peer's failure of a later call as one of the call it is in.
+//
 // Which calls fail: a published failure of call #s (the communicator is then in its error state)
 // fails the peers' operations #s and later that involve that rank. A refusal (bad arguments
 // outside a group; the refusing rank's communicator stays usable) names the number its next call
@@ -42,8 +47,10 @@
 #define WEFT_CORE_LIVENESS_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,6 +64,9 @@
 namespace weft {
 namespace core {
 
+// The bytes a communicator's latest call takes in the liveness record (publishCall).
+constexpr size_t kCallRecordBytes = 48;
+
 class Bootstrap;
 class BeatSocket;
 struct BeatMessage;
@@ -66,7 +76,8 @@ struct RecordAddress;
 // One communicator's view of its peers' liveness.
 class LivenessWatch {
  public:
-  // Collective over the communicator (one bootstrap all-gather): tells the peers where this
+  // Collective over the communicator (rank 0 collects every rank's record address and sends each
+  // rank those it needs, liveness.cc: exchangeAddresses): tells the peers where this
   // process's record is and maps the records of the peers on this host. `interrupt` is raised
   // when a verdict is reached (it must outlive the watch). A peer whose record cannot be mapped
   // (another pid namespace) is not watched; that is logged, not an error.
@@ -92,6 +103,11 @@ class LivenessWatch {
   // host only); false when nothing.
   bool publishedFailure(int peer, std::string* text) const;
 
+  // Publishes this rank's latest call (`bytes` of a CallRecord, at most kCallRecordBytes) to the
+  // peers on this host; publishedCall reads a peer's (false: none, or it kept changing).
+  void publishCall(const void* call, size_t bytes);
+  bool publishedCall(int peer, void* call, size_t bytes) const;
+
   // Called by the heartbeat thread every beat: remoteBeats(nonce) is the latest heartbeat heard
   // from the process of that nonce on another host (0: none yet).
   void tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats);
@@ -99,20 +115,25 @@ class LivenessWatch {
   void sendBeats(BeatSocket& socket, const BeatMessage& beat) const;
 
  private:
+  // A peer of another process whose beats this rank watches.
   struct Peer {
-    const LivenessRecord* record = nullptr;  // null: not watched
-    bool sameProcess = false;                // beats are not compared (one process, one heartbeat)
+    int rank = -1;
+    const LivenessRecord* record = nullptr;  // on this host: its process's record
     bool remote = false;                     // on another host: beats arrive over UDP
     uint64_t nonce = 0;                      // its process's record nonce (remote)
     uint64_t lastBeats = 0;
     uint64_t lastChangeNs = 0;
   };
+  const Peer* watchedPeer(int rank) const;
+  // Where rank `peer` publishes its failures and calls: its process's record, this process's own
+  // for a rank in this process; null when not readable (another host, or not mapped).
+  const LivenessRecord* recordOf(int peer) const;
   LivenessWatch(int rank, const std::vector<PeerInfo>& peers, uint64_t commHash, std::atomic<bool>* interrupt);
   bool involves(int peer) const;
   // Maps the records of the peers on this host (own: this process's record).
-  void watchLocal(const std::vector<RecordAddress>& all, const LivenessRecord* own);
+  void watchLocal(const std::map<int, RecordAddress>& all, const LivenessRecord* own);
   // Picks the peers on other hosts to watch and the ranks there to send beats to.
-  void watchRemote(const std::vector<RecordAddress>& all);
+  void watchRemote(const std::map<int, RecordAddress>& all);
   // The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
   int nearestRemote(int from, int step) const;
   std::vector<uint64_t> remoteNonces() const;
@@ -127,7 +148,10 @@ class LivenessWatch {
   uint64_t timeoutNs_;
   int slot_ = -1;  // this communicator's failure slot in this process's record (-1: none free)
   std::atomic<bool>* interrupt_;
-  std::vector<Peer> watched_;  // by rank; touched only by the heartbeat thread after create()
+  // Sorted by rank, only the peers watched (not one per rank: a process of n ranks would hold n
+  // squared); the beat fields are touched only by the heartbeat thread after create().
+  std::vector<Peer> watched_;
+  const LivenessRecord* own_ = nullptr;  // this process's record (ranks in this process)
   std::vector<void*> mappings_;
   std::vector<SocketAddress> subscribers_;  // where this rank's beats go (other hosts)
   // The operation in flight (0: none) and the peers it involves.

@@ -11,6 +11,7 @@
 
 #include "base/socket.h"
 #include "core/bootstrap_wire.h"
+#include "core/liveness.h"
 
 namespace weft {
 namespace core {
@@ -34,6 +35,11 @@ struct FailureSlot {
   uint32_t kind;  // FailureKind
   uint32_t reserved;
   char text[kFailureTextBytes];
+  // The communicator's latest call as its owner recorded it (a CallRecord, comm.h, as bytes),
+  // under a sequence lock of its own: written with every call, read by peers whose calls
+  // disagreed with it and that this rank did not answer in time (a late asynchronous check).
+  std::atomic<uint64_t> callVersion;
+  unsigned char call[kCallRecordBytes];
 };
 
 // This process's record, shared read-only with the peers on its host.

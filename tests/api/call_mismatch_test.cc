@@ -77,13 +77,14 @@ class CallMismatch : public ::testing::TestWithParam<std::tuple<Mode, bool>> {
   Mode mode() const { return std::get<0>(GetParam()); }
   bool overSockets() const { return std::get<1>(GetParam()); }
 
-  // Runs body on kRanks ranks and checks: no rank succeeded, each failed with
+  // Runs body on nRanks ranks and checks: no rank succeeded, each failed with
   // weftInvalidUsage within a second, and all carry `sentence` (the whole message ends with the
   // remedy).
-  void expectEveryRankFails(const std::function<weftResult_t(Rank&)>& body, const std::string& sentence) {
-    SharedOutcomes outcomes(kRanks);
-    runRanks(mode(), kRanks, [&](Rank& r) { record(r, &outcomes[r.rank], [&] { return body(r); }); }, 120);
-    for (int r = 0; r < kRanks; ++r) {
+  void expectEveryRankFails(const std::function<weftResult_t(Rank&)>& body, const std::string& sentence,
+                            int nRanks = kRanks) {
+    SharedOutcomes outcomes(nRanks);
+    runRanks(mode(), nRanks, [&](Rank& r) { record(r, &outcomes[r.rank], [&] { return body(r); }); }, 120);
+    for (int r = 0; r < nRanks; ++r) {
       const Outcome& o = outcomes[r];
       ASSERT_EQ(o.called, 1) << "rank " << r << " never returned";
       EXPECT_NE(o.result, weftSuccess) << "rank " << r << " returned success for a call its peer disagreed on";
@@ -171,6 +172,35 @@ TEST_P(CallMismatch, Root) {
       "root 0)");
 }
 
+// KNOWN GAP (issue 13, open): a send of another size than its receive. The receiver fails at
+// once naming its send/recv group, but the sender returns success: a send completes once its
+// message is in the FIFO, before the receiver has looked at it (the same on device buffers).
+// Closing it needs sends that wait for their receiver, which can deadlock two ranks that each
+// send and then receive outside a group (allowed today). Disabled until that is decided; run it
+// with --gtest_also_run_disabled_tests to see the gap (2026-11-24: rank 0 returned success).
+TEST_P(CallMismatch, DISABLED_SendOfAnotherSizeFailsBothRanks) {
+  SharedOutcomes outcomes(kRanks);
+  runRanks(
+      mode(), kRanks,
+      [&](Rank& r) {
+        record(r, &outcomes[r.rank], [&] {
+          auto buf = bytes(2000 * 4);
+          if (r.rank == 0) return weftSend(buf.data(), 1000, weftFloat32, 1, r.comm, nullptr);
+          return weftRecv(buf.data(), 2000, weftFloat32, 0, r.comm, nullptr);
+        });
+      },
+      120);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(outcomes[r].called, 1) << "rank " << r << " never returned";
+    EXPECT_NE(outcomes[r].result, weftSuccess) << "rank " << r << " returned success for a mismatched send/recv";
+    EXPECT_LT(outcomes[r].seconds, 1.0) << "rank " << r << ": " << outcomes[r].message;
+  }
+  EXPECT_NE(outcomes[1].message[0], 0);
+  EXPECT_NE(std::string(outcomes[1].message).find("rank 1 called a send/recv group #1 (1 operations)"),
+            std::string::npos)
+      << outcomes[1].message;
+}
+
 TEST_P(CallMismatch, SkippedCall) {
   // Rank 1 skips the first of two calls: its first call meets rank 0's first.
   expectEveryRankFails(
@@ -210,30 +240,79 @@ TEST(CallMismatchMajority, TheOddRankIsNamedOnEveryRank) {
   }
 }
 
-// KNOWN GAP (issue 13, open): with four ranks, two of which name themselves the root of a
-// broadcast, ranks whose neighbours agree with them return success and the second "root" waits
-// in connect until the time-out (it receives nothing, so no stamp check reaches it). Disabled
-// until rooted schedules close with a message every rank receives; run it with
-// --gtest_also_run_disabled_tests to see the gap (2026-11-24: ranks 0 and 2 succeeded).
-TEST(CallMismatchRoots, DISABLED_TwoRootsAmongFourRanksFailEveryRank) {
-  SharedOutcomes outcomes(4);
-  setenv("WEFT_TIMEOUT_S", "20", 1);
-  runRanks(
-      Mode::kThreads, 4,
-      [&](Rank& r) {
-        record(r, &outcomes[r.rank], [&] {
-          const size_t count = 1000;
-          auto in = bytes(count * 4), out = bytes(count * 4);
-          return weftBroadcast(in.data(), out.data(), count, weftFloat32, r.rank == 3 ? 3 : 0, r.comm, nullptr);
-        });
+// Four ranks, one of which names itself the root: in a rooted schedule a rank may finish without
+// hearing from every other, so ranks whose neighbours agreed with them used to return success and
+// the odd "root" waited in connect until the time-out. The call-check token lane (schedule.h,
+// callTokenLane) fails every rank. Before it (2026-11-24): ranks 0 and 2 succeeded, rank 3 waited.
+TEST_P(CallMismatch, RootAmongFourBroadcast) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 1000;
+        auto in = bytes(count * 4), out = bytes(count * 4);
+        return weftBroadcast(in.data(), out.data(), count, weftFloat32, r.rank == 3 ? 3 : 0, r.comm, nullptr);
       },
-      120);
-  unsetenv("WEFT_TIMEOUT_S");
-  for (int r = 0; r < 4; ++r) {
-    ASSERT_EQ(outcomes[r].called, 1) << "rank " << r << " never returned";
-    EXPECT_EQ(outcomes[r].result, weftInvalidUsage) << "rank " << r << ": " << outcomes[r].message;
-    EXPECT_LT(outcomes[r].seconds, 1.0) << "rank " << r << " took " << outcomes[r].seconds << " s to fail";
-  }
+      "rank 3 called broadcast #1 (count 1000, float, root 3) while rank 0 called broadcast #1 (count 1000, float, "
+      "root 0)",
+      4);
+}
+
+TEST_P(CallMismatch, RootAmongFourReduce) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 1000;
+        auto in = bytes(count * 4), out = bytes(count * 4);
+        return weftReduce(in.data(), out.data(), count, weftFloat32, weftSum, r.rank == 3 ? 3 : 0, r.comm, nullptr);
+      },
+      "rank 3 called reduce #1 (count 1000, float, sum, root 3) while rank 0 called reduce #1 (count 1000, float, "
+      "sum, root 0)",
+      4);
+}
+
+// KNOWN GAP (issue 13, open): gather and scatter run as send/recv groups, whose messages carry
+// per-pair stamps and no call's, and they have no token lane: with roots 0/0/0/3, ranks 1 and 2
+// return success and ranks 0 and 3 wait until WEFT_TIMEOUT_S (2026-11-24, WEFT_TIMEOUT_S=5:
+// both timed out after 5 s naming the peers they waited for). Run it with
+// --gtest_also_run_disabled_tests to see the gap.
+TEST_P(CallMismatch, DISABLED_RootAmongFourGather) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 300;
+        auto in = bytes(count * 4), out = bytes(count * 4 * 4);
+        return weftGather(in.data(), out.data(), count, weftFloat32, r.rank == 3 ? 3 : 0, r.comm, nullptr);
+      },
+      "rank 3 called gather #1 (count 300, float, root 3) while rank 0 called gather #1 (count 300, float, root 0)",
+      4);
+}
+
+// Both ranks name themselves the root of a reduce: each only receives, so nothing the data lanes
+// carry shows the disagreement.
+TEST_P(CallMismatch, RootReduceBothReceive) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 300;
+        auto in = bytes(count * 4), out = bytes(count * 4);
+        return weftReduce(in.data(), out.data(), count, weftFloat32, weftSum, r.rank, r.comm, nullptr);
+      },
+      "rank 1 called reduce #1 (count 300, float, sum, root 1) while rank 0 called reduce #1 (count 300, float, "
+      "sum, root 0)");
+}
+
+// The odd root after agreeing calls of the same shape (the plans are connected and the token lane
+// runs beside the data): still every rank fails.
+TEST_P(CallMismatch, RootAmongFourAfterAgreeingCalls) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 64;
+        auto in = bytes(count * 4), out = bytes(count * 4);
+        for (int root = 0; root < 4; ++root) {
+          weftResult_t agreed = weftBroadcast(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
+          if (agreed != weftSuccess) return agreed;
+        }
+        return weftBroadcast(in.data(), out.data(), count, weftFloat32, r.rank == 2 ? 1 : 3, r.comm, nullptr);
+      },
+      "rank 2 called broadcast #5 (count 64, float, root 1) while rank 0 called broadcast #5 (count 64, float, "
+      "root 3)",
+      4);
 }
 
 // Ranks that agree are not disturbed: many calls of different shapes in a row all succeed.

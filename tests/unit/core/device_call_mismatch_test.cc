@@ -6,10 +6,9 @@
 // every device route (GPU peer memory, and the bridges over shared memory and over sockets),
 // with ranks as threads and as forked processes. Agreeing ranks are not disturbed.
 //
-// Not here: ranks that disagree on a broadcast's root. Each then only sends and no lane ever
-// reads a slot of the other call; the device path has no equivalent of the host executor's wait
-// for its messages to be consumed (host_executor.cc, waitForConsumers), so that case still waits
-// for WEFT_TIMEOUT_S (in the first call's connect) or passes its stale slots to the next call.
+// Ranks that disagree on a root: in a rooted schedule a rank may finish without hearing from
+// every other (a broadcast's root only sends), so rooted calls on device buffers first run the
+// call-check token lane on the host (Communicator::runDeviceCallTokens).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -38,7 +37,7 @@ struct UseEmulatedDevice {
 weft::device::Runtime& rt() { return *weft::device::gpuRuntime(); }
 
 constexpr int kRanks = 2;     // the ranks of most cases
-constexpr int kMaxRanks = 3;  // the most any case uses
+constexpr int kMaxRanks = 4;  // the most any case uses
 constexpr size_t kMessageBytes = 1024;
 // The largest buffer a case uses: 16 MiB of floats (CountLarge).
 constexpr size_t kBufferBytes = (16u << 20) + 64;
@@ -260,6 +259,67 @@ TEST_P(DeviceCallMismatch, SkippedCall) {
       "rank 1 called allreduce #1 (count 3000, float, sum) while rank 0 called allreduce #1 (count 1000, float, sum)");
 }
 
+// Both ranks name themselves the root of a broadcast: each only sends.
+TEST_P(DeviceCallMismatch, Root) {
+  expectEveryRankFails(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        return weftBroadcast(b.in, b.out, 5000, weftFloat32, rank, comm, b.stream);
+      },
+      "rank 1 called broadcast #1 (count 5000, float, root 1) while rank 0 called broadcast #1 (count 5000, float, "
+      "root 0)");
+}
+
+// Both ranks name themselves the root of a reduce: each only receives.
+TEST_P(DeviceCallMismatch, RootReduceBothReceive) {
+  expectEveryRankFails(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        return weftReduce(b.in, b.out, 300, weftFloat32, weftSum, rank, comm, b.stream);
+      },
+      "rank 1 called reduce #1 (count 300, float, sum, root 1) while rank 0 called reduce #1 (count 300, float, "
+      "sum, root 0)");
+}
+
+// Four ranks, one of which names itself the root: ranks whose tree neighbours agree with them
+// would finish, and the odd one wait for a FIFO no peer makes.
+TEST_P(DeviceCallMismatch, RootAmongFour) {
+  expectEveryRankFails(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        return weftBroadcast(b.in, b.out, 1000, weftFloat32, rank == 3 ? 3 : 0, comm, b.stream);
+      },
+      "rank 3 called broadcast #1 (count 1000, float, root 3) while rank 0 called broadcast #1 (count 1000, float, "
+      "root 0)",
+      4);
+}
+
+// The odd root after agreeing rooted calls of every root (their launches are built and connected).
+// A rank may find its last agreeing launch aborted by the others' failure when its odd call starts
+// and report that earlier call: the sentence names the latest call the ranks disagree on, against
+// the lowest rank that reported the majority's version of it (rank 0, or rank 1 when rank 0 was
+// still in the earlier call). Every rank carries the same one.
+TEST_P(DeviceCallMismatch, RootAmongFourAfterAgreeingCalls) {
+  SharedOutcomes outcomes;
+  run(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        for (int root = 0; root < 4; ++root) {
+          weftResult_t agreed = weftReduce(b.in, b.out, 64, weftFloat32, weftSum, root, comm, b.stream);
+          if (agreed != weftSuccess) return agreed;
+        }
+        return weftReduce(b.in, b.out, 64, weftFloat32, weftSum, rank == 2 ? 1 : 3, comm, b.stream);
+      },
+      outcomes, 4);
+  const std::string odd = "rank 2 called reduce #5 (count 64, float, sum, root 1) while rank ";
+  const std::string major = " called reduce #5 (count 64, float, sum, root 3)";
+  const std::string first = sentenceOf(outcomes[0].message);
+  EXPECT_TRUE(first == odd + "0" + major + kRemedy || first == odd + "1" + major + kRemedy) << outcomes[0].message;
+  for (int r = 0; r < 4; ++r) {
+    const Outcome& o = outcomes[r];
+    ASSERT_EQ(o.called, 1) << "rank " << r << " never made its call: " << o.message;
+    EXPECT_TRUE(o.enqueued != weftSuccess || o.async != weftSuccess) << "rank " << r << " completed its call";
+    EXPECT_LT(o.seconds, 1.0) << "rank " << r << " took " << o.seconds << " s to see its failure";
+    EXPECT_EQ(sentenceOf(o.message), first) << "rank " << r << ": " << o.message;
+  }
+}
+
 // Three ranks, one of which differs: ranks whose lanes never read the odd rank's slots learn of
 // the mismatch through their peers' abort flags, and the sentence names the odd rank against the
 // majority, on every rank.
@@ -289,6 +349,27 @@ TEST_P(DeviceCallMismatch, ReceiveOfAnotherSizeNamesTheGroup) {
   EXPECT_LT(o.seconds, 1.0) << "the receiving rank took " << o.seconds << " s to see its failure";
   EXPECT_NE(sentenceOf(o.message).find("rank 1 called a send/recv group #1 (1 operations)"), std::string::npos)
       << o.message;
+}
+
+// Rank 1 looks for its error only 2 s after its call (it computes meanwhile): its lanes failed
+// long before, and rank 0 reported at once. Both must still carry the same sentence.
+TEST_P(DeviceCallMismatch, ALateAsyncCheckGivesTheSameSentence) {
+  SharedOutcomes outcomes;
+  run(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        weftResult_t r = weftAllReduce(b.in, b.out, rank == 0 ? 1000 : 2000, weftFloat32, weftSum, comm, b.stream);
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+        return r;
+      },
+      outcomes);
+  const std::string sentence =
+      "rank 1 called allreduce #1 (count 2000, float, sum) while rank 0 called allreduce #1 (count 1000, float, sum)";
+  for (int r = 0; r < kRanks; ++r) {
+    const Outcome& o = outcomes[r];
+    ASSERT_EQ(o.called, 1) << "rank " << r << " never made its call: " << o.message;
+    EXPECT_TRUE(o.enqueued != weftSuccess || o.async != weftSuccess) << "rank " << r << " completed its call";
+    EXPECT_EQ(sentenceOf(o.message), sentence + kRemedy) << "rank " << r << ": " << o.message;
+  }
 }
 
 TEST_P(DeviceCallMismatch, AgreeingRanksSucceed) {

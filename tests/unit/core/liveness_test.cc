@@ -235,6 +235,89 @@ TEST(Liveness, ASendToItselfOutsideAGroupIsNamedAtOnce) {
   release(ranks);
 }
 
+// Ranks may group the same sends and receives differently (one group of two receives against
+// two sends of their own): liveness numbers operations by collectives, as every rank does alike.
+// Counting every operation, rank 0's group below took the number of rank 1's refused all-reduce
+// and failed, blaming rank 1, although rank 1 had sent all it had to send.
+TEST(Liveness, ARefusalDoesNotFailAGroupTheRefuserDidItsPartIn) {
+  Ranks ranks = launch(3, 60, [](int rank, weftComm_t comm, RankResult* out) {
+    int32_t a = 10 + rank, b = 20 + rank, c = 30 + rank;
+    int32_t gotB = -1, gotC = -1;
+    if (rank == 1) {
+      weftGroupStart();
+      weftSend(&a, 1, weftInt32, 0, comm, nullptr);
+      weftSend(&b, 1, weftInt32, 0, comm, nullptr);
+      out->code = weftGroupEnd();
+      if (out->code == weftSuccess) {
+        int32_t x = 1;
+        out->code = weftAllReduce(&x, nullptr, 1, weftInt32, weftSum, comm, nullptr) == weftInvalidArgument
+                        ? weftSuccess
+                        : weftInternalError;  // recvbuff NULL: refused, and published
+      }
+      std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(comm));
+      std::this_thread::sleep_for(std::chrono::seconds(3));  // the refusal stays published
+      return;
+    }
+    if (rank == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // rank 0 waits through beats
+      out->code = weftSend(&c, 1, weftInt32, 0, comm, nullptr);
+      std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(comm));
+      return;
+    }
+    out->code = weftRecv(&a, 1, weftInt32, 1, comm, nullptr);
+    if (out->code == weftSuccess) {
+      weftGroupStart();
+      weftRecv(&gotB, 1, weftInt32, 1, comm, nullptr);
+      weftRecv(&gotC, 1, weftInt32, 2, comm, nullptr);
+      out->code = weftGroupEnd();
+    }
+    std::snprintf(out->message, sizeof(out->message), "%s (got %d %d)",
+                  out->code == weftSuccess ? "ok" : weftGetLastError(comm), gotB, gotC);
+  });
+  ASSERT_TRUE(reap(ranks, -1, 60));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(ranks.results[r].code, weftSuccess) << "rank " << r << ": " << ranks.results[r].message;
+  }
+  EXPECT_NE(std::string(ranks.results[0].message).find("ok (got 21 32)"), std::string::npos) << ranks.results[0].message;
+  release(ranks);
+}
+
+// The other way round: the refusing rank's count ran ahead of its peers' (two sends of its own
+// against one group of two receives). Its all-reduce is still the one its peers are in: they fail
+// at once naming it, not when it exits.
+TEST(Liveness, RefusingRankIsNamedAtOnceWhenRanksGroupedSendsDifferently) {
+  Ranks ranks = launch(3, 60, [](int rank, weftComm_t comm, RankResult* out) {
+    int32_t a = 1, b = 2;
+    if (rank == 0) {
+      weftSend(&a, 1, weftInt32, 1, comm, nullptr);
+      weftSend(&b, 1, weftInt32, 1, comm, nullptr);
+    } else if (rank == 1) {
+      weftGroupStart();
+      weftRecv(&a, 1, weftInt32, 0, comm, nullptr);
+      weftRecv(&b, 1, weftInt32, 0, comm, nullptr);
+      weftGroupEnd();
+    }
+    if (rank == 1) {
+      int32_t x = 1;
+      out->code = weftAllReduce(&x, nullptr, 1, weftInt32, weftSum, comm, nullptr);  // recvbuff NULL
+      std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(comm));
+      std::this_thread::sleep_for(std::chrono::seconds(8));  // alive while the peers decide
+      return;
+    }
+    allReduceOnce(comm, rank, out);
+    weftCommAbort(comm);
+  });
+  ASSERT_TRUE(reap(ranks, -1, 60));
+  EXPECT_EQ(ranks.results[1].code, weftInvalidArgument) << ranks.results[1].message;
+  for (int r : {0, 2}) {
+    const RankResult& res = ranks.results[r];
+    EXPECT_NE(res.code, weftSuccess) << "rank " << r;
+    EXPECT_LT(res.seconds, 5.0) << "rank " << r << " waited for rank 1's exit: " << res.message;
+    EXPECT_TRUE(names(res.message, 1)) << res.message;
+  }
+  release(ranks);
+}
+
 TEST_P(LivenessHosts, FrozenHeartbeatIsNamedAsSilent) {
   // Rank 1's process keeps running but beats no more, as a host behind a silent network looks.
   Ranks ranks = launch(
