@@ -53,6 +53,10 @@ WEFT_PARAM(std::string, GpuBackend, "GPU_BACKEND", "auto", "GPU module to load: 
 WEFT_PARAM(int64_t, EmulatedDevices, "EMULATED_DEVICES", 1, "GPUs the emulated backend (WEFT_GPU_BACKEND=emulated) poses as, 1..8, all in host memory; for tests of device choice")
 WEFT_PARAM(std::string, NetPlugin, "NET_PLUGIN", "", "network plugin library (include/weft/net_v1.h, symbol weftNetPlugin_v1) that carries traffic between hosts instead of the built-in transports, e.g. /opt/vendor/libweft-net-foo.so")
 WEFT_PARAM_RANGE(EmulatedDevices, 1, 8)
+WEFT_PARAM(int64_t, EmulatedSms, "EMULATED_SMS", 0, "SMs each emulated GPU has (0: four per CPU); with WEFT_EMULATED_BLOCKS_PER_SM, how many lane blocks it runs at once: the rest wait, as on a GPU, until a running one ends")
+WEFT_PARAM_RANGE(EmulatedSms, 0, 1024)
+WEFT_PARAM(int64_t, EmulatedBlocksPerSm, "EMULATED_BLOCKS_PER_SM", 2, "lane blocks one emulated SM holds resident at once (what the occupancy query answers for the emulated GPU)")
+WEFT_PARAM_RANGE(EmulatedBlocksPerSm, 1, 64)
 WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
 
 // Topology

@@ -121,7 +121,7 @@ Status HostMemoryRuntime::launchLanes(const LaneLaunch& launch, Stream) {
     return WEFT_ERROR(weftInternalError,
                       "%s: launchLanes: the host lane runner is not registered (link libweft's collectives)", label_);
   }
-  (void)run(launch);
+  (void)run(launch, blockSlots());
   return Status::ok();
 }
 

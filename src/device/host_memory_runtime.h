@@ -47,6 +47,8 @@ class HostMemoryRuntime : public Runtime {
   Status graphDestroy(Graph graph) override;
 
  protected:
+  // Where launchLanes's blocks wait for room on the device (null: they all start at once).
+  virtual BlockSlots* blockSlots() { return nullptr; }
   Status nullPointer(const char* call, size_t bytes) const;
   Status noGraphs(const char* call) const;
   const char* label_;
