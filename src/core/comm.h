@@ -183,6 +183,16 @@ class Communicator final : public coll::ConnectionProvider {
   Status exchangeReaders(const std::vector<uint8_t>& canRead);
   // Sets maxDeviceLanes_ from the peers' devices (several ranks may share one GPU).
   void limitDeviceLanes();
+  // Enqueues device calls as consecutive launches, each of at most this rank's share of the
+  // GPU's resident lane blocks (maxDeviceLanes_) and device::kMaxFusedOps calls; calls with the
+  // same units[] value (consecutive) share a launch. fifoLanes as DevicePath::enqueue's.
+  Status enqueueDevice(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes,
+                       const std::vector<int>& units, weftDataType_t type, const DeviceOp& op, void* stream);
+  // A send/recv group's messages in the order of their keys (peer distance, ordinal), split into
+  // launches where they do not fit at once.
+  Status enqueueP2p(const std::vector<DeviceCall>& calls, const std::vector<int>& lanes,
+                    const std::vector<int64_t>& keys, void* stream);
+  static int64_t p2pUnitKey(int delta, int ordinal);
   // Sets nodeOrder_ and nNodes_ from the peer table.
   void groupByHost();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
