@@ -63,7 +63,10 @@ Status DevicePath::create(device::Runtime* runtime, int device, int rank, double
   if (s.isOk()) s = runtime->eventCreate(&p->done_);
   if (s.isOk()) s = runtime->allocHost(sizeof(device::LaneError) + 64, &p->pinned_);
   if (s.isOk()) s = runtime->allocDevice(2, &p->barrier_);
-  if (s.isOk()) s = runtime->memset(p->barrier_, 0, 2);
+  // Zeroed on our own stream and waited for: a legacy-stream memset could land after lanes on
+  // stream_ first used it.
+  if (s.isOk()) s = runtime->memsetAsync(p->barrier_, 0, 2, p->stream_);
+  if (s.isOk()) s = runtime->streamSynchronize(p->stream_);
   if (!s.isOk()) {
     return std::move(s).withPrefix("rank " + std::to_string(rank) + ": setting up the device executor on " +
                                    runtime->name() + " device " + std::to_string(device) + ": ");

@@ -5,7 +5,10 @@
 //
 // Device memory is a memfd mapped MAP_SHARED, so that another process can map the same pages
 // from an IPC handle, through /proc/<pid>/fd/<fd>. Copies are memmove; streams and events are
-// tokens whose work is done before the call returns, as in the host runtime; the lane program
+// tokens whose work is done before the call returns, as in the host runtime, except memsets,
+// which wait on their stream (memset(): the legacy default stream) until something must have
+// finished them (HostMemoryRuntime::defersMemsets), as on a GPU; the lane blocks of a launch
+// start as the emulated SMs have room for them (WEFT_EMULATED_SMS, WEFT_EMULATED_BLOCKS_PER_SM); the lane program
 // runs on host threads through the runner the collectives layer registers (hostLaneRunner()).
 // Where CUDA refuses something (an IPC handle opened in the process that made it, freeing a
 // pointer it does not know, registering memory twice), this runtime refuses it too, so that
@@ -306,7 +309,9 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     *out = p;
     return Status::ok();
   }
+  // Freeing synchronizes the device, as cudaFree does: queued memsets run first.
   Status freeDevice(void* ptr) override {
+    drainAll();
     if (ptr == nullptr) return Status::ok();
     Allocation a;
     if (!registry().take(ptr, Region::kDevice, &a)) return cannotRelease("freeDevice", ptr, Region::kDevice);
@@ -326,6 +331,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     return Status::ok();
   }
   Status freeHost(void* ptr) override {
+    drainAll();
     if (ptr == nullptr) return Status::ok();
     Allocation a;
     if (!registry().take(ptr, Region::kPinnedHost, &a)) return cannotRelease("freeHost", ptr, Region::kPinnedHost);
@@ -414,6 +420,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     return Status::ok();
   }
   Status ipcClose(void* ptr) override {
+    drainAll();
     Allocation a;
     if (ptr == nullptr || !registry().take(ptr, Region::kImported, &a)) {
       return cannotRelease("ipcClose", ptr, Region::kImported);
@@ -445,6 +452,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
   }
   Status hostUnregister(void* ptr) override {
     if (ptr == nullptr) return Status::ok();
+    drainAll();
     Allocation a;
     if (!registry().take(ptr, Region::kRegistered, &a))
       return cannotRelease("hostUnregister", ptr, Region::kRegistered);
@@ -453,6 +461,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
 
 
  protected:
+  bool defersMemsets() const override { return true; }
   BlockSlots* blockSlots() override {
     int device = 0;
     (void)getDevice(&device);
