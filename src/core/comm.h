@@ -123,6 +123,11 @@ class Communicator final : public coll::ConnectionProvider {
   Status runDeviceP2p(const std::vector<P2pCall>& calls, void* stream);
   // A barrier on `stream`: a one-byte all-reduce on the device.
   Status deviceBarrier(void* stream);
+  // A group driving several communicators (group.cc): every one's device work waits for the
+  // caller's `streams` before any of them launches, and the streams wait for all of them after
+  // (DevicePath::beginGroup / endGroup).
+  Status beginDeviceGroup(const std::vector<void*>& streams);
+  Status endDeviceGroup();
   // Failures of device work enqueued earlier (ok when none, or no device work yet).
   Status deviceAsyncError();
   // True when the latest device call was refused before it did anything (the communicator is

@@ -242,6 +242,13 @@ Status Communicator::enqueueP2p(const std::vector<DeviceCall>& dcalls, const std
   return enqueueDevice(sorted, sortedLanes, units, weftUint8, DeviceOp{}, stream);
 }
 
+Status Communicator::beginDeviceGroup(const std::vector<void*>& streams) {
+  WEFT_TRY(ensureDevicePath());
+  return devicePath_->beginGroup(streams);
+}
+
+Status Communicator::endDeviceGroup() { return devicePath_ ? devicePath_->endGroup() : Status::ok(); }
+
 Status Communicator::deviceBarrier(void* stream) {
   WEFT_TRY(ensureDevicePath());
   void* bytes = nullptr;
