@@ -80,9 +80,10 @@ class DeviceTables {
 std::string describeLaneError(const device::LaneError& error, const DeviceProgram& program);
 
 // Runs every lane of `launch` on host threads (one per lane) to the end or the first failure;
-// returns the LaneErrorCode (also in *launch.error). Registered as the host runtime's lane runner
-// by registerHostLaneRunner().
-uint32_t runLanesOnHost(const device::LaneLaunch& launch);
+// returns the LaneErrorCode (also in *launch.error). Lane b starts once `slots` (when not null)
+// has room for one more block, as a GPU starts the blocks of a grid. Registered as the host
+// runtime's lane runner by registerHostLaneRunner().
+uint32_t runLanesOnHost(const device::LaneLaunch& launch, device::BlockSlots* slots = nullptr);
 void registerHostLaneRunner();
 
 }  // namespace coll

@@ -65,13 +65,22 @@ void runOne(const device::LaneLaunch& launch, int lane) {
 
 }  // namespace
 
-uint32_t runLanesOnHost(const device::LaneLaunch& launch) {
+uint32_t runLanesOnHost(const device::LaneLaunch& launch, device::BlockSlots* slots) {
+  // A lane is a block: it starts once the device has room for it and gives the room back at its end.
+  auto block = [&launch, slots](int lane) {
+    runOne(launch, lane);
+    if (slots != nullptr) slots->release();
+  };
   if (launch.nLanes == 1) {
-    runOne(launch, 0);
+    if (slots != nullptr) slots->acquire();
+    block(0);
   } else {
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(launch.nLanes));
-    for (int lane = 0; lane < launch.nLanes; ++lane) threads.emplace_back(runOne, std::cref(launch), lane);
+    for (int lane = 0; lane < launch.nLanes; ++lane) {
+      if (slots != nullptr) slots->acquire();
+      threads.emplace_back(block, lane);
+    }
     for (auto& t : threads) t.join();
   }
   return launch.error->code;

@@ -30,6 +30,12 @@ constexpr GpuError kGpuSuccess = hipSuccess;
 constexpr GpuError kGpuInvalidValue = hipErrorInvalidValue;
 constexpr int kDefaultWarpSize = 64;  // the larger AMD wavefront: its multiples suit RDNA too
 inline GpuError gpuLaunchError() { return hipGetLastError(); }
+// Blocks of `kernel` one CU holds resident at `threads` threads per block, on the current device.
+template <typename Kernel>
+GpuError gpuOccupancy(int* blocks, Kernel kernel, unsigned threads) {
+  return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, reinterpret_cast<const void*>(kernel),
+                                                      static_cast<int>(threads), 0);
+}
 #else
 using GpuStream = cudaStream_t;
 using GpuError = cudaError_t;
@@ -37,6 +43,10 @@ constexpr GpuError kGpuSuccess = cudaSuccess;
 constexpr GpuError kGpuInvalidValue = cudaErrorInvalidValue;
 constexpr int kDefaultWarpSize = 32;
 inline GpuError gpuLaunchError() { return cudaGetLastError(); }
+template <typename Kernel>
+GpuError gpuOccupancy(int* blocks, Kernel kernel, unsigned threads) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, static_cast<int>(threads), 0);
+}
 #endif
 
 // The limits weftKernelSetLaunchLimits set last (kernels.cu keeps them): until the runtime

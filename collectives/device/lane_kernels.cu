@@ -71,6 +71,36 @@ int launchLanesOp(const device::LaneLaunch& launch, unsigned threads, GpuStream 
   }
 }
 
+// The fewest blocks of laneKernel<T, Steps> an SM / CU holds resident at `threads` threads, folded
+// into *least (0: none yet).
+template <typename T, typename Steps>
+int foldOccupancy(unsigned threads, int* least) {
+  int blocks = 0;
+  const GpuError e = gpuOccupancy(&blocks, laneKernel<T, Steps>, threads);
+  if (e != kGpuSuccess) return static_cast<int>(e);
+  if (*least == 0 || blocks < *least) *least = blocks;
+  return 0;
+}
+
+// Over every op's kernel for type T (the instantiations launchLanesOp picks from).
+template <typename T>
+int foldOccupancyOps(unsigned threads, int* least) {
+  int rc = foldOccupancy<T, PairwiseSteps<T, OpSum<T>>>(threads, least);
+  if (rc == 0) rc = foldOccupancy<T, PairwiseSteps<T, OpProd<T>>>(threads, least);
+  if (rc == 0) rc = foldOccupancy<T, PairwiseSteps<T, OpMax<T>>>(threads, least);
+  if (rc == 0) rc = foldOccupancy<T, PairwiseSteps<T, OpMin<T>>>(threads, least);
+  if (rc == 0) rc = foldOccupancy<T, AvgSteps<T>>(threads, least);
+  if (rc == 0) rc = foldOccupancy<T, PreMulSumSteps<T>>(threads, least);
+  return rc;
+}
+
+// The block size a launch with threadsPerLane == 0 gets: whole warps, at most kMaxThreadsPerLane
+// threads (a warp is no larger: validLaunchLimits).
+unsigned defaultLaneThreads() {
+  const int warp = currentLaunchLimits().warpSize;
+  return static_cast<unsigned>(kMaxThreadsPerLane / warp * warp);
+}
+
 // What the kernels rely on; the runtime has checked the rest (checkLaneLaunch).
 bool validLaunch(const device::LaneLaunch& l) {
   if (dataTypeSize(l.type) == 0 || !(isValidRedOp(l.op) || l.op == device::kLaneOpPreMulSum)) return false;
@@ -88,11 +118,23 @@ extern "C" int weftKernelLaunchLanes(const weft::device::LaneLaunch* launch, voi
   using namespace weft::coll::kernel;
   if (launch == nullptr || !validLaunch(*launch)) return static_cast<int>(kGpuInvalidValue);
   unsigned threads = static_cast<unsigned>(launch->threadsPerLane);
-  if (threads == 0) {
-    // Whole warps, at most kMaxThreadsPerLane threads (a warp is no larger: validLaunchLimits).
-    const int warp = currentLaunchLimits().warpSize;
-    threads = static_cast<unsigned>(kMaxThreadsPerLane / warp * warp);
-  }
+  if (threads == 0) threads = defaultLaneThreads();
   const GpuStream s = static_cast<GpuStream>(stream);
   return withType(launch->type, [&](auto t) { return launchLanesOp<typename decltype(t)::type>(*launch, threads, s); });
+}
+
+extern "C" int weftKernelLaneOccupancy(int threadsPerLane, int* blocksPerUnit) {
+  using namespace weft::coll::kernel;
+  if (blocksPerUnit == nullptr || threadsPerLane < 0 || threadsPerLane > kMaxThreadsPerLane) {
+    return static_cast<int>(kGpuInvalidValue);
+  }
+  const unsigned threads = threadsPerLane == 0 ? defaultLaneThreads() : static_cast<unsigned>(threadsPerLane);
+  int least = 0;
+  for (int t = 0; t < weftNumTypes; ++t) {
+    const int rc = withType(static_cast<weftDataType_t>(t),
+                            [&](auto tag) { return foldOccupancyOps<typename decltype(tag)::type>(threads, &least); });
+    if (rc != 0) return rc;
+  }
+  *blocksPerUnit = least;
+  return 0;
 }

@@ -55,6 +55,10 @@ WEFT_PARAM(std::string, NetPlugin, "NET_PLUGIN", "", "network plugin library (in
 WEFT_PARAM_RANGE(EmulatedDevices, 1, 8)
 WEFT_PARAM(int64_t, EmulatedFirstBus, "EMULATED_FIRST_BUS", 0, "PCI bus number the emulated backend's device 0 reports (device i: this + i), 0..247: processes given different values pose as processes with different CUDA_VISIBLE_DEVICES; for tests of GPU identity")
 WEFT_PARAM_RANGE(EmulatedFirstBus, 0, 247)
+WEFT_PARAM(int64_t, EmulatedSms, "EMULATED_SMS", 0, "SMs each emulated GPU has (0: four per CPU); with WEFT_EMULATED_BLOCKS_PER_SM, how many lane blocks it runs at once: the rest wait, as on a GPU, until a running one ends")
+WEFT_PARAM_RANGE(EmulatedSms, 0, 1024)
+WEFT_PARAM(int64_t, EmulatedBlocksPerSm, "EMULATED_BLOCKS_PER_SM", 2, "lane blocks one emulated SM holds resident at once (what the occupancy query answers for the emulated GPU)")
+WEFT_PARAM_RANGE(EmulatedBlocksPerSm, 1, 64)
 WEFT_PARAM(std::string, OfiProvider, "OFI_PROVIDER", "", "libfabric provider for WEFT_NET=ofi (and ofi-plugin), e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa (default: the best available)")
 
 // Topology

@@ -130,6 +130,11 @@ class Communicator final : public coll::ConnectionProvider {
   Status runDeviceP2p(const std::vector<P2pCall>& calls, void* stream);
   // A barrier on `stream`: a one-byte all-reduce on the device.
   Status deviceBarrier(void* stream);
+  // A group driving several communicators (group.cc): every one's device work waits for the
+  // caller's `streams` before any of them launches, and the streams wait for all of them after
+  // (DevicePath::beginGroup / endGroup).
+  Status beginDeviceGroup(const std::vector<void*>& streams);
+  Status endDeviceGroup();
   // Failures of device work enqueued earlier (ok when none, or no device work yet).
   Status deviceAsyncError();
   // True when the latest device call was refused before it did anything (the communicator is
@@ -191,6 +196,16 @@ class Communicator final : public coll::ConnectionProvider {
   Status exchangeReaders(const std::vector<uint8_t>& canRead);
   // Sets maxDeviceLanes_ from the peers' devices (several ranks may share one GPU).
   void limitDeviceLanes();
+  // Enqueues device calls as consecutive launches, each of at most this rank's share of the
+  // GPU's resident lane blocks (maxDeviceLanes_) and device::kMaxFusedOps calls; calls with the
+  // same units[] value (consecutive) share a launch. fifoLanes as DevicePath::enqueue's.
+  Status enqueueDevice(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes,
+                       const std::vector<int>& units, weftDataType_t type, const DeviceOp& op, void* stream);
+  // A send/recv group's messages in the order of their keys (peer distance, ordinal), split into
+  // launches where they do not fit at once.
+  Status enqueueP2p(const std::vector<DeviceCall>& calls, const std::vector<int>& lanes,
+                    const std::vector<int64_t>& keys, void* stream);
+  static int64_t p2pUnitKey(int delta, int ordinal);
   // Sets nodeOrder_ and nNodes_ from the peer table and the topology's NUMA nodes.
   void groupByHost();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its

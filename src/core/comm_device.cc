@@ -1,6 +1,7 @@
 // The communicator's device side: which GPU a rank uses, how many of its SMs / CUs a rank's
 // launches may take, and the calls that enqueue collectives and send/receive groups on device
 // buffers through DevicePath (device_path.h).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -17,7 +18,9 @@ namespace core {
 static_assert(device::kLaneCulpritCallMismatch == static_cast<uint32_t>(kCulpritCallMismatch),
               "the lanes and the transports mark a call mismatch in a culprit with the same bit");
 
-// The GPU the calling thread uses, when there is a GPU runtime with a device.
+// The GPU the calling thread uses, when there is a GPU runtime with a device. Its units are the
+// lane blocks it holds resident at once: SMs / CUs x the lane kernels' occupancy (1 when the
+// runtime does not know it).
 void describeDevice(PeerInfo* info) {
   device::Runtime* runtime = device::gpuRuntime();
   int dev = -1;
@@ -25,13 +28,14 @@ void describeDevice(PeerInfo* info) {
   device::DeviceProps props;
   if (!runtime->deviceProps(dev, &props).isOk()) return;
   info->device = dev;
-  info->deviceUnits = props.multiProcessors;
+  info->deviceUnits = props.multiProcessors * std::max(1, props.laneBlocksPerUnit);
 }
 
 void Communicator::limitDeviceLanes() {
-  // Several ranks on one GPU: each rank's launch gets an equal share of its SMs / CUs, so that
-  // every rank's lanes are resident at once (a lane waiting for a rank whose kernel cannot start
-  // would wait for ever). Every rank computes the same value from the same peer table.
+  // Several ranks on one GPU: each rank's launch gets an equal share of the lane blocks the GPU
+  // holds resident, so that every rank's lanes are resident at once (a lane waiting for a rank
+  // whose blocks cannot start would wait for ever). Every rank computes the same value from the
+  // same peer table, so every rank splits a group into the same launches (enqueueDevice).
   int units = 0;
   int share = 1;
   for (const auto& p : peers()) {
@@ -42,9 +46,14 @@ void Communicator::limitDeviceLanes() {
   // different CUDA_VISIBLE_DEVICES all call their GPU device 0.
   if (topology_) share = std::max(share, topology_->global.maxRanksPerGpu());
   maxDeviceLanes_ = std::max(1, units / share);
-  if (units > 0 && share > 1 && rank_ == 0) {
+  if (units > 0 && units < share && rank_ == 0) {
+    WEFT_LOG(kWarn, kInit,
+             "%d ranks share a GPU that holds only %d resident lane blocks: their device collectives need one block "
+             "each at least and may wait for each other until the time-out (run fewer ranks per GPU)",
+             share, units);
+  } else if (units > 0 && share > 1 && rank_ == 0) {
     WEFT_LOG(kInfo, kInit, "up to %d ranks share a GPU: each rank's collectives use at most %d of its %d %s", share,
-             maxDeviceLanes_, units, "SMs/CUs");
+             maxDeviceLanes_, units, "resident lane blocks");
   }
 }
 
@@ -88,6 +97,11 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     while (params.nChannels > 1 && params.nChannels * coll::lanesPerChannel(params) > maxDeviceLanes_) {
       --params.nChannels;
     }
+    // An algorithm with more lanes per channel than the share (the tree's four) gives way to the
+    // collective's default one, whose single lane per channel always fits.
+    if (params.nChannels * coll::lanesPerChannel(params) > maxDeviceLanes_) {
+      params.algo = coll::collTraits(call.kind).defaultAlgo;
+    }
     const CachedOp* cached = cachedOp(params, elemSize);
     bool reduces = coll::collReduces(call.kind);
     if (reduces && call.op == weftAvg) dop.divisor = static_cast<uint32_t>(nRanks_);
@@ -109,8 +123,41 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     dcalls.push_back(std::move(d));
   }
   opNumber_ = liveNumber(collSeq_, true);
-  Status s = devicePath_->enqueue(dcalls, {}, type, dop, static_cast<size_t>(settings_.slotBytes), stream, this);
-  if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
+  std::vector<int> units(dcalls.size());
+  for (size_t i = 0; i < units.size(); ++i) units[i] = static_cast<int>(i);
+  return enqueueDevice(dcalls, {}, units, type, dop, stream);
+}
+
+Status Communicator::enqueueDevice(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes,
+                                   const std::vector<int>& units, weftDataType_t type, const DeviceOp& op,
+                                   void* stream) {
+  // Launches in order, each of whole units, as many as fit in this rank's share of the resident
+  // blocks (maxDeviceLanes_) and kMaxFusedOps; a unit larger than the share goes alone.
+  const size_t budget = static_cast<size_t>(std::max(1, maxDeviceLanes_));
+  const size_t maxCalls = static_cast<size_t>(device::kMaxFusedOps);
+  size_t begin = 0;
+  while (begin < calls.size()) {
+    size_t end = begin, lanes = 0;
+    while (end < calls.size()) {
+      size_t unitEnd = end, unitLanes = 0;
+      while (unitEnd < calls.size() && units[unitEnd] == units[end]) unitLanes += calls[unitEnd++].schedule->lanes.size();
+      const bool fits = lanes + unitLanes <= budget && unitEnd - begin <= maxCalls;
+      if (!fits && end > begin) break;
+      lanes += unitLanes;
+      end = unitEnd;
+      if (!fits) break;
+    }
+    std::vector<DeviceCall> part(calls.begin() + static_cast<std::ptrdiff_t>(begin),
+                                 calls.begin() + static_cast<std::ptrdiff_t>(end));
+    std::vector<int> partLanes;
+    if (!fifoLanes.empty()) {
+      partLanes.assign(fifoLanes.begin() + static_cast<std::ptrdiff_t>(begin),
+                       fifoLanes.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+    Status s = devicePath_->enqueue(part, partLanes, type, op, static_cast<size_t>(settings_.slotBytes), stream, this);
+    if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
+    begin = end;
+  }
   return Status::ok();
 }
 
@@ -142,11 +189,15 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
   schedules.reserve(calls.size());
   std::vector<DeviceCall> dcalls;
   std::vector<int> lanes;
+  std::vector<int64_t> keys;  // where the message goes in the order of launches (p2pUnitKey)
   std::map<std::pair<int, bool>, int> ordinal;
   ++seq_;
   opNumber_ = liveNumber(collSeq_, false);
   recordP2pCall(calls.size());
-  auto add = [&](coll::Step step, const void* send, void* recv, size_t bytes, int lane) {
+  char what[96];
+  std::snprintf(what, sizeof(what), "rank %d: send/recv group #%llu (%zu operations)", rank_,
+                static_cast<unsigned long long>(seq_), calls.size());
+  auto add = [&](coll::Step step, const void* send, void* recv, size_t bytes, int lane, int64_t key) {
     coll::RankSchedule s;
     s.rank = rank_;
     s.lanes.resize(1);
@@ -158,12 +209,10 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
     d.shape = {100 + static_cast<int>(step.kind), step.sendPeer, step.recvPeer, static_cast<int64_t>(bytes), lane};
     d.sendbuff = send;
     d.recvbuff = recv;
-    char what[96];
-    std::snprintf(what, sizeof(what), "rank %d: send/recv group #%llu (%zu operations)", rank_,
-                  static_cast<unsigned long long>(seq_), calls.size());
     d.what = what;
     dcalls.push_back(std::move(d));
     lanes.push_back(lane);
+    keys.push_back(key);
   };
   for (const P2pCall& c : calls) {
     if (c.peer == rank_ || c.bytes == 0) continue;
@@ -171,33 +220,59 @@ Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* strea
     step.kind = c.send ? coll::StepKind::kSend : coll::StepKind::kRecv;
     (c.send ? step.sendPeer : step.recvPeer) = c.peer;
     step.count = static_cast<int64_t>(c.bytes);
-    int lane = coll::kDeviceFifoLaneBase + ordinal[{c.peer, c.send}]++;
-    add(step, c.sendbuff, c.recvbuff, c.bytes, lane);
+    const int i = ordinal[{c.peer, c.send}]++;
+    const int delta = c.send ? (c.peer - rank_ + nRanks_) % nRanks_ : (rank_ - c.peer + nRanks_) % nRanks_;
+    add(step, c.sendbuff, c.recvbuff, c.bytes, coll::kDeviceFifoLaneBase + i, p2pUnitKey(delta, i));
     const uint64_t stamp = stampP2p(c.peer, c.send, c.bytes);
     dcalls.back().sendStamp = c.send ? stamp : 0;
     dcalls.back().recvStamp = c.send || !checkCalls_ ? 0 : stamp;
   }
   std::vector<std::pair<const P2pCall*, const P2pCall*>> selfPairs;
   WEFT_TRY(pairSelfCalls(calls, &selfPairs));
+  int copies = 0;
   for (const auto& [send, recv] : selfPairs) {
     if (send->bytes == 0) continue;
     coll::Step step;
     step.kind = coll::StepKind::kCopy;
     step.count = static_cast<int64_t>(send->bytes);
-    add(step, send->sendbuff, recv->recvbuff, send->bytes, coll::kDeviceFifoLaneBase);
+    add(step, send->sendbuff, recv->recvbuff, send->bytes, coll::kDeviceFifoLaneBase, p2pUnitKey(0, copies++));
   }
   if (dcalls.empty()) return Status::ok();
-  if (dcalls.size() > static_cast<size_t>(device::kMaxFusedOps)) {
-    return WEFT_ERROR(weftInvalidUsage,
-                      "rank %d: a group with %zu sends and receives on device buffers; at most %d run together (split "
-                      "the group, or use weftAllToAll)",
-                      rank_, dcalls.size(), device::kMaxFusedOps);
-  }
-  Status s = devicePath_->enqueue(dcalls, lanes, weftUint8, DeviceOp{}, static_cast<size_t>(settings_.slotBytes),
-                                  stream, this);
-  if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
-  return Status::ok();
+  return enqueueP2p(dcalls, lanes, keys, stream);
 }
+
+int64_t Communicator::p2pUnitKey(int delta, int ordinal) {
+  return static_cast<int64_t>(delta) << 32 | static_cast<uint32_t>(ordinal);
+}
+
+Status Communicator::enqueueP2p(const std::vector<DeviceCall>& dcalls, const std::vector<int>& lanes,
+                                const std::vector<int64_t>& keys, void* stream) {
+  // A group may need more blocks than this rank's share, so it may run as several launches. To
+  // stay free of deadlock whatever each rank's calls, messages go in the order of their key (peer
+  // distance d, then ordinal i): rank r's i-th send to r + d pairs with that rank's i-th receive
+  // from r - d, which has the same key. A rank's messages of one key share a launch; then, when
+  // every message of keys below k has ended, every launch holding a message of key k is running
+  // on every rank, with all its blocks resident, and its messages of key k end too.
+  std::vector<size_t> order(dcalls.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  std::vector<DeviceCall> sorted;
+  std::vector<int> sortedLanes, units;
+  for (size_t i : order) {
+    sorted.push_back(dcalls[i]);
+    sortedLanes.push_back(lanes[i]);
+    units.push_back(units.empty() || keys[i] != keys[order[units.size() - 1]] ? static_cast<int>(units.size())
+                                                                               : units.back());
+  }
+  return enqueueDevice(sorted, sortedLanes, units, weftUint8, DeviceOp{}, stream);
+}
+
+Status Communicator::beginDeviceGroup(const std::vector<void*>& streams) {
+  WEFT_TRY(ensureDevicePath());
+  return devicePath_->beginGroup(streams);
+}
+
+Status Communicator::endDeviceGroup() { return devicePath_ ? devicePath_->endGroup() : Status::ok(); }
 
 Status Communicator::deviceBarrier(void* stream) {
   WEFT_TRY(ensureDevicePath());

@@ -63,7 +63,10 @@ Status DevicePath::create(device::Runtime* runtime, int device, int rank, double
   if (s.isOk()) s = runtime->eventCreate(&p->done_);
   if (s.isOk()) s = runtime->allocHost(sizeof(device::LaneError) + 64, &p->pinned_);
   if (s.isOk()) s = runtime->allocDevice(2, &p->barrier_);
-  if (s.isOk()) s = runtime->memset(p->barrier_, 0, 2);
+  // Zeroed on our own stream and waited for: a legacy-stream memset could land after lanes on
+  // stream_ first used it.
+  if (s.isOk()) s = runtime->memsetAsync(p->barrier_, 0, 2, p->stream_);
+  if (s.isOk()) s = runtime->streamSynchronize(p->stream_);
   if (!s.isOk()) {
     return std::move(s).withPrefix("rank " + std::to_string(rank) + ": setting up the device executor on " +
                                    runtime->name() + " device " + std::to_string(device) + ": ");
@@ -208,7 +211,8 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
   // during a capture cannot be waited for afterwards (synchronize), and our stream would stay
   // captured until the capture ends, swallowing the next launch that should run.
   device::Stream on = capturing ? user : stream_;
-  if (!capturing) {
+  const bool forked = std::find(groupStreams_.begin(), groupStreams_.end(), user) != groupStreams_.end();
+  if (!capturing && !forked) {
     WEFT_TRY(runtime_->eventRecord(userReady_, user));
     WEFT_TRY(runtime_->streamWaitEvent(stream_, userReady_));
   }
@@ -239,6 +243,9 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
     // Replays use these tables, scratch and staging buffers for as long as the graph lives.
     launch->captured = true;
     if (staged > 0) stagingCaptured_ = true;
+  } else if (forked) {
+    groupLaunched_ = true;  // endGroup joins
+    launched_ = true;
   } else {
     WEFT_TRY(runtime_->eventRecord(done_, stream_));
     WEFT_TRY(runtime_->streamWaitEvent(user, done_));
@@ -312,7 +319,36 @@ void DevicePath::abort() { __atomic_store_n(abortFlag_, 1u, __ATOMIC_RELEASE); }
 
 Status DevicePath::synchronize() {
   if (!launched_) return Status::ok();
+  if (groupLaunched_) WEFT_TRY(runtime_->eventRecord(done_, stream_));  // launches not yet joined
   return runtime_->eventSynchronize(done_);
+}
+
+Status DevicePath::beginGroup(const std::vector<void*>& streams) {
+  DeviceScope scope(runtime_, device_);
+  WEFT_TRY(scope.status());
+  for (void* s : streams) {
+    device::Stream user = reinterpret_cast<device::Stream>(s);
+    bool capturing = false;
+    WEFT_TRY(runtime_->streamIsCapturing(user, &capturing));
+    if (capturing || std::find(groupStreams_.begin(), groupStreams_.end(), user) != groupStreams_.end()) continue;
+    WEFT_TRY(runtime_->eventRecord(userReady_, user));
+    WEFT_TRY(runtime_->streamWaitEvent(stream_, userReady_));
+    groupStreams_.push_back(user);
+  }
+  return Status::ok();
+}
+
+Status DevicePath::endGroup() {
+  std::vector<device::Stream> streams;
+  streams.swap(groupStreams_);
+  const bool launched = groupLaunched_;
+  groupLaunched_ = false;
+  if (!launched) return Status::ok();
+  DeviceScope scope(runtime_, device_);
+  WEFT_TRY(scope.status());
+  WEFT_TRY(runtime_->eventRecord(done_, stream_));
+  for (device::Stream user : streams) WEFT_TRY(runtime_->streamWaitEvent(user, done_));
+  return Status::ok();
 }
 
 }  // namespace core

@@ -99,6 +99,16 @@ class DevicePath {
   }
   // Waits for every launch so far (not for replays of captured graphs: their caller does).
   Status synchronize();
+  // A group of several communicators (group.cc): beginGroup makes this path's stream wait for
+  // the work queued so far on each of `streams`, and is called for every communicator before
+  // any of them launches; enqueues on those streams then skip their own fork and join, and
+  // endGroup, after every communicator launched, makes each stream wait for this path's
+  // launches. Forked and joined one communicator at a time instead, B's fork would be queued on
+  // a stream that already waits for A's launch, while A's lanes wait for B's: on a GPU the two
+  // kernels would wait for each other. Streams being captured are left alone (enqueue puts the
+  // launch on them directly).
+  Status beginGroup(const std::vector<void*>& streams);
+  Status endGroup();
 
  private:
   struct Launch {
@@ -138,6 +148,8 @@ class DevicePath {
   bool refused_ = false;
   const Launch* last_ = nullptr;  // for naming the operation of a failure
   std::vector<std::string> lastWhat_;  // the collectives of the latest launch
+  std::vector<device::Stream> groupStreams_;  // forked by beginGroup, to join in endGroup
+  bool groupLaunched_ = false;                 // a launch since beginGroup still to be joined
 };
 
 }  // namespace core

@@ -106,6 +106,43 @@ weftResult_t runNow(weftComm* comm, const std::vector<PendingOp>& ops) {
   return s.isOk() ? weftSuccess : reportOpFailure(comm, s);
 }
 
+// The streams of a communicator's device calls in a group, each once.
+std::vector<void*> deviceStreams(const weftComm* comm, const std::vector<PendingOp>& ops) {
+  std::vector<void*> streams;
+  for (const auto& op : ops) {
+    void* s = reinterpret_cast<void*>(op.stream);
+    if (op.comm == comm && s != nullptr && std::find(streams.begin(), streams.end(), s) == streams.end()) {
+      streams.push_back(s);
+    }
+  }
+  return streams;
+}
+
+// Several communicators with device calls: each one's stream waits for the caller's streams
+// before any of them launches, and the caller's streams wait for all of them at the end
+// (DevicePath::beginGroup says why). *joined: the communicators to join.
+void forkDeviceGroup(const std::vector<weftComm*>& comms, const std::vector<PendingOp>& ops,
+                     std::vector<weftResult_t>* results, std::vector<bool>* joined) {
+  for (size_t i = 0; i < comms.size(); ++i) {
+    const std::vector<void*> streams = deviceStreams(comms[i], ops);
+    if (streams.empty()) continue;
+    InFlight inFlight(comms[i]);
+    Status s = comms[i]->impl->beginDeviceGroup(streams);
+    if (!s.isOk()) (*results)[i] = reportOpFailure(comms[i], s);
+    (*joined)[i] = true;
+  }
+}
+
+void joinDeviceGroup(const std::vector<weftComm*>& comms, std::vector<weftResult_t>* results,
+                     const std::vector<bool>& joined) {
+  for (size_t i = 0; i < comms.size(); ++i) {
+    if (!joined[i]) continue;
+    InFlight inFlight(comms[i]);
+    Status s = comms[i]->impl->endDeviceGroup();
+    if (!s.isOk() && (*results)[i] == weftSuccess) (*results)[i] = reportOpFailure(comms[i], s);
+  }
+}
+
 // Runs a group's calls: each communicator's share in call order. Several communicators (e.g.
 // from weftCommInitAll) driven by one thread must run concurrently: each gets a thread.
 weftResult_t runGroup(const std::vector<PendingOp>& ops) {
@@ -124,9 +161,14 @@ weftResult_t runGroup(const std::vector<PendingOp>& ops) {
   if (comms.size() == 1) {
     runShare(0);
   } else {
+    std::vector<bool> joined(comms.size(), false);
+    forkDeviceGroup(comms, ops, &results, &joined);
     std::vector<std::thread> threads;
-    for (size_t i = 0; i < comms.size(); ++i) threads.emplace_back(runShare, i);
+    for (size_t i = 0; i < comms.size(); ++i) {
+      if (results[i] == weftSuccess) threads.emplace_back(runShare, i);
+    }
     for (auto& t : threads) t.join();
+    joinDeviceGroup(comms, &results, joined);
   }
   for (weftResult_t r : results) {
     if (r != weftSuccess) return r;

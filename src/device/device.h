@@ -44,6 +44,11 @@ struct DeviceProps {
   std::string pciBusId;     // "0000:17:00.0", to match the device against the topology
   int warpSize = 0;         // 32 on NVIDIA and RDNA, 64 on CDNA: never assume one
   int multiProcessors = 0;  // SMs (NVIDIA) or CUs (AMD)
+  // Blocks of the lane program one SM / CU holds resident at once, from the runtime's occupancy
+  // query at the lane kernels' block size (the smallest over their instantiations); 0: not known.
+  // Lanes spin for their peers, so a rank's launch must never need more blocks than its share
+  // of multiProcessors x this: the blocks beyond it would not start until the others end.
+  int laneBlocksPerUnit = 0;
   uint64_t totalMemoryBytes = 0;
 };
 
@@ -169,10 +174,21 @@ Status checkReduceCopyArgs(const ReduceCopyArgs& args);
 // and buffers that exist.
 Status checkLaneLaunch(const LaneLaunch& launch);
 
+// Room for the blocks of lane launches on one device, as a GPU's block scheduler gives it: the
+// emulated device's model of residency (emulated_runtime.cc). acquire() waits until one more
+// block fits (another one ended); release() gives the room back when a block ends.
+class BlockSlots {
+ public:
+  virtual ~BlockSlots() = default;
+  virtual void acquire() = 0;
+  virtual void release() = 0;
+};
+
 // The lane program on host threads, which the host runtime's launchLanes runs (the collectives
-// layer registers it: collectives/device/lanes_host.cc): every lane of `launch` to its end, one
-// thread per lane. Returns the LaneErrorCode of the first failure, also left in *launch.error.
-using HostLaneRunner = uint32_t (*)(const LaneLaunch& launch);
+// layer registers it: collectives/device_lanes.cc): every lane of `launch` to its end, one
+// thread per lane, each started, in lane order, once `slots` has room for it (null: at once).
+// Returns the LaneErrorCode of the first failure, also left in *launch.error.
+using HostLaneRunner = uint32_t (*)(const LaneLaunch& launch, BlockSlots* slots);
 void setHostLaneRunner(HostLaneRunner runner);
 HostLaneRunner hostLaneRunner();  // null until registered
 

@@ -5,7 +5,10 @@
 //
 // Device memory is a memfd mapped MAP_SHARED, so that another process can map the same pages
 // from an IPC handle, through /proc/<pid>/fd/<fd>. Copies are memmove; streams and events are
-// tokens whose work is done before the call returns, as in the host runtime; the lane program
+// tokens whose work is done before the call returns, as in the host runtime, except memsets,
+// which wait on their stream (memset(): the legacy default stream) until something must have
+// finished them (HostMemoryRuntime::defersMemsets), as on a GPU; the lane blocks of a launch
+// start as the emulated SMs have room for them (WEFT_EMULATED_SMS, WEFT_EMULATED_BLOCKS_PER_SM); the lane program
 // runs on host threads through the runner the collectives layer registers (hostLaneRunner()).
 // Where CUDA refuses something (an IPC handle opened in the process that made it, freeing a
 // pointer it does not know, registering memory twice), this runtime refuses it too, so that
@@ -21,6 +24,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -197,12 +201,53 @@ bool validDevice(int device) { return device >= 0 && device < emulatedDevices();
 
 int cpuCount() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
+// The emulated GPU's SMs and how many lane blocks each holds at once (WEFT_EMULATED_SMS,
+// WEFT_EMULATED_BLOCKS_PER_SM), read at each call so that a test may change them.
+int emulatedSms() {
+  const int64_t sms = params::EmulatedSms();
+  return sms > 0 ? static_cast<int>(std::min<int64_t>(sms, 1024)) : cpuCount() * 4;
+}
+int emulatedBlocksPerSm() { return static_cast<int>(std::clamp<int64_t>(params::EmulatedBlocksPerSm(), 1, 64)); }
+
+// One emulated GPU's block scheduler: at most SMs x blocks per SM lane blocks run at once in
+// this process; a block past that starts when a running one ends. Lanes spin for their peers,
+// so a launch that over-subscribes the device hangs here as on hardware (until the lanes'
+// time-out). Per process, as one process's context on a GPU without MPS: other processes'
+// kernels take turns with it rather than share its SMs.
+class DeviceSlots final : public BlockSlots {
+ public:
+  void acquire() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [this] { return running_ < emulatedSms() * emulatedBlocksPerSm(); });
+    ++running_;
+  }
+  void release() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
+    }
+    room_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable room_;
+  int running_ = 0;
+};
+
+// Never destroyed, like the registry: lanes of a launch may outlive static destructors' order.
+DeviceSlots& deviceSlots(int device) {
+  static DeviceSlots* const slots = new DeviceSlots[8];
+  return slots[std::clamp(device, 0, 7)];
+}
+
 class EmulatedRuntime final : public HostMemoryRuntime {
  public:
   EmulatedRuntime() : HostMemoryRuntime("emulated runtime") {}
   const char* name() const override { return "emulated"; }
   std::string description() const override {
-    return "emulated device: host memory posing as one GPU, for tests (" + std::to_string(cpuCount()) + " CPUs)";
+    return "emulated device: host memory posing as one GPU, for tests (" + std::to_string(cpuCount()) + " CPUs, " +
+           std::to_string(emulatedSms()) + " SMs of " + std::to_string(emulatedBlocksPerSm()) + " lane blocks)";
   }
   int deviceCount() const override { return emulatedDevices(); }
   Status deviceProps(int device, DeviceProps* out) const override {
@@ -216,7 +261,8 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     std::snprintf(busId, sizeof(busId), "0000:%02x:00.0", bus & 0xff);
     p.pciBusId = busId;
     p.warpSize = 1;
-    p.multiProcessors = cpuCount() * 4;
+    p.multiProcessors = emulatedSms();
+    p.laneBlocksPerUnit = emulatedBlocksPerSm();
     long pages = sysconf(_SC_PHYS_PAGES);
     p.totalMemoryBytes = pages > 0 ? static_cast<uint64_t>(pages) * pageSize() : 0;
     *out = p;
@@ -265,7 +311,9 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     *out = p;
     return Status::ok();
   }
+  // Freeing synchronizes the device, as cudaFree does: queued memsets run first.
   Status freeDevice(void* ptr) override {
+    drainAll();
     if (ptr == nullptr) return Status::ok();
     Allocation a;
     if (!registry().take(ptr, Region::kDevice, &a)) return cannotRelease("freeDevice", ptr, Region::kDevice);
@@ -285,6 +333,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     return Status::ok();
   }
   Status freeHost(void* ptr) override {
+    drainAll();
     if (ptr == nullptr) return Status::ok();
     Allocation a;
     if (!registry().take(ptr, Region::kPinnedHost, &a)) return cannotRelease("freeHost", ptr, Region::kPinnedHost);
@@ -373,6 +422,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     return Status::ok();
   }
   Status ipcClose(void* ptr) override {
+    drainAll();
     Allocation a;
     if (ptr == nullptr || !registry().take(ptr, Region::kImported, &a)) {
       return cannotRelease("ipcClose", ptr, Region::kImported);
@@ -404,12 +454,21 @@ class EmulatedRuntime final : public HostMemoryRuntime {
   }
   Status hostUnregister(void* ptr) override {
     if (ptr == nullptr) return Status::ok();
+    drainAll();
     Allocation a;
     if (!registry().take(ptr, Region::kRegistered, &a))
       return cannotRelease("hostUnregister", ptr, Region::kRegistered);
     return Status::ok();
   }
 
+
+ protected:
+  bool defersMemsets() const override { return true; }
+  BlockSlots* blockSlots() override {
+    int device = 0;
+    (void)getDevice(&device);
+    return &deviceSlots(device);
+  }
 
  private:
   static Status systemError(const char* call, size_t bytes, const char* what, int err) {

@@ -143,8 +143,29 @@ class GpuRuntime final : public Runtime {
     out->pciBusId = bus;
     out->warpSize = p.warpSize;
     out->multiProcessors = p.multiProcessorCount;
+    out->laneBlocksPerUnit = laneOccupancy(device);
     out->totalMemoryBytes = p.totalGlobalMem;
     return Status::ok();
+  }
+  // The lane kernels' occupancy on `device` when it is the current one (asking about another
+  // would create a context there); 0, "not known", otherwise or when the query fails.
+  int laneOccupancy(int device) const {
+#if WEFT_HAVE_KERNELS
+    int current = -1;
+    if (WEFT_GPU(GetDevice)(&current) != kGpuSuccess || current != device || !setLaunchLimits().isOk()) {
+      (void)WEFT_GPU(GetLastError)();
+      return 0;
+    }
+    int blocks = 0;
+    if (weftKernelLaneOccupancy(0, &blocks) != 0) {
+      (void)WEFT_GPU(GetLastError)();
+      return 0;
+    }
+    return blocks;
+#else
+    (void)device;
+    return 0;
+#endif
   }
   Status setDevice(int device) override {
     WEFT_GPU_TRY(SetDevice, (device), "%d", device);

@@ -1,6 +1,8 @@
 #include "device/host_memory_runtime.h"
 
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "base/os.h"
 
@@ -12,7 +14,29 @@ struct TokenStream {};
 struct TokenEvent {
   bool recorded = false;
   uint64_t atNs = 0;
+  Stream on = nullptr;  // where it was recorded (null: the legacy default stream)
 };
+
+// Queued work is keyed by stream; every handle of the legacy default stream is null.
+Stream queueKey(Stream s) { return isDefaultStreamHandle(s) ? nullptr : s; }
+
+struct QueuedMemset {
+  Stream stream;  // null: the legacy default stream
+  void* dst;
+  int value;
+  size_t bytes;
+};
+
+// The process's queued memsets (defersMemsets()), in issue order; never destroyed, as lanes and
+// static destructors may still free memory late.
+struct MemsetQueue {
+  std::mutex mutex;
+  std::vector<QueuedMemset> items;
+};
+MemsetQueue& memsetQueue() {
+  static MemsetQueue* const q = new MemsetQueue;
+  return *q;
+}
 
 TokenEvent* tokenEvent(Event e) { return reinterpret_cast<TokenEvent*>(e); }
 
@@ -29,25 +53,60 @@ Status HostMemoryRuntime::noGraphs(const char* call) const {
                     label_, call);
 }
 
+void HostMemoryRuntime::drain(Stream stream) {
+  const Stream key = queueKey(stream);
+  MemsetQueue& q = memsetQueue();
+  std::lock_guard<std::mutex> lock(q.mutex);
+  size_t kept = 0;
+  for (const QueuedMemset& m : q.items) {
+    if (m.stream == key) {
+      std::memset(m.dst, m.value, m.bytes);
+    } else {
+      q.items[kept++] = m;
+    }
+  }
+  q.items.resize(kept);
+}
+
+void HostMemoryRuntime::drainAll() {
+  MemsetQueue& q = memsetQueue();
+  std::lock_guard<std::mutex> lock(q.mutex);
+  for (const QueuedMemset& m : q.items) std::memset(m.dst, m.value, m.bytes);
+  q.items.clear();
+}
+
 Status HostMemoryRuntime::copy(void* dst, const void* src, size_t bytes, CopyKind) {
+  drain(nullptr);  // a synchronous copy follows the legacy stream's work
   if (bytes == 0) return Status::ok();
   if (dst == nullptr || src == nullptr) return nullPointer("copy", bytes);
   std::memmove(dst, src, bytes);
   return Status::ok();
 }
 
-Status HostMemoryRuntime::copyAsync(void* dst, const void* src, size_t bytes, CopyKind kind, Stream) {
-  return copy(dst, src, bytes, kind);
-}
-
-Status HostMemoryRuntime::memset(void* dst, int value, size_t bytes) {
+Status HostMemoryRuntime::copyAsync(void* dst, const void* src, size_t bytes, CopyKind, Stream stream) {
+  drain(stream);
   if (bytes == 0) return Status::ok();
-  if (dst == nullptr) return nullPointer("memset", bytes);
-  std::memset(dst, value, bytes);
+  if (dst == nullptr || src == nullptr) return nullPointer("copyAsync", bytes);
+  std::memmove(dst, src, bytes);
   return Status::ok();
 }
 
-Status HostMemoryRuntime::memsetAsync(void* dst, int value, size_t bytes, Stream) { return memset(dst, value, bytes); }
+Status HostMemoryRuntime::memset(void* dst, int value, size_t bytes) {
+  return memsetAsync(dst, value, bytes, nullptr);
+}
+
+Status HostMemoryRuntime::memsetAsync(void* dst, int value, size_t bytes, Stream stream) {
+  if (bytes == 0) return Status::ok();
+  if (dst == nullptr) return nullPointer("memset", bytes);
+  if (defersMemsets()) {
+    MemsetQueue& q = memsetQueue();
+    std::lock_guard<std::mutex> lock(q.mutex);
+    q.items.push_back(QueuedMemset{queueKey(stream), dst, value, bytes});
+  } else {
+    std::memset(dst, value, bytes);
+  }
+  return Status::ok();
+}
 
 Status HostMemoryRuntime::streamCreate(Stream* out) {
   *out = reinterpret_cast<Stream>(new TokenStream);
@@ -59,17 +118,25 @@ Status HostMemoryRuntime::streamDestroy(Stream stream) {
     return WEFT_ERROR(weftInvalidArgument, "%s: streamDestroy(default stream): the default stream is not destroyed",
                       label_);
   }
+  drain(stream);
   delete reinterpret_cast<TokenStream*>(stream);
   return Status::ok();
 }
 
-Status HostMemoryRuntime::streamQuery(Stream, bool* done) {
+Status HostMemoryRuntime::streamSynchronize(Stream stream) {
+  drain(stream);
+  return Status::ok();
+}
+
+Status HostMemoryRuntime::streamQuery(Stream stream, bool* done) {
+  drain(stream);  // the device gets to it eventually; a query that polls must see it end
   *done = true;
   return Status::ok();
 }
 
 Status HostMemoryRuntime::streamWaitEvent(Stream, Event event) {
   if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s: streamWaitEvent(null event)", label_);
+  drain(tokenEvent(event)->on);  // the waiting stream's later work, done at once here, follows it
   return Status::ok();
 }
 
@@ -84,19 +151,21 @@ Status HostMemoryRuntime::eventDestroy(Event event) {
   return Status::ok();
 }
 
-Status HostMemoryRuntime::eventRecord(Event event, Stream) {
+Status HostMemoryRuntime::eventRecord(Event event, Stream stream) {
   if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s: eventRecord(null)", label_);
-  *tokenEvent(event) = TokenEvent{true, nowNs()};
+  *tokenEvent(event) = TokenEvent{true, nowNs(), queueKey(stream)};
   return Status::ok();
 }
 
 Status HostMemoryRuntime::eventSynchronize(Event event) {
   if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s: eventSynchronize(null)", label_);
+  drain(tokenEvent(event)->on);
   return Status::ok();
 }
 
 Status HostMemoryRuntime::eventQuery(Event event, bool* done) {
   if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s: eventQuery(null)", label_);
+  drain(tokenEvent(event)->on);
   *done = true;
   return Status::ok();
 }
@@ -114,14 +183,15 @@ Status HostMemoryRuntime::eventElapsedMs(Event start, Event end, float* ms) {
   return Status::ok();
 }
 
-Status HostMemoryRuntime::launchLanes(const LaneLaunch& launch, Stream) {
+Status HostMemoryRuntime::launchLanes(const LaneLaunch& launch, Stream stream) {
   WEFT_TRY(checkLaneLaunch(launch));
+  drain(stream);
   HostLaneRunner run = hostLaneRunner();
   if (run == nullptr) {
     return WEFT_ERROR(weftInternalError,
                       "%s: launchLanes: the host lane runner is not registered (link libweft's collectives)", label_);
   }
-  (void)run(launch);
+  (void)run(launch, blockSlots());
   return Status::ok();
 }
 

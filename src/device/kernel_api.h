@@ -176,4 +176,11 @@ extern "C" int weftKernelSetLaunchLimits(int warpSize, int maxBlocks);
 // Returns 0 or the runtime's error code; the runtime has checked the launch (checkLaneLaunch).
 extern "C" int weftKernelLaunchLanes(const weft::device::LaneLaunch* launch, void* stream);
 
+// Also defined by kernels.cu: the fewest blocks of any lane kernel one SM / CU of the current
+// device holds resident at `threadsPerLane` threads per block (0: the block size launches get by
+// default), from the runtime's occupancy query (cudaOccupancyMaxActiveBlocksPerMultiprocessor /
+// hipOccupancyMaxActiveBlocksPerMultiprocessor). The runtime sets the launch limits first.
+// Returns 0 or the runtime's error code.
+extern "C" int weftKernelLaneOccupancy(int threadsPerLane, int* blocksPerUnit);
+
 #endif  // WEFT_DEVICE_KERNEL_API_H_

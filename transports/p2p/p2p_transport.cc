@@ -101,14 +101,32 @@ Status checkPeerPath(const ConnectRequest& req, int senderDevice, int receiverDe
   return Status::ok();
 }
 
-// Device memory of `bytes` bytes on the current device, zeroed.
-Status allocZeroed(device::Runtime* runtime, size_t bytes, DeviceMemory* out) {
+// Device memory of `bytes` bytes on the current device, zeroed by a memset queued on `stream`
+// (the caller synchronizes it before anyone else sees the memory).
+Status allocZeroed(device::Runtime* runtime, size_t bytes, device::Stream stream, DeviceMemory* out) {
   void* ptr = nullptr;
   WEFT_TRY(runtime->allocDevice(bytes, &ptr));
   DeviceMemory mem(runtime, ptr, DeviceMemory::Kind::kAllocated);
-  WEFT_TRY(runtime->memset(ptr, 0, bytes));
+  WEFT_TRY(runtime->memsetAsync(ptr, 0, bytes, stream));
   *out = std::move(mem);
   return Status::ok();
+}
+
+// The FIFO block and cursor, zeroed and synchronized before they are offered: a memset on the
+// legacy default stream (cudaMemset) could run after the peer's first writes, in a job whose
+// default stream is busy, and wipe them. A stream of our own, non-blocking, waits for nothing
+// else: no device-wide synchronization while lanes of this process may be spinning.
+// The sender's own cursor goes the same way (block: null).
+Status allocFifoMemory(device::Runtime* runtime, size_t blockBytes, DeviceMemory* block, DeviceMemory* cursor) {
+  device::Stream stream = nullptr;
+  WEFT_TRY(runtime->streamCreate(&stream));
+  Status s = block != nullptr ? allocZeroed(runtime, blockBytes, stream, block) : Status::ok();
+  if (s.isOk()) s = allocZeroed(runtime, sizeof(uint64_t), stream, cursor);
+  Status synced = runtime->streamSynchronize(stream);
+  Status destroyed = runtime->streamDestroy(stream);
+  if (s.isOk()) s = std::move(synced);
+  if (s.isOk()) s = std::move(destroyed);
+  return s;
 }
 
 // The receiver's end: the FIFO block and cursor on this rank's device, and the offer that
@@ -118,8 +136,7 @@ Status makeReceiverEnd(const ConnectRequest& req, P2pOffer* offer, DeviceMemory*
   WEFT_TRY(scope.enter(req.self.device));
   WEFT_TRY(checkPeerPath(req, req.peer.device, req.self.device, false));
   const P2pLayout layout = p2pLayout(req.nSlots, req.slotBytes);
-  WEFT_TRY(allocZeroed(req.runtime, layout.totalBytes, block));
-  WEFT_TRY(allocZeroed(req.runtime, sizeof(uint64_t), cursor));
+  WEFT_TRY(allocFifoMemory(req.runtime, layout.totalBytes, block, cursor));
   const bool sameProcess = req.self.processHash == req.peer.processHash;
   if (sameProcess) {
     offer->pointer = reinterpret_cast<uint64_t>(block->get());
@@ -253,7 +270,7 @@ Status P2pTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Conn
   DeviceMemory block;
   WEFT_TRY(mapReceiverBlock(req, offer, &block));
   DeviceMemory cursor;
-  WEFT_TRY(allocZeroed(req.runtime, sizeof(uint64_t), &cursor));
+  WEFT_TRY(allocFifoMemory(req.runtime, 0, nullptr, &cursor));
 
   P2pConnection::Setup setup;
   setup.role = P2pConnection::Role::kSender;

@@ -460,7 +460,7 @@ class RunnerScope {
 };
 
 int gRuns = 0;
-uint32_t failingRunner(const LaneLaunch& launch) {
+uint32_t failingRunner(const LaneLaunch& launch, BlockSlots*) {
   ++gRuns;
   launch.error->code = kLanePeerAborted;
   launch.error->lane = 0;

@@ -61,7 +61,7 @@ int gRuns = 0;
 const LaneLaunch* gLastLaunch = nullptr;
 
 // Records the launch and fails like a lane that timed out would.
-uint32_t timingOutRunner(const LaneLaunch& launch) {
+uint32_t timingOutRunner(const LaneLaunch& launch, BlockSlots*) {
   ++gRuns;
   gLastLaunch = &launch;
   launch.error->code = kLaneTimeout;
