@@ -171,14 +171,14 @@ ReduceFn reduceFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
   return dispatchType(type, PickReduce{op});
 }
 
-PreMulFn preMulFunction(weftDataType_t type) { return preMulFunctionFor(type, bestHostSimd()); }
+PreMulFn preMulFunction(weftDataType_t type) { return preMulFunctionFor(type, defaultHostSimd()); }
 
 ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op) {
-  return reduceCopyFunctionFor(type, op, bestHostSimd());
+  return reduceCopyFunctionFor(type, op, defaultHostSimd());
 }
 
 ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op) {
-  return reduceFunctionFor(type, op, bestHostSimd());
+  return reduceFunctionFor(type, op, defaultHostSimd());
 }
 
 }  // namespace coll

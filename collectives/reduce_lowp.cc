@@ -11,7 +11,11 @@
 #include "collectives/reduce_lowp.h"
 
 #include <cstring>
+#include <string>
 #include <type_traits>
+
+#include "base/log.h"
+#include "base/params.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define WEFT_LOWP_X86 1
@@ -496,6 +500,28 @@ const char* hostSimdName(HostSimd simd) {
 HostSimd bestHostSimd() {
   static const HostSimd best = detectHostSimd();
   return best;
+}
+
+// WEFT_HOST_SIMD, or the best variant when it is unset, unknown or not runnable here.
+HostSimd chosenHostSimd() {
+  const std::string asked = params::HostSimd();
+  if (asked.empty()) return bestHostSimd();
+  for (int v = 0; v < static_cast<int>(HostSimd::kCount); ++v) {
+    const HostSimd simd = static_cast<HostSimd>(v);
+    if (asked != hostSimdName(simd)) continue;
+    if (hostSimdSupported(simd)) return simd;
+    WEFT_LOG(kWarn, kColl, "WEFT_HOST_SIMD=%s: this CPU cannot run it; using %s", asked.c_str(),
+             hostSimdName(bestHostSimd()));
+    return bestHostSimd();
+  }
+  WEFT_LOG(kWarn, kColl, "WEFT_HOST_SIMD=%s is not one of scalar, portable, avx2-f16c, avx512, avx512-bf16; using %s",
+           asked.c_str(), hostSimdName(bestHostSimd()));
+  return bestHostSimd();
+}
+
+HostSimd defaultHostSimd() {
+  static const HostSimd chosen = chosenHostSimd();
+  return chosen;
 }
 
 // The variants form a ladder: each needs the features of the ones below it.

@@ -38,6 +38,10 @@ bool hostSimdSupported(HostSimd simd);
 // The fastest supported variant (detected once).
 HostSimd bestHostSimd();
 
+// What reduceFunction & co. use: WEFT_HOST_SIMD when this CPU runs it (read once), else
+// bestHostSimd(). WEFT_HOST_SIMD=scalar runs the element-wise loops of before (measurements).
+HostSimd defaultHostSimd();
+
 // The reduced-precision functions of one variant; nullptr for kScalar, for other types, or for
 // an invalid op. The caller falls back to the scalar functions of reduce.cc then.
 ReduceFn lowpReduceFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd);
@@ -46,7 +50,7 @@ PreMulFn lowpPreMulFunction(weftDataType_t type, HostSimd simd);
 
 // reduceFunction / reduceCopyFunction / preMulFunction with the variant forced (tests and
 // benchmarks compare them): the variant's function for a reduced-precision type, the scalar
-// one otherwise. The unforced functions use bestHostSimd().
+// one otherwise. The unforced functions use defaultHostSimd().
 ReduceFn reduceFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 ReduceCopyFn reduceCopyFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 PreMulFn preMulFunctionFor(weftDataType_t type, HostSimd simd);
