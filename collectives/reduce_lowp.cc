@@ -74,6 +74,11 @@ inline float bitsFloat(uint32_t u) { return bitCast<float>(u); }
 // MiniFloat::toFloat without branches: every case computed, one selected.
 template <typename F>
 WEFT_INLINE uint32_t widenBits(uint32_t bits) {
+  if constexpr (std::is_same<F, detail::BFloat16Format>::value) {
+    // The top half of a float; a NaN is quieted (its payload kept).
+    const uint32_t u = bits << 16;
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? u | 0x400000u : u;
+  }
   const uint32_t sign = (bits >> (F::kExponentBits + F::kMantissaBits)) << 31;
   const uint32_t e = (bits >> F::kMantissaBits) & F::kExpMask;
   const uint32_t m = bits & F::kManMask;
@@ -95,6 +100,12 @@ WEFT_INLINE uint32_t widenBits(uint32_t bits) {
 // MiniFloat::fromFloat without branches (same arithmetic, every path computed, one selected).
 template <typename F>
 WEFT_INLINE uint32_t narrowBits(uint32_t u) {
+  if constexpr (std::is_same<F, detail::BFloat16Format>::value) {
+    // Normal and denormal results round the same way here (the exponent ranges are the same);
+    // a carry into the exponent is the right result, and never reaches the sign.
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x40u : rounded;
+  }
   const uint32_t sign = (u >> 31) << (F::kExponentBits + F::kMantissaBits);
   const uint32_t abs = u & 0x7FFFFFFFu;
   const uint32_t nanOut = F::kHasInfinity ? F::kNaN | ((abs & 0x7FFFFFu) >> F::kShift) : F::kNaN;
@@ -137,23 +148,28 @@ struct PortableCvt {
 // one, sometimes the other NaN, even between the blocks and the tail of one loop. The lanes
 // decide it themselves: with a NaN first operand the result is that operand (already quiet:
 // widening quiets). Every other input gives the scalar loops' result bit for bit.
+// The result is computed before the select, whatever a is: GCC (-ftrapping-math) will not
+// if-convert, and so not vectorise, a float operation that only runs on one side of a branch.
+WEFT_INLINE float pickFirstNaN(float a, float result) { return a != a ? a : result; }
+
 struct SumLanes {
-  WEFT_INLINE float operator()(float a, float b) const { return a != a ? a : a + b; }
+  WEFT_INLINE float operator()(float a, float b) const { return pickFirstNaN(a, a + b); }
 };
 struct ProdLanes {
-  WEFT_INLINE float operator()(float a, float b) const { return a != a ? a : a * b; }
+  WEFT_INLINE float operator()(float a, float b) const { return pickFirstNaN(a, a * b); }
 };
 struct SumDivideLanes {
   float divisor;
-  WEFT_INLINE float operator()(float a, float b) const { return a != a ? a : (a + b) / divisor; }
+  WEFT_INLINE float operator()(float a, float b) const { return pickFirstNaN(a, (a + b) / divisor); }
 };
 
-// Max and min select an operand's encoding; a NaN first operand wins, as in OpMax / OpMin.
+// Max and min select an operand's encoding; a NaN first operand wins, as in OpMax / OpMin
+// (both comparisons evaluated: no branch).
 struct MaxSelect {
-  WEFT_INLINE bool operator()(float a, float b) const { return a > b || a != a; }
+  WEFT_INLINE bool operator()(float a, float b) const { return (a > b) | (a != a); }
 };
 struct MinSelect {
-  WEFT_INLINE bool operator()(float a, float b) const { return a < b || a != a; }
+  WEFT_INLINE bool operator()(float a, float b) const { return (a < b) | (a != a); }
 };
 
 // The bodies: one block of encodings in (a, b), one out, in local arrays.
@@ -180,7 +196,10 @@ struct SelectBody {
     float fa[kBlock], fb[kBlock];
     Cvt::widen(a, fa);
     Cvt::widen(b, fb);
-    for (size_t k = 0; k < kBlock; ++k) out[k] = select(fa[k], fb[k]) ? a[k] : b[k];
+    for (size_t k = 0; k < kBlock; ++k) {
+      const Bits keepA = static_cast<Bits>(0) - static_cast<Bits>(select(fa[k], fb[k]));  // all ones or 0
+      out[k] = static_cast<Bits>((a[k] & keepA) | (b[k] & ~keepA));
+    }
   }
 };
 
