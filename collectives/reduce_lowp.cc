@@ -335,6 +335,63 @@ struct BFloat16Avx512Cvt {
     }
   }
 };
+// FP8 through the half conversions on 16 lanes. Widening: an E5M2 encoding is the top byte of
+// a half; an E4M3 one, with its exponent field placed in a half's, is the value / 256 (its
+// NaN, S.1111.111, is set apart). Narrowing rounds once, exactly: the value (scaled by 1/256
+// for E4M3) goes to half rounded toward zero with a sticky last bit when inexact ("round to
+// odd", 8 bits finer than FP8 at every magnitude, denormals included), and that half rounds
+// to nearest even on its top bits, which is the direct rounding. NaN and E4M3's saturation
+// are selected as in datatypes.h.
+template <typename T>
+struct Fp8Avx512Cvt {
+  using Bits = uint8_t;
+  static constexpr bool kE4M3 = std::is_same<T, Fp8E4M3>::value;
+  static constexpr int kDrop = kE4M3 ? 7 : 8;  // half bits below the FP8 mantissa
+  WEFT_TARGET_AVX512 static WEFT_INLINE void widen(const uint8_t* in, float* out) {
+    for (size_t k = 0; k < kBlock; k += 16) {
+      const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k)));
+      if constexpr (kE4M3) {
+        const __m256i mag = _mm256_and_si256(b, _mm256_set1_epi16(0x7F));
+        const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
+        const __m512 f =
+            _mm512_mul_ps(_mm512_cvtph_ps(_mm256_or_si256(_mm256_slli_epi16(mag, 7), sign)), _mm512_set1_ps(256.0f));
+        const __mmask16 nan = _mm256_cmpeq_epi16_mask(mag, _mm256_set1_epi16(0x7F));
+        const __m512 nanValue = _mm512_or_ps(_mm512_and_ps(f, _mm512_castsi512_ps(_mm512_set1_epi32(INT32_MIN))),
+                                             _mm512_castsi512_ps(_mm512_set1_epi32(0x7FF00000)));
+        _mm512_storeu_ps(out + k, _mm512_mask_blend_ps(nan, f, nanValue));
+      } else {
+        _mm512_storeu_ps(out + k, _mm512_cvtph_ps(_mm256_slli_epi16(b, 8)));
+      }
+    }
+  }
+  WEFT_TARGET_AVX512 static WEFT_INLINE void narrow(const float* in, uint8_t* out) {
+    for (size_t k = 0; k < kBlock; k += 16) {
+      const __m512i xi = _mm512_castps_si512(_mm512_loadu_ps(in + k));
+      const __m512i abs = _mm512_and_si512(xi, _mm512_set1_epi32(0x7FFFFFFF));
+      __m512 a = _mm512_castsi512_ps(abs);
+      if (kE4M3) a = _mm512_mul_ps(a, _mm512_set1_ps(1.0f / 256.0f));
+      const __m256i t = _mm512_cvtps_ph(a, _MM_FROUND_TO_ZERO);
+      const __mmask16 inexact = _mm512_cmp_ps_mask(_mm512_cvtph_ps(t), a, _CMP_NEQ_UQ);
+      const __m256i odd = _mm256_mask_mov_epi16(t, inexact, _mm256_or_si256(t, _mm256_set1_epi16(1)));
+      const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(odd, kDrop), _mm256_set1_epi16(1));
+      const __m256i bias = _mm256_set1_epi16((1 << (kDrop - 1)) - 1);
+      __m256i r = _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(odd, bias), lsb), kDrop);
+      const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x7F800000));
+      if constexpr (kE4M3) {
+        const __mmask16 saturate = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x43E00000));  // 448.0f
+        r = _mm256_mask_mov_epi16(r, saturate, _mm256_set1_epi16(0x7E));
+        r = _mm256_mask_mov_epi16(r, nan, _mm256_set1_epi16(0x7F));
+      } else {
+        const __m512i payload = _mm512_srli_epi32(_mm512_and_si512(abs, _mm512_set1_epi32(0x7FFFFF)), 21);
+        const __m256i nanOut = _mm512_cvtepi32_epi16(_mm512_or_si512(payload, _mm512_set1_epi32(0x7E)));
+        r = _mm256_mask_mov_epi16(r, nan, nanOut);
+      }
+      const __m256i sign = _mm512_cvtepi32_epi16(_mm512_srli_epi32(xi, 31));
+      r = _mm256_or_si256(r, _mm256_slli_epi16(sign, 7));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + k), _mm256_cvtepi16_epi8(r));
+    }
+  }
+};
 #endif  // WEFT_LOWP_X86
 
 // A variant: its converter per type, and its entry points compiled under ATTR.
@@ -362,7 +419,9 @@ WEFT_LOWP_VARIANT(PortableVariant, WEFT_NO_ATTR, PortableCvt);
 template <typename T>
 using Avx2Cvt = std::conditional_t<std::is_same<T, Half>::value, HalfF16cCvt, PortableCvt<T>>;
 template <typename T>
-using Avx512Cvt = std::conditional_t<std::is_same<T, Half>::value, HalfAvx512Cvt, PortableCvt<T>>;
+using Avx512Cvt =
+    std::conditional_t<std::is_same<T, Half>::value, HalfAvx512Cvt,
+                       std::conditional_t<std::is_same<T, BFloat16>::value, PortableCvt<T>, Fp8Avx512Cvt<T>>>;
 template <typename T>
 using Avx512Bf16Cvt = std::conditional_t<std::is_same<T, BFloat16>::value, BFloat16Avx512Cvt, Avx512Cvt<T>>;
 
