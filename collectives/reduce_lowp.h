@@ -10,11 +10,12 @@
 // x * s, the partial product in premul's sum). The scalar loops leave that to the compiler's
 // operand order, which GCC varies between types and even between a loop's blocks and its tail.
 // Only the means differ:
-//  - kPortable: branch-free integer bit arithmetic in plain C++, which the compiler vectorises
-//    for the baseline instruction set (any CPU, any architecture);
+//  - kPortable: branch-free integer bit arithmetic in plain C++ (bfloat16: two shifts and a
+//    rounding add), which the compiler vectorises for the baseline instruction set (any CPU);
 //  - kAvx2: the same arithmetic compiled for AVX2, and F16C's vcvtph2ps / vcvtps2ph for Half;
 //  - kAvx512: the same compiled for AVX-512 (F, BW, VL, DQ), Half through vcvtph2ps / vcvtps2ph
-//    on 16 lanes;
+//    on 16 lanes, FP8 through the half conversions (widening exactly; narrowing by rounding to
+//    odd into half, then to nearest even: one exact rounding);
 //  - kAvx512Bf16: kAvx512 with BFloat16 rounded by vcvtneps2bf16, whose lanes with a float
 //    denormal input (which the instruction flushes to zero) are redone with the bit arithmetic.
 // kScalar is the element-wise loop of reduce.cc, the reference the others are tested against.
