@@ -40,6 +40,9 @@ namespace detail {
 // NaN); otherwise the OCP E4M3 kind, where only S.1111.111 is NaN and there is no infinity.
 template <int kExpBits, int kManBits, bool kHasInf>
 struct MiniFloat {
+  static constexpr int kExponentBits = kExpBits;
+  static constexpr int kMantissaBits = kManBits;
+  static constexpr bool kHasInfinity = kHasInf;
   static constexpr int kBias = (1 << (kExpBits - 1)) - 1;
   static constexpr uint32_t kBiasDiff = 127 - kBias;  // float exponent field - ours
   static constexpr int kShift = 23 - kManBits;        // mantissa bits dropped from a float

@@ -3,10 +3,14 @@
 // The loops work in blocks: load a block of a and b into locals, combine, store. Because every
 // load of a block precedes its stores, dst may alias a or b, and g++ -O2 (whose cost model does
 // not version loops for aliasing or add epilogues) vectorises the fixed-length inner loops for
-// the float and integer types. The tail, and the reduced-precision types, run element by element.
+// the float and integer types. The tail runs element by element. These loops are also the
+// reference (HostSimd::kScalar) for the reduced-precision types, which run the vectorised
+// variants of reduce_lowp.cc by default.
 #include "collectives/reduce.h"
 
 #include <cstring>
+
+#include "collectives/reduce_lowp.h"
 
 namespace weft {
 namespace coll {
@@ -152,14 +156,29 @@ struct PickPreMul {
 
 }  // namespace
 
-PreMulFn preMulFunction(weftDataType_t type) { return dispatchType(type, PickPreMul{}); }
+PreMulFn preMulFunctionFor(weftDataType_t type, HostSimd simd) {
+  if (PreMulFn fn = lowpPreMulFunction(type, simd)) return fn;
+  return dispatchType(type, PickPreMul{});
+}
 
-ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op) {
+ReduceCopyFn reduceCopyFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
+  if (ReduceCopyFn fn = lowpReduceCopyFunction(type, op, simd)) return fn;
   return dispatchType(type, PickReduceCopy{op});
 }
 
-ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op) {
+ReduceFn reduceFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
+  if (ReduceFn fn = lowpReduceFunction(type, op, simd)) return fn;
   return dispatchType(type, PickReduce{op});
+}
+
+PreMulFn preMulFunction(weftDataType_t type) { return preMulFunctionFor(type, defaultHostSimd()); }
+
+ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op) {
+  return reduceCopyFunctionFor(type, op, defaultHostSimd());
+}
+
+ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op) {
+  return reduceFunctionFor(type, op, defaultHostSimd());
 }
 
 }  // namespace coll

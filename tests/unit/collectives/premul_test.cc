@@ -46,6 +46,17 @@ bool same(T a, T b) {
   return bitsOf(a) == bitsOf(b) || (isNan(a) && isNan(b));
 }
 
+// Equal bits, except where one float operation met two NaNs: which of them comes out is the
+// compiler's operand order in the device templates compiled for the host, while the host
+// kernels keep the first (reduce_lowp.h); there both must be NaN.
+template <typename T>
+bool sameUpToTwoNaNs(T got, T want, T own, T scalar, const T* in) {
+  if (bitsOf(got) == bitsOf(want)) return true;
+  const bool productOfNaNs = isNan(own) && isNan(scalar);
+  const bool sumOfNaNs = in != nullptr && isNan(preMul(own, scalar)) && isNan(*in);
+  return (productOfNaNs || sumOfNaNs) && isNan(got) && isNan(want);
+}
+
 // The definition, written without reduce.h: reduced types in float, rounded once; integers
 // modulo 2^bits (through uint64_t, where the arithmetic is defined).
 template <typename T>
@@ -160,7 +171,11 @@ TYPED_TEST(PreMulSum, DeviceStepMatchesHostBitForBit) {
           kernel::reduceCopy<T>(kernel::PreMulSumStep<T>{scalar, true}, nSrcs, srcs, 2, dsts, n, t, threads);
         }
         size_t wrong = 0;
-        for (size_t i = 0; i < n; ++i) wrong += bitsOf(got[i]) != bitsOf(want[i]) || bitsOf(got2[i]) != bitsOf(want[i]);
+        for (size_t i = 0; i < n; ++i) {
+          const T* x = nSrcs == 2 ? &in[i + offset] : nullptr;
+          wrong += !sameUpToTwoNaNs(got[i], want[i], own[i], scalar, x) ||
+                   !sameUpToTwoNaNs(got2[i], want[i], own[i], scalar, x);
+        }
         EXPECT_EQ(wrong, 0u) << "sources " << nSrcs << " threads " << threads << " offset " << offset;
       }
     }
@@ -172,7 +187,10 @@ TYPED_TEST(PreMulSum, DeviceStepMatchesHostBitForBit) {
   kernel::reduceCopy<T>(kernel::PreMulSumStep<T>{scalar, false}, 2, srcs, 1, dsts, n, 0, 1);
   reduceFunction(TypeParam::type, weftSum)(want.data(), own.data(), in.data(), n, 0);
   size_t wrong = 0;
-  for (size_t i = 0; i < n; ++i) wrong += bitsOf(got[i]) != bitsOf(want[i]);
+  for (size_t i = 0; i < n; ++i) {
+    const bool twoNaNs = isNan(own[i]) && isNan(in[i]) && isNan(got[i]) && isNan(want[i]);
+    wrong += bitsOf(got[i]) != bitsOf(want[i]) && !twoNaNs;
+  }
   EXPECT_EQ(wrong, 0u);
 }
 
