@@ -22,6 +22,7 @@
 #include "core/api_internal.h"
 #include "core/comm.h"
 #include "topology/machines.h"
+#include "topology/rank_desc.h"
 #include "topology/topo_file.h"
 #include "weft/weft.h"
 
@@ -170,5 +171,110 @@ TEST(RingOrder, GpuRanksFollowTheSearchedRing) {
       << orders[0][0] << orders[0][1] << orders[0][2] << orders[0][3];
   for (int r = 1; r < kRanks; ++r) EXPECT_EQ(orders[r], orders[0]) << "rank " << r;
 }
+
+// Emulated GPUs posing as the GPUs of a model machine (written as a topology file): emulated
+// device d is the machine's GPU perm[d], so rank order is not the machine's order. Every rank
+// of an 8-rank (4 on the PCIe server) communicator takes the ring the search builds for that
+// machine, mapped to ranks, and all-reduce, all-gather and broadcast are right over it.
+struct MachineCase {
+  const char* name;
+  weft::topo::System (*make)();
+  int nGpus;
+  int fileVersion;  // 1: NCCL's format; 2: RCCL's (xGMI links)
+};
+
+constexpr int kFirstBus = 0xf0;
+
+class RingOfMachine : public ::testing::TestWithParam<MachineCase> {};
+
+TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
+  const MachineCase& m = GetParam();
+  const int n = m.nGpus;
+  weft::topo::System sys = m.make();
+  const std::vector<int> gpus = sys.nodesOfType(NodeType::kGpu);
+  ASSERT_EQ(static_cast<int>(gpus.size()), n);
+  std::vector<int> perm(static_cast<size_t>(n));  // device d is GPU perm[d]: 0, n-1, 1, n-2, ...
+  for (int d = 0; d < n; ++d) perm[static_cast<size_t>(d)] = d % 2 == 0 ? d / 2 : n - 1 - d / 2;
+  for (int d = 0; d < n; ++d) {
+    char bus[32];
+    std::snprintf(bus, sizeof(bus), "0000:%02x:00.0", kFirstBus + d);  // a bus the model does not use
+    sys.nodes[static_cast<size_t>(gpus[static_cast<size_t>(perm[static_cast<size_t>(d)])])].pci.busId = bus;
+  }
+  // The expected order: the search's ring over this machine, bus ids mapped back to devices.
+  std::vector<int> expected;
+  for (const std::string& bus : weft::topo::searchedGpuRing(sys)) {
+    expected.push_back(std::stoi(bus.substr(5, 2), nullptr, 16) - kFirstBus);
+  }
+  ASSERT_EQ(static_cast<int>(expected.size()), n);
+  bool identity = true;
+  for (int i = 0; i < n; ++i) identity = identity && expected[static_cast<size_t>(i)] == i;
+  // A path per machine: a process reads each WEFT_TOPO_FILE path once.
+  const std::string path = std::string(::testing::TempDir()) + "/weft_machine_" + m.name + "_" +
+                           std::to_string(getpid()) + ".xml";
+  std::ofstream(path) << weft::topo::writeTopologyXml(sys, m.fileVersion);
+  setenv("WEFT_GPU_BACKEND", "emulated", 1);
+  setenv("WEFT_EMULATED_DEVICES", std::to_string(n).c_str(), 1);
+  setenv("WEFT_EMULATED_FIRST_BUS", std::to_string(kFirstBus).c_str(), 1);
+  setenv("WEFT_TOPO_FILE", path.c_str(), 1);
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  std::vector<std::vector<int>> orders(static_cast<size_t>(n));
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  const size_t count = 4096 * static_cast<size_t>(n) + 3;  // uneven slices
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      std::string& err = errors[static_cast<size_t>(r)];
+      weft::device::Runtime* rt = weft::device::gpuRuntime();
+      void* a = nullptr;
+      void* g = nullptr;
+      if (!rt->setDevice(r).isOk() || !rt->allocDevice(count * sizeof(float), &a).isOk() ||
+          !rt->allocDevice(count * n * sizeof(float), &g).isOk()) {
+        err = "no device memory";
+        return;
+      }
+      weftComm_t comm = nullptr;
+      if (weftCommInitRank(&comm, n, id, r) != weftSuccess) {
+        err = weftGetLastError(nullptr);
+        return;
+      }
+      orders[static_cast<size_t>(r)] = comm->impl->ringOrder();
+      float* v = static_cast<float*>(a);
+      float* all = static_cast<float*>(g);
+      for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(r + 1 + i % 3);
+      bool ok = weftAllReduce(v, v, count, weftFloat32, weftSum, comm, WEFT_STREAM_DEFAULT) == weftSuccess &&
+                weftAllGather(v, all, count, weftFloat32, comm, WEFT_STREAM_DEFAULT) == weftSuccess &&
+                weftBroadcast(v, v, count, weftFloat32, n - 1, comm, WEFT_STREAM_DEFAULT) == weftSuccess &&
+                weftCommFinalize(comm) == weftSuccess;
+      if (!ok) err = weftGetLastError(comm);
+      const float sumRanks = static_cast<float>(n * (n + 1) / 2);
+      for (size_t i = 0; i < count && err.empty(); ++i) {
+        const float want = sumRanks + static_cast<float>(n * (i % 3));
+        if (v[i] != want) err = "element " + std::to_string(i) + " is " + std::to_string(v[i]);
+        for (int q = 0; q < n && err.empty(); ++q) {
+          if (all[static_cast<size_t>(q) * count + i] != want) err = "gathered block " + std::to_string(q) + " wrong";
+        }
+      }
+      weftCommDestroy(comm);
+      (void)rt->freeDevice(a);
+      (void)rt->freeDevice(g);
+    });
+  }
+  for (auto& t : threads) t.join();
+  unsetenv("WEFT_TOPO_FILE");
+  unsetenv("WEFT_EMULATED_DEVICES");
+  unsetenv("WEFT_EMULATED_FIRST_BUS");
+  std::remove(path.c_str());
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << m.name << " rank " << r;
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(orders[static_cast<size_t>(r)], identity ? std::vector<int>{} : expected) << m.name << " rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Machines, RingOfMachine,
+                         ::testing::Values(MachineCase{"dgx_h100", &weft::topo::machines::dgxH100, 8, 1},
+                                           MachineCase{"mi300x", &weft::topo::machines::mi300x, 8, 2},
+                                           MachineCase{"pcie_4gpu", &weft::topo::machines::pcie4Gpu, 4, 1}),
+                         [](const ::testing::TestParamInfo<MachineCase>& info) { return info.param.name; });
 
 }  // namespace
