@@ -175,7 +175,8 @@ TEST(RingOrder, GpuRanksFollowTheSearchedRing) {
 // Emulated GPUs posing as the GPUs of a model machine (written as a topology file): emulated
 // device d is the machine's GPU perm[d], so rank order is not the machine's order. Every rank
 // of an 8-rank (4 on the PCIe server) communicator takes the ring the search builds for that
-// machine, mapped to ranks, and all-reduce, all-gather and broadcast are right over it.
+// machine, mapped to ranks, its routes follow the machine's paths, and every collective is
+// right over it.
 struct MachineCase {
   const char* name;
   weft::topo::System (*make)();
@@ -184,6 +185,59 @@ struct MachineCase {
 };
 
 constexpr int kFirstBus = 0xf0;
+
+// One rank of RingOfMachine on emulated device r: every collective on device buffers (all-reduce
+// and broadcast in place, all-gather, reduce-scatter, reduce to rank 0, all-to-all), results
+// checked. "" when all is right, else what went wrong; *order: the communicator's ring order.
+std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, std::vector<int>* order) {
+  weft::device::Runtime* rt = weft::device::gpuRuntime();
+  const size_t nc = static_cast<size_t>(n) * count;
+  std::vector<void*> bufs(6, nullptr);  // v, all, rs, red: count or n*count floats; src, dst: n*count
+  const size_t sizes[6] = {count, nc, count, count, nc, nc};
+  if (!rt->setDevice(r).isOk()) return "setDevice failed";
+  for (size_t b = 0; b < bufs.size(); ++b) {
+    if (!rt->allocDevice(sizes[b] * sizeof(float), &bufs[b]).isOk()) return "no device memory";
+  }
+  float* v = static_cast<float*>(bufs[0]);
+  float* all = static_cast<float*>(bufs[1]);
+  float* rs = static_cast<float*>(bufs[2]);
+  float* red = static_cast<float*>(bufs[3]);
+  float* src = static_cast<float*>(bufs[4]);
+  float* dst = static_cast<float*>(bufs[5]);
+  for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(r + 1 + i % 3);
+  for (size_t i = 0; i < nc; ++i) src[i] = static_cast<float>(r * 1000 + static_cast<int>(i / count) + i % 5);
+  weftComm_t comm = nullptr;
+  if (weftCommInitRank(&comm, n, id, r) != weftSuccess) return weftGetLastError(nullptr);
+  *order = comm->impl->ringOrder();
+  const weftStream_t s = WEFT_STREAM_DEFAULT;
+  const bool ok = weftAllReduce(v, v, count, weftFloat32, weftSum, comm, s) == weftSuccess &&
+                  weftAllGather(v, all, count, weftFloat32, comm, s) == weftSuccess &&
+                  weftBroadcast(v, v, count, weftFloat32, n - 1, comm, s) == weftSuccess &&
+                  weftReduceScatter(all, rs, count, weftFloat32, weftSum, comm, s) == weftSuccess &&
+                  weftReduce(v, red, count, weftFloat32, weftSum, 0, comm, s) == weftSuccess &&
+                  weftAllToAll(src, dst, count, weftFloat32, comm, s) == weftSuccess &&
+                  weftCommFinalize(comm) == weftSuccess;
+  std::string err = ok ? "" : weftGetLastError(comm);
+  const float sumRanks = static_cast<float>(n * (n + 1) / 2);
+  for (size_t i = 0; i < count && err.empty(); ++i) {
+    const float want = sumRanks + static_cast<float>(n * (i % 3));
+    if (v[i] != want) err = "all-reduce/broadcast element " + std::to_string(i) + " is " + std::to_string(v[i]);
+    for (int q = 0; q < n && err.empty(); ++q) {
+      if (all[static_cast<size_t>(q) * count + i] != want) err = "all-gather block " + std::to_string(q) + " wrong";
+    }
+    if (err.empty() && rs[i] != n * want) err = "reduce-scatter element " + std::to_string(i) + " wrong";
+    if (err.empty() && r == 0 && red[i] != n * want) err = "reduce element " + std::to_string(i) + " wrong";
+    for (int q = 0; q < n && err.empty(); ++q) {  // block q came from rank q's block r
+      const size_t there = static_cast<size_t>(r) * count + i;  // its index in rank q's src
+      if (dst[static_cast<size_t>(q) * count + i] != static_cast<float>(q * 1000 + r + there % 5)) {
+        err = "all-to-all block " + std::to_string(q) + " wrong";
+      }
+    }
+  }
+  weftCommDestroy(comm);
+  for (void* b : bufs) (void)rt->freeDevice(b);
+  return err;
+}
 
 class RingOfMachine : public ::testing::TestWithParam<MachineCase> {};
 
@@ -224,40 +278,7 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      std::string& err = errors[static_cast<size_t>(r)];
-      weft::device::Runtime* rt = weft::device::gpuRuntime();
-      void* a = nullptr;
-      void* g = nullptr;
-      if (!rt->setDevice(r).isOk() || !rt->allocDevice(count * sizeof(float), &a).isOk() ||
-          !rt->allocDevice(count * n * sizeof(float), &g).isOk()) {
-        err = "no device memory";
-        return;
-      }
-      weftComm_t comm = nullptr;
-      if (weftCommInitRank(&comm, n, id, r) != weftSuccess) {
-        err = weftGetLastError(nullptr);
-        return;
-      }
-      orders[static_cast<size_t>(r)] = comm->impl->ringOrder();
-      float* v = static_cast<float*>(a);
-      float* all = static_cast<float*>(g);
-      for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(r + 1 + i % 3);
-      bool ok = weftAllReduce(v, v, count, weftFloat32, weftSum, comm, WEFT_STREAM_DEFAULT) == weftSuccess &&
-                weftAllGather(v, all, count, weftFloat32, comm, WEFT_STREAM_DEFAULT) == weftSuccess &&
-                weftBroadcast(v, v, count, weftFloat32, n - 1, comm, WEFT_STREAM_DEFAULT) == weftSuccess &&
-                weftCommFinalize(comm) == weftSuccess;
-      if (!ok) err = weftGetLastError(comm);
-      const float sumRanks = static_cast<float>(n * (n + 1) / 2);
-      for (size_t i = 0; i < count && err.empty(); ++i) {
-        const float want = sumRanks + static_cast<float>(n * (i % 3));
-        if (v[i] != want) err = "element " + std::to_string(i) + " is " + std::to_string(v[i]);
-        for (int q = 0; q < n && err.empty(); ++q) {
-          if (all[static_cast<size_t>(q) * count + i] != want) err = "gathered block " + std::to_string(q) + " wrong";
-        }
-      }
-      weftCommDestroy(comm);
-      (void)rt->freeDevice(a);
-      (void)rt->freeDevice(g);
+      errors[static_cast<size_t>(r)] = runMachineRank(r, n, id, count, &orders[static_cast<size_t>(r)]);
     });
   }
   for (auto& t : threads) t.join();
