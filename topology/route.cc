@@ -119,6 +119,12 @@ Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel lev
     r.reason = "the same GPU";
     return r;
   }
+  if (!a.seesOther || !b.seesOther) {
+    r.kind = RouteKind::kStaged;
+    r.reason = "rank " + std::to_string(a.seesOther ? b.rank : a.rank) +
+               "'s process does not see the peer's GPU (another CUDA_VISIBLE_DEVICES?): no peer access";
+    return r;
+  }
   if (path == nullptr) {
     // GPUs the model does not place (an emulated device, a runtime that saw more than detection):
     // the runtime's answer to "can these peers access each other" is all there is.

@@ -5,7 +5,9 @@
 //
 //   different hosts                              -> network
 //   either rank on host memory (no GPU)          -> shared memory
-//   one GPU, or a path within the P2P level      -> p2p (GPU peer memory)
+//   one GPU                                      -> p2p (GPU peer memory)
+//   a process that does not see the other GPU    -> staged through host memory
+//   a path within the P2P level                  -> p2p
 //   GPUs the model does not place (no path given)-> p2p where the runtime allows peer access
 //   otherwise (across sockets, no path)          -> staged through host memory
 //
@@ -48,6 +50,9 @@ struct RouteEnd {
   int rank = -1;
   int host = -1;  // which machine: ends on different hosts talk over the network
   int gpu = -1;   // the GPU's node in that host's System; -1 on host memory
+  // Its process sees the other end's GPU (the other GPU is in its CUDA_VISIBLE_DEVICES): peer
+  // access between two GPUs needs both ends to see both.
+  bool seesOther = true;
 };
 
 struct Route {

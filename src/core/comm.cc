@@ -667,20 +667,18 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
   return Status::ok();
 }
 
-// A device FIFO goes over a device transport (GPU peer memory) when one reaches the peer, the
-// route allows it (comm_topology.h) and this process sees the peer's GPU; otherwise over the
-// pair's host transport, bridged through pinned memory. For device transports *peer's device
-// becomes this process's ordinal of the peer's GPU.
+// A device FIFO goes over a device transport (GPU peer memory) when one reaches the peer and the
+// route allows it (comm_topology.h: it stages pairs whose processes do not both see both GPUs);
+// otherwise over the pair's host transport, bridged through pinned memory. For device
+// transports *peer's device becomes this process's ordinal of the peer's GPU.
 Status Communicator::pickTransport(const coll::ConnectionKey& key, PeerInfo* peer, Transport** transport,
                                    bool* bridged) {
   const bool forDevice = key.lane >= coll::kDeviceFifoLaneBase;
-  int peerDevice = peer->device;
-  const bool gpuHere = !forDevice || peerDeviceHere(key.peer, &peerDevice);
   for (int pass = 0; pass < 2 && *transport == nullptr; ++pass) {
-    const bool wantDevices = forDevice && pass == 0 && gpuHere && !(topology_ && topology_->staged(rank_, key.peer));
+    const bool wantDevices = forDevice && pass == 0 && !(topology_ && topology_->staged(rank_, key.peer));
     if (pass == 1 && !forDevice) break;
     PeerInfo asked = *peer;
-    if (wantDevices) asked.device = peerDevice;
+    if (wantDevices) asked.device = peerOrdinalHere(key.peer);
     for (auto& t : transports_) {
       if (t->forDevices() == wantDevices && t->canConnect(peers()[rank_], asked)) {
         *transport = t.get();
@@ -701,27 +699,14 @@ Status Communicator::pickTransport(const coll::ConnectionKey& key, PeerInfo* pee
                     params::Net().c_str(), names.c_str());
 }
 
-bool Communicator::peerDeviceHere(int peer, int* device) {
-  *device = peers()[static_cast<size_t>(peer)].device;
-  if (!topology_ || peer == rank_) return true;
+int Communicator::peerOrdinalHere(int peer) const {
+  const int theirs = peers()[static_cast<size_t>(peer)].device;
+  if (!topology_ || peer == rank_) return theirs;
   const topo::GlobalSystem& g = topology_->global;
-  // Without bus ids (a runtime that gives none) the ordinals are all there is.
-  if (g.place(peer).gpuBusId.empty() || g.place(rank_).gpuBusId.empty()) return true;
-  if (g.sameGpu(rank_, peer)) {
-    *device = peers()[static_cast<size_t>(rank_)].device;
-    return true;
-  }
+  if (g.sameGpu(rank_, peer)) return peers()[static_cast<size_t>(rank_)].device;
+  // A GPU this process does not see has no ordinal here; its route is staged (comm_topology.h).
   const int here = topo::ordinalSeenBy(g, rank_, peer);
-  if (here >= 0 && topo::ordinalSeenBy(g, peer, rank_) >= 0) {
-    *device = here;
-    return true;
-  }
-  WEFT_LOG(kInfo, kInit,
-           "rank %d (GPU %s) and rank %d (GPU %s): %s; their device FIFOs are staged through host memory", rank_,
-           g.place(rank_).gpuBusId.c_str(), peer, g.place(peer).gpuBusId.c_str(),
-           here < 0 ? "this process does not see the peer's GPU (another CUDA_VISIBLE_DEVICES?)"
-                    : "the peer's process does not see this rank's GPU (another CUDA_VISIBLE_DEVICES?)");
-  return false;
+  return here >= 0 ? here : theirs;
 }
 
 Status Communicator::bridgeProxy() {

@@ -317,8 +317,8 @@ class Communicator final : public coll::ConnectionProvider {
                                      bool* bridged);
   // This process's ordinal of `peer`'s GPU, found by the bus ids the ranks described at init (a
   // peer's own ordinal means nothing here: processes with different CUDA_VISIBLE_DEVICES number
-  // GPUs differently). False unless both processes see both GPUs: the pair is then staged.
-  bool peerDeviceHere(int peer, int* device);
+  // GPUs differently); the peer's own where there are no bus ids or this process does not see it.
+  int peerOrdinalHere(int peer) const;
   Status bridgeProxy();
   Status ensureDevicePath();
   // A group's sends to this rank itself paired, in order, with its receives from it (their

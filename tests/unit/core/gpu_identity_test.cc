@@ -37,7 +37,7 @@ std::string logPath(int rank) {
 int runRank(const weftUniqueId& id, int rank, int bus, const std::string& log) {
   setenv("WEFT_EMULATED_FIRST_BUS", std::to_string(bus).c_str(), 1);
   setenv("WEFT_DEBUG", "INFO", 1);
-  setenv("WEFT_DEBUG_SUBSYS", "INIT", 1);
+  setenv("WEFT_DEBUG_SUBSYS", "INIT,GRAPH", 1);  // the lanes' transports, the routes' reasons
   int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0 || dup2(fd, 2) < 0) return 10;
   weft::reloadLogSettings();

@@ -68,6 +68,25 @@ TEST(Route, HostsAndHostRanks) {
   EXPECT_EQ(route(gpuA, otherGpu, &none, P2pLevel::kSys).kind, RouteKind::kStaged);
 }
 
+// GPUs over NVLink whose processes do not both see both GPUs (different CUDA_VISIBLE_DEVICES)
+// have no peer access: staged, naming the rank that does not see; the same GPU stays p2p.
+TEST(Route, AGpuTheProcessDoesNotSeeIsStaged) {
+  const System sys = machines::dgxH100();
+  PathMatrix m = computePaths(sys);
+  const std::vector<int> gpus = sys.nodesOfType(NodeType::kGpu);
+  RouteEnd a{0, 0, gpus[0]};
+  RouteEnd b{1, 0, gpus[7]};
+  ASSERT_EQ(route(a, b, &m.at(a.gpu, b.gpu), P2pLevel::kSys).kind, RouteKind::kP2p);
+  b.seesOther = false;
+  Route r = route(a, b, &m.at(a.gpu, b.gpu), P2pLevel::kSys);
+  EXPECT_EQ(r.kind, RouteKind::kStaged);
+  EXPECT_NE(r.reason.find("rank 1's process does not see the peer's GPU"), std::string::npos) << r.reason;
+  EXPECT_EQ(route(b, a, &m.at(b.gpu, a.gpu), P2pLevel::kSys).kind, RouteKind::kStaged);  // both ends alike
+  EXPECT_EQ(route(a, b, nullptr, P2pLevel::kSys).kind, RouteKind::kStaged);  // unplaced GPUs too
+  RouteEnd same{2, 0, gpus[0], false};
+  EXPECT_EQ(route(a, same, &m.at(a.gpu, same.gpu), P2pLevel::kSys).kind, RouteKind::kP2p);
+}
+
 TEST(Route, P2pLevelParsing) {
   P2pLevel l = P2pLevel::kLoc;
   EXPECT_TRUE(parseP2pLevel("phb", &l));
