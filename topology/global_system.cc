@@ -169,7 +169,6 @@ Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t loc
     p.numa = d.numaId;
     p.gpuBusId = d.gpuBusId;
     for (int i = 0; i < d.nVisibleGpus; ++i) p.visibleGpus.emplace_back(d.visibleGpus[i]);
-    p.visibleComplete = d.visibleGpusOmitted == 0;
     p.ringPosition = d.ringPosition;
     p.gpu = gpuFor(h, d, p.cpu);
     p.gpuPlaced = p.gpu >= 0 && static_cast<size_t>(p.gpu) < h.modelNodes;

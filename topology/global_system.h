@@ -29,7 +29,6 @@ struct RankPlace {
   bool gpuPlaced = false;
   std::string gpuBusId;                  // normalised, "" host rank or unknown
   std::vector<std::string> visibleGpus;  // bus ids of the GPUs its process sees, by ordinal
-  bool visibleComplete = true;           // false: its process sees more than the list holds
   int ringPosition = -1;                 // its GPU's place in its host's searched ring, -1 none
 };
 
