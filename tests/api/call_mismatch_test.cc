@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -62,6 +63,14 @@ std::string sentenceOf(const std::string& message) {
   return start == std::string::npos ? "" : message.substr(start);
 }
 
+// `sentence` with "while rank 0" naming `rank` instead.
+std::string withMajorityRank(std::string sentence, int rank) {
+  const std::string named = " while rank 0 ";
+  size_t at = sentence.find(named);
+  if (at != std::string::npos) sentence.replace(at, named.size(), " while rank " + std::to_string(rank) + " ");
+  return sentence;
+}
+
 // Parameters: how ranks run, and whether they talk over sockets instead of shared memory.
 class CallMismatch : public ::testing::TestWithParam<std::tuple<Mode, bool>> {
  protected:
@@ -79,9 +88,16 @@ class CallMismatch : public ::testing::TestWithParam<std::tuple<Mode, bool>> {
 
   // Runs body on nRanks ranks and checks: no rank succeeded, each failed with
   // weftInvalidUsage within a second, and all carry `sentence` (the whole message ends with the
-  // remedy).
+  // remedy). `sentence` names rank 0 for the majority's call; any rank in `majority` may be named
+  // instead: the sentence is built from the calls the ranks were in when they failed, and a rank
+  // still finishing an earlier call (slow to be scheduled) is failed there by its peers' report,
+  // so the majority is named by its lowest rank that had reached the disagreeing call.
   void expectEveryRankFails(const std::function<weftResult_t(Rank&)>& body, const std::string& sentence,
-                            int nRanks = kRanks) {
+                            int nRanks = kRanks, const std::vector<int>& majority = {0}) {
+    const std::string remedy = ". Every rank must make the same calls in the same order with the same count, type, "
+                               "op and root";
+    std::vector<std::string> accepted;
+    for (int m : majority) accepted.push_back(withMajorityRank(sentence, m) + remedy);
     SharedOutcomes outcomes(nRanks);
     runRanks(mode(), nRanks, [&](Rank& r) { record(r, &outcomes[r.rank], [&] { return body(r); }); }, 120);
     for (int r = 0; r < nRanks; ++r) {
@@ -93,9 +109,8 @@ class CallMismatch : public ::testing::TestWithParam<std::tuple<Mode, bool>> {
       // for a time-out (WEFT_TIMEOUT_S, 1800 s by default) would take far longer. Typically it
       // takes milliseconds.
       EXPECT_LT(o.seconds, 1.0) << "rank " << r << " took " << o.seconds << " s to fail";
-      EXPECT_EQ(sentenceOf(o.message), sentence + ". Every rank must make the same calls in the same order with the "
-                                                  "same count, type, op and root")
-          << "rank " << r << ": " << o.message;
+      EXPECT_NE(std::find(accepted.begin(), accepted.end(), sentenceOf(o.message)), accepted.end())
+          << "rank " << r << ": " << o.message << "\nexpected: " << accepted[0];
     }
   }
 };
@@ -253,7 +268,7 @@ TEST_P(CallMismatch, RootAmongFourBroadcast) {
       },
       "rank 3 called broadcast #1 (count 1000, float, root 3) while rank 0 called broadcast #1 (count 1000, float, "
       "root 0)",
-      4);
+      4, {0, 1, 2});
 }
 
 TEST_P(CallMismatch, RootAmongFourReduce) {
@@ -265,7 +280,7 @@ TEST_P(CallMismatch, RootAmongFourReduce) {
       },
       "rank 3 called reduce #1 (count 1000, float, sum, root 3) while rank 0 called reduce #1 (count 1000, float, "
       "sum, root 0)",
-      4);
+      4, {0, 1, 2});
 }
 
 // KNOWN GAP (issue 13, open): gather and scatter run as send/recv groups, whose messages carry
@@ -312,7 +327,7 @@ TEST_P(CallMismatch, RootAmongFourAfterAgreeingCalls) {
       },
       "rank 2 called broadcast #5 (count 64, float, root 1) while rank 0 called broadcast #5 (count 64, float, "
       "root 3)",
-      4);
+      4, {0, 1, 3});
 }
 
 // Ranks that agree are not disturbed: many calls of different shapes in a row all succeed.
