@@ -251,6 +251,33 @@ WEFT_INLINE void forBlocks(void* dstv, void* dst2v, const void* av, const void* 
   if (i < n) oneBlock(dst, dst2, a, b, i, n - i, body);
 }
 
+// A converter with a whole-register sum beside its blocks (Fp8Avx512Sum) names it here.
+template <typename Cvt>
+struct WholeRegisterSum {
+  static constexpr bool kHas = false;
+};
+
+// dst (and dst2) = a + b: through the converter's whole-register sum where it has one, the rest
+// (and the blocks it leaves) block by block.
+template <typename Cvt, typename T>
+WEFT_INLINE void runSum(void* dstv, void* dst2v, const void* av, const void* bv, size_t n) {
+  if constexpr (WholeRegisterSum<Cvt>::kHas) {
+    static_assert(sizeof(T) == 1, "the whole-register sums are FP8's");
+    uint8_t* dst = static_cast<uint8_t*>(dstv);
+    uint8_t* dst2 = static_cast<uint8_t*>(dst2v);
+    const uint8_t* a = static_cast<const uint8_t*>(av);
+    const uint8_t* b = static_cast<const uint8_t*>(bv);
+    auto blocks = [&](size_t first, size_t count) {
+      forBlocks<T>(dst + first, dst2 == nullptr ? nullptr : dst2 + first, a + first, b + first, count,
+                   ArithBody<Cvt, SumLanes>{});
+    };
+    const size_t done = WholeRegisterSum<Cvt>::Sum::run(dst, dst2, a, b, n, blocks);
+    if (done < n) blocks(done, n - done);
+  } else {
+    forBlocks<T>(dstv, dst2v, av, bv, n, ArithBody<Cvt, SumLanes>{});
+  }
+}
+
 template <typename Cvt, typename T, int kOp>
 WEFT_INLINE void runReduce(void* dst, void* dst2, const void* a, const void* b, size_t n, uint32_t divisor) {
   if (kOp == weftProd) {
@@ -262,7 +289,7 @@ WEFT_INLINE void runReduce(void* dst, void* dst2, const void* a, const void* b, 
   } else if (kOp == weftAvg && divisor > 1) {
     forBlocks<T>(dst, dst2, a, b, n, ArithBody<Cvt, SumDivideLanes>{{static_cast<float>(divisor)}});
   } else {
-    forBlocks<T>(dst, dst2, a, b, n, ArithBody<Cvt, SumLanes>{});
+    runSum<Cvt, T>(dst, dst2, a, b, n);
   }
 }
 
@@ -391,6 +418,88 @@ struct Fp8Avx512Cvt {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + k), _mm256_cvtepi16_epi8(r));
     }
   }
+};
+// FP8 sums 64 elements at a time without leaving registers, for blocks whose inputs are all
+// finite (E4M3: no NaN; E5M2: no infinity or NaN): the others, rare, go through the block
+// path. Each encoding becomes a half exactly (E4M3 as the value / 256: the sum of two scaled
+// values is the scaled sum, so nothing is multiplied back), two halves are added in float
+// (exact for E4M3; for E5M2 rounded once, as the block path does), the sum goes to half rounded
+// toward zero with a sticky last bit when the float had bits below the half's mantissa (the sums
+// that fall below half's normal range are multiples of the FP8 denormal step, exact in half),
+// and the half rounds to nearest even on its top bits, as in Fp8Avx512Cvt::narrow. E4M3
+// saturates; an E5M2 sum past the largest finite rounds to infinity through the same addition.
+// The results are those of the block path bit for bit (LowpExhaustive.Fp8FiniteSumsInFullBlocks).
+template <typename T>
+struct Fp8Avx512Sum {
+  static constexpr bool kE4M3 = std::is_same<T, Fp8E4M3>::value;
+  static constexpr int kDrop = kE4M3 ? 7 : 8;
+  // 32 encodings, zero-extended to 16 bits, to halves.
+  WEFT_TARGET_AVX512 static WEFT_INLINE __m512i toHalf(__m512i w) {
+    if constexpr (kE4M3) {
+      // S.EEEE.MMM << 7 puts E and M in a half's fields (bias 15 for 7: the value / 256); the
+      // sign lands on bit 14, and adding it once more first carries it to bit 15.
+      return _mm512_slli_epi16(_mm512_add_epi16(w, _mm512_and_si512(w, _mm512_set1_epi16(0x80))), 7);
+    } else {
+      return _mm512_slli_epi16(w, 8);
+    }
+  }
+  // 16 floats to halves rounded toward zero, and which were inexact (bits below the half's).
+  WEFT_TARGET_AVX512 static WEFT_INLINE __m256i towardZero(__m512 f, __mmask16* inexact) {
+    *inexact = _mm512_test_epi32_mask(_mm512_castps_si512(f), _mm512_set1_epi32(0x1FFF));
+    return _mm512_cvtps_ph(f, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  }
+  // 32 halves of a and of b: their sums as halves toward zero, with the inexact lanes.
+  WEFT_TARGET_AVX512 static WEFT_INLINE __m512i add(__m512i ha, __m512i hb, __mmask32* inexact) {
+    const __m512 lo =
+        _mm512_add_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(ha)), _mm512_cvtph_ps(_mm512_castsi512_si256(hb)));
+    const __m512 hi = _mm512_add_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(ha, 1)),
+                                    _mm512_cvtph_ps(_mm512_extracti64x4_epi64(hb, 1)));
+    __mmask16 inexactLo, inexactHi;
+    const __m256i l = towardZero(lo, &inexactLo), h = towardZero(hi, &inexactHi);
+    *inexact = _mm512_kunpackw(inexactHi, inexactLo);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(l), h, 1);
+  }
+  // 32 halves (toward zero, with their inexact lanes) to encodings in 16-bit lanes.
+  WEFT_TARGET_AVX512 static WEFT_INLINE __m512i toFp8(__m512i h, __mmask32 inexact) {
+    h = _mm512_mask_mov_epi16(h, inexact, _mm512_or_si512(h, _mm512_set1_epi16(1)));
+    const __m512i abs = _mm512_and_si512(h, _mm512_set1_epi16(0x7FFF));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi16(abs, kDrop), _mm512_set1_epi16(1));
+    const __m512i bias = _mm512_set1_epi16((1 << (kDrop - 1)) - 1);
+    __m512i r = _mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(abs, bias), lsb), kDrop);
+    if constexpr (kE4M3) r = _mm512_min_epu16(r, _mm512_set1_epi16(0x7E));
+    return _mm512_ternarylogic_epi32(r, _mm512_srli_epi16(h, 8), _mm512_set1_epi16(0x80), 0xF8);  // r | sign
+  }
+  // Sums whole blocks of 64 from the start; returns how many elements it did.
+  template <typename Block>
+  WEFT_TARGET_AVX512 static WEFT_INLINE size_t run(uint8_t* dst, uint8_t* dst2, const uint8_t* a, const uint8_t* b,
+                                                   size_t n, const Block& block) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i magnitude = _mm512_set1_epi8(0x7F);
+    const __m512i special = _mm512_set1_epi8(kE4M3 ? 0x7F : 0x7C);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+      const __m512i va = _mm512_loadu_si512(a + i), vb = _mm512_loadu_si512(b + i);
+      if ((_mm512_cmpge_epu8_mask(_mm512_and_si512(va, magnitude), special) |
+           _mm512_cmpge_epu8_mask(_mm512_and_si512(vb, magnitude), special)) != 0) {
+        block(i, 64);
+        continue;
+      }
+      __mmask32 inexact0, inexact1;
+      const __m512i s0 =
+          add(toHalf(_mm512_unpacklo_epi8(va, zero)), toHalf(_mm512_unpacklo_epi8(vb, zero)), &inexact0);
+      const __m512i s1 =
+          add(toHalf(_mm512_unpackhi_epi8(va, zero)), toHalf(_mm512_unpackhi_epi8(vb, zero)), &inexact1);
+      const __m512i out = _mm512_packus_epi16(toFp8(s0, inexact0), toFp8(s1, inexact1));
+      _mm512_storeu_si512(dst + i, out);
+      if (dst2 != nullptr) _mm512_storeu_si512(dst2 + i, out);
+    }
+    return i;
+  }
+};
+template <typename T>
+struct WholeRegisterSum<Fp8Avx512Cvt<T>> {
+  static constexpr bool kHas = true;
+  using Sum = Fp8Avx512Sum<T>;
 };
 #endif  // WEFT_LOWP_X86
 
