@@ -556,44 +556,32 @@ auto forLowpType(weftDataType_t type, Pick pick) -> decltype(pick.template opera
   }
 }
 
-template <typename V>
+// V's entry point for T and an op known at compile time: reduce, or reduceCopy when kCopy.
+template <typename V, bool kCopy, typename T, int kOp>
+constexpr auto entryPoint() {
+  if constexpr (kCopy) {
+    return &V::template reduceCopy<T, kOp>;
+  } else {
+    return &V::template reduce<T, kOp>;
+  }
+}
+
+template <typename V, bool kCopy>
 struct PickReduce {
   weftRedOp_t op;
   template <typename T>
-  ReduceFn operator()() const {
+  auto operator()() const -> decltype(entryPoint<V, kCopy, T, weftSum>()) {
     switch (op) {
       case weftSum:
-        return V::template reduce<T, weftSum>;
+        return entryPoint<V, kCopy, T, weftSum>();
       case weftProd:
-        return V::template reduce<T, weftProd>;
+        return entryPoint<V, kCopy, T, weftProd>();
       case weftMax:
-        return V::template reduce<T, weftMax>;
+        return entryPoint<V, kCopy, T, weftMax>();
       case weftMin:
-        return V::template reduce<T, weftMin>;
+        return entryPoint<V, kCopy, T, weftMin>();
       case weftAvg:
-        return V::template reduce<T, weftAvg>;
-      default:
-        return nullptr;
-    }
-  }
-};
-
-template <typename V>
-struct PickReduceCopy {
-  weftRedOp_t op;
-  template <typename T>
-  ReduceCopyFn operator()() const {
-    switch (op) {
-      case weftSum:
-        return V::template reduceCopy<T, weftSum>;
-      case weftProd:
-        return V::template reduceCopy<T, weftProd>;
-      case weftMax:
-        return V::template reduceCopy<T, weftMax>;
-      case weftMin:
-        return V::template reduceCopy<T, weftMin>;
-      case weftAvg:
-        return V::template reduceCopy<T, weftAvg>;
+        return entryPoint<V, kCopy, T, weftAvg>();
       default:
         return nullptr;
     }
@@ -626,21 +614,14 @@ Fn forVariant(HostSimd simd, Pick pick) {
   }
 }
 
+// The reduce (kCopy: reduce-copy) function of a type and op, in variant V.
+template <bool kCopy>
 struct ReduceOf {
   weftDataType_t type;
   weftRedOp_t op;
   template <typename V>
-  ReduceFn operator()() const {
-    return forLowpType(type, PickReduce<V>{op});
-  }
-};
-
-struct ReduceCopyOf {
-  weftDataType_t type;
-  weftRedOp_t op;
-  template <typename V>
-  ReduceCopyFn operator()() const {
-    return forLowpType(type, PickReduceCopy<V>{op});
+  auto operator()() const {
+    return forLowpType(type, PickReduce<V, kCopy>{op});
   }
 };
 
@@ -719,11 +700,11 @@ bool hostSimdSupported(HostSimd simd) {
 }
 
 ReduceFn lowpReduceFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
-  return forVariant<ReduceFn>(simd, ReduceOf{type, op});
+  return forVariant<ReduceFn>(simd, ReduceOf<false>{type, op});
 }
 
 ReduceCopyFn lowpReduceCopyFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
-  return forVariant<ReduceCopyFn>(simd, ReduceCopyOf{type, op});
+  return forVariant<ReduceCopyFn>(simd, ReduceOf<true>{type, op});
 }
 
 PreMulFn lowpPreMulFunction(weftDataType_t type, HostSimd simd) { return forVariant<PreMulFn>(simd, PreMulOf{type}); }
