@@ -496,6 +496,77 @@ struct Fp8Avx512Sum {
     return i;
   }
 };
+// The same sum on AVX2 and F16C, 32 elements at a time: no mask registers, so the sticky bit
+// goes into the float itself (bit 13, the half's last, set when any bit below it is) before
+// the conversion toward zero carries it over.
+template <typename T>
+struct Fp8Avx2Sum {
+  static constexpr bool kE4M3 = std::is_same<T, Fp8E4M3>::value;
+  static constexpr int kDrop = kE4M3 ? 7 : 8;
+  WEFT_TARGET_AVX2 static WEFT_INLINE __m256i toHalf(__m256i w) {
+    if constexpr (kE4M3) {
+      return _mm256_slli_epi16(_mm256_add_epi16(w, _mm256_and_si256(w, _mm256_set1_epi16(0x80))), 7);
+    } else {
+      return _mm256_slli_epi16(w, 8);
+    }
+  }
+  WEFT_TARGET_AVX2 static WEFT_INLINE __m128i towardZero(__m256 f) {
+    const __m256i bits = _mm256_castps_si256(f);
+    const __m256i low = _mm256_and_si256(bits, _mm256_set1_epi32(0x1FFF));
+    const __m256i sticky = _mm256_and_si256(_mm256_add_epi32(low, _mm256_set1_epi32(0x1FFF)), _mm256_set1_epi32(0x2000));
+    return _mm256_cvtps_ph(_mm256_castsi256_ps(_mm256_or_si256(bits, sticky)), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  }
+  // 16 halves of a and of b: their sums as halves toward zero, sticky in the last bit.
+  WEFT_TARGET_AVX2 static WEFT_INLINE __m256i add(__m256i ha, __m256i hb) {
+    const __m256 lo =
+        _mm256_add_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(ha)), _mm256_cvtph_ps(_mm256_castsi256_si128(hb)));
+    const __m256 hi =
+        _mm256_add_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(ha, 1)), _mm256_cvtph_ps(_mm256_extracti128_si256(hb, 1)));
+    return _mm256_set_m128i(towardZero(hi), towardZero(lo));
+  }
+  WEFT_TARGET_AVX2 static WEFT_INLINE __m256i toFp8(__m256i h) {
+    const __m256i abs = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(abs, kDrop), _mm256_set1_epi16(1));
+    const __m256i bias = _mm256_set1_epi16((1 << (kDrop - 1)) - 1);
+    __m256i r = _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(abs, bias), lsb), kDrop);
+    if constexpr (kE4M3) r = _mm256_min_epu16(r, _mm256_set1_epi16(0x7E));
+    return _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
+  }
+  template <typename Block>
+  WEFT_TARGET_AVX2 static WEFT_INLINE size_t run(uint8_t* dst, uint8_t* dst2, const uint8_t* a, const uint8_t* b,
+                                                 size_t n, const Block& block) {
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i magnitude = _mm256_set1_epi8(0x7F);
+    const __m256i belowSpecial = _mm256_set1_epi8(kE4M3 ? 0x7E : 0x7B);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+      const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+      const __m256i special = _mm256_or_si256(_mm256_cmpgt_epi8(_mm256_and_si256(va, magnitude), belowSpecial),
+                                              _mm256_cmpgt_epi8(_mm256_and_si256(vb, magnitude), belowSpecial));
+      if (!_mm256_testz_si256(special, special)) {
+        block(i, 32);
+        continue;
+      }
+      const __m256i s0 = add(toHalf(_mm256_unpacklo_epi8(va, zero)), toHalf(_mm256_unpacklo_epi8(vb, zero)));
+      const __m256i s1 = add(toHalf(_mm256_unpackhi_epi8(va, zero)), toHalf(_mm256_unpackhi_epi8(vb, zero)));
+      const __m256i out = _mm256_packus_epi16(toFp8(s0), toFp8(s1));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), out);
+      if (dst2 != nullptr) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst2 + i), out);
+    }
+    return i;
+  }
+};
+
+// FP8 in the AVX2 variant: the portable blocks, and Fp8Avx2Sum for sums.
+template <typename T>
+struct Fp8Avx2Cvt : PortableCvt<T> {};
+
+template <typename T>
+struct WholeRegisterSum<Fp8Avx2Cvt<T>> {
+  static constexpr bool kHas = true;
+  using Sum = Fp8Avx2Sum<T>;
+};
 template <typename T>
 struct WholeRegisterSum<Fp8Avx512Cvt<T>> {
   static constexpr bool kHas = true;
@@ -526,7 +597,8 @@ WEFT_LOWP_VARIANT(PortableVariant, WEFT_NO_ATTR, PortableCvt);
 
 #if WEFT_LOWP_X86
 template <typename T>
-using Avx2Cvt = std::conditional_t<std::is_same<T, Half>::value, HalfF16cCvt, PortableCvt<T>>;
+using Avx2Cvt = std::conditional_t<std::is_same<T, Half>::value, HalfF16cCvt,
+                                   std::conditional_t<std::is_same<T, BFloat16>::value, PortableCvt<T>, Fp8Avx2Cvt<T>>>;
 template <typename T>
 using Avx512Cvt =
     std::conditional_t<std::is_same<T, Half>::value, HalfAvx512Cvt,
