@@ -340,6 +340,7 @@ Status Communicator::fail(Status status) {
 }
 
 Status Communicator::runCollective(const CollCall& call) {
+  if (!coll::collTraits(call.kind).scheduled) return runRootedExchange(call);  // gather, scatter
   ++seq_;
   opNumber_ = liveNumber(collSeq_ + 1, true);  // stampCollective below takes that number
   setLogRank(rank_);

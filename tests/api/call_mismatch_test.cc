@@ -283,12 +283,11 @@ TEST_P(CallMismatch, RootAmongFourReduce) {
       4, {0, 1, 2});
 }
 
-// KNOWN GAP (issue 13, open): gather and scatter run as send/recv groups, whose messages carry
-// per-pair stamps and no call's, and they have no token lane: with roots 0/0/0/3, ranks 1 and 2
-// return success and ranks 0 and 3 wait until WEFT_TIMEOUT_S (2026-11-24, WEFT_TIMEOUT_S=5:
-// both timed out after 5 s naming the peers they waited for). Run it with
-// --gtest_also_run_disabled_tests to see the gap.
-TEST_P(CallMismatch, DISABLED_RootAmongFourGather) {
+// Gather and scatter with roots 0/0/0/3: they move data as direct sends and receives, but are
+// stamped and token-checked as collectives (comm_rooted.cc). Before that (2026-11-24), as
+// send/recv groups with per-pair stamps, ranks 1 and 2 returned success and ranks 0 and 3 waited
+// until WEFT_TIMEOUT_S.
+TEST_P(CallMismatch, RootAmongFourGather) {
   expectEveryRankFails(
       [](Rank& r) {
         const size_t count = 300;
@@ -296,7 +295,58 @@ TEST_P(CallMismatch, DISABLED_RootAmongFourGather) {
         return weftGather(in.data(), out.data(), count, weftFloat32, r.rank == 3 ? 3 : 0, r.comm, nullptr);
       },
       "rank 3 called gather #1 (count 300, float, root 3) while rank 0 called gather #1 (count 300, float, root 0)",
-      4);
+      4, {0, 1, 2});
+}
+
+TEST_P(CallMismatch, RootAmongFourScatter) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 300;
+        auto in = bytes(count * 4 * 4), out = bytes(count * 4);
+        return weftScatter(in.data(), out.data(), count, weftFloat32, r.rank == 3 ? 3 : 0, r.comm, nullptr);
+      },
+      "rank 3 called scatter #1 (count 300, float, root 3) while rank 0 called scatter #1 (count 300, float, root 0)",
+      4, {0, 1, 2});
+}
+
+// Both ranks name themselves the root of a gather (each only receives), then of a scatter after
+// agreeing calls of every root (the FIFOs exist, the tokens run beside the data).
+TEST_P(CallMismatch, RootGatherBothReceive) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 300;
+        auto in = bytes(count * 4), out = bytes(count * 4 * 2);
+        return weftGather(in.data(), out.data(), count, weftFloat32, r.rank, r.comm, nullptr);
+      },
+      "rank 1 called gather #1 (count 300, float, root 1) while rank 0 called gather #1 (count 300, float, root 0)");
+}
+
+TEST_P(CallMismatch, RootScatterAfterAgreeingCalls) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 64;
+        auto in = bytes(count * 4 * 4), out = bytes(count * 4);
+        for (int root = 0; root < 4; ++root) {
+          weftResult_t agreed = weftScatter(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
+          if (agreed != weftSuccess) return agreed;
+          agreed = weftGather(out.data(), in.data(), count, weftFloat32, root, r.comm, nullptr);
+          if (agreed != weftSuccess) return agreed;
+        }
+        return weftScatter(in.data(), out.data(), count, weftFloat32, r.rank == 2 ? 1 : 3, r.comm, nullptr);
+      },
+      "rank 2 called scatter #9 (count 64, float, root 1) while rank 0 called scatter #9 (count 64, float, root 3)",
+      4, {0, 1, 3});
+}
+
+// A gather of another count than its peers' (same root): the counts are in the stamp.
+TEST_P(CallMismatch, GatherCount) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = r.rank == 1 ? 200 : 100;
+        auto in = bytes(count * 4), out = bytes(count * 4 * 2);
+        return weftGather(in.data(), out.data(), count, weftFloat32, 0, r.comm, nullptr);
+      },
+      "rank 1 called gather #1 (count 200, float, root 0) while rank 0 called gather #1 (count 100, float, root 0)");
 }
 
 // Both ranks name themselves the root of a reduce: each only receives, so nothing the data lanes
@@ -341,6 +391,10 @@ TEST(CallMismatchAgreement, AgreeingRanksSucceedCallAfterCall) {
       ASSERT_EQ(weftBroadcast(in.data(), out.data(), count, weftFloat32, i % 3, r.comm, nullptr), weftSuccess)
           << weftGetLastError(r.comm);
       ASSERT_EQ(weftReduce(in.data(), out.data(), count, weftFloat32, weftMax, i % 3, r.comm, nullptr), weftSuccess)
+          << weftGetLastError(r.comm);
+      ASSERT_EQ(weftGather(in.data(), out.data(), count, weftFloat32, i % 3, r.comm, nullptr), weftSuccess)
+          << weftGetLastError(r.comm);
+      ASSERT_EQ(weftScatter(out.data(), in.data(), count, weftFloat32, (i + 1) % 3, r.comm, nullptr), weftSuccess)
           << weftGetLastError(r.comm);
     }
   });
