@@ -541,6 +541,11 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   plan.timeoutS = settings_.timeoutS;
   plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
   plan.checkStamps = checkCalls_;
+  // A send completes once its receiver took the message, which it refuses when the receive is of
+  // another size: then both ranks fail. Unless a message waits for this rank meanwhile (its
+  // receiver may be sending to it, outside a group): yieldToIncoming.
+  plan.waitForConsumers = checkCalls_;
+  plan.yieldToIncoming = true;
   recordP2pCall(nCalls);
   Status s = coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);

@@ -187,13 +187,12 @@ TEST_P(CallMismatch, Root) {
       "root 0)");
 }
 
-// KNOWN GAP (issue 13, open): a send of another size than its receive. The receiver fails at
-// once naming its send/recv group, but the sender returns success: a send completes once its
-// message is in the FIFO, before the receiver has looked at it (the same on device buffers).
-// Closing it needs sends that wait for their receiver, which can deadlock two ranks that each
-// send and then receive outside a group (allowed today). Disabled until that is decided; run it
-// with --gtest_also_run_disabled_tests to see the gap (2026-11-24: rank 0 returned success).
-TEST_P(CallMismatch, DISABLED_SendOfAnotherSizeFailsBothRanks) {
+// A send of another size than its receive: the receiver refuses the message and fails at once
+// naming its send/recv group; the sender's group completes only once its receiver took its
+// messages (WEFT_CHECK_CALLS), so it fails too instead of returning success. Before that
+// (2026-11-24) rank 0 returned success. (A sender stops waiting once a message waits for it,
+// since its receiver may be sending to it outside a group: SendsThenReceivesOutsideAGroup.)
+TEST_P(CallMismatch, SendOfAnotherSizeFailsBothRanks) {
   SharedOutcomes outcomes(kRanks);
   runRanks(
       mode(), kRanks,
@@ -207,13 +206,46 @@ TEST_P(CallMismatch, DISABLED_SendOfAnotherSizeFailsBothRanks) {
       120);
   for (int r = 0; r < kRanks; ++r) {
     ASSERT_EQ(outcomes[r].called, 1) << "rank " << r << " never returned";
-    EXPECT_NE(outcomes[r].result, weftSuccess) << "rank " << r << " returned success for a mismatched send/recv";
+    EXPECT_EQ(outcomes[r].result, weftInvalidUsage) << "rank " << r << ": " << outcomes[r].message;
     EXPECT_LT(outcomes[r].seconds, 1.0) << "rank " << r << ": " << outcomes[r].message;
   }
-  EXPECT_NE(outcomes[1].message[0], 0);
-  EXPECT_NE(std::string(outcomes[1].message).find("rank 1 called a send/recv group #1 (1 operations)"),
+  EXPECT_NE(std::string(outcomes[1].message).find("rank 1 called a send/recv group #1 (1 operations) while rank 0 "),
             std::string::npos)
       << outcomes[1].message;
+  EXPECT_NE(std::string(outcomes[0].message).find("rank 0 called a send/recv group #1 (1 operations) while rank 1 "),
+            std::string::npos)
+      << outcomes[0].message;
+}
+
+// Ranks that each send to the other and then receive, outside a group (and three ranks that do so
+// around a ring): a send that waited for its receiver would wait for ever here; it stops waiting
+// once a message waits for it. Every call succeeds. (Messages the FIFO holds whole: a larger one
+// waits for free slots while it is sent, and then these ranks wait for ever, with or without the
+// checks, as NCCL's would: such exchanges belong in a group. So does the first exchange around a
+// ring of three, whose sending ends wait in connect for receiving ends the next rank makes only
+// in its receive: a group exchange connects the FIFOs first.)
+TEST_P(CallMismatch, SendsThenReceivesOutsideAGroup) {
+  for (int n : {2, 3}) {
+    runRanks(
+        mode(), n,
+        [n](Rank& r) {
+          const int next = (r.rank + 1) % n, prev = (r.rank + n - 1) % n;
+          int32_t a = r.rank, b = -1;
+          ASSERT_EQ(weftGroupStart(), weftSuccess);
+          ASSERT_EQ(weftSend(&a, 1, weftInt32, next, r.comm, nullptr), weftSuccess);
+          ASSERT_EQ(weftRecv(&b, 1, weftInt32, prev, r.comm, nullptr), weftSuccess);
+          ASSERT_EQ(weftGroupEnd(), weftSuccess) << weftGetLastError(r.comm);
+          for (size_t count : {size_t{10}, size_t{50000}}) {
+            std::vector<int32_t> out(count, r.rank), in(count, -1);
+            ASSERT_EQ(weftSend(out.data(), count, weftInt32, next, r.comm, nullptr), weftSuccess)
+                << weftGetLastError(r.comm);
+            ASSERT_EQ(weftRecv(in.data(), count, weftInt32, prev, r.comm, nullptr), weftSuccess)
+                << weftGetLastError(r.comm);
+            EXPECT_EQ(std::count(in.begin(), in.end(), prev), static_cast<long>(count));
+          }
+        },
+        120);
+  }
 }
 
 TEST_P(CallMismatch, SkippedCall) {
