@@ -91,6 +91,12 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     dop.scalar = found.deviceScalar ? found.device : nullptr;
     dop.scalarValue = found.value;
   }
+  // Before anything is numbered or exchanged: a refused call leaves the communicator as it was.
+  for (const CollCall& call : calls) {
+    if (!checkCalls_ || nRanks_ == 1 || !coll::collRooted(call.kind)) continue;
+    const char* algo = coll::algoName(paramsFor(call, elemSize).algo);
+    WEFT_TRY(devicePath_->refuseHostCheckedCapture(stream, describe(call, algo, seq_ + 1)));
+  }
   for (const CollCall& call : calls) {
     ++seq_;
     coll::ScheduleParams params = paramsFor(call, elemSize);
