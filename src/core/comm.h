@@ -265,6 +265,7 @@ class Communicator final : public coll::ConnectionProvider {
   Status explainCallMismatch(Status local);
   CallRecord current_;
   bool checkCalls_ = true;  // WEFT_CHECK_CALLS
+  bool checkSends_ = false;  // WEFT_CHECK_SENDS (with WEFT_CHECK_CALLS): sends wait for their receivers
   std::atomic<bool> mismatch_{false};
   std::atomic<uint64_t> mismatchTheirs_{0};  // the peer's stamp, when this rank saw it
   std::vector<uint32_t> p2pSendSeq_, p2pRecvSeq_;  // per peer

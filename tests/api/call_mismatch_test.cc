@@ -187,12 +187,21 @@ TEST_P(CallMismatch, Root) {
       "root 0)");
 }
 
+// WEFT_CHECK_SENDS=1 for the scope: sends wait for their receivers.
+struct CheckSends {
+  CheckSends() { setenv("WEFT_CHECK_SENDS", "1", 1); }
+  ~CheckSends() { unsetenv("WEFT_CHECK_SENDS"); }
+};
+
 // A send of another size than its receive: the receiver refuses the message and fails at once
-// naming its send/recv group; the sender's group completes only once its receiver took its
-// messages (WEFT_CHECK_CALLS), so it fails too instead of returning success. Before that
-// (2026-11-24) rank 0 returned success. (A sender stops waiting once a message waits for it,
+// naming its send/recv group. With WEFT_CHECK_SENDS=1 the sender's group completes only once its
+// receiver took its messages, so it fails too instead of returning success. That is off by
+// default: on the 2-vCPU VM, loaded by other builds, the wait made 8 B send/recv 1.5-1.7 times
+// slower (perf/RESULTS.md, "Call fingerprint cost"), and the sender then returns success, as it
+// did for every setting before 2026-11-24. (A sender stops waiting once a message waits for it,
 // since its receiver may be sending to it outside a group: SendsThenReceivesOutsideAGroup.)
 TEST_P(CallMismatch, SendOfAnotherSizeFailsBothRanks) {
+  CheckSends checkSends;
   SharedOutcomes outcomes(kRanks);
   runRanks(
       mode(), kRanks,
@@ -212,7 +221,10 @@ TEST_P(CallMismatch, SendOfAnotherSizeFailsBothRanks) {
   EXPECT_NE(std::string(outcomes[1].message).find("rank 1 called a send/recv group #1 (1 operations) while rank 0 "),
             std::string::npos)
       << outcomes[1].message;
-  EXPECT_NE(std::string(outcomes[0].message).find("rank 0 called a send/recv group #1 (1 operations) while rank 1 "),
+  // The sender names the receiver when the receiver's report reached it through their FIFO; when
+  // it came first through the liveness record, which says only that the calls disagreed, the
+  // sentence names the sender's own group.
+  EXPECT_NE(std::string(outcomes[0].message).find("rank 0 called a send/recv group #1 (1 operations)"),
             std::string::npos)
       << outcomes[0].message;
 }
@@ -225,6 +237,7 @@ TEST_P(CallMismatch, SendOfAnotherSizeFailsBothRanks) {
 // ring of three, whose sending ends wait in connect for receiving ends the next rank makes only
 // in its receive: a group exchange connects the FIFOs first.)
 TEST_P(CallMismatch, SendsThenReceivesOutsideAGroup) {
+  CheckSends checkSends;
   for (int n : {2, 3}) {
     runRanks(
         mode(), n,
