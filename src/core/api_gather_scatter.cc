@@ -48,9 +48,14 @@ Status validateRooted(const Call& call, const Rooted& c, weftStream_t stream) {
 weftResult_t rooted(const Call& call, const Rooted& c, weftStream_t stream) {
   Status s = validateRooted(call, c, stream);
   if (!s.isOk()) return call.refuse(s, true);
-  const CollCall coll{c.gather ? coll::CollKind::kGather : coll::CollKind::kScatter,
-                      c.sendbuff, c.recvbuff, c.count, c.type, weftSum, c.root};
-  return submitAll(call.comm(), {collOp(call.comm(), coll, stream)});
+  CollCall exchange;
+  exchange.kind = c.gather ? coll::CollKind::kGather : coll::CollKind::kScatter;
+  exchange.sendbuff = c.sendbuff;
+  exchange.recvbuff = c.recvbuff;
+  exchange.count = c.count;
+  exchange.type = c.type;
+  exchange.root = c.root;
+  return submitAll(call.comm(), {collOp(call.comm(), exchange, stream)});
 }
 
 }  // namespace capi

@@ -94,8 +94,8 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
   // Before anything is numbered or exchanged: a refused call leaves the communicator as it was.
   for (const CollCall& call : calls) {
     if (!checkCalls_ || nRanks_ == 1 || !coll::collRooted(call.kind)) continue;
-    const char* algo = coll::algoName(paramsFor(call, elemSize).algo);
-    WEFT_TRY(devicePath_->refuseHostCheckedCapture(stream, describe(call, algo, seq_ + 1)));
+    WEFT_TRY(devicePath_->refuseHostCheckedCapture(
+        stream, [&] { return describe(call, coll::algoName(paramsFor(call, elemSize).algo), seq_ + 1); }));
   }
   for (const CollCall& call : calls) {
     ++seq_;

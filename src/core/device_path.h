@@ -23,6 +23,7 @@
 #define WEFT_CORE_DEVICE_PATH_H_
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,8 +83,9 @@ class DevicePath {
   // being captured into a graph: the exchange runs when the call is enqueued, and a replay of the
   // graph would skip it. The rooted collectives' call-check tokens are such an exchange
   // (Communicator::runCallTokens): replayed with ranks naming different roots, a rank could
-  // finish with wrong data or wait until the time-out. `what` names the call.
-  Status refuseHostCheckedCapture(void* stream, const std::string& what);
+  // finish with wrong data or wait until the time-out. `what` names the call (asked for only when
+  // refusing).
+  Status refuseHostCheckedCapture(void* stream, const std::function<std::string()>& what);
   // Two bytes of device memory for barriers (a one-byte all-reduce), allocated by create() so
   // that a barrier needs no allocation during a graph capture.
   Status barrierBytes(void** out);

@@ -396,10 +396,16 @@ TEST_F(DeviceCapture, TheFirstCallOfAShapeIsRefusedWithWhatToDo) {
 // exchanged. A refusal: the communicator stays usable, nothing is launched. Outside a capture the
 // same question lets the call go on.
 TEST_F(DeviceCapture, ACallCheckedOnTheHostIsRefusedDuringCapture) {
-  EXPECT_TRUE(path_->refuseHostCheckedCapture(user_, "rank 0: broadcast #3 (ring, 100 x float)").isOk());
+  int asked = 0;
+  auto what = [&asked] {
+    ++asked;
+    return std::string("rank 0: broadcast #3 (ring, 100 x float)");
+  };
+  EXPECT_TRUE(path_->refuseHostCheckedCapture(user_, what).isOk());
   EXPECT_FALSE(path_->refusedLast());
+  EXPECT_EQ(asked, 0) << "the call is described only when refused";
   rt_.capture(user_);
-  Status s = path_->refuseHostCheckedCapture(user_, "rank 0: broadcast #3 (ring, 100 x float)");
+  Status s = path_->refuseHostCheckedCapture(user_, what);
   EXPECT_EQ(s.code(), weftInvalidUsage);
   EXPECT_TRUE(contains(s.message(), "rank 0: broadcast #3 (ring, 100 x float): a rooted collective")) << s.message();
   EXPECT_TRUE(contains(s.message(), "a replay would skip it")) << s.message();
@@ -411,7 +417,7 @@ TEST_F(DeviceCapture, ACallCheckedOnTheHostIsRefusedDuringCapture) {
   // Another stream, not being captured, goes on.
   Stream other = nullptr;
   ASSERT_TRUE(rt_.streamCreate(&other).isOk());
-  EXPECT_TRUE(path_->refuseHostCheckedCapture(other, "rank 0: reduce #4").isOk());
+  EXPECT_TRUE(path_->refuseHostCheckedCapture(other, [] { return std::string("rank 0: reduce #4"); }).isOk());
   EXPECT_FALSE(path_->refusedLast());
   EXPECT_TRUE(rt_.streamDestroy(other).isOk());
 }
