@@ -156,7 +156,9 @@ class StallBlame {
       // The ranks' calls disagree: this rank fails as the one that saw it did (the provider
       // names both calls).
       int seenBy = culprit & ~kCulpritCallMismatch;
-      provider_->noteCallMismatch(seenBy, 0, 0);
+      // Seen by this rank's peer in this rank's own message (a send of another size): the peer
+      // is the other side of the disagreement.
+      provider_->noteCallMismatch(seenBy == provider_->selfRank() ? peer : seenBy, 0, 0);
       return WEFT_ERROR(weftInvalidUsage,
                         "%s: rank %d reported that the ranks made different calls (seen by rank %d); every rank must "
                         "make the same calls in the same order with the same count, type, op and root",
@@ -441,11 +443,12 @@ class Executor {
       if (!pending) return Status::ok();
       backoff.pause();
       if ((backoff.rounds() & 15) != 1) continue;
+      if (plan_.yieldToIncoming && messageWaiting()) return Status::ok();
       uint64_t now = nowNs();
       if (start == 0) start = now, nextCheck = now + kHealthCheckIntervalNs;
       if (now < nextCheck) continue;
       nextCheck = now + kHealthCheckIntervalNs;
-      WEFT_TRY(findStrayMessage());
+      if (!plan_.yieldToIncoming) WEFT_TRY(findStrayMessage());
       WEFT_TRY(blame_.check(tracks, false, 0));
       for (Connection* c : plan_.senders) {
         Status peer = c->checkPeer();
@@ -458,6 +461,18 @@ class Executor {
                           plan_.what().c_str(), plan_.timeoutS);
       }
     }
+  }
+
+  // Whether any message waits on a receiving end of this rank's host connections.
+  bool messageWaiting() {
+    receivers_.clear();
+    provider_->collectiveReceivers(&receivers_);
+    for (const auto& [peer, conn] : receivers_) {
+      size_t bytes = 0;
+      uint64_t stamp = 0;
+      if (conn->tryRecv(&bytes, &stamp) != nullptr) return true;
+    }
+    return false;
   }
 
   Status findStrayMessage() {
@@ -477,13 +492,14 @@ class Executor {
   // the culprit is the rank it blamed, or itself, so that the peers this rank tells name it.
   Status senderFailed(Connection* c, Status peer) {
     const int told = c->peerAborted() ? c->peerAbortCulprit() : -1;
+    int receiver = -1;
+    for (const auto& key : plan_.keys) {
+      if (key.send && provider_->get(key) == c) receiver = key.peer;
+    }
     if (told >= 0 && (told & kCulpritCallMismatch) != 0) {
-      provider_->noteCallMismatch(told & ~kCulpritCallMismatch, 0, 0);
+      const int seenBy = told & ~kCulpritCallMismatch;
+      provider_->noteCallMismatch(seenBy == provider_->selfRank() ? receiver : seenBy, 0, 0);
     } else {
-      int receiver = -1;
-      for (const auto& key : plan_.keys) {
-        if (key.send && provider_->get(key) == c) receiver = key.peer;
-      }
       provider_->noteCulprit(told >= 0 ? told : receiver);
     }
     return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));

@@ -135,6 +135,11 @@ struct ExecPlan {
   // refuse one), and it looks for messages of this call it did not expect (a peer that made
   // another call) while it waits. collectiveSeq: the call's sequence field (call_stamp.h).
   bool waitForConsumers = false;
+  // A send/recv group waiting for its consumers: it stops waiting (and returns success) as soon as
+  // a message waits on a receiving end of this rank, since its receiver may be blocked in a send
+  // of its own (ranks that each send, then receive, outside a group) and only this rank's next
+  // receive frees it; the size check is then the receiver's alone. It looks for no stray messages.
+  bool yieldToIncoming = false;
   uint32_t collectiveSeq = 0;
   uint64_t stamp = 0;  // a collective's (stampPlan)
   // How long the executor may wait with nothing moving (connecting included) before it fails

@@ -121,7 +121,7 @@ std::string format(const char* fmt, ...) {
 
 std::string validateParams(const ScheduleParams& p) {
   if (!collTraits(p.kind).scheduled) {
-    return "send/recv schedules are built from the user's calls, not by buildSchedule";
+    return format("%s schedules are built from the user's calls, not by buildSchedule", collName(p.kind));
   }
   if (!algoSupported(p.kind, p.algo)) {
     return format("%s has no %s algorithm (%s)", collName(p.kind), algoName(p.algo), supportedAlgorithms().c_str());

@@ -12,7 +12,10 @@
 # interquartile range of each variant, the ratio of the medians, and the median of the
 # per-pair ratios next to that of the same-variant pairs. TRANSPORTS (default "shm socket")
 # picks the paths; ITERS_8B (default 100000; each run makes as many in place as out of place)
-# and ITERS_64M (default 20) the timed iterations.
+# and ITERS_64M (default 20) the timed iterations. COLL (default allreduce) and NP (default 2)
+# pick the collective and the ranks (broadcast/reduce: the call-check token lane's cost), SIZES
+# (default "8 67108864") the sizes; the 64 MiB figure is bytes / time (the bus bandwidth of 2
+# ranks only).
 set -euo pipefail
 
 # summarise RAW: the latency (us) at 8 B, the bus bandwidth (GB/s) at 64 MiB; out of place and
@@ -60,7 +63,7 @@ raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) CPUs"
-echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# ${COLL:-allreduce}, ${NP:-2} ranks; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # run TRANSPORT SIZE VARIANT BLOCK SLOT: one weft-perf process pair; records the out-of-place
 # and in-place time (us) and bus bandwidth (GB/s).
@@ -70,7 +73,7 @@ run() {
   [ "$transport" = socket ] && net=(--weft-net)
   if [ "$size" = 8 ]; then iters=(-n "${ITERS_8B:-100000}" -w 2000); else iters=(-n "${ITERS_64M:-20}" -w 3); fi
   local line
-  line=$(WEFT_CHECK_CALLS=$check "$perf" -np 2 "${net[@]}" -b "$size" -e "$size" "${iters[@]}" |
+  line=$(WEFT_CHECK_CALLS=$check "$perf" "${COLL:-allreduce}" -np "${NP:-2}" "${net[@]}" -b "$size" -e "$size" "${iters[@]}" |
          awk '!/^#/ && NF >= 13 { print $6, $8, $10, $12, $9 + $13 }')
   [ -n "$line" ] || { echo "fingerprint_cost.sh: no result from $transport $size $variant" >&2; exit 1; }
   set -- $line
@@ -80,7 +83,7 @@ run() {
 
 echo "# transport size variant block slot oop_us oop_busbw ip_us ip_busbw load1"
 for transport in ${TRANSPORTS:-shm socket}; do
-  for size in 8 67108864; do
+  for size in ${SIZES:-8 67108864}; do
     for ((b = 0; b < blocks; ++b)); do
       run $transport $size on $b 0
       run $transport $size off $b 1

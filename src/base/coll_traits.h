@@ -28,6 +28,11 @@ enum class CollKind : uint8_t {
   kReduce,
   kAllToAll,
   kSendRecv,  // user point-to-point operations (built from the calls, not by an algorithm)
+  // The root exchanges one block with every rank (weftGather / weftScatter): direct sends and
+  // receives built by the communicator (comm_rooted.cc), not by an algorithm, but collectives
+  // for the call checks: numbered with the others, stamped, and with the token lane.
+  kGather,
+  kScatter,
 };
 
 // The algorithms (their names and kinds: kAlgoTraits below; builders: collectives/schedule.cc).
@@ -92,6 +97,10 @@ constexpr CollTraits kCollTraits[] = {
      BusBw::kShare, true},
     {CollKind::kSendRecv, "sendrecv", false, false, false, false, false, false, false, false, false, Algo::kRing,
      BusBw::kWhole, false},
+    {CollKind::kGather, "gather", false, true, false, true, false, true, false, false, false, Algo::kRing,
+     BusBw::kShare, false},
+    {CollKind::kScatter, "scatter", false, true, true, false, true, false, false, false, false, Algo::kRing,
+     BusBw::kShare, false},
 };
 
 constexpr int kNumCollKinds = static_cast<int>(sizeof(kCollTraits) / sizeof(kCollTraits[0]));

@@ -1,7 +1,7 @@
-// weftGather and weftScatter: rooted collectives built, as NCCL builds them, from one group of
-// sends and receives (the root exchanges one block with every rank; a block of its own is a
-// copy, skipped when in place). They go through the group machinery (group.h), so they work
-// inside and outside weftGroupStart/End, on host buffers and on a device stream alike.
+// weftGather and weftScatter: their checks, and the hand-off to the group machinery (group.h) as
+// a collective call, so they work inside and outside weftGroupStart/End, on host buffers and on a
+// device stream alike. The communicator moves their blocks as direct sends and receives, as NCCL
+// builds them, stamped and token-checked as a collective (comm_rooted.cc).
 #include <string>
 #include <vector>
 
@@ -43,45 +43,19 @@ Status validateRooted(const Call& call, const Rooted& c, weftStream_t stream) {
   return call.checkDeviceAsync();
 }
 
-// The root exchanges block r of its spread buffer with rank r; every other rank exchanges its
-// one block with the root.
-std::vector<PendingOp> rootedOps(weftComm* comm, const Rooted& c, weftStream_t stream) {
-  std::vector<PendingOp> ops;
-  const size_t bytes = c.count * coll::dataTypeSize(c.type);
-  if (bytes == 0) return ops;
-  // Gather: ranks send, the root receives. Scatter: the root sends, ranks receive.
-  const bool rootSends = !c.gather;
-  if (comm->rank != c.root) {
-    ops.push_back(p2pOp(comm, stream, !rootSends, c.gather ? c.sendbuff : c.recvbuff, bytes, c.root));
-    return ops;
-  }
-  const char* spread = static_cast<const char*>(c.gather ? static_cast<const void*>(c.recvbuff) : c.sendbuff);
-  for (int r = 0; r < comm->nRanks; ++r) {
-    const char* slot = spread + static_cast<size_t>(r) * bytes;
-    if (r != c.root) {
-      ops.push_back(p2pOp(comm, stream, rootSends, slot, bytes, r));
-      continue;
-    }
-    // The root's own block: a copy through a send to itself paired with a receive from itself,
-    // unless the block is already in place.
-    const void* own = c.gather ? c.sendbuff : c.recvbuff;
-    if (own == slot) continue;
-    const void* from = c.gather ? own : slot;
-    const void* to = c.gather ? slot : own;
-    ops.push_back(p2pOp(comm, stream, true, from, bytes, r));
-    ops.push_back(p2pOp(comm, stream, false, to, bytes, r));
-  }
-  return ops;
-}
-
 }  // namespace
 
 weftResult_t rooted(const Call& call, const Rooted& c, weftStream_t stream) {
   Status s = validateRooted(call, c, stream);
-  if (!s.isOk()) return call.refuse(s, false);
-  std::vector<PendingOp> ops = rootedOps(call.comm(), c, stream);
-  if (ops.empty()) return weftSuccess;
-  return submitAll(call.comm(), ops);
+  if (!s.isOk()) return call.refuse(s, true);
+  CollCall exchange;
+  exchange.kind = c.gather ? coll::CollKind::kGather : coll::CollKind::kScatter;
+  exchange.sendbuff = c.sendbuff;
+  exchange.recvbuff = c.recvbuff;
+  exchange.count = c.count;
+  exchange.type = c.type;
+  exchange.root = c.root;
+  return submitAll(call.comm(), {collOp(call.comm(), exchange, stream)});
 }
 
 }  // namespace capi

@@ -79,6 +79,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   // Shared with this process's other ranks of the communicator (bootstrap.h: PeerTable).
   peerTable_ = bootstrap_->peerTable();
   checkCalls_ = params::CheckCalls();
+  checkSends_ = checkCalls_ && params::CheckSends();
   commTag_ = commTagFromId(id);
   WEFT_TRY(agreeSettings(config));
   WEFT_TRY(probeSingleCopy());
@@ -340,6 +341,7 @@ Status Communicator::fail(Status status) {
 }
 
 Status Communicator::runCollective(const CollCall& call) {
+  if (!coll::collTraits(call.kind).scheduled) return runRootedExchange(call);  // gather, scatter
   ++seq_;
   opNumber_ = liveNumber(collSeq_ + 1, true);  // stampCollective below takes that number
   setLogRank(rank_);
@@ -540,6 +542,13 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   plan.timeoutS = settings_.timeoutS;
   plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
   plan.checkStamps = checkCalls_;
+  // WEFT_CHECK_SENDS: a send completes once its receiver took the message, which it refuses when
+  // the receive is of another size: then both ranks fail. Unless a message waits for this rank
+  // meanwhile (its receiver may be sending to it, outside a group): yieldToIncoming. Off by
+  // default: the wait for the receiver costs 8 B send/recv far more than the 3 % the checks may
+  // (perf/RESULTS.md, "Call fingerprint cost").
+  plan.waitForConsumers = checkSends_;
+  plan.yieldToIncoming = true;
   recordP2pCall(nCalls);
   Status s = coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);

@@ -128,6 +128,8 @@ class Communicator final : public coll::ConnectionProvider {
   int device() const { return peerTable_ ? peers()[static_cast<size_t>(rank_)].device : -1; }
   // A group's sends and receives on device buffers (one stream), as one launch.
   Status runDeviceP2p(const std::vector<P2pCall>& calls, void* stream);
+  // A gather or scatter on device buffers (comm_rooted.cc), as one launch.
+  Status runDeviceRooted(const CollCall& call, void* stream);
   // A barrier on `stream`: a one-byte all-reduce on the device.
   Status deviceBarrier(void* stream);
   // A group driving several communicators (group.cc): every one's device work waits for the
@@ -229,10 +231,18 @@ class Communicator final : public coll::ConnectionProvider {
   // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
   // `withTokens`.
   Status runCachedPlan(CachedOp* cached, bool withTokens);
-  // A rooted collective on device buffers with call checks: the call-check token lane
-  // (schedule.h, callTokenLane) runs on the host, carrying `stamp`, before the call is enqueued,
-  // so that no rank enqueues (and connects the lanes of) a call whose peers named another root.
-  Status runDeviceCallTokens(uint64_t stamp, const std::string& what);
+  // The call-check token lane (schedule.h, callTokenLane) alone on the host, carrying `stamp`:
+  // before a rooted call on device buffers is enqueued, so that no rank enqueues (and connects
+  // the lanes of) a call whose peers named another root; before a gather or scatter whose FIFOs
+  // are not all connected yet, so that no rank waits in connect for a FIFO no peer makes.
+  Status runCallTokens(uint64_t stamp, const std::string& what);
+  // Gather and scatter (comm_rooted.cc): the root exchanges one block with every rank, as direct
+  // sends and receives stamped as the collective they are, with the call-check token lane.
+  Status runRootedExchange(const CollCall& call);
+  Status runRootedPlan(coll::ExecPlan* plan, uint64_t stamp, const std::string& what);
+  // A gather's or scatter's moves on this rank as sends and receives (the root's own block as a
+  // send to itself and a receive from it), for the cost model.
+  std::vector<P2pCall> rootedMessages(const CollCall& call) const;
   // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
   // evict nothing (their pointers stay valid together).
   void makeRoomForOps(size_t n);
@@ -255,6 +265,7 @@ class Communicator final : public coll::ConnectionProvider {
   Status explainCallMismatch(Status local);
   CallRecord current_;
   bool checkCalls_ = true;  // WEFT_CHECK_CALLS
+  bool checkSends_ = false;  // WEFT_CHECK_SENDS (with WEFT_CHECK_CALLS): sends wait for their receivers
   std::atomic<bool> mismatch_{false};
   std::atomic<uint64_t> mismatchTheirs_{0};  // the peer's stamp, when this rank saw it
   std::vector<uint32_t> p2pSendSeq_, p2pRecvSeq_;  // per peer
@@ -283,10 +294,11 @@ class Communicator final : public coll::ConnectionProvider {
   OpKey lastOpKey_;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
-  // runDeviceCallTokens' lane and plan (made by its first call).
-  coll::Lane deviceTokenLane_;
-  coll::ExecPlan deviceTokenPlan_;
-  std::string deviceTokenWhat_;
+  // runCallTokens' lane and plan (made by its first call); gather and scatter run the same lane
+  // beside their data once everything is connected.
+  coll::Lane tokenLane_;
+  coll::ExecPlan tokenPlan_;
+  std::string tokenWhat_;
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   // Collectives only: the number in their stamps and CallRecords. Send/recv groups are left out

@@ -91,6 +91,12 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     dop.scalar = found.deviceScalar ? found.device : nullptr;
     dop.scalarValue = found.value;
   }
+  // Before anything is numbered or exchanged: a refused call leaves the communicator as it was.
+  for (const CollCall& call : calls) {
+    if (!checkCalls_ || nRanks_ == 1 || !coll::collRooted(call.kind)) continue;
+    WEFT_TRY(devicePath_->refuseHostCheckedCapture(
+        stream, [&] { return describe(call, coll::algoName(paramsFor(call, elemSize).algo), seq_ + 1); }));
+  }
   for (const CollCall& call : calls) {
     ++seq_;
     coll::ScheduleParams params = paramsFor(call, elemSize);
@@ -117,7 +123,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     d.sendStamp = stampCollective(call, static_cast<int>(params.algo));
     d.recvStamp = checkCalls_ ? d.sendStamp : 0;
     if (checkCalls_ && coll::collRooted(call.kind) && nRanks_ > 1) {
-      Status agreed = runDeviceCallTokens(d.sendStamp, d.what);
+      Status agreed = runCallTokens(d.sendStamp, d.what);
       if (!agreed.isOk()) return fail(std::move(agreed));
     }
     dcalls.push_back(std::move(d));
@@ -161,23 +167,23 @@ Status Communicator::enqueueDevice(const std::vector<DeviceCall>& calls, const s
   return Status::ok();
 }
 
-Status Communicator::runDeviceCallTokens(uint64_t stamp, const std::string& what) {
+Status Communicator::runCallTokens(uint64_t stamp, const std::string& what) {
   // In a rooted schedule a rank may finish without hearing from every other, and a rank whose
   // peers named another root would wait in connect for a FIFO none of them makes. The token lane
   // is the same on every rank whatever the root: its FIFOs always meet, and its stamps fail every
   // rank of a disagreeing call before any of them enqueues it. On the host, at enqueue: the lanes
   // of a launch cannot wait for a host exchange, and a call that passed it is one every rank made.
-  if (deviceTokenPlan_.tracks.empty()) {
-    deviceTokenLane_ = coll::callTokenLane(nRanks_, rank_);
-    coll::addCallTokenTrack(&deviceTokenPlan_, &deviceTokenLane_, callToken_);
-    deviceTokenPlan_.what = [this] { return deviceTokenWhat_; };
-    deviceTokenPlan_.timeoutS = settings_.timeoutS;
+  if (tokenPlan_.tracks.empty()) {
+    tokenLane_ = coll::callTokenLane(nRanks_, rank_);
+    coll::addCallTokenTrack(&tokenPlan_, &tokenLane_, callToken_);
+    tokenPlan_.what = [this] { return tokenWhat_; };
+    tokenPlan_.timeoutS = settings_.timeoutS;
   }
-  deviceTokenWhat_ = what;
-  coll::stampPlan(&deviceTokenPlan_, stamp);
-  deviceTokenPlan_.checkStamps = true;
-  Status s = deviceTokenPlan_.connected ? Status::ok() : coll::connectPlan(&deviceTokenPlan_, this);
-  return s.isOk() ? coll::runHostPlan(deviceTokenPlan_, this) : s;
+  tokenWhat_ = what;
+  coll::stampPlan(&tokenPlan_, stamp);
+  tokenPlan_.checkStamps = true;
+  Status s = tokenPlan_.connected ? Status::ok() : coll::connectPlan(&tokenPlan_, this);
+  return s.isOk() ? coll::runHostPlan(tokenPlan_, this) : s;
 }
 
 Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* stream) {

@@ -46,6 +46,7 @@ StepPrice stepPrice(int nNodes) {
 }  // namespace
 
 double Communicator::estimateUs(const CollCall& call) {
+  if (!coll::collTraits(call.kind).scheduled) return estimateP2pUs(rootedMessages(call));  // gather, scatter
   const size_t elemSize = coll::dataTypeSize(call.type);
   const StepPrice price = stepPrice(nNodes_);
   if (nRanks_ == 1 || call.count == 0) return price.fixedUs;

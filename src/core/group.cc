@@ -44,6 +44,7 @@ bool overlaps(const CollCall& a, const CollCall& b, size_t nRanks) {
 // left, and buffers apart from every call already in it.
 bool fuses(const std::vector<CollCall>& batch, const PendingOp& first, const PendingOp& next) {
   if (batch.size() >= static_cast<size_t>(device::kMaxFusedOps)) return false;
+  if (!coll::collTraits(next.coll.kind).scheduled) return false;  // gather and scatter go alone
   if (next.stream != first.stream || next.coll.type != first.coll.type || next.coll.op != first.coll.op) return false;
   const size_t nRanks = static_cast<size_t>(next.comm->nRanks);
   for (const CollCall& c : batch) {
@@ -57,6 +58,12 @@ bool fuses(const std::vector<CollCall>& batch, const PendingOp& first, const Pen
 Status runDeviceOps(Communicator* impl, const std::vector<PendingOp>& ops) {
   size_t i = 0;
   while (i < ops.size()) {
+    // Gather and scatter are sends and receives of their own, one launch each.
+    if (!coll::collTraits(ops[i].coll.kind).scheduled) {
+      WEFT_TRY(impl->runDeviceRooted(ops[i].coll, ops[i].stream));
+      ++i;
+      continue;
+    }
     std::vector<CollCall> batch{ops[i].coll};
     size_t j = i + 1;
     while (j < ops.size() && fuses(batch, ops[i], ops[j])) batch.push_back(ops[j++].coll);

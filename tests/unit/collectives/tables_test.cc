@@ -122,7 +122,8 @@ TEST(StepKindTable, DeviceEncodingOfEveryKind) {
 }
 
 TEST(CollTraits, MatchWhatTheApiDocuments) {
-  ASSERT_EQ(expectedColls().size() + 1, static_cast<size_t>(kNumCollKinds)) << "a collective without expectations";
+  // Besides the scheduled ones: send/recv, gather and scatter (built from the calls).
+  ASSERT_EQ(expectedColls().size() + 3, static_cast<size_t>(kNumCollKinds)) << "a collective without expectations";
   for (const ExpectedColl& e : expectedColls()) {
     SCOPED_TRACE(collName(e.kind));
     EXPECT_EQ(collReduces(e.kind), e.reduces);
@@ -140,7 +141,22 @@ TEST(CollTraits, MatchWhatTheApiDocuments) {
     EXPECT_EQ(parsed, e.kind);
   }
   EXPECT_FALSE(collTraits(CollKind::kSendRecv).scheduled);
+  // Gather and scatter: rooted, one buffer of nRanks blocks on the root, built from the calls.
+  for (CollKind k : {CollKind::kGather, CollKind::kScatter}) {
+    SCOPED_TRACE(collName(k));
+    EXPECT_FALSE(collTraits(k).scheduled);
+    EXPECT_TRUE(collRooted(k));
+    EXPECT_FALSE(collReduces(k));
+    EXPECT_FALSE(collTraits(k).everyResultNeedsEveryRank);
+  }
+  EXPECT_EQ(collExtents(CollKind::kGather, 5, 3).recv, 15);
+  EXPECT_EQ(collExtents(CollKind::kGather, 5, 3).send, 5);
+  EXPECT_EQ(collExtents(CollKind::kScatter, 5, 3).send, 15);
+  EXPECT_EQ(collExtents(CollKind::kScatter, 5, 3).recv, 5);
+  EXPECT_FALSE(collUsesRecv(CollKind::kGather, 1, 0));
+  EXPECT_FALSE(collUsesSend(CollKind::kScatter, 1, 0));
   CollKind parsed;
+  EXPECT_FALSE(collFromName("gather", &parsed));
   EXPECT_FALSE(collFromName("sendrecv", &parsed));
   EXPECT_TRUE(collFromName("All_Reduce", &parsed));
   EXPECT_EQ(parsed, CollKind::kAllReduce);

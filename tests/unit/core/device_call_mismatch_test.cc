@@ -8,7 +8,7 @@
 //
 // Ranks that disagree on a root: in a rooted schedule a rank may finish without hearing from
 // every other (a broadcast's root only sends), so rooted calls on device buffers first run the
-// call-check token lane on the host (Communicator::runDeviceCallTokens).
+// call-check token lane on the host (Communicator::runCallTokens).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -291,6 +291,34 @@ TEST_P(DeviceCallMismatch, RootAmongFour) {
       4);
 }
 
+// Gather and scatter move data as direct sends and receives, but are stamped and token-checked as
+// collectives (comm_rooted.cc): with roots 0/0/0/3 every rank fails, none waits for the time-out.
+TEST_P(DeviceCallMismatch, RootAmongFourGather) {
+  expectEveryRankFails(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        return weftGather(b.in, b.out, 300, weftFloat32, rank == 3 ? 3 : 0, comm, b.stream);
+      },
+      "rank 3 called gather #1 (count 300, float, root 3) while rank 0 called gather #1 (count 300, float, root 0)", 4);
+}
+
+TEST_P(DeviceCallMismatch, RootAmongFourScatter) {
+  expectEveryRankFails(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        return weftScatter(b.in, b.out, 300, weftFloat32, rank == 3 ? 3 : 0, comm, b.stream);
+      },
+      "rank 3 called scatter #1 (count 300, float, root 3) while rank 0 called scatter #1 (count 300, float, root 0)",
+      4);
+}
+
+// Both ranks name themselves the root of a gather: each only receives.
+TEST_P(DeviceCallMismatch, RootGatherBothReceive) {
+  expectEveryRankFails(
+      [](int rank, weftComm_t comm, DeviceBuffers& b) {
+        return weftGather(b.in, b.out, 300, weftFloat32, rank, comm, b.stream);
+      },
+      "rank 1 called gather #1 (count 300, float, root 1) while rank 0 called gather #1 (count 300, float, root 0)");
+}
+
 // The odd root after agreeing rooted calls of every root (their launches are built and connected).
 // A rank may find its last agreeing launch aborted by the others' failure when its odd call starts
 // and report that earlier call: the sentence names the latest call the ranks disagree on, against
@@ -379,6 +407,8 @@ TEST_P(DeviceCallMismatch, AgreeingRanksSucceed) {
         for (int i = 0; i < 10; ++i) {
           weftResult_t r = weftAllReduce(b.in, b.out, 1000 + i, weftFloat32, weftSum, comm, b.stream);
           if (r == weftSuccess) r = weftBroadcast(b.in, b.out, 777 + i, weftFloat32, i % kRanks, comm, b.stream);
+          if (r == weftSuccess) r = weftGather(b.in, b.out, 555 + i, weftFloat32, (i + 1) % kRanks, comm, b.stream);
+          if (r == weftSuccess) r = weftScatter(b.out, b.in, 333 + i, weftFloat32, i % kRanks, comm, b.stream);
           if (r != weftSuccess) return r;
         }
         return weftSuccess;
