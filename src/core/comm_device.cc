@@ -91,12 +91,6 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     dop.scalar = found.deviceScalar ? found.device : nullptr;
     dop.scalarValue = found.value;
   }
-  // Before anything is numbered or exchanged: a refused call leaves the communicator as it was.
-  for (const CollCall& call : calls) {
-    if (!checkCalls_ || nRanks_ == 1 || !coll::collRooted(call.kind)) continue;
-    WEFT_TRY(devicePath_->refuseHostCheckedCapture(
-        stream, [&] { return describe(call, coll::algoName(paramsFor(call, elemSize).algo), seq_ + 1); }));
-  }
   for (const CollCall& call : calls) {
     ++seq_;
     coll::ScheduleParams params = paramsFor(call, elemSize);

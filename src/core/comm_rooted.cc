@@ -149,9 +149,6 @@ Status Communicator::runRootedPlan(coll::ExecPlan* plan, uint64_t stamp, const s
 
 Status Communicator::runDeviceRooted(const CollCall& call, void* stream) {
   WEFT_TRY(ensureDevicePath());
-  if (checkCalls_ && nRanks_ > 1) {
-    WEFT_TRY(devicePath_->refuseHostCheckedCapture(stream, [&] { return describe(call, "direct", seq_ + 1); }));
-  }
   ++seq_;
   const uint64_t stamp = stampCollective(call, 0);
   opNumber_ = liveNumber(collSeq_, true);

@@ -257,20 +257,6 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
   return Status::ok();
 }
 
-Status DevicePath::refuseHostCheckedCapture(void* stream, const std::function<std::string()>& what) {
-  refused_ = false;
-  bool capturing = false;
-  WEFT_TRY(runtime_->streamIsCapturing(reinterpret_cast<device::Stream>(stream), &capturing));
-  if (!capturing) return Status::ok();
-  refused_ = true;
-  return WEFT_ERROR(weftInvalidUsage,
-                    "%s: a rooted collective (broadcast, reduce, gather, scatter) on several ranks cannot be captured "
-                    "into a graph while call checks are on (WEFT_CHECK_CALLS=1): the exchange that makes every rank "
-                    "agree on its root runs on the host when the call is enqueued, and a replay would skip it. Run "
-                    "the call outside the capture, or set WEFT_CHECK_CALLS=0 to capture it unchecked",
-                    what().c_str());
-}
-
 Status DevicePath::asyncError() const {
   uint32_t code = __atomic_load_n(&error_->code, __ATOMIC_ACQUIRE);
   if (code == device::kLaneOk) return Status::ok();

@@ -23,7 +23,6 @@
 #define WEFT_CORE_DEVICE_PATH_H_
 
 #include <cstddef>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -79,13 +78,6 @@ class DevicePath {
   // for collectives, which take their lanes from their place in the launch.
   Status enqueue(const std::vector<DeviceCall>& calls, const std::vector<int>& fifoLanes, weftDataType_t type,
                  const DeviceOp& op, size_t slotBytes, void* stream, coll::ConnectionProvider* provider);
-  // Refuses (weftInvalidUsage, refusedLast) a call checked by a host exchange when `stream` is
-  // being captured into a graph: the exchange runs when the call is enqueued, and a replay of the
-  // graph would skip it. The rooted collectives' call-check tokens are such an exchange
-  // (Communicator::runCallTokens): replayed with ranks naming different roots, a rank could
-  // finish with wrong data or wait until the time-out. `what` names the call (asked for only when
-  // refusing).
-  Status refuseHostCheckedCapture(void* stream, const std::function<std::string()>& what);
   // Two bytes of device memory for barriers (a one-byte all-reduce), allocated by create() so
   // that a barrier needs no allocation during a graph capture.
   Status barrierBytes(void** out);

@@ -390,38 +390,6 @@ TEST_F(DeviceCapture, TheFirstCallOfAShapeIsRefusedWithWhatToDo) {
   EXPECT_EQ(rt_.unexpectedCaptureCalls(), std::vector<std::string>{});
 }
 
-// A rooted collective on several ranks is agreed by a host exchange of call-check tokens when it
-// is enqueued (Communicator::runCallTokens); a graph replay would skip it, so with call checks on
-// the communicator asks the path to refuse it during a capture, before the call is numbered or
-// exchanged. A refusal: the communicator stays usable, nothing is launched. Outside a capture the
-// same question lets the call go on.
-TEST_F(DeviceCapture, ACallCheckedOnTheHostIsRefusedDuringCapture) {
-  int asked = 0;
-  auto what = [&asked] {
-    ++asked;
-    return std::string("rank 0: broadcast #3 (ring, 100 x float)");
-  };
-  EXPECT_TRUE(path_->refuseHostCheckedCapture(user_, what).isOk());
-  EXPECT_FALSE(path_->refusedLast());
-  EXPECT_EQ(asked, 0) << "the call is described only when refused";
-  rt_.capture(user_);
-  Status s = path_->refuseHostCheckedCapture(user_, what);
-  EXPECT_EQ(s.code(), weftInvalidUsage);
-  EXPECT_TRUE(contains(s.message(), "rank 0: broadcast #3 (ring, 100 x float): a rooted collective")) << s.message();
-  EXPECT_TRUE(contains(s.message(), "a replay would skip it")) << s.message();
-  EXPECT_TRUE(contains(s.message(), "WEFT_CHECK_CALLS=0")) << s.message();
-  EXPECT_TRUE(path_->takeRefusal());
-  EXPECT_FALSE(path_->takeRefusal());
-  EXPECT_EQ(rt_.unexpectedCaptureCalls(), std::vector<std::string>{});
-  EXPECT_TRUE(rt_.launchStreams().empty());
-  // Another stream, not being captured, goes on.
-  Stream other = nullptr;
-  ASSERT_TRUE(rt_.streamCreate(&other).isOk());
-  EXPECT_TRUE(path_->refuseHostCheckedCapture(other, [] { return std::string("rank 0: reduce #4"); }).isOk());
-  EXPECT_FALSE(path_->refusedLast());
-  EXPECT_TRUE(rt_.streamDestroy(other).isOk());
-}
-
 TEST_F(DeviceCapture, AnInPlaceAllToAllThatNeedsALargerStagingBufferIsRefused) {
   const size_t n = 100;
   float* a = buffer(n);
