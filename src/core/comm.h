@@ -305,6 +305,11 @@ class Communicator final : public coll::ConnectionProvider {
   std::mutex registeredMutex_;
   std::vector<std::pair<const char*, size_t>> registered_;  // weftCommRegister's ranges
   int zeroCopyReach_ = -1;  // -1 unknown; 0 ranks on several hosts; 1 one process; 2 one host
+  // After a handshake that found a rank not registered, the next zeroCopySkip_ candidates copy
+  // without one (every rank counts alike); the gap doubles up to kZeroCopyMaxSkip while it fails.
+  int zeroCopySkip_ = 0;
+  int zeroCopyGap_ = 0;
+  static constexpr int kZeroCopyMaxSkip = 64;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;

@@ -10,8 +10,12 @@
 // same path; it also tells each rank that all the others have entered the call (their inputs are
 // ready and their outputs free). The second tells each that all have finished with its buffers.
 // Which calls hold the handshake at all is a function of the call and of settings agreed at
-// init (WEFT_ZERO_COPY, WEFT_ZERO_COPY_MIN_BYTES), never of registration, so no rank waits for
-// a handshake its peers skip. A call whose offers do not all qualify copies through the FIFOs.
+// init (WEFT_ZERO_COPY, WEFT_ZERO_COPY_MIN_BYTES) and of the handshakes before (which all ranks
+// saw alike), never of this rank's registrations, so no rank waits for a handshake its peers
+// skip. A call whose offers do not all qualify copies through the FIFOs, and the next 1, 2, 4 ..
+// 64 candidates copy without asking (a communicator that never registers pays for a handshake
+// on one large call in 64).
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -96,7 +100,13 @@ bool Communicator::zeroCopyCandidate(const CollCall& call, const coll::ScheduleP
     }
   }
   const int64_t elems = std::max(coll::sendBufferCount(params), coll::recvBufferCount(params));
-  return zeroCopyReach_ > 0 && elems * static_cast<int64_t>(elemSize) >= settings_.zeroCopyMinBytes;
+  if (zeroCopyReach_ == 0 || elems * static_cast<int64_t>(elemSize) < settings_.zeroCopyMinBytes) return false;
+  // A communicator whose buffers are not registered pays for a handshake once in a while only.
+  if (zeroCopySkip_ > 0) {
+    --zeroCopySkip_;
+    return false;
+  }
+  return true;
 }
 
 Status Communicator::gatherOffers(const CollCall& call, const void* mine, void* all, size_t bytes, uint64_t stamp) {
@@ -141,9 +151,12 @@ Status Communicator::runZeroCopy(const CollCall& call, const coll::ScheduleParam
       WEFT_LOG(kTrace, kColl, "rank %d: %s #%llu copies through the FIFOs: rank %d's buffers are not %s", rank_,
                coll::collName(call.kind), static_cast<unsigned long long>(collSeq_), r,
                o.registered == 0 ? "registered" : "shared memory (weftMemAlloc) that other processes can map");
+      zeroCopyGap_ = std::min(kZeroCopyMaxSkip, std::max(1, 2 * zeroCopyGap_));
+      zeroCopySkip_ = zeroCopyGap_;
       return Status::ok();
     }
   }
+  zeroCopyGap_ = 0;
   coll::DirectCall direct;
   direct.kind = call.kind;
   direct.rank = rank_;

@@ -185,6 +185,27 @@ TEST(ZeroCopySize, SmallCallsCopy) {
   EXPECT_EQ(Communicator::zeroCopyCallsRun(), before);
 }
 
+// After a handshake finds a rank not registered, the next candidates copy without asking (1, 2,
+// 4 .. 64 of them while it keeps failing); registered buffers go zero-copy again after that gap.
+TEST(ZeroCopySize, CopiedCallsSkipTheHandshakeForAWhile) {
+  setenv("WEFT_ZERO_COPY_MIN_BYTES", "1", 1);
+  const uint64_t before = Communicator::zeroCopyCallsRun();
+  runRanks(Mode::kThreads, 2, [](Rank& r) {
+    const size_t count = 1000;
+    Buffer reg(r.comm, count * sizeof(int32_t), Buffer::kAllocatedRegistered);
+    Buffer plain(r.comm, count * sizeof(int32_t), Buffer::kMallocPlain);
+    // plain: handshake fails, skip 1 | reg: skipped | reg: zero-copy | plain: fails, skip 1 |
+    // plain: skipped | reg: zero-copy | plain: fails, skip 1 | plain: skipped | plain: fails, skip 2
+    for (Buffer* b : {&plain, &reg, &reg, &plain, &plain, &reg, &plain, &plain, &plain}) {
+      for (size_t i = 0; i < count; ++i) b->ints()[i] = valueOf(r.rank, i);
+      ASSERT_EQ(weftAllReduce(b->ints(), b->ints(), count, weftInt32, weftSum, r.comm, nullptr), weftSuccess);
+      expectAll("all-reduce", count, [&](size_t i) { return b->ints()[i]; }, [&](size_t i) { return sumOf(2, i); });
+    }
+  });
+  EXPECT_EQ(Communicator::zeroCopyCallsRun() - before, 4u);  // 2 calls x 2 ranks
+  unsetenv("WEFT_ZERO_COPY_MIN_BYTES");
+}
+
 // Ranks that disagree on a zero-copy call fail it, all of them, and say so (the handshake is stamped).
 TEST(ZeroCopySize, DisagreeingCallsFailOnEveryRank) {
   setenv("WEFT_ZERO_COPY_MIN_BYTES", "1", 1);
