@@ -11,16 +11,6 @@ namespace {
 // Work in pieces that stay in the core's cache between the reduction and the copies after it.
 constexpr size_t kPieceBytes = 32768;
 
-// Elements [first, end) of this rank's block when `count` is split into nRanks blocks (blocks
-// start at multiples of 64 bytes where the element size allows, so no two ranks share a line).
-void blockOf(int64_t count, size_t elemSize, int nRanks, int rank, int64_t* first, int64_t* end) {
-  const int64_t align = elemSize <= 64 ? static_cast<int64_t>(64 / elemSize) : 1;
-  int64_t per = (count + nRanks - 1) / nRanks;
-  per = (per + align - 1) / align * align;
-  *first = std::min(count, per * rank);
-  *end = std::min(count, *first + per);
-}
-
 // out[self] = in[self] op in[self + 1] op ... op in[self - 1] (indices mod n) over this rank's
 // block, then copied to every other out. Starting from this rank's own input and ending with
 // `last`'s, whose output the final reduction also stores: in place, every input is read before
@@ -28,7 +18,7 @@ void blockOf(int64_t count, size_t elemSize, int nRanks, int rank, int64_t* firs
 // rank, so every rank holds the same bits.
 void allReduce(const DirectCall& c) {
   int64_t first = 0, end = 0;
-  blockOf(c.count, c.elemSize, c.nRanks, c.rank, &first, &end);
+  directBlock(c.count, c.elemSize, c.nRanks, c.rank, &first, &end);
   const int64_t piece = static_cast<int64_t>(std::max<size_t>(1, kPieceBytes / c.elemSize));
   const int n = c.nRanks;
   const int last = (c.rank + n - 1) % n;
@@ -105,6 +95,25 @@ DirectFn directFunction(CollKind kind) {
 }
 
 }  // namespace
+
+// Blocks start at multiples of 64 bytes where the element size allows, so no two ranks write
+// one cache line.
+void directBlock(int64_t count, size_t elemSize, int nRanks, int rank, int64_t* first, int64_t* end) {
+  const int64_t align = elemSize <= 64 ? static_cast<int64_t>(64 / elemSize) : 1;
+  int64_t per = (count + nRanks - 1) / nRanks;
+  per = (per + align - 1) / align * align;
+  *first = std::min(count, per * rank);
+  *end = std::min(count, *first + per);
+}
+
+void copyOtherBlocks(const char* src, char* dst, int64_t count, size_t elemSize, int nRanks, int rank) {
+  int64_t mineFirst = 0, mineEnd = 0;
+  directBlock(count, elemSize, nRanks, rank, &mineFirst, &mineEnd);
+  // Everything before this rank's block, then everything after it.
+  std::memcpy(dst, src, static_cast<size_t>(mineFirst) * elemSize);
+  const size_t tail = static_cast<size_t>(mineEnd) * elemSize;
+  std::memcpy(dst + tail, src + tail, static_cast<size_t>(count - mineEnd) * elemSize);
+}
 
 bool directSupported(CollKind kind) { return directFunction(kind) != nullptr; }
 

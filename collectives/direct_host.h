@@ -35,6 +35,12 @@ struct DirectCall {
   std::vector<char*> recv;            // every rank's receive buffer
 };
 
+// Elements [first, end) of the all-reduce block rank `rank` computes.
+void directBlock(int64_t count, size_t elemSize, int nRanks, int rank, int64_t* first, int64_t* end);
+// Copies every all-reduce block but `rank`'s from src to dst (same offsets): a rank whose buffer
+// peers cannot address stages the blocks they work on through shared memory it lends them.
+void copyOtherBlocks(const char* src, char* dst, int64_t count, size_t elemSize, int nRanks, int rank);
+
 // Whether `kind` has a zero-copy implementation.
 bool directSupported(CollKind kind);
 // Runs this rank's share of `call` (directSupported(call.kind)).

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "collectives/direct_host.h"
 #include "collectives/host_executor.h"
 #include "collectives/schedule.h"
 #include "core/bootstrap.h"
@@ -98,6 +99,8 @@ struct CommSettings {
 void describeDevice(PeerInfo* info);
 
 struct SharedSpan;  // host_memory.h
+class SharedHostBuffer;
+struct ZeroCopyOffer;  // comm_zero_copy.cc
 
 class Communicator final : public coll::ConnectionProvider {
  public:
@@ -264,6 +267,14 @@ class Communicator final : public coll::ConnectionProvider {
   // The handshake: an all-gather of `bytes` per rank over the FIFOs, stamped from the call's.
   Status gatherOffers(const CollCall& call, const void* mine, void* all, size_t bytes, uint64_t stamp);
   bool isRegistered(const void* p, size_t bytes);
+  // Whether rank r's offer lets the others address its buffers for `call`.
+  bool qualifies(const CollCall& call, const ZeroCopyOffer& offer, int r) const;
+  // Copies the blocks the peers work on into zeroCopyStage_ and offers that instead (mine is
+  // left as it was when there is no shared memory for it).
+  void stageInput(const CollCall& call, size_t elemSize, size_t bytes, ZeroCopyOffer* mine);
+  // Fills direct->send and ->recv: every rank's buffers as this rank addresses them.
+  Status addressBuffers(const CollCall& call, const std::vector<ZeroCopyOffer>& offers, size_t sendBytes,
+                        size_t recvBytes, coll::DirectCall* direct);
   // Rank `peer`'s buffer of `bytes` bytes in its shared segment `span`, mapped here.
   Status mapPeerBuffer(int peer, const SharedSpan& span, size_t bytes, char** out);
   // fail() for a failure of the device path, which may be a disagreement between the ranks' calls.
@@ -310,6 +321,8 @@ class Communicator final : public coll::ConnectionProvider {
   int zeroCopySkip_ = 0;
   int zeroCopyGap_ = 0;
   static constexpr int kZeroCopyMaxSkip = 64;
+  // Where an all-reduce on buffers that are not registered stages its peers' blocks (WEFT_ZERO_COPY_STAGE).
+  std::unique_ptr<SharedHostBuffer> zeroCopyStage_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;

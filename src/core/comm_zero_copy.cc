@@ -20,13 +20,13 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "base/params.h"
 #include "collectives/direct_host.h"
 #include "core/comm.h"
 #include "core/host_memory.h"
 
 namespace weft {
 namespace core {
-namespace {
 
 // Where one buffer of a rank lies: its address (for ranks of the same process) and its shared
 // segment (owner 0: not shared memory).
@@ -35,11 +35,14 @@ struct BufferOffer {
   SharedSpan span;
 };
 
-struct Offer {
-  uint64_t registered = 0;  // 1: both buffers of the call lie in registered ranges
+struct ZeroCopyOffer {
+  uint64_t registered = 0;  // 1: both buffers of the call lie in registered ranges (or staged)
+  uint64_t staged = 0;      // 1: the peers' blocks are in this rank's staging area (send and recv)
   BufferOffer send;
   BufferOffer recv;
 };
+
+namespace {
 
 // The handshake's messages differ from the call's data messages (a rank that took the FIFOs
 // while its peers hold the handshake fails as a call mismatch, not on misread bytes).
@@ -136,25 +139,25 @@ Status Communicator::runZeroCopy(const CollCall& call, const coll::ScheduleParam
   *done = false;
   const size_t sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
   const size_t recvBytes = static_cast<size_t>(coll::recvBufferCount(params)) * elemSize;
-  Offer mine;
+  ZeroCopyOffer mine;
   mine.registered = (!readsSend(call, rank_) || isRegistered(call.sendbuff, sendBytes)) &&
                     isRegistered(call.recvbuff, recvBytes);
   mine.send = offerOf(call.sendbuff, sendBytes);
   mine.recv = offerOf(call.recvbuff, recvBytes);
-  std::vector<Offer> offers(static_cast<size_t>(nRanks_));
-  WEFT_TRY(gatherOffers(call, &mine, offers.data(), sizeof(Offer), stamp));
-  // Every rank decides from the same offers: all registered and, across processes, all shared.
+  if (!qualifies(call, mine, rank_) && call.kind == coll::CollKind::kAllReduce && params::ZeroCopyStage()) {
+    stageInput(call, elemSize, recvBytes, &mine);
+  }
+  std::vector<ZeroCopyOffer> offers(static_cast<size_t>(nRanks_));
+  WEFT_TRY(gatherOffers(call, &mine, offers.data(), sizeof(ZeroCopyOffer), stamp));
+  // Every rank decides from the same offers.
   for (int r = 0; r < nRanks_; ++r) {
-    const Offer& o = offers[static_cast<size_t>(r)];
-    const bool shared = o.recv.span.owner != 0 && (!readsSend(call, r) || o.send.span.owner != 0);
-    if (o.registered == 0 || (zeroCopyReach_ == 2 && !shared)) {
-      WEFT_LOG(kTrace, kColl, "rank %d: %s #%llu copies through the FIFOs: rank %d's buffers are not %s", rank_,
-               coll::collName(call.kind), static_cast<unsigned long long>(collSeq_), r,
-               o.registered == 0 ? "registered" : "shared memory (weftMemAlloc) that other processes can map");
-      zeroCopyGap_ = std::min(kZeroCopyMaxSkip, std::max(1, 2 * zeroCopyGap_));
-      zeroCopySkip_ = zeroCopyGap_;
-      return Status::ok();
-    }
+    if (qualifies(call, offers[static_cast<size_t>(r)], r)) continue;
+    WEFT_LOG(kTrace, kColl, "rank %d: %s #%llu copies through the FIFOs: rank %d's buffers are neither registered "
+             "(shared memory from weftMemAlloc, across processes) nor staged", rank_, coll::collName(call.kind),
+             static_cast<unsigned long long>(collSeq_), r);
+    zeroCopyGap_ = std::min(kZeroCopyMaxSkip, std::max(1, 2 * zeroCopyGap_));
+    zeroCopySkip_ = zeroCopyGap_;
+    return Status::ok();
   }
   zeroCopyGap_ = 0;
   coll::DirectCall direct;
@@ -167,23 +170,64 @@ Status Communicator::runZeroCopy(const CollCall& call, const coll::ScheduleParam
   direct.reduce = ops.reduce;
   direct.reduceCopy = ops.reduceCopy;
   direct.avgDivisor = ops.divisor;
-  direct.send.resize(static_cast<size_t>(nRanks_));
-  direct.recv.resize(static_cast<size_t>(nRanks_));
+  WEFT_TRY(addressBuffers(call, offers, sendBytes, recvBytes, &direct));
+  coll::runDirect(direct);
+  // Nobody returns (and lets its caller touch its buffers) before every rank is done with them.
+  WEFT_TRY(gatherOffers(call, &mine, offers.data(), sizeof(ZeroCopyOffer), stamp));
+  if (mine.staged != 0) {
+    coll::copyOtherBlocks(zeroCopyStage_->data(), static_cast<char*>(call.recvbuff), direct.count, elemSize, nRanks_,
+                          rank_);
+  }
+  zeroCopyCalls.fetch_add(1, std::memory_order_relaxed);
+  *done = true;
+  return Status::ok();
+}
+
+bool Communicator::qualifies(const CollCall& call, const ZeroCopyOffer& o, int r) const {
+  const bool shared = o.recv.span.owner != 0 && (!readsSend(call, r) || o.send.span.owner != 0);
+  return o.registered != 0 && (zeroCopyReach_ == 1 || shared);
+}
+
+void Communicator::stageInput(const CollCall& call, size_t elemSize, size_t bytes, ZeroCopyOffer* mine) {
+  if (!zeroCopyStage_) zeroCopyStage_ = std::make_unique<SharedHostBuffer>();
+  // Grown in powers of two: peers keep every segment they mapped until their process ends.
+  size_t want = 1;
+  while (want < bytes) want <<= 1;
+  Status s = zeroCopyStage_->reserve(want);
+  if (!s.isOk()) {
+    WEFT_LOG(kInfo, kColl, "rank %d: no shared memory to stage a zero-copy all-reduce (%s); it copies", rank_,
+             s.message().c_str());
+    return;
+  }
+  char* stage = zeroCopyStage_->data();
+  coll::copyOtherBlocks(static_cast<const char*>(call.sendbuff), stage, static_cast<int64_t>(call.count), elemSize,
+                        nRanks_, rank_);
+  mine->registered = 1;
+  mine->staged = 1;
+  mine->send = offerOf(stage, bytes);
+  mine->recv = mine->send;
+}
+
+// This rank's own buffers as they are (it reads and writes them itself); the peers' as offered.
+Status Communicator::addressBuffers(const CollCall& call, const std::vector<ZeroCopyOffer>& offers, size_t sendBytes,
+                                    size_t recvBytes, coll::DirectCall* direct) {
+  direct->send.resize(static_cast<size_t>(nRanks_));
+  direct->recv.resize(static_cast<size_t>(nRanks_));
   for (int r = 0; r < nRanks_; ++r) {
-    const Offer& o = offers[static_cast<size_t>(r)];
+    const ZeroCopyOffer& o = offers[static_cast<size_t>(r)];
     const bool here = peers()[r].processHash == peers()[rank_].processHash;
     char* send = reinterpret_cast<char*>(o.send.address);
     char* recv = reinterpret_cast<char*>(o.recv.address);
-    if (!here && readsSend(call, r)) WEFT_TRY(mapPeerBuffer(r, o.send.span, sendBytes, &send));
-    if (!here) WEFT_TRY(mapPeerBuffer(r, o.recv.span, recvBytes, &recv));
-    direct.send[static_cast<size_t>(r)] = send;
-    direct.recv[static_cast<size_t>(r)] = recv;
+    if (r == rank_) {
+      send = const_cast<char*>(static_cast<const char*>(call.sendbuff));
+      recv = static_cast<char*>(call.recvbuff);
+    } else if (!here) {
+      if (readsSend(call, r)) WEFT_TRY(mapPeerBuffer(r, o.send.span, sendBytes, &send));
+      WEFT_TRY(mapPeerBuffer(r, o.recv.span, recvBytes, &recv));
+    }
+    direct->send[static_cast<size_t>(r)] = send;
+    direct->recv[static_cast<size_t>(r)] = recv;
   }
-  coll::runDirect(direct);
-  // Nobody returns (and lets its caller touch its buffers) before every rank is done with them.
-  WEFT_TRY(gatherOffers(call, &mine, offers.data(), sizeof(Offer), stamp));
-  zeroCopyCalls.fetch_add(1, std::memory_order_relaxed);
-  *done = true;
   return Status::ok();
 }
 

@@ -40,6 +40,34 @@ bool findSharedHost(const void* p, size_t bytes, SharedSpan* out);
 // outside the segment, or a segment that is not there, is an error.
 Status mapSharedHost(const SharedSpan& span, char** out);
 
+// A growable buffer of shared host memory that frees itself (a communicator's staging area).
+class SharedHostBuffer {
+ public:
+  SharedHostBuffer() = default;
+  SharedHostBuffer(const SharedHostBuffer&) = delete;
+  SharedHostBuffer& operator=(const SharedHostBuffer&) = delete;
+  ~SharedHostBuffer() {
+    if (data_ != nullptr) freeSharedHost(data_);
+  }
+  // At least `bytes` (the contents are not kept when it grows).
+  Status reserve(size_t bytes) {
+    if (bytes <= bytes_) return Status::ok();
+    if (data_ != nullptr) freeSharedHost(data_);
+    data_ = nullptr;
+    bytes_ = 0;
+    void* p = nullptr;
+    WEFT_TRY(allocSharedHost(bytes, &p));
+    data_ = static_cast<char*>(p);
+    bytes_ = bytes;
+    return Status::ok();
+  }
+  char* data() const { return data_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 }  // namespace core
 }  // namespace weft
 

@@ -118,6 +118,30 @@ int runAll(Rank& r, size_t count, Buffer::Kind kind, Buffer::Kind rank0Kind) {
   return calls + 1;
 }
 
+// All-reduces only (sum out of place and in place, avg): the collective a rank whose buffers are
+// not registered stages (WEFT_ZERO_COPY_STAGE). Returns the number of calls.
+int runAllReduces(Rank& r, size_t count, Buffer::Kind kind, Buffer::Kind rank0Kind) {
+  const int n = r.nranks;
+  Buffer send(r.comm, count * sizeof(int32_t), r.rank == 0 ? rank0Kind : kind);
+  Buffer recv(r.comm, count * sizeof(int32_t), r.rank == 0 ? rank0Kind : kind);
+  for (bool inPlace : {false, true}) {
+    int32_t* out = recv.ints();
+    int32_t* in = inPlace ? out : send.ints();
+    for (size_t i = 0; i < count; ++i) in[i] = valueOf(r.rank, i);
+    EXPECT_EQ(weftAllReduce(in, out, count, weftInt32, weftSum, r.comm, nullptr), weftSuccess) << weftGetLastError(r.comm);
+    expectAll(inPlace ? "all-reduce in place" : "all-reduce", count, [&](size_t i) { return out[i]; },
+              [&](size_t i) { return sumOf(n, i); });
+    // The input stays as it was out of place (a staging rank reads it, never writes it).
+    if (!inPlace) expectAll("input", count, [&](size_t i) { return in[i]; }, [&](size_t i) { return valueOf(r.rank, i); });
+  }
+  float* f = send.floats();
+  for (size_t i = 0; i < count; ++i) f[i] = static_cast<float>(r.rank * n + static_cast<int>(i % 5) * n);
+  EXPECT_EQ(weftAllReduce(f, recv.floats(), count, weftFloat32, weftAvg, r.comm, nullptr), weftSuccess);
+  expectAll("avg", count, [&](size_t i) { return recv.floats()[i]; },
+            [&](size_t i) { return static_cast<float>((n - 1) * n / 2 + static_cast<int>(i % 5) * n); });
+  return 3;
+}
+
 struct Case {
   Mode mode;
   int nranks;
@@ -125,18 +149,27 @@ struct Case {
 
 class ZeroCopy : public ::testing::TestWithParam<Case> {
  protected:
-  void SetUp() override { setenv("WEFT_ZERO_COPY_MIN_BYTES", "1", 1); }  // every size, to test the small ones
-  void TearDown() override { unsetenv("WEFT_ZERO_COPY_MIN_BYTES"); }
+  // Every size, to test the small ones; no staging but where a test asks for it.
+  void SetUp() override {
+    setenv("WEFT_ZERO_COPY_MIN_BYTES", "1", 1);
+    setenv("WEFT_ZERO_COPY_STAGE", "0", 1);
+  }
+  void TearDown() override {
+    unsetenv("WEFT_ZERO_COPY_MIN_BYTES");
+    unsetenv("WEFT_ZERO_COPY_STAGE");
+  }
 
-  // Runs runAll for each count and checks how many calls ran zero-copy (all or none).
-  void check(Buffer::Kind kind, Buffer::Kind rank0Kind, bool expectZeroCopy) {
+  // Runs `run` (runAll, runAllReduces) for each count and checks how many calls ran zero-copy
+  // (all or none).
+  void check(Buffer::Kind kind, Buffer::Kind rank0Kind, bool expectZeroCopy,
+             int (*run)(Rank&, size_t, Buffer::Kind, Buffer::Kind) = runAll) {
     const Case c = GetParam();
     const uint64_t before = Communicator::zeroCopyCallsRun();
     int perRank = 0;
     for (size_t count : {size_t{1}, size_t{7}, size_t{4099}, size_t{262147}}) {
       runRanks(c.mode, c.nranks, [&](Rank& r) {
         const uint64_t mineBefore = Communicator::zeroCopyCallsRun();
-        const int calls = runAll(r, count, kind, rank0Kind);
+        const int calls = run(r, count, kind, rank0Kind);
         // A process runs only its own rank: its count is exact.
         if (c.mode == Mode::kProcesses) {
           EXPECT_EQ(Communicator::zeroCopyCallsRun() - mineBefore, expectZeroCopy ? uint64_t(calls) : 0u);
@@ -164,6 +197,15 @@ TEST_P(ZeroCopy, RegisteredPlainMemoryIsZeroCopyOnlyBetweenThreads) {
   check(Buffer::kMallocRegistered, Buffer::kMallocRegistered, GetParam().mode == Mode::kThreads);
 }
 
+// WEFT_ZERO_COPY_STAGE: a rank whose buffers are plain memory stages its peers' blocks through
+// shared memory of its own, so every all-reduce runs zero-copy, whoever registered.
+TEST_P(ZeroCopy, AllReduceStagesBuffersThatAreNotRegistered) {
+  setenv("WEFT_ZERO_COPY_STAGE", "1", 1);
+  check(Buffer::kAllocatedRegistered, Buffer::kMallocPlain, true, runAllReduces);
+  check(Buffer::kMallocPlain, Buffer::kMallocPlain, true, runAllReduces);
+  check(Buffer::kMallocRegistered, Buffer::kAllocatedRegistered, true, runAllReduces);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, ZeroCopy,
                          ::testing::Values(Case{Mode::kThreads, 2}, Case{Mode::kThreads, 3}, Case{Mode::kThreads, 4},
                                            Case{Mode::kProcesses, 2}, Case{Mode::kProcesses, 3},
@@ -189,6 +231,7 @@ TEST(ZeroCopySize, SmallCallsCopy) {
 // 4 .. 64 of them while it keeps failing); registered buffers go zero-copy again after that gap.
 TEST(ZeroCopySize, CopiedCallsSkipTheHandshakeForAWhile) {
   setenv("WEFT_ZERO_COPY_MIN_BYTES", "1", 1);
+  setenv("WEFT_ZERO_COPY_STAGE", "0", 1);
   const uint64_t before = Communicator::zeroCopyCallsRun();
   runRanks(Mode::kThreads, 2, [](Rank& r) {
     const size_t count = 1000;
@@ -204,6 +247,7 @@ TEST(ZeroCopySize, CopiedCallsSkipTheHandshakeForAWhile) {
   });
   EXPECT_EQ(Communicator::zeroCopyCallsRun() - before, 4u);  // 2 calls x 2 ranks
   unsetenv("WEFT_ZERO_COPY_MIN_BYTES");
+  unsetenv("WEFT_ZERO_COPY_STAGE");
 }
 
 // Ranks that disagree on a zero-copy call fail it, all of them, and say so (the handshake is stamped).
