@@ -11,6 +11,7 @@
 #include "collectives/datatypes.h"
 #include "collectives/device_executor.h"
 #include "collectives/reduce.h"
+#include "core/host_memory.h"
 #include "device/device.h"
 #include "topology/tuner.h"
 #include "transports/bridge/device_bridge.h"
