@@ -47,7 +47,7 @@ WEFT_PARAM(bool, SingleCopy, "SINGLE_COPY", true, "0: never let a rank read a pe
 WEFT_PARAM(bool, ZeroCopy, "ZERO_COPY", true, "0: collectives on registered host buffers (weftMemAlloc + weftCommRegister) still copy through the FIFOs instead of reading and writing the peers' buffers directly")
 WEFT_PARAM(int64_t, ZeroCopyMinBytes, "ZERO_COPY_MIN_BYTES", 262144, "smallest collective (bytes of its larger buffer) that runs zero-copy on registered host buffers; smaller ones copy through the FIFOs")
 WEFT_PARAM_RANGE(ZeroCopyMinBytes, 1, 1LL << 40)
-WEFT_PARAM(bool, ZeroCopyStage, "ZERO_COPY_STAGE", true, "1: an all-reduce on buffers this rank did not register still runs zero-copy when the others can: this rank copies the blocks its peers work on into shared memory it lends them, and the results back")
+WEFT_PARAM(bool, ZeroCopyStage, "ZERO_COPY_STAGE", false, "1: an all-reduce on buffers this rank did not register still runs zero-copy when the others can: this rank copies the blocks its peers work on into shared memory it lends them, and the results back (off by default: slower than the FIFOs on the VM measured, perf/RESULTS.md)")
 WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different processes read each other's buffers with process_vm_readv (single-copy across processes; off by default: slower than two copies at slot size on the machines measured)")
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
 WEFT_PARAM_RANGE(Buffsize, 4096, 1LL << 30)
