@@ -21,6 +21,7 @@ namespace core {
 namespace {
 
 struct Segment {
+  uint64_t owner = 0;  // processHash() of the allocating process (a forked child inherits the table)
   uint64_t id = 0;
   size_t bytes = 0;
 };
@@ -43,11 +44,14 @@ std::string segmentName(uint64_t owner, uint64_t id) {
   return name;
 }
 
-// Names of allocations never freed would outlive the process in /dev/shm.
+// Names of allocations never freed would outlive the process in /dev/shm (a forked child leaves
+// its parent's alone).
 void unlinkLeftovers() {
   SharedTables& t = tables();
   std::lock_guard<std::mutex> lock(t.mutex);
-  for (const auto& [p, seg] : t.own) shm_unlink(segmentName(processHash(), seg.id).c_str());
+  for (const auto& [p, seg] : t.own) {
+    if (seg.owner == processHash()) shm_unlink(segmentName(seg.owner, seg.id).c_str());
+  }
 }
 
 Status mapNamed(const std::string& name, size_t bytes, bool create, char** out) {
@@ -91,7 +95,7 @@ Status allocSharedHost(size_t bytes, void** out) {
   char* p = nullptr;
   WEFT_TRY(mapNamed(segmentName(processHash(), id), rounded, true, &p));
   std::lock_guard<std::mutex> lock(t.mutex);
-  t.own[p] = Segment{id, rounded};
+  t.own[p] = Segment{processHash(), id, rounded};
   *out = p;
   return Status::ok();
 }
@@ -106,7 +110,7 @@ bool freeSharedHost(void* p) {
     seg = it->second;
     t.own.erase(it);
   }
-  shm_unlink(segmentName(processHash(), seg.id).c_str());
+  if (seg.owner == processHash()) shm_unlink(segmentName(seg.owner, seg.id).c_str());
   munmap(p, seg.bytes);
   return true;
 }
@@ -120,7 +124,7 @@ bool findSharedHost(const void* p, size_t bytes, SharedSpan* out) {
   --it;
   const size_t offset = static_cast<size_t>(c - it->first);
   if (offset >= it->second.bytes || bytes > it->second.bytes - offset) return false;
-  *out = SharedSpan{processHash(), it->second.id, it->second.bytes, offset, bytes};
+  *out = SharedSpan{it->second.owner, it->second.id, it->second.bytes, offset, bytes};
   return true;
 }
 
@@ -133,11 +137,11 @@ Status mapSharedHost(const SharedSpan& span, char** out) {
   }
   SharedTables& t = tables();
   std::lock_guard<std::mutex> lock(t.mutex);
-  if (span.owner == processHash()) {
-    for (const auto& [p, seg] : t.own) {
-      if (seg.id == span.id && seg.bytes == span.segmentBytes) return *out = p + span.offset, Status::ok();
+  for (const auto& [p, seg] : t.own) {
+    if (seg.owner == span.owner && seg.id == span.id && seg.bytes == span.segmentBytes) {
+      *out = p + span.offset;
+      return Status::ok();
     }
-    return WEFT_ERROR(weftInternalError, "shared host allocation %" PRIu64 " of this process is not live", span.id);
   }
   auto key = std::make_pair(span.owner, span.id);
   auto it = t.peers.find(key);

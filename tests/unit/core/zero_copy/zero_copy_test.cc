@@ -250,6 +250,32 @@ TEST(ZeroCopySize, CopiedCallsSkipTheHandshakeForAWhile) {
   unsetenv("WEFT_ZERO_COPY_STAGE");
 }
 
+// Memory a process allocated before it forked its ranks: each child offers the parent's segment,
+// which its peer maps by the parent's name; twice, with new communicators (mappings cached).
+TEST(ZeroCopySize, MemoryAllocatedBeforeForkServesTheChildren) {
+  setenv("WEFT_ZERO_COPY_MIN_BYTES", "1", 1);
+  const size_t count = 262147;
+  void* bufs[2] = {nullptr, nullptr};
+  for (void*& b : bufs) ASSERT_EQ(weftMemAlloc(&b, count * sizeof(int32_t)), weftSuccess);
+  for (int round = 0; round < 2; ++round) {
+    runRanks(Mode::kProcesses, 2, [&](Rank& r) {
+      auto* p = static_cast<int32_t*>(bufs[r.rank]);
+      void* handle = nullptr;
+      ASSERT_EQ(weftCommRegister(r.comm, p, count * sizeof(int32_t), &handle), weftSuccess);
+      for (size_t i = 0; i < count; ++i) p[i] = valueOf(r.rank, i);
+      const uint64_t before = Communicator::zeroCopyCallsRun();
+      ASSERT_EQ(weftAllReduce(p, p, count, weftInt32, weftSum, r.comm, nullptr), weftSuccess) << weftGetLastError(r.comm);
+      EXPECT_EQ(Communicator::zeroCopyCallsRun() - before, 1u);
+      expectAll("all-reduce", count, [&](size_t i) { return p[i]; }, [&](size_t i) { return sumOf(2, i); });
+    });
+  }
+  // The buffers are shared with the children: the parent sees their result.
+  expectAll("parent's view", count, [&](size_t i) { return static_cast<int32_t*>(bufs[0])[i]; },
+            [&](size_t i) { return sumOf(2, i); });
+  for (void* b : bufs) EXPECT_EQ(weftMemFree(b), weftSuccess);
+  unsetenv("WEFT_ZERO_COPY_MIN_BYTES");
+}
+
 // Ranks that disagree on a zero-copy call fail it, all of them, and say so (the handshake is stamped).
 TEST(ZeroCopySize, DisagreeingCallsFailOnEveryRank) {
   setenv("WEFT_ZERO_COPY_MIN_BYTES", "1", 1);
