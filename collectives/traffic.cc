@@ -1,6 +1,8 @@
 // The byte accounting of traffic.h.
 #include "collectives/traffic.h"
 
+#include "collectives/direct_host.h"
+
 namespace weft {
 namespace coll {
 
@@ -62,6 +64,17 @@ Traffic busiestRankTraffic(const ScheduleParams& p, size_t elemSize, CopyPath pa
 double boundSeconds(const Traffic& t, double copyBytesPerS, double reduceBytesPerS) {
   if (copyBytesPerS <= 0 || reduceBytesPerS <= 0) return 0;
   return t.copyBytes / copyBytesPerS + t.reduceBytes / reduceBytesPerS;
+}
+
+Traffic directAllReduceTraffic(int nRanks, size_t elemSize, int64_t count) {
+  Traffic t;
+  if (nRanks < 2) return t;
+  int64_t first = 0, end = 0;
+  directBlock(count, elemSize, nRanks, 0, &first, &end);  // rank 0's block is never smaller
+  const double b = static_cast<double>(end - first) * static_cast<double>(elemSize);
+  t.reduceBytes = nRanks == 2 ? 4 * b : (3.0 * (nRanks - 2) + 4) * b;
+  t.copyBytes = 2.0 * (nRanks - 2) * b;
+  return t;
 }
 
 }  // namespace coll

@@ -46,6 +46,13 @@ Traffic rankTraffic(const RankSchedule& s, size_t elemSize, CopyPath path, bool 
 Traffic busiestRankTraffic(const ScheduleParams& p, size_t elemSize, CopyPath path, bool inPlace);
 double boundSeconds(const Traffic& t, double copyBytesPerS, double reduceBytesPerS);
 
+// The zero-copy all-reduce of registered buffers (direct_host.h, not a schedule): the busiest
+// rank's traffic for `bytes` per buffer on nRanks ranks. Its block b: 2 ranks, one reduce that
+// stores twice (4 b, i.e. 2.0 x the buffer); n ranks, a reduce of the first two inputs (3 b),
+// n - 3 more (3 b each), a last one that stores twice (4 b), copies to the n - 2 other outputs
+// (2 b each).
+Traffic directAllReduceTraffic(int nRanks, size_t elemSize, int64_t count);
+
 }  // namespace coll
 }  // namespace weft
 

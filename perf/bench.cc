@@ -189,8 +189,16 @@ bool Bench::chooseMemory(int* rc) {
 // The rank's buffers, on every rank or on none.
 bool Bench::allocate() {
   std::string error;
-  int64_t failed = RankBuffers::make(o_.maxBytes, dev_.gpu, &buf_, &error) ? 0 : 1;
+  int64_t failed = RankBuffers::make(o_.maxBytes, dev_.gpu, &buf_, &error, o_.localRegister != 0) ? 0 : 1;
   if (failed) std::fprintf(stderr, "weft-perf: rank %d: %s\n", rank_, error.c_str());
+  // -R 1: registered for the life of the communicator (which frees the handles).
+  for (char* p : {buf_ ? buf_->send() : nullptr, buf_ ? buf_->recv() : nullptr}) {
+    void* handle = nullptr;
+    if (!failed && o_.localRegister && weftCommRegister(comm_, p, o_.maxBytes ? o_.maxBytes : 1, &handle) != weftSuccess) {
+      std::fprintf(stderr, "weft-perf: rank %d: weftCommRegister: %s\n", rank_, weftGetLastError(comm_));
+      failed = 1;
+    }
+  }
   if (!ok(weftAllReduce(&failed, &failed, 1, weftInt64, weftSum, comm_, nullptr), "weftAllReduce (allocation)"))
     return false;
   return failed == 0;

@@ -29,6 +29,7 @@ enum class Flag {
   kType,
   kRoot,
   kBlocking,
+  kRegister,
   kStreamNull,
   kTimeout,
   kGraph,
@@ -70,6 +71,7 @@ const FlagSpec kFlags[] = {
     {Flag::kType, "d", "datatype", nullptr, true},
     {Flag::kRoot, "r", "root", nullptr, true},
     {Flag::kBlocking, "z", "blocking", nullptr, true},
+    {Flag::kRegister, "R", "local_register", nullptr, true},
     {Flag::kStreamNull, "y", "stream_null", nullptr, true},
     {Flag::kTimeout, "T", "timeout", nullptr, true},
     {Flag::kGraph, "G", "cudagraph", nullptr, true},
@@ -160,6 +162,9 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
       return intIn(-1, kIntMax, &o->root);
     case Flag::kBlocking:
       return intIn(0, 1, &o->blocking);
+    case Flag::kRegister:
+      if (value == "2") return flagLabel(f) + " 2 (symmetric window registration) is not provided by Weft; use 0 or 1";
+      return intIn(0, 1, &o->localRegister);
     case Flag::kStreamNull:
       return intIn(0, 1, &o->streamNull);
     case Flag::kTimeout:
@@ -250,6 +255,8 @@ std::string finish(Options* o) {
     return "--compare runs one rank per process (the other libraries have no threads-as-ranks mode); drop "
            "-t/--nthreads " +
            std::to_string(o->nThreads) + " and raise -np or mpirun's -np instead";
+  if (o->localRegister)
+    o->notes.push_back("-R 1: buffers registered with weftCommRegister (host memory from weftMemAlloc)");
   if (o->nGpus > 1)
     o->notes.push_back("-g " + std::to_string(o->nGpus) +
                        ": weft-perf drives one GPU per rank; run more processes (or -t) for more GPUs");
@@ -409,6 +416,9 @@ std::string usageText(const char* prog) {
          "  -t,--nthreads <n>       ranks (threads) per process (1)\n"
          "  -g,--ngpus <n>          GPUs per thread (1; weft-perf drives one per rank)\n"
          "  -z,--blocking <0/1>     wait for each call (0; host memory calls always block)\n"
+         "  -R,--local_register <0/1> register the buffers with weftCommRegister (0); host memory then comes\n"
+         "                          from weftMemAlloc (shared memory peers map: collectives of WEFT_ZERO_COPY_MIN_BYTES\n"
+         "                          and up run zero-copy); the other libraries of --compare use the same buffers\n"
          "  -y,--stream_null <0/1>  use the NULL stream (0; to Weft it means host memory, which always uses it)\n"
          "  -G,--cudagraph <n>      CUDA graph replays (0; not measured yet)\n"
          "  -C,--report_cputime <0/1> label times as CPU time (0)\n"

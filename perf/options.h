@@ -40,6 +40,7 @@ struct Options {
   int cudaGraph = 0;                                  // -G
   int reportCpuTime = 0;                              // -C
   int streamNull = 0;                                 // -y
+  int localRegister = 0;                              // -R: 1 = weftMemAlloc host buffers + weftCommRegister
   std::string jsonFile;                               // -J / --json: results.h's JSON
   std::string csvFile;                                // --csv
   std::string plotFile;                               // --plot: an SVG picture

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "weft/weft.h"
+
 namespace weft::perf {
 namespace {
 
@@ -13,13 +15,21 @@ char* alignedHost(size_t bytes) {
   return static_cast<char*>(p);
 }
 
+char* weftHost(size_t bytes) {
+  void* p = nullptr;
+  if (weftMemAlloc(&p, bytes < 64 ? 64 : bytes) != weftSuccess) return nullptr;
+  return static_cast<char*>(p);
+}
+
 }  // namespace
 
-bool RankBuffers::make(size_t bytes, GpuApi* gpu, std::unique_ptr<RankBuffers>* out, std::string* error) {
+bool RankBuffers::make(size_t bytes, GpuApi* gpu, std::unique_ptr<RankBuffers>* out, std::string* error,
+                       bool weftHostMemory) {
   std::unique_ptr<RankBuffers> b(new RankBuffers(gpu));
   b->bytes_ = bytes;
-  b->hostSend_ = alignedHost(bytes);
-  b->hostRecv_ = alignedHost(bytes);
+  b->weftHost_ = weftHostMemory && !gpu;
+  b->hostSend_ = b->weftHost_ ? weftHost(bytes) : alignedHost(bytes);
+  b->hostRecv_ = b->weftHost_ ? weftHost(bytes) : alignedHost(bytes);
   if (!b->hostSend_ || !b->hostRecv_) {
     *error = "cannot allocate 2 x " + std::to_string(bytes) + " bytes of host memory; lower -e/--maxbytes";
     return false;
@@ -52,6 +62,11 @@ RankBuffers::~RankBuffers() {
     (void)gpu_->free(send_);
     (void)gpu_->free(recv_);
     if (stream_) (void)gpu_->streamDestroy(stream_);
+  }
+  if (weftHost_) {
+    (void)weftMemFree(hostSend_);
+    (void)weftMemFree(hostRecv_);
+    return;
   }
   std::free(hostSend_);
   std::free(hostRecv_);

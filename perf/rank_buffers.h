@@ -19,7 +19,9 @@ class RankBuffers {
  public:
   // Host buffers when gpu is null; else device buffers on the calling thread's current GPU, and
   // the rank's stream (non-blocking, as nccl-tests makes it). False with a sentence in *error.
-  static bool make(size_t bytes, GpuApi* gpu, std::unique_ptr<RankBuffers>* out, std::string* error);
+  // weftHost: host buffers come from weftMemAlloc (shared memory that zero-copy collectives use).
+  static bool make(size_t bytes, GpuApi* gpu, std::unique_ptr<RankBuffers>* out, std::string* error,
+                   bool weftHost = false);
   ~RankBuffers();
   RankBuffers(const RankBuffers&) = delete;
   RankBuffers& operator=(const RankBuffers&) = delete;
@@ -47,6 +49,7 @@ class RankBuffers {
   char* recv_ = nullptr;
   char* hostSend_ = nullptr;  // page-aligned mirrors (the buffers themselves on host memory)
   char* hostRecv_ = nullptr;
+  bool weftHost_ = false;  // the mirrors came from weftMemAlloc
   GpuStream stream_ = nullptr;
 };
 

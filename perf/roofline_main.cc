@@ -46,6 +46,7 @@ struct RooflineOptions {
   int reps = 5;
   int iters = 10;
   bool kernels = false;
+  bool registered = false;  // -R 1: weft-perf on registered buffers (the zero-copy path)
   std::string weftPerf;  // default: beside this binary
   bool help = false;
 };
@@ -62,6 +63,7 @@ std::string usage() {
          "  --reps N           passes per rate measurement (median; default 5)\n"
          "  --rate-bytes S     buffer size for the rate measurement (default 64M)\n"
          "  --kernels          also time each type's sum on every reduce variant this CPU runs\n"
+         "  -R 0|1             1: weft-perf -R 1 (registered buffers: the zero-copy path, row 'direct')\n"
          "  --weft-perf PATH   the weft-perf binary (default: beside weft-roofline; 'none' skips the run)\n";
 }
 
@@ -115,6 +117,9 @@ bool parseArgs(int argc, char** argv, RooflineOptions* o, std::string* error) {
       ok = parseSize(v, &o->rateBytes) && o->rateBytes >= 4096;
     } else if (a == "--weft-perf") {
       o->weftPerf = v;
+    } else if (a == "-R") {
+      o->registered = v == "1";
+      ok = v == "0" || v == "1";
     } else {
       return *error = "unknown option '" + a + "'", false;
     }
@@ -253,9 +258,10 @@ std::vector<Measurement> runWeftPerf(const RooflineOptions& o, const char* argv0
   close(fd);
   const std::string algo = o.algo == "doubling" ? "Doubling" : o.algo == "tree" ? "Tree" : "Ring";
   const std::string cmd = format(
-      "WEFT_ALGO=%s %s allreduce -np %d -b %zu -e %zu -f %zu -d %s -n %d -w 2 --json %s "
+      "WEFT_ALGO=%s %s allreduce -np %d -b %zu -e %zu -f %zu -d %s -n %d -w 2 -R %d --json %s "
       ">/dev/null",
-      algo.c_str(), perf.c_str(), o.nranks, o.minBytes, o.maxBytes, o.stepFactor, typeName(type), o.iters, json);
+      algo.c_str(), perf.c_str(), o.nranks, o.minBytes, o.maxBytes, o.stepFactor, typeName(type), o.iters,
+      o.registered ? 1 : 0, json);
   std::printf("# running: %s\n", cmd.c_str());
   std::fflush(stdout);
   std::vector<Measurement> rows;
@@ -290,8 +296,8 @@ void printTable(const RooflineOptions& o, weftDataType_t type, double reduceRate
            : o.algo == "doubling" ? coll::Algo::kRecursiveDoubling
                                   : coll::Algo::kRing;
   p.nRanks = o.nranks;
-  std::printf("#\n# %s sum, %s, out of place; bytes = read + written by the busiest rank (x the buffer)\n",
-              typeName(type), o.algo.c_str());
+  std::printf("#\n# %s sum, %s, out of place%s; bytes = read + written by the busiest rank (x the buffer)\n",
+              typeName(type), o.algo.c_str(), o.registered ? ", registered buffers (-R 1: the path is direct)" : "");
   std::printf("# %12s %-12s %14s %7s %11s %11s %9s\n", "size", "path", "bytes/rank", "xbuf", "bound GB/s", "busbw GB/s",
               "fraction");
   const double factor = 2.0 * (o.nranks - 1) / o.nranks;
@@ -299,13 +305,16 @@ void printTable(const RooflineOptions& o, weftDataType_t type, double reduceRate
     p.count = static_cast<int64_t>(bytes / typeSize(type));
     if (!coll::validateParams(p).empty()) continue;
     const double busBw = measuredBusBw(rows, bytes);
-    for (coll::CopyPath path : {coll::CopyPath::kFifo, coll::CopyPath::kSingleCopy, coll::CopyPath::kZeroCopy}) {
-      const coll::Traffic t = coll::busiestRankTraffic(p, typeSize(type), path, false);
+    auto row = [&](const char* name, const coll::Traffic& t) {
       const double s = coll::boundSeconds(t, copyRate, reduceRate);
       const double bound = s > 0 ? static_cast<double>(bytes) / s / 1e9 * (o.nranks > 1 ? factor : 1.0) : 0;
-      std::printf("  %12zu %-12s %14.0f %7.2f %11.2f %11.2f %9.2f\n", bytes, coll::copyPathName(path), t.total(),
+      std::printf("  %12zu %-12s %14.0f %7.2f %11.2f %11.2f %9.2f\n", bytes, name, t.total(),
                   t.total() / static_cast<double>(bytes), bound, busBw, bound > 0 ? busBw / bound : 0.0);
+    };
+    for (coll::CopyPath path : {coll::CopyPath::kFifo, coll::CopyPath::kSingleCopy, coll::CopyPath::kZeroCopy}) {
+      row(coll::copyPathName(path), coll::busiestRankTraffic(p, typeSize(type), path, false));
     }
+    row("direct", coll::directAllReduceTraffic(o.nranks, typeSize(type), p.count));
   }
 }
 

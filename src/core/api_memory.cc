@@ -3,9 +3,12 @@
 //
 // weftMemAlloc gives device memory of the calling thread's current GPU when a GPU backend is
 // loaded and has a device, else page-aligned host memory; a process-wide table remembers what
-// it gave so that weftMemFree refuses any other pointer (and a second free). Registration is a
-// hint Weft does not need yet: handles are tracked per communicator, refused when unknown or
-// deregistered twice, and freed with the communicator.
+// it gave so that weftMemFree refuses any other pointer (and a second free). Host memory is
+// shared memory the other processes of the host can map (host_memory.h), so that collectives on
+// it can run zero-copy (comm_zero_copy.cc); where /dev/shm cannot hold it, plain page-aligned
+// memory. Handles of weftCommRegister are tracked per communicator, refused when unknown or
+// deregistered twice, and freed with the communicator; the communicator also learns the range,
+// which is what lets a collective on it go zero-copy.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,6 +20,7 @@
 #include "base/os.h"
 #include "core/api_entry.h"
 #include "core/call_context.h"
+#include "core/host_memory.h"
 #include "device/device.h"
 
 namespace weft {
@@ -26,7 +30,8 @@ namespace {
 
 struct Allocation {
   size_t bytes = 0;
-  device::Runtime* runtime = nullptr;  // null: host memory from posix_memalign
+  device::Runtime* runtime = nullptr;  // null: host memory
+  bool shared = false;                 // host memory from allocSharedHost, else posix_memalign
 };
 
 struct AllocationTable {
@@ -60,7 +65,11 @@ Status allocate(const Call& call, void** ptr, size_t size) {
   if (a.runtime != nullptr) {
     Status s = a.runtime->allocDevice(size, &p);
     if (!s.isOk()) return call.wrap(std::move(s), formatBytes(size) + " on device " + std::to_string(dev));
+  } else if (allocSharedHost(size, &p).isOk()) {
+    a.shared = true;
   } else {
+    WEFT_LOG(kInfo, kInit, "weftMemAlloc: %s of shared host memory failed; plain memory (collectives on it copy)",
+             formatBytes(size).c_str());
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t rounded = (size + page - 1) / page * page;
     int err = posix_memalign(&p, page, rounded);
@@ -95,7 +104,11 @@ Status release(const Call& call, void* ptr) {
     t.live.erase(it);
   }
   if (a.runtime != nullptr) return a.runtime->freeDevice(ptr);
-  std::free(ptr);
+  if (a.shared) {
+    freeSharedHost(ptr);
+  } else {
+    std::free(ptr);
+  }
   return Status::ok();
 }
 
@@ -162,6 +175,7 @@ weftResult_t commRegister(const Call& call, void* buff, size_t size, void** hand
     std::lock_guard<std::mutex> lock(comm->mutex);
     comm->registrations[key] = std::move(reg);
   }
+  if (comm->impl) comm->impl->noteRegistration(buff, size, true);
   WEFT_LOG(kTrace, kInit, "rank %d: registered %s at %p (handle %p)", comm->rank, formatBytes(size).c_str(), buff, key);
   *handle = key;
   return weftSuccess;
@@ -170,12 +184,17 @@ weftResult_t commRegister(const Call& call, void* buff, size_t size, void** hand
 weftResult_t commDeregister(const Call& call, void* handle) {
   Status s = call.checkInitDone();
   if (s.isOk()) {
-    std::lock_guard<std::mutex> lock(call.comm()->mutex);
-    if (call.comm()->registrations.erase(handle) == 0) {
+    weftComm* comm = call.comm();
+    std::lock_guard<std::mutex> lock(comm->mutex);
+    auto it = comm->registrations.find(handle);
+    if (it == comm->registrations.end()) {
       s = call.error(weftInvalidArgument,
                      "handle %p is not registered on this communicator (never returned by its weftCommRegister, or "
                      "deregistered already)",
                      handle);
+    } else {
+      if (comm->impl) comm->impl->noteRegistration(it->second->buff, it->second->size, false);
+      comm->registrations.erase(it);
     }
   }
   return call.finish(s);

@@ -11,6 +11,7 @@
 #include "collectives/datatypes.h"
 #include "collectives/device_executor.h"
 #include "collectives/reduce.h"
+#include "core/host_memory.h"
 #include "device/device.h"
 #include "topology/tuner.h"
 #include "transports/bridge/device_bridge.h"
@@ -153,6 +154,7 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   mine.doublingMaxBytes = params::DoublingMaxBytes();
   std::snprintf(mine.algo, sizeof(mine.algo), "%s", params::Algo().c_str());
   mine.sizeRuleSet = sizeRuleParamsSet() ? 1 : 0;
+  mine.zeroCopyMinBytes = params::ZeroCopy() && !params::ShmDisable() ? params::ZeroCopyMinBytes() : 0;
 
   // Rank 0's settings are everyone's: it sends them to each rank (an all-gather would put every
   // rank's in every rank, memory that grows with the square of the rank count).
@@ -167,10 +169,10 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   settings_.timeoutS = mine.timeoutS;  // each rank keeps its own patience
   if (std::memcmp(&first.nSlots, &mine.nSlots, sizeof(int32_t) * 3) != 0 || first.slotBytes != mine.slotBytes ||
       first.treeMaxBytes != mine.treeMaxBytes || first.doublingMaxBytes != mine.doublingMaxBytes ||
-      first.sizeRuleSet != mine.sizeRuleSet ||
+      first.sizeRuleSet != mine.sizeRuleSet || first.zeroCopyMinBytes != mine.zeroCopyMinBytes ||
       std::strncmp(first.algo, mine.algo, sizeof(mine.algo)) != 0) {
     WEFT_LOG(kWarn, kEnv,
-             "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/TREE_MAX_BYTES/ALGO differ from rank 0's; "
+             "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/TREE_MAX_BYTES/ALGO/ZERO_COPY* differ from rank 0's; "
              "using rank 0's values (set them the same on every rank)",
              rank_);
   }
@@ -349,7 +351,6 @@ Status Communicator::runCollective(const CollCall& call) {
   WatchedOp watched(liveness_.get(), opNumber_, nullptr);
   size_t elemSize = coll::dataTypeSize(call.type);
   coll::ScheduleParams params = paramsFor(call, elemSize, true);
-  CachedOp* cached = cachedOp(params, elemSize);
   bool reduces = coll::collReduces(call.kind);
   // A premul-sum multiplies each rank's input where it enters (the executor's preMul) and sums.
   weftRedOp_t op = call.op;
@@ -365,6 +366,15 @@ Status Communicator::runCollective(const CollCall& call) {
   coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, op) : nullptr;
   coll::ReduceCopyFn reduceCopy = reduces ? coll::reduceCopyFunction(call.type, op) : nullptr;
   uint32_t divisor = (reduces && op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
+  const uint64_t stamp = stampCollective(call, static_cast<int>(params.algo));
+  // Buffers every rank registered and can address: no FIFO copies (comm_zero_copy.cc).
+  if (zeroCopyCandidate(call, params, elemSize, preMul != nullptr)) {
+    bool done = false;
+    Status s = runZeroCopy(call, params, elemSize, ZeroCopyOps{reduce, reduceCopy, divisor}, stamp, &done);
+    if (!s.isOk()) return fail(std::move(s));
+    if (done) return Status::ok();
+  }
+  CachedOp* cached = cachedOp(params, elemSize);
   // Some schedules keep partial results in a scratch buffer (a tree reduce's interior ranks).
   if (scratch_.size() < cached->scratchBytes) scratch_.resize(cached->scratchBytes);
   const void* sendbuff = call.sendbuff;
@@ -378,7 +388,7 @@ Status Communicator::runCollective(const CollCall& call) {
   }
   coll::ExecPlan& plan = cached->plan;
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_);
-  coll::stampPlan(&plan, stampCollective(call, static_cast<int>(params.algo)));
+  coll::stampPlan(&plan, stamp);
   plan.checkStamps = checkCalls_;
   // Only where a rank may finish without hearing from every peer (coll_traits.h).
   plan.waitForConsumers = checkCalls_ && !coll::collTraits(call.kind).everyResultNeedsEveryRank;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "collectives/direct_host.h"
 #include "collectives/host_executor.h"
 #include "collectives/schedule.h"
 #include "core/bootstrap.h"
@@ -89,10 +90,17 @@ struct CommSettings {
   // WEFT_TREE_MAX_BYTES or WEFT_DOUBLING_MAX_BYTES is set: the size rule picks the algorithms
   // (topology/tuner.h), the cost model only the channels.
   int32_t sizeRuleSet = 0;
+  // Collectives of at least this many bytes on buffers every rank registered run zero-copy
+  // (comm_zero_copy.cc); 0: never (WEFT_ZERO_COPY=0, WEFT_SHM_DISABLE=1).
+  int64_t zeroCopyMinBytes = 0;
 };
 
 // Fills in the device this thread uses (comm_device.cc): -1 without a GPU runtime.
 void describeDevice(PeerInfo* info);
+
+struct SharedSpan;  // host_memory.h
+class SharedHostBuffer;
+struct ZeroCopyOffer;  // comm_zero_copy.cc
 
 class Communicator final : public coll::ConnectionProvider {
  public:
@@ -116,6 +124,11 @@ class Communicator final : public coll::ConnectionProvider {
   Status checkRedOp(weftRedOp_t op, weftDataType_t type, const char* fn) const;
 
   Status runCollective(const CollCall& call);
+  // weftCommRegister / weftCommDeregister: host memory in a registered range may be read and
+  // written by the peers directly (comm_zero_copy.cc). Thread-safe.
+  void noteRegistration(const void* buff, size_t bytes, bool add);
+  // How many collectives this process's ranks ran zero-copy (for tests and logs).
+  static uint64_t zeroCopyCallsRun();
   // Enqueues collectives on device buffers (one type and op, at most device::kMaxFusedOps, in
   // call order) as one launch on `stream`; returns once they are queued.
   Status runDevice(const std::vector<CollCall>& calls, void* stream);
@@ -249,6 +262,31 @@ class Communicator final : public coll::ConnectionProvider {
   // The tuner's choice for the call (hostMemory: on host buffers, run by the host executor).
   coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize, bool hostMemory = false);
   Status fail(Status status);
+  // Zero-copy collectives (comm_zero_copy.cc). Candidate: a call every rank takes to the
+  // handshake (a function of the call and of what all ranks agreed at init); runZeroCopy then
+  // sets *done when every rank's buffers allowed it and the call ran, else the call takes the
+  // FIFOs with the same stamp.
+  struct ZeroCopyOps {
+    coll::ReduceFn reduce = nullptr;
+    coll::ReduceCopyFn reduceCopy = nullptr;
+    uint32_t divisor = 0;
+  };
+  bool zeroCopyCandidate(const CollCall& call, const coll::ScheduleParams& params, size_t elemSize, bool preMul);
+  Status runZeroCopy(const CollCall& call, const coll::ScheduleParams& params, size_t elemSize,
+                     const ZeroCopyOps& ops, uint64_t stamp, bool* done);
+  // The handshake: an all-gather of `bytes` per rank over the FIFOs, stamped from the call's.
+  Status gatherOffers(const CollCall& call, const void* mine, void* all, size_t bytes, uint64_t stamp);
+  bool isRegistered(const void* p, size_t bytes);
+  // Whether rank r's offer lets the others address its buffers for `call`.
+  bool qualifies(const CollCall& call, const ZeroCopyOffer& offer, int r) const;
+  // Copies the blocks the peers work on into zeroCopyStage_ and offers that instead (mine is
+  // left as it was when there is no shared memory for it).
+  void stageInput(const CollCall& call, size_t elemSize, size_t bytes, ZeroCopyOffer* mine);
+  // Fills direct->send and ->recv: every rank's buffers as this rank addresses them.
+  Status addressBuffers(const CollCall& call, const std::vector<ZeroCopyOffer>& offers, size_t sendBytes,
+                        size_t recvBytes, coll::DirectCall* direct);
+  // Rank `peer`'s buffer of `bytes` bytes in its shared segment `span`, mapped here.
+  Status mapPeerBuffer(int peer, const SharedSpan& span, size_t bytes, char** out);
   // fail() for a failure of the device path, which may be a disagreement between the ranks' calls.
   Status failDevice(Status status);
   // The tuner's settings (the agreed ones), for buildCommTopology.
@@ -286,6 +324,16 @@ class Communicator final : public coll::ConnectionProvider {
   std::vector<int> nodeOrder_;
   int nNodes_ = 1;
   std::vector<bool> peerReadsMe_;  // single-copy: peer p can read this rank's memory
+  std::mutex registeredMutex_;
+  std::vector<std::pair<const char*, size_t>> registered_;  // weftCommRegister's ranges
+  int zeroCopyReach_ = -1;  // -1 unknown; 0 ranks on several hosts; 1 one process; 2 one host
+  // After a handshake that found a rank not registered, the next zeroCopySkip_ candidates copy
+  // without one (every rank counts alike); the gap doubles up to kZeroCopyMaxSkip while it fails.
+  int zeroCopySkip_ = 0;
+  int zeroCopyGap_ = 0;
+  static constexpr int kZeroCopyMaxSkip = 64;
+  // Where an all-reduce on buffers that are not registered stages its peers' blocks (WEFT_ZERO_COPY_STAGE).
+  std::unique_ptr<SharedHostBuffer> zeroCopyStage_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;

@@ -112,6 +112,22 @@ TEST(Traffic, PathsOrderAndLowerBoundForEveryAllReduceAlgorithm) {
   }
 }
 
+// The zero-copy all-reduce of registered buffers (direct_host.h): 2.0 buffers per rank at 2
+// ranks, (5n - 6) / n at n, fewer than the ring through FIFOs from 2 ranks on.
+TEST(Traffic, DirectAllReduceMovesTwoBuffersPerRankAtTwoRanks) {
+  const Traffic two = directAllReduceTraffic(2, 4, 4096);
+  EXPECT_DOUBLE_EQ(two.reduceBytes, 2.0 * 4096 * 4);
+  EXPECT_DOUBLE_EQ(two.copyBytes, 0);
+  const Traffic four = directAllReduceTraffic(4, 4, 4096);
+  EXPECT_DOUBLE_EQ(four.reduceBytes, 10.0 * 1024 * 4);
+  EXPECT_DOUBLE_EQ(four.copyBytes, 4.0 * 1024 * 4);
+  EXPECT_DOUBLE_EQ(directAllReduceTraffic(1, 4, 4096).total(), 0);
+  for (int n = 2; n <= 12; ++n) {
+    EXPECT_LT(directAllReduceTraffic(n, 4, 4096).total(), busiestRankTraffic(ring(n, 4096), 4, CopyPath::kFifo, false).total())
+        << n;
+  }
+}
+
 TEST(Traffic, BoundAddsCopyAndReduceTimes) {
   Traffic t;
   t.copyBytes = 30e9;
