@@ -29,6 +29,12 @@
 
 namespace {
 
+// The bound is one second (typically it takes milliseconds; the README's fault table has
+// the measured times). A loaded CI machine has stretched it to 1.0-1.6 s, so the tests allow
+// 2.5 s: still below the heartbeat's 3 s (WEFT_HEARTBEAT_TIMEOUT_S) and far below WEFT_TIMEOUT_S,
+// so a mismatch found only by the heartbeat or the time-out fails them.
+constexpr double kFailWithinSeconds = 2.5;
+
 // Before anything asks for the GPU runtime (it is chosen once per process).
 struct UseEmulatedDevice {
   UseEmulatedDevice() { setenv("WEFT_GPU_BACKEND", "emulated", 1); }
@@ -182,7 +188,7 @@ class DeviceCallMismatch : public ::testing::TestWithParam<std::tuple<std::strin
   }
 
   // Runs body on both ranks and checks: no rank's call succeeded, each failed as invalid usage
-  // within a second of its call, and each carries `sentence`, the same on every rank.
+  // at once (kFailWithinSeconds), and each carries `sentence`, the same on every rank.
   void expectEveryRankFails(const Body& body, const std::string& sentence, int nRanks = kRanks) {
     SharedOutcomes outcomes;
     run(body, outcomes, nRanks);
@@ -193,7 +199,7 @@ class DeviceCallMismatch : public ::testing::TestWithParam<std::tuple<std::strin
           << "rank " << r << " completed a call its peer disagreed on";
       const int result = o.enqueued != weftSuccess ? o.enqueued : o.async;
       EXPECT_EQ(result, weftInvalidUsage) << "rank " << r << ": " << o.message;
-      EXPECT_LT(o.seconds, 1.0) << "rank " << r << " took " << o.seconds << " s to see its failure";
+      EXPECT_LT(o.seconds, kFailWithinSeconds) << "rank " << r << " took " << o.seconds << " s to see its failure";
       EXPECT_EQ(sentenceOf(o.message), sentence + kRemedy) << "rank " << r << ": " << o.message;
     }
   }
@@ -343,7 +349,7 @@ TEST_P(DeviceCallMismatch, RootAmongFourAfterAgreeingCalls) {
     const Outcome& o = outcomes[r];
     ASSERT_EQ(o.called, 1) << "rank " << r << " never made its call: " << o.message;
     EXPECT_TRUE(o.enqueued != weftSuccess || o.async != weftSuccess) << "rank " << r << " completed its call";
-    EXPECT_LT(o.seconds, 1.0) << "rank " << r << " took " << o.seconds << " s to see its failure";
+    EXPECT_LT(o.seconds, kFailWithinSeconds) << "rank " << r << " took " << o.seconds << " s to see its failure";
     EXPECT_EQ(sentenceOf(o.message), first) << "rank " << r << ": " << o.message;
   }
 }
@@ -374,7 +380,7 @@ TEST_P(DeviceCallMismatch, ReceiveOfAnotherSizeNamesTheGroup) {
   const Outcome& o = outcomes[1];
   ASSERT_EQ(o.called, 1) << o.message;
   EXPECT_TRUE(o.enqueued != weftSuccess || o.async != weftSuccess) << "the receive of the wrong size succeeded";
-  EXPECT_LT(o.seconds, 1.0) << "the receiving rank took " << o.seconds << " s to see its failure";
+  EXPECT_LT(o.seconds, kFailWithinSeconds) << "the receiving rank took " << o.seconds << " s to see its failure";
   EXPECT_NE(sentenceOf(o.message).find("rank 1 called a send/recv group #1 (1 operations)"), std::string::npos)
       << o.message;
 }
