@@ -8,12 +8,15 @@ namespace coll {
 namespace algo {
 
 std::vector<int> channelOrder(const ScheduleParams& p, int channel) {
-  std::vector<int> order = p.ringOrder;
-  if (order.empty()) {
+  const size_t orders = p.ringOrders.empty() ? 1 : p.ringOrders.size();
+  std::vector<int> order;
+  if (p.ringOrders.empty()) {
     order.resize(p.nRanks);
     for (int i = 0; i < p.nRanks; ++i) order[i] = i;
+  } else {
+    order = p.ringOrders[static_cast<size_t>(channel) % orders];
   }
-  if (channel % 2 == 1) std::reverse(order.begin(), order.end());
+  if ((static_cast<size_t>(channel) / orders) % 2 == 1) std::reverse(order.begin(), order.end());
   return order;
 }
 

@@ -30,8 +30,10 @@ inline Part splitEven(int64_t total, int parts, int index) {
 // The largest part splitEven makes.
 inline int64_t largestPart(int64_t total, int parts) { return (total + parts - 1) / parts; }
 
-// Channel c's order of the ranks: params.ringOrder (or 0..n-1), reversed on odd channels so
-// that consecutive channels drive each link in both directions.
+// Channel c's order of the ranks: params.ringOrders[c mod K] (or 0..n-1, K = 1), reversed when
+// c / K is odd, so that channels drive each link of a ring in both directions (with one order:
+// every odd channel reversed, as NCCL does; with the K arc-disjoint rings of a mesh, channels
+// 0..K-1 use every link one way and K..2K-1 the other).
 std::vector<int> channelOrder(const ScheduleParams& p, int channel);
 
 // Where `rank` sits in `order`.

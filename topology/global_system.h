@@ -29,7 +29,10 @@ struct RankPlace {
   bool gpuPlaced = false;
   std::string gpuBusId;                  // normalised, "" host rank or unknown
   std::vector<std::string> visibleGpus;  // bus ids of the GPUs its process sees, by ordinal
-  int ringPosition = -1;                 // its GPU's place in its host's searched ring, -1 none
+  int ringPosition = -1;                 // its GPU's place in its host's first searched ring, -1 none
+  std::vector<int> ringPositions;        // its GPU's place in each of its host's searched rings
+  int nic = -1;                          // index among its host's NICs of the one it uses, -1 none
+  std::string nicName;                   // that NIC's name, "" none
 };
 
 struct GlobalSystem {
@@ -61,6 +64,18 @@ int ordinalSeenBy(const GlobalSystem& g, int viewer, int rank);
 // first), so that a ring crosses between CPU sockets once each way. Ties keep rank order. Every
 // rank computes the same order from the same descriptions.
 std::vector<int> hostRingOrder(const GlobalSystem& g);
+
+// The rings of a communicator, one per channel: channel c uses rings[c mod rings.size()] (the
+// schedules reverse it on every other pass through the list; collectives/algorithms.h).
+// - One host: its searched rings (ring k: the host's ranks in the order of their GPUs in the
+//   host's ring k; a host whose ranks are not all placed in its rings has one ring, NUMA node
+//   by NUMA node as hostRingOrder).
+// - Several hosts: channel c visits the hosts in order, each as a chain -- its ring c mod (its
+//   rings) rotated so that the ranks receiving from and sending to the network spread over the
+//   host's NICs evenly (search.h nodeChains, the search's own construction) -- and as many
+//   channels as the host with the most rings or NICs needs (at most maxChannels).
+// Same on every rank: a function of the descriptions alone.
+std::vector<std::vector<int>> channelRings(const GlobalSystem& g, int maxChannels = 32);
 
 // Builds the global system from every rank's checked description (descs[r] is rank r's).
 // `local`: the full model of host `localHost` (null: every host from the descriptions). A

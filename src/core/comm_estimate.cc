@@ -50,7 +50,7 @@ double Communicator::estimateUs(const CollCall& call) {
   const StepPrice price = stepPrice(nNodes_);
   if (nRanks_ == 1 || call.count == 0) return price.fixedUs;
   coll::ScheduleParams params = paramsFor(call, elemSize);
-  params.ringOrder = nodeOrder_;
+  params.ringOrders = ringOrders_;
   // The call ends when the busiest rank's slowest lane does (a tree's leaves finish early).
   double slowest = 0;
   for (int r = 0; r < nRanks_; ++r) {

@@ -174,7 +174,7 @@ TEST(RingOrder, GpuRanksFollowTheSearchedRing) {
 
 // Emulated GPUs posing as the GPUs of a model machine (written as a topology file): emulated
 // device d is the machine's GPU perm[d], so rank order is not the machine's order. Every rank
-// of an 8-rank (4 on the PCIe server) communicator takes the ring the search builds for that
+// of an 8-rank (4 on the PCIe server) communicator takes the rings the search builds for that
 // machine, mapped to ranks, its routes follow the machine's paths, and every collective is
 // right over it.
 struct MachineCase {
@@ -189,7 +189,7 @@ constexpr int kFirstBus = 0xf0;
 // One rank of RingOfMachine on emulated device r: every collective on device buffers (all-reduce
 // and broadcast in place, all-gather, reduce-scatter, reduce to rank 0, all-to-all), results
 // checked. "" when all is right, else what went wrong; *order: the communicator's ring order.
-std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, std::vector<int>* order) {
+std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, std::vector<std::vector<int>>* order) {
   weft::device::Runtime* rt = weft::device::gpuRuntime();
   const size_t nc = static_cast<size_t>(n) * count;
   std::vector<void*> bufs(6, nullptr);  // v, all, rs, red: count or n*count floats; src, dst: n*count
@@ -208,7 +208,7 @@ std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, s
   for (size_t i = 0; i < nc; ++i) src[i] = static_cast<float>(r * 1000 + static_cast<int>(i / count) + i % 5);
   weftComm_t comm = nullptr;
   if (weftCommInitRank(&comm, n, id, r) != weftSuccess) return weftGetLastError(nullptr);
-  *order = comm->impl->ringOrder();
+  *order = comm->impl->ringOrders();
   const weftStream_t s = WEFT_STREAM_DEFAULT;
   const bool ok = weftAllReduce(v, v, count, weftFloat32, weftSum, comm, s) == weftSuccess &&
                   weftAllGather(v, all, count, weftFloat32, comm, s) == weftSuccess &&
@@ -254,14 +254,16 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
     std::snprintf(bus, sizeof(bus), "0000:%02x:00.0", kFirstBus + d);  // a bus the model does not use
     sys.nodes[static_cast<size_t>(gpus[static_cast<size_t>(perm[static_cast<size_t>(d)])])].pci.busId = bus;
   }
-  // The expected order: the search's ring over this machine, bus ids mapped back to devices.
-  std::vector<int> expected;
-  for (const std::string& bus : weft::topo::searchedGpuRing(sys)) {
-    expected.push_back(std::stoi(bus.substr(5, 2), nullptr, 16) - kFirstBus);
+  // The expected rings: the search's rings over this machine, bus ids mapped back to devices.
+  std::vector<std::vector<int>> expected;
+  for (const std::vector<std::string>& ring : weft::topo::searchedGpuRings(sys)) {
+    expected.emplace_back();
+    for (const std::string& bus : ring) expected.back().push_back(std::stoi(bus.substr(5, 2), nullptr, 16) - kFirstBus);
+    ASSERT_EQ(static_cast<int>(expected.back().size()), n);
   }
-  ASSERT_EQ(static_cast<int>(expected.size()), n);
-  bool identity = true;
-  for (int i = 0; i < n; ++i) identity = identity && expected[static_cast<size_t>(i)] == i;
+  ASSERT_FALSE(expected.empty());
+  bool identity = expected.size() == 1;
+  for (int i = 0; identity && i < n; ++i) identity = expected[0][static_cast<size_t>(i)] == i;
   // A path per machine: a process reads each WEFT_TOPO_FILE path once.
   const std::string path = std::string(::testing::TempDir()) + "/weft_machine_" + m.name + "_" +
                            std::to_string(getpid()) + ".xml";
@@ -272,7 +274,7 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
   setenv("WEFT_TOPO_FILE", path.c_str(), 1);
   weftUniqueId id;
   ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
-  std::vector<std::vector<int>> orders(static_cast<size_t>(n));
+  std::vector<std::vector<std::vector<int>>> orders(static_cast<size_t>(n));
   std::vector<std::string> errors(static_cast<size_t>(n));
   const size_t count = 4096 * static_cast<size_t>(n) + 3;  // uneven slices
   std::vector<std::thread> threads;
@@ -288,7 +290,8 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
   std::remove(path.c_str());
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << m.name << " rank " << r;
   for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(orders[static_cast<size_t>(r)], identity ? std::vector<int>{} : expected) << m.name << " rank " << r;
+    EXPECT_EQ(orders[static_cast<size_t>(r)], identity ? std::vector<std::vector<int>>{} : expected)
+        << m.name << " rank " << r;
   }
 }
 
