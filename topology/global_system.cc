@@ -2,7 +2,9 @@
 #include "topology/global_system.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "topology/link_bw.h"
@@ -102,14 +104,15 @@ int gpuFor(HostBuilder& h, const RankDescription& d, int cpu) {
 bool GlobalSystem::sameGpu(int a, int b) const {
   const RankPlace& pa = place(a);
   const RankPlace& pb = place(b);
-  return pa.gpu >= 0 && pa.host == pb.host && pa.gpu == pb.gpu;
+  const bool uuidsDiffer = !pa.gpuUuid.empty() && !pb.gpuUuid.empty() && pa.gpuUuid != pb.gpuUuid;
+  return pa.gpu >= 0 && pa.host == pb.host && pa.gpu == pb.gpu && !uuidsDiffer;
 }
 
 int GlobalSystem::maxRanksPerGpu() const {
-  std::map<std::pair<int, int>, int> perGpu;
+  std::map<std::tuple<int, int, std::string>, int> perGpu;
   int most = 0;
   for (const RankPlace& p : ranks) {
-    if (p.gpu >= 0) most = std::max(most, ++perGpu[{p.host, p.gpu}]);
+    if (p.gpu >= 0) most = std::max(most, ++perGpu[{p.host, p.gpu, p.gpuUuid}]);
   }
   return most;
 }
@@ -143,6 +146,25 @@ std::vector<int> hostRingOrder(const GlobalSystem& g) {
 }
 
 namespace {
+
+// Every GPU UUID at one bus id per host: descriptions that put one UUID at two bus ids cannot
+// both be true (a copied description, or two machines taken for one host).
+Status checkUuids(const std::vector<RankDescription>& descs) {
+  std::map<std::pair<uint64_t, std::string>, size_t> firstWith;  // (host, UUID) -> first rank
+  for (size_t r = 0; r < descs.size(); ++r) {
+    const RankDescription& d = descs[r];
+    if (d.gpuUuid[0] == '\0' || d.gpuBusId[0] == '\0') continue;
+    auto [it, fresh] = firstWith.emplace(std::make_pair(d.hostHash, std::string(d.gpuUuid)), r);
+    const RankDescription& first = descs[it->second];
+    if (!fresh && std::strcmp(first.gpuBusId, d.gpuBusId) != 0) {
+      return WEFT_ERROR(weftRemoteError,
+                        "ranks %zu and %zu describe GPU %s at two bus ids (%s and %s) on one host: a GPU has one; "
+                        "if they run on different machines, give each its own WEFT_HOSTID",
+                        it->second, r, d.gpuUuid, first.gpuBusId, d.gpuBusId);
+    }
+  }
+  return Status::ok();
+}
 
 // One host's rings over its ranks, as local indices into `members` (ranks in rank order).
 std::vector<std::vector<int>> hostRings(const GlobalSystem& g, const std::vector<int>& members,
@@ -209,6 +231,7 @@ std::vector<std::vector<int>> channelRings(const GlobalSystem& g, int maxChannel
 Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t localHost, const System* local,
                          GlobalSystem* out) {
   if (descs.empty()) return WEFT_ERROR(weftInternalError, "buildGlobalSystem: no rank descriptions");
+  WEFT_TRY(checkUuids(descs));
   std::vector<HostBuilder> hosts;
   std::unordered_map<uint64_t, int> hostIndex;
   GlobalSystem g;
@@ -233,6 +256,7 @@ Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t loc
     p.cpu = cpuFor(h, d.numaId, d);
     p.numa = d.numaId;
     p.gpuBusId = d.gpuBusId;
+    p.gpuUuid = d.gpuUuid;
     for (int i = 0; i < d.nVisibleGpus; ++i) p.visibleGpus.emplace_back(d.visibleGpus[i]);
     p.ringPositions.assign(d.ringPositions, d.ringPositions + d.nRings);
     p.ringPosition = d.nRings > 0 ? d.ringPositions[0] : -1;

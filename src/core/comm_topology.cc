@@ -61,7 +61,10 @@ topo::RankIdentity identity(const PeerInfo& self) {
   if (!setting.empty() && topo::parseP2pLevel(setting, &level)) id.p2pLevel = static_cast<int>(level);
   device::Runtime* runtime = self.device >= 0 ? device::gpuRuntime() : nullptr;
   device::DeviceProps props;
-  if (runtime != nullptr && runtime->deviceProps(self.device, &props).isOk()) id.gpuBusId = props.pciBusId;
+  if (runtime != nullptr && runtime->deviceProps(self.device, &props).isOk()) {
+    id.gpuBusId = props.pciBusId;
+    id.gpuUuid = props.uuid;
+  }
   // Every GPU this process sees, by ordinal: peers find theirs in it (global_system.h).
   for (int d = 0; runtime != nullptr && d < runtime->deviceCount(); ++d) {
     device::DeviceProps other;

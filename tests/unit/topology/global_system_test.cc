@@ -112,6 +112,39 @@ TEST(RankDescription, GpusAreKnownByBusIdNotOrdinal) {
   EXPECT_FALSE(sameGpu(descs[2], far));
 }
 
+// GPUs by bus id and UUID: slices of one GPU (one bus id, two UUIDs: MIG instances) share its
+// place in the topology but are not one GPU; one UUID at two bus ids of a host is refused.
+TEST(GlobalSystem, GpusAreKnownByBusIdAndUuid) {
+  const System sys = machines::dgxH100();
+  std::vector<RankDescription> descs = {rankOn(sys, 0, kHostA, 1, 0), rankOn(sys, 1, kHostA, 1, 0),
+                                        rankOn(sys, 2, kHostB, 1, 0)};
+  std::strcpy(descs[0].gpuUuid, "0a0a0a0a-0000-0000-0000-000000000001");
+  std::strcpy(descs[1].gpuUuid, "0a0a0a0a-0000-0000-0000-000000000002");
+  std::strcpy(descs[2].gpuUuid, "0a0a0a0a-0000-0000-0000-000000000003");
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+  EXPECT_EQ(g.place(0).gpu, g.place(1).gpu);  // one place in the machine ...
+  EXPECT_FALSE(g.sameGpu(0, 1));              // ... but two GPUs
+  EXPECT_EQ(g.maxRanksPerGpu(), 1);
+  EXPECT_EQ(g.place(2).gpuUuid, "0a0a0a0a-0000-0000-0000-000000000003");
+  std::strcpy(descs[1].gpuUuid, descs[0].gpuUuid);
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+  EXPECT_TRUE(g.sameGpu(0, 1));
+  EXPECT_EQ(g.maxRanksPerGpu(), 2);
+  // Rank 1 says the GPU of rank 0's UUID sits at another bus id of the same host.
+  descs[1] = rankOn(sys, 1, kHostA, 2, 0);
+  std::strcpy(descs[1].gpuUuid, descs[0].gpuUuid);
+  Status s = buildGlobalSystem(descs, kHostA, &sys, &g);
+  EXPECT_EQ(s.code(), weftRemoteError);
+  EXPECT_NE(s.message().find("ranks 0 and 1 describe GPU 0a0a0a0a-0000-0000-0000-000000000001 at two bus ids"),
+            std::string::npos)
+      << s.message();
+  // The same UUID on another host is that host's business (hosts are told apart by hash).
+  descs[1] = rankOn(sys, 1, kHostB, 2, 0);
+  std::strcpy(descs[1].gpuUuid, descs[0].gpuUuid);
+  EXPECT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+}
+
 TEST(GlobalSystem, PlacesRanksOnTheirHosts) {
   const System dgx = machines::dgxH100();
   std::vector<RankDescription> descs;
