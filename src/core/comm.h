@@ -162,6 +162,9 @@ class Communicator final : public coll::ConnectionProvider {
   // What the cost model predicts a call takes on this communicator, in microseconds, without
   // running or connecting anything (weftGroupSimulateEnd; comm_estimate.cc).
   double estimateUs(const CollCall& call);
+  // The schedule this rank runs for `call` (algorithm, channels and ring orders as the call
+  // would get them), for tests and tools that check what the communicator chose.
+  coll::RankSchedule scheduleFor(const CollCall& call);
   double estimateP2pUs(const std::vector<P2pCall>& calls) const;
 
   // From any thread: makes every wait of this communicator fail within milliseconds, and tells

@@ -45,6 +45,12 @@ StepPrice stepPrice(int nNodes) {
 
 }  // namespace
 
+coll::RankSchedule Communicator::scheduleFor(const CollCall& call) {
+  coll::ScheduleParams params = paramsFor(call, coll::dataTypeSize(call.type));
+  params.ringOrders = ringOrders_;
+  return coll::buildSchedule(params, rank_);
+}
+
 double Communicator::estimateUs(const CollCall& call) {
   const size_t elemSize = coll::dataTypeSize(call.type);
   const StepPrice price = stepPrice(nNodes_);

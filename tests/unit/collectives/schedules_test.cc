@@ -230,6 +230,22 @@ TEST(ScheduleTree, DoubleBinaryTreeIsComplementary) {
   }
 }
 
+// Ranks of two hosts, each host's together in the order (any even count): each tree of the
+// double binary tree crosses between the hosts over exactly one edge, the least a spanning tree
+// can (the shifted tree 1 used before crossed more: position 0 joined the far end).
+TEST(ScheduleTree, DoubleBinaryTreeCrossesBetweenTwoHalvesOnce) {
+  for (int n = 2; n <= 256; n += 2) {
+    for (int which : {0, 1}) {
+      std::vector<algo::TreeNode> t = algo::doubleBinaryTree(n, which);
+      int crossings = 0;
+      for (int v = 0; v < n; ++v) {
+        if (t[v].parent >= 0 && (v < n / 2) != (t[v].parent < n / 2)) ++crossings;
+      }
+      EXPECT_EQ(crossings, 1) << "n=" << n << " tree " << which;
+    }
+  }
+}
+
 TEST(ScheduleTree, HeapTreeIsRootedAtRoot) {
   for (int n = 1; n <= 300; n += 7) {
     for (int root : {0, n / 3, n - 1}) {

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -170,6 +171,73 @@ TEST(RingOrder, GpuRanksFollowTheSearchedRing) {
   EXPECT_TRUE(adjacent(orders[0], 0, 2) && adjacent(orders[0], 1, 3))
       << orders[0][0] << orders[0][1] << orders[0][2] << orders[0][3];
   for (int r = 1; r < kRanks; ++r) EXPECT_EQ(orders[r], orders[0]) << "rank " << r;
+}
+
+// Trees follow the searched ring too: on the interleaved PCIe server (devices 0 and 2 under one
+// socket's switch, 1 and 3 under the other's) each tree of the all-reduce's double binary tree
+// crosses between the sockets over one edge (in rank order each would cross over two), and
+// tree all-reduce and broadcast are right.
+TEST(RingOrder, TreesFollowTheSearchedRing) {
+  setenv("WEFT_GPU_BACKEND", "emulated", 1);
+  setenv("WEFT_EMULATED_DEVICES", "4", 1);
+  setenv("WEFT_ALGO", "tree", 1);
+  const std::string file = writeInterleavedGpuFile();
+  setenv("WEFT_TOPO_FILE", file.c_str(), 1);
+  std::vector<std::string> errors(kRanks);
+  std::vector<std::array<int, 2>> parents(kRanks, {-2, -2});  // per rank, in trees 0 and 1 of channel 0
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  std::vector<std::thread> threads;
+  const size_t count = (1 << 15) + 5;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      weft::device::Runtime* rt = weft::device::gpuRuntime();
+      void* buf = nullptr;
+      weftComm_t comm = nullptr;
+      if (!rt->setDevice(r).isOk() || !rt->allocDevice(count * sizeof(float), &buf).isOk() ||
+          weftCommInitRank(&comm, kRanks, id, r) != weftSuccess) {
+        errors[r] = "init failed";
+        return;
+      }
+      weft::core::CollCall call;
+      call.count = count;
+      const weft::coll::RankSchedule s = comm->impl->scheduleFor(call);
+      for (int t = 0; t < 2; ++t) {
+        const std::vector<weft::coll::Step>& down = s.lanes[static_cast<size_t>(t * 2 + 1)].steps;
+        parents[r][t] = down.empty() ? -1 : down[0].recvPeer;  // the root's down lane is empty
+      }
+      float* v = static_cast<float*>(buf);
+      for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(r + 1 + i % 3);
+      if (weftAllReduce(v, v, count, weftFloat32, weftSum, comm, WEFT_STREAM_DEFAULT) != weftSuccess ||
+          weftBroadcast(v, v, count, weftFloat32, 3, comm, WEFT_STREAM_DEFAULT) != weftSuccess ||
+          weftCommFinalize(comm) != weftSuccess) {
+        errors[r] = weftGetLastError(comm);
+      }
+      for (size_t i = 0; i < count && errors[r].empty(); ++i) {
+        if (v[i] != static_cast<float>(10 + 4 * (i % 3))) errors[r] = "element " + std::to_string(i) + " wrong";
+      }
+      weftCommDestroy(comm);
+      (void)rt->freeDevice(buf);
+    });
+  }
+  for (auto& t : threads) t.join();
+  unsetenv("WEFT_TOPO_FILE");
+  unsetenv("WEFT_ALGO");
+  unsetenv("WEFT_EMULATED_DEVICES");
+  std::remove(file.c_str());
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  for (int t = 0; t < 2; ++t) {
+    int roots = 0, crossings = 0;
+    for (int r = 0; r < kRanks; ++r) {
+      const int p = parents[r][t];
+      ASSERT_GE(p, -1) << "rank " << r;
+      if (p < 0) ++roots;
+      if (p >= 0 && p % 2 != r % 2) ++crossings;  // devices 0, 2: socket 0; 1, 3: socket 1
+    }
+    EXPECT_EQ(roots, 1) << "tree " << t;
+    EXPECT_EQ(crossings, 1) << "tree " << t << ": parents " << parents[0][t] << " " << parents[1][t] << " "
+                            << parents[2][t] << " " << parents[3][t];
+  }
 }
 
 // Emulated GPUs posing as the GPUs of a model machine (written as a topology file): emulated
