@@ -162,8 +162,9 @@ class Communicator final : public coll::ConnectionProvider {
   // What the cost model predicts a call takes on this communicator, in microseconds, without
   // running or connecting anything (weftGroupSimulateEnd; comm_estimate.cc).
   double estimateUs(const CollCall& call);
-  // The schedule this rank runs for `call` (algorithm, channels and ring orders as the call
-  // would get them), for tests and tools that check what the communicator chose.
+  // The schedule this rank runs for `call` on the host executor (algorithm, channels and ring
+  // orders as the call gets them; a device call may get fewer channels, see maxDeviceLanes_),
+  // for tests and tools that check what the communicator chose.
   coll::RankSchedule scheduleFor(const CollCall& call);
   double estimateP2pUs(const std::vector<P2pCall>& calls) const;
 
