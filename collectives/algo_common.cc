@@ -8,12 +8,15 @@ namespace coll {
 namespace algo {
 
 std::vector<int> channelOrder(const ScheduleParams& p, int channel) {
-  std::vector<int> order = p.ringOrder;
-  if (order.empty()) {
+  const size_t orders = p.ringOrders.empty() ? 1 : p.ringOrders.size();
+  std::vector<int> order;
+  if (p.ringOrders.empty()) {
     order.resize(p.nRanks);
     for (int i = 0; i < p.nRanks; ++i) order[i] = i;
+  } else {
+    order = p.ringOrders[static_cast<size_t>(channel) % orders];
   }
-  if (channel % 2 == 1) std::reverse(order.begin(), order.end());
+  if ((static_cast<size_t>(channel) / orders) % 2 == 1) std::reverse(order.begin(), order.end());
   return order;
 }
 
@@ -56,15 +59,17 @@ std::vector<TreeNode> inOrderTree(int n) {
 std::vector<TreeNode> doubleBinaryTree(int n, int which) {
   std::vector<TreeNode> base = inOrderTree(n);
   if (which == 0) return base;
-  // Position q plays role q - 1: interior roles are odd, so interior positions are even
-  // (role n - 1, when interior, lands on position 0, also even).
-  auto shift = [n](int role) { return role < 0 ? -1 : (role + 1) % n; };
+  // Even n: position q plays role n - 1 - q (the mirror image: interior roles are odd, so
+  // interior positions are even, and every subtree is still a contiguous range of the order).
+  // Odd n: position q plays role q - 1 (interior positions even again; role n - 1, when
+  // interior, lands on position 0, also even).
+  auto place = [n](int role) { return role < 0 ? -1 : n % 2 == 0 ? n - 1 - role : (role + 1) % n; };
   std::vector<TreeNode> nodes(n);
   for (int role = 0; role < n; ++role) {
-    TreeNode& node = nodes[shift(role)];
-    node.parent = shift(base[role].parent);
+    TreeNode& node = nodes[place(role)];
+    node.parent = place(base[role].parent);
     node.nChildren = base[role].nChildren;
-    for (int c = 0; c < 2; ++c) node.children[c] = shift(base[role].children[c]);
+    for (int c = 0; c < 2; ++c) node.children[c] = place(base[role].children[c]);
   }
   return nodes;
 }

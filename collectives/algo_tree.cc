@@ -4,14 +4,17 @@
 // The double binary tree (doubleBinaryTree in algo_common.cc): tree 0 is an in-order binary
 // tree over the channel's rank order whose interior nodes all sit at odd positions (a range of
 // positions is rooted at an odd position near its middle; single positions, always even, are
-// leaves); tree 1 is the same tree shifted by one position, so its interior nodes sit at even
-// positions. Each rank is therefore interior in at most one tree and a leaf in the other, so
-// the two trees together load every rank's links about evenly. This is NCCL's double binary
-// tree idea; NCCL mirrors for even and shifts for odd rank counts, which leaves rank 0 interior
-// in both trees when the count is odd; with interiors exactly at odd positions one shift works
-// for every count. Subtrees are contiguous ranges of the order, so a node-contiguous order
-// keeps most tree edges inside a node. Each tree all-reduces half of each channel's part; odd
-// channels use the reversed order, which mirrors both trees and moves their roots.
+// leaves); tree 1 is its mirror image for an even rank count (position q plays n - 1 - q's
+// role) and the same tree shifted by one position for an odd one, so its interior nodes sit at
+// even positions. Each rank is therefore interior in at most one tree and a leaf in the other,
+// so the two trees together load every rank's links about evenly. This is NCCL's double binary
+// tree (NCCL, and topology/search.h, mirror for even counts and shift for odd ones; with
+// interiors exactly at odd positions the shift works for every count, but it joins position 0
+// to the far end of the order, while the mirror keeps every subtree of both trees a contiguous
+// range). The order is the channel's ring (the topology's, host by host), so most tree edges
+// stay inside a host and an order split into two hosts is crossed by one edge of each tree.
+// Each tree all-reduces half of each channel's part; channels reversing their ring reverse
+// both trees and move their roots.
 #include "collectives/algorithms.h"
 
 namespace weft {

@@ -30,8 +30,10 @@ inline Part splitEven(int64_t total, int parts, int index) {
 // The largest part splitEven makes.
 inline int64_t largestPart(int64_t total, int parts) { return (total + parts - 1) / parts; }
 
-// Channel c's order of the ranks: params.ringOrder (or 0..n-1), reversed on odd channels so
-// that consecutive channels drive each link in both directions.
+// Channel c's order of the ranks: params.ringOrders[c mod K] (or 0..n-1, K = 1), reversed when
+// c / K is odd, so that channels drive each link of a ring in both directions (with one order:
+// every odd channel reversed, as NCCL does; with the K arc-disjoint rings of a mesh, channels
+// 0..K-1 use every link one way and K..2K-1 the other).
 std::vector<int> channelOrder(const ScheduleParams& p, int channel);
 
 // Where `rank` sits in `order`.
@@ -49,8 +51,11 @@ struct TreeNode {
 std::vector<TreeNode> inOrderTree(int n);
 
 // Tree `which` (0 or 1) of the double binary tree over positions 0..n-1: tree 0 is
-// inOrderTree(n); tree 1 is tree 0 shifted by one position (position q plays q - 1's role),
-// so its interior nodes sit at even positions. No position is interior in both trees.
+// inOrderTree(n); tree 1 is tree 0 mirrored (even n: position q plays n - 1 - q's role) or
+// shifted by one position (odd n: q plays q - 1's role), as NCCL and topology/search.h build
+// it, so its interior nodes sit at even positions. No position is interior in both trees. With
+// the mirror every subtree of both trees is a contiguous range of the order: an order that
+// keeps each host's ranks together keeps most tree edges inside a host.
 std::vector<TreeNode> doubleBinaryTree(int n, int which);
 
 // A binary tree rooted at position `rootPos`: node v = (pos - rootPos) mod n is a heap node

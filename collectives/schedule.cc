@@ -139,16 +139,22 @@ std::string validateParams(const ScheduleParams& p) {
   if (p.count > std::numeric_limits<int64_t>::max() / p.nRanks) {
     return format("count %" PRId64 " times %d ranks does not fit in 64 bits", p.count, p.nRanks);
   }
-  if (!p.ringOrder.empty()) {
-    if (static_cast<int>(p.ringOrder.size()) != p.nRanks) {
-      return format("ringOrder has %zu entries for %d ranks; it must list every rank once", p.ringOrder.size(),
+  if (p.ringOrders.size() > static_cast<size_t>(kMaxScheduleChannels)) {
+    return format("%zu ring orders; at most %d (one per channel)", p.ringOrders.size(), kMaxScheduleChannels);
+  }
+  for (size_t k = 0; k < p.ringOrders.size(); ++k) {
+    const std::vector<int>& order = p.ringOrders[k];
+    if (static_cast<int>(order.size()) != p.nRanks) {
+      return format("ringOrders[%zu] has %zu entries for %d ranks; it must list every rank once", k, order.size(),
                     p.nRanks);
     }
     std::vector<bool> seen(p.nRanks, false);
-    for (size_t i = 0; i < p.ringOrder.size(); ++i) {
-      int r = p.ringOrder[i];
-      if (r < 0 || r >= p.nRanks) return format("ringOrder[%zu] is %d, not a rank of %d", i, r, p.nRanks);
-      if (seen[r]) return format("ringOrder lists rank %d twice; it must be a permutation of 0..%d", r, p.nRanks - 1);
+    for (size_t i = 0; i < order.size(); ++i) {
+      int r = order[i];
+      if (r < 0 || r >= p.nRanks) return format("ringOrders[%zu][%zu] is %d, not a rank of %d", k, i, r, p.nRanks);
+      if (seen[r]) {
+        return format("ringOrders[%zu] lists rank %d twice; it must be a permutation of 0..%d", k, r, p.nRanks - 1);
+      }
       seen[r] = true;
     }
   }

@@ -89,8 +89,10 @@ struct ScheduleParams {
   // Per-call element count, as the API defines it: all-gather's sendcount, reduce-scatter's
   // recvcount, all-to-all's count per peer.
   int64_t count = 0;
-  // Ring order (a permutation of 0..nRanks-1, e.g. node-contiguous); empty: 0, 1, ..., n-1.
-  std::vector<int> ringOrder;
+  // Ring orders (each a permutation of 0..nRanks-1, e.g. the topology's rings, host by host):
+  // channel c uses ringOrders[c mod size], reversed on every other pass through the list
+  // (algorithms.h channelOrder); trees are built over the same order. Empty: 0, 1, ..., n-1.
+  std::vector<std::vector<int>> ringOrders;
 };
 
 // Element counts of the send and receive buffers for these parameters on any rank:

@@ -54,15 +54,18 @@ double efficiency(Protocol proto, double channelRate, const CostParams& p) {
 }
 
 // Payload bandwidth of `channels` channels spread round robin over lanes (rings or tree pairs)
-// of the given rates: each lane's rate is shared by its channels, each channel capped.
-double effectiveBw(const std::vector<double>& laneRates, int channels, Protocol proto, const CostParams& p) {
+// of the given rates: each lane's rate is shared by its channels, each channel capped at what
+// its thread block moves (channelGBs) divided by `bytesPerPayload`, the bytes each rank sends
+// per byte of the rate (1 where the rate counts bytes sent, as ring rates in bus bandwidth do).
+double effectiveBw(const std::vector<double>& laneRates, int channels, Protocol proto, const CostParams& p,
+                   double bytesPerPayload = 1.0) {
   const int lanes = static_cast<int>(laneRates.size());
   double total = 0;
   for (int i = 0; i < lanes; ++i) {
     int mult = channels / lanes + (i < channels % lanes ? 1 : 0);
     if (mult == 0) continue;
-    double perChannel = std::min(p.channelGBs, laneRates[static_cast<size_t>(i)] / mult);
-    total += mult * perChannel * efficiency(proto, perChannel, p);
+    double perChannel = std::min(p.channelGBs / bytesPerPayload, laneRates[static_cast<size_t>(i)] / mult);
+    total += mult * perChannel * efficiency(proto, perChannel * bytesPerPayload, p);
   }
   return total;
 }
@@ -136,7 +139,11 @@ double treeTime(const CostInput& in, int channels, double fixedUs) {
       depth = std::max(depth, treeDepthAlpha(*in.cluster, tree, in.protocol, in.params));
     }
   }
-  double bw = effectiveBw(rates, channels, in.protocol, in.params);
+  // A tree pair's rate counts bytes of the buffer, but a channel's thread block is bounded by the
+  // bytes it sends: an all-reduce rank sends about two per buffer byte (interior in one tree: half
+  // the data to its parent and to two children, 1.5; a leaf in the other: its half up, 0.5 -- NCCL
+  // prices tree all-reduce at half its bus bandwidth for the same reason), a rooted collective one.
+  double bw = effectiveBw(rates, channels, in.protocol, in.params, t.rooted ? 1.0 : 2.0);
   if (bw <= 0) return kInf;
   double latency = (t.rooted ? 1.0 : 2.0) * depth;
   return fixedUs + latency + static_cast<double>(in.bytes) / (bw * 1e3);

@@ -2,10 +2,13 @@
 #include "topology/global_system.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "topology/link_bw.h"
+#include "topology/search.h"
 
 namespace weft {
 namespace topo {
@@ -101,14 +104,15 @@ int gpuFor(HostBuilder& h, const RankDescription& d, int cpu) {
 bool GlobalSystem::sameGpu(int a, int b) const {
   const RankPlace& pa = place(a);
   const RankPlace& pb = place(b);
-  return pa.gpu >= 0 && pa.host == pb.host && pa.gpu == pb.gpu;
+  const bool uuidsDiffer = !pa.gpuUuid.empty() && !pb.gpuUuid.empty() && pa.gpuUuid != pb.gpuUuid;
+  return pa.gpu >= 0 && pa.host == pb.host && pa.gpu == pb.gpu && !uuidsDiffer;
 }
 
 int GlobalSystem::maxRanksPerGpu() const {
-  std::map<std::pair<int, int>, int> perGpu;
+  std::map<std::tuple<int, int, std::string>, int> perGpu;
   int most = 0;
   for (const RankPlace& p : ranks) {
-    if (p.gpu >= 0) most = std::max(most, ++perGpu[{p.host, p.gpu}]);
+    if (p.gpu >= 0) most = std::max(most, ++perGpu[{p.host, p.gpu, p.gpuUuid}]);
   }
   return most;
 }
@@ -141,9 +145,93 @@ std::vector<int> hostRingOrder(const GlobalSystem& g) {
   return order;
 }
 
+namespace {
+
+// Every GPU UUID at one bus id per host: descriptions that put one UUID at two bus ids cannot
+// both be true (a copied description, or two machines taken for one host).
+Status checkUuids(const std::vector<RankDescription>& descs) {
+  std::map<std::pair<uint64_t, std::string>, size_t> firstWith;  // (host, UUID) -> first rank
+  for (size_t r = 0; r < descs.size(); ++r) {
+    const RankDescription& d = descs[r];
+    if (d.gpuUuid[0] == '\0' || d.gpuBusId[0] == '\0') continue;
+    auto [it, fresh] = firstWith.emplace(std::make_pair(d.hostHash, std::string(d.gpuUuid)), r);
+    const RankDescription& first = descs[it->second];
+    if (!fresh && std::strcmp(first.gpuBusId, d.gpuBusId) != 0) {
+      return WEFT_ERROR(weftRemoteError,
+                        "ranks %zu and %zu describe GPU %s at two bus ids (%s and %s) on one host: a GPU has one; "
+                        "if they run on different machines, give each its own WEFT_HOSTID",
+                        it->second, r, d.gpuUuid, first.gpuBusId, d.gpuBusId);
+    }
+  }
+  return Status::ok();
+}
+
+// One host's rings over its ranks, as local indices into `members` (ranks in rank order).
+std::vector<std::vector<int>> hostRings(const GlobalSystem& g, const std::vector<int>& members,
+                                        const std::vector<int>& numaOrder) {
+  size_t k = kRankDescMaxRings;
+  for (int r : members) k = std::min(k, g.place(r).ringPositions.size());
+  std::vector<int> local(members.size());
+  for (size_t i = 0; i < local.size(); ++i) local[i] = static_cast<int>(i);
+  if (k == 0) {
+    // Not searched: the host's stretch of hostRingOrder (NUMA node by NUMA node).
+    for (size_t i = 0; i < local.size(); ++i) {
+      local[i] = static_cast<int>(std::find(members.begin(), members.end(), numaOrder[i]) - members.begin());
+    }
+    return {local};
+  }
+  std::vector<std::vector<int>> rings;
+  for (size_t ring = 0; ring < k; ++ring) {
+    std::vector<int> order = local;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return g.place(members[static_cast<size_t>(a)]).ringPositions[ring] <
+             g.place(members[static_cast<size_t>(b)]).ringPositions[ring];
+    });
+    rings.push_back(std::move(order));
+  }
+  return rings;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> channelRings(const GlobalSystem& g, int maxChannels) {
+  const std::vector<int> numaOrder = hostRingOrder(g);  // host by host
+  std::vector<std::vector<int>> members(g.hosts.size());
+  for (int r = 0; r < g.nRanks(); ++r) members[static_cast<size_t>(g.place(r).host)].push_back(r);
+  std::vector<std::vector<std::vector<int>>> rings(members.size());  // [host][ring]: local indices
+  std::vector<std::vector<int>> nics(members.size());                // [host][local index]
+  int channels = 1;
+  size_t first = 0;  // the host's first entry in numaOrder
+  for (size_t h = 0; h < members.size(); ++h) {
+    const std::vector<int> stretch(numaOrder.begin() + static_cast<long>(first),
+                                   numaOrder.begin() + static_cast<long>(first + members[h].size()));
+    first += members[h].size();
+    rings[h] = hostRings(g, members[h], stretch);
+    for (int r : members[h]) nics[h].push_back(g.place(r).nic);
+    std::vector<int> distinct = nics[h];
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    const int nNics = static_cast<int>(distinct.size()) - (distinct.front() < 0 ? 1 : 0);
+    channels = std::max({channels, static_cast<int>(rings[h].size()), members.size() > 1 ? nNics : 0});
+  }
+  channels = std::max(1, std::min(channels, maxChannels));
+  std::vector<std::vector<int>> out(static_cast<size_t>(channels));
+  for (size_t h = 0; h < members.size(); ++h) {
+    std::vector<std::vector<int>> chains = rings[h];
+    if (members.size() > 1) chains = nodeChains(rings[h], nics[h], channels);
+    for (int c = 0; c < channels; ++c) {
+      for (int local : chains[static_cast<size_t>(c) % chains.size()]) {
+        out[static_cast<size_t>(c)].push_back(members[h][static_cast<size_t>(local)]);
+      }
+    }
+  }
+  return out;
+}
+
 Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t localHost, const System* local,
                          GlobalSystem* out) {
   if (descs.empty()) return WEFT_ERROR(weftInternalError, "buildGlobalSystem: no rank descriptions");
+  WEFT_TRY(checkUuids(descs));
   std::vector<HostBuilder> hosts;
   std::unordered_map<uint64_t, int> hostIndex;
   GlobalSystem g;
@@ -168,8 +256,12 @@ Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t loc
     p.cpu = cpuFor(h, d.numaId, d);
     p.numa = d.numaId;
     p.gpuBusId = d.gpuBusId;
+    p.gpuUuid = d.gpuUuid;
     for (int i = 0; i < d.nVisibleGpus; ++i) p.visibleGpus.emplace_back(d.visibleGpus[i]);
-    p.ringPosition = d.ringPosition;
+    p.ringPositions.assign(d.ringPositions, d.ringPositions + d.nRings);
+    p.ringPosition = d.nRings > 0 ? d.ringPositions[0] : -1;
+    p.nic = d.nic;
+    p.nicName = d.nic >= 0 ? d.nics[d.nic].name : "";
     p.gpu = gpuFor(h, d, p.cpu);
     p.gpuPlaced = p.gpu >= 0 && static_cast<size_t>(p.gpu) < h.modelNodes;
     GpuInfo* gpu = p.gpu >= 0 ? &h.sys.nodes[static_cast<size_t>(p.gpu)].gpu : nullptr;

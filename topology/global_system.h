@@ -28,8 +28,12 @@ struct RankPlace {
   // added from a description hangs straight under its CPU, its real place unknown.
   bool gpuPlaced = false;
   std::string gpuBusId;                  // normalised, "" host rank or unknown
+  std::string gpuUuid;                   // its runtime's UUID of the GPU, "" unknown
   std::vector<std::string> visibleGpus;  // bus ids of the GPUs its process sees, by ordinal
-  int ringPosition = -1;                 // its GPU's place in its host's searched ring, -1 none
+  int ringPosition = -1;                 // its GPU's place in its host's first searched ring, -1 none
+  std::vector<int> ringPositions;        // its GPU's place in each of its host's searched rings
+  int nic = -1;                          // index among its host's NICs of the one it uses, -1 none
+  std::string nicName;                   // that NIC's name, "" none
 };
 
 struct GlobalSystem {
@@ -39,8 +43,9 @@ struct GlobalSystem {
 
   int nRanks() const { return static_cast<int>(ranks.size()); }
   const RankPlace& place(int rank) const { return ranks[static_cast<size_t>(rank)]; }
-  // Same GPU: same host and the same GPU node (GPU nodes are per bus id / UUID, never per
-  // ordinal).
+  // Same GPU: same host, the same GPU node (GPU nodes are per bus id, never per ordinal) and,
+  // where both ranks know it, the same UUID (slices of one GPU -- MIG instances -- share a bus id
+  // but not a UUID; they share the GPU's links but not its memory).
   bool sameGpu(int a, int b) const;
   // Most ranks on any one GPU (0 when no rank has one).
   int maxRanksPerGpu() const;
@@ -62,10 +67,23 @@ int ordinalSeenBy(const GlobalSystem& g, int viewer, int rank);
 // rank computes the same order from the same descriptions.
 std::vector<int> hostRingOrder(const GlobalSystem& g);
 
+// The rings of a communicator, one per channel: channel c uses rings[c mod rings.size()] (the
+// schedules reverse it on every other pass through the list; collectives/algorithms.h).
+// - One host: its searched rings (ring k: the host's ranks in the order of their GPUs in the
+//   host's ring k; a host whose ranks are not all placed in its rings has one ring, NUMA node
+//   by NUMA node as hostRingOrder).
+// - Several hosts: channel c visits the hosts in order, each as a chain -- its ring c mod (its
+//   rings) rotated so that the ranks receiving from and sending to the network spread over the
+//   host's NICs evenly (search.h nodeChains, the search's own construction) -- and as many
+//   channels as the host with the most rings or NICs needs (at most maxChannels).
+// Same on every rank: a function of the descriptions alone.
+std::vector<std::vector<int>> channelRings(const GlobalSystem& g, int maxChannels = 32);
+
 // Builds the global system from every rank's checked description (descs[r] is rank r's).
 // `local`: the full model of host `localHost` (null: every host from the descriptions). A
 // rank's GPU is found in `local` by bus id; one the model lacks is added under the CPU of the
-// rank's NUMA node. GPU nodes get gpu.rank = their lowest rank.
+// rank's NUMA node. GPU nodes get gpu.rank = their lowest rank. Error (weftRemoteError): two
+// ranks of one host describe one GPU UUID at two bus ids (descriptions that cannot both be true).
 [[nodiscard]] Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t localHost,
                                        const System* local, GlobalSystem* out);
 

@@ -1,6 +1,7 @@
 // Rank descriptions: made from the local system model, checked when received (rank_desc.h).
 #include "topology/rank_desc.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -78,21 +79,61 @@ int cpuHolding(const System& sys, const std::vector<int>& cpus, const std::strin
 // Bus ids in a record are normalised or empty; a garbled one is refused rather than guessed at.
 bool busIdOk(const char* text) { return text[0] == '\0' || normaliseBusId(text) == text; }
 
+// d's GPU's place in each of its host's rings; none unless every ring has it.
+void placeInRings(const std::vector<std::vector<std::string>>& rings, RankDescription* d) {
+  if (d->gpuBusId[0] == '\0') return;
+  const int n = static_cast<int>(std::min<size_t>(rings.size(), kRankDescMaxRings));
+  for (int k = 0; k < n; ++k) {
+    const std::vector<std::string>& ring = rings[static_cast<size_t>(k)];
+    for (size_t i = 0; i < ring.size(); ++i) {
+      if (normaliseBusId(ring[i]) == d->gpuBusId) d->ringPositions[k] = static_cast<int32_t>(i);
+    }
+    if (d->ringPositions[k] < 0) {
+      for (int32_t& position : d->ringPositions) position = -1;
+      return;
+    }
+  }
+  d->nRings = n;
+}
+
+// Index in d's NIC list of the NIC its GPU uses (paths.h nearestNic), else the first on its NUMA
+// node; -1 when none.
+int32_t nicOf(const System& local, int gpu, const RankDescription& d) {
+  if (d.nNics == 0) return -1;
+  const std::vector<int> nics = local.nodesOfType(NodeType::kNic);
+  const int nearest = gpu >= 0 ? nearestNic(local, computePaths(local), gpu) : -1;
+  for (int i = 0; i < d.nNics && nearest >= 0; ++i) {
+    if (nics[static_cast<size_t>(i)] == nearest) return i;
+  }
+  for (int i = 0; i < d.nNics; ++i) {
+    if (d.numaId >= 0 && d.nics[i].numaId == d.numaId) return i;
+  }
+  return -1;
+}
+
 }  // namespace
 
-std::vector<std::string> searchedGpuRing(const System& local) {
-  std::vector<std::string> ring;
-  if (local.nodesOfType(NodeType::kGpu).empty()) return ring;
+std::vector<std::vector<std::string>> searchedGpuRings(const System& local) {
+  std::vector<std::vector<std::string>> rings;
+  if (local.nodesOfType(NodeType::kGpu).empty()) return rings;
   const Cluster one = Cluster::uniform(local, 1);
   SearchOptions options;
-  options.maxChannels = 1;
+  options.maxChannels = kRankDescMaxRings;
   const SearchResult found = search(one, options);
-  if (found.rings.empty()) return ring;
-  for (int r : found.rings[0].ranks) {
-    const int node = r >= 0 && r < one.nRanks() ? one.gpuNode(r) : -1;
-    if (node >= 0) ring.push_back(normaliseBusId(local.nodes[static_cast<size_t>(node)].pci.busId));
+  for (const Ring& found_ring : found.rings) {
+    std::vector<std::string> ring;
+    for (int r : found_ring.ranks) {
+      const int node = r >= 0 && r < one.nRanks() ? one.gpuNode(r) : -1;
+      if (node >= 0) ring.push_back(normaliseBusId(local.nodes[static_cast<size_t>(node)].pci.busId));
+    }
+    rings.push_back(std::move(ring));
   }
-  return ring;
+  return rings;
+}
+
+std::vector<std::string> searchedGpuRing(const System& local) {
+  std::vector<std::vector<std::string>> rings = searchedGpuRings(local);
+  return rings.empty() ? std::vector<std::string>() : std::move(rings[0]);
 }
 
 RankDescription failedRankDescription(int rank) {
@@ -106,7 +147,8 @@ RankDescription failedRankDescription(int rank) {
   d.numaId = -1;
   d.failed = 1;
   d.p2pLevel = -1;
-  d.ringPosition = -1;
+  d.nic = -1;
+  for (int32_t& position : d.ringPositions) position = -1;
   return d;
 }
 
@@ -119,9 +161,7 @@ RankDescription describeRank(const System& local, const RankIdentity& self) {
   d.numaId = -1;
   copyText(d.gpuBusId, normaliseBusId(self.gpuBusId));
   copyText(d.gpuUuid, self.gpuUuid);
-  for (size_t i = 0; d.gpuBusId[0] != '\0' && i < self.hostRing.size(); ++i) {
-    if (normaliseBusId(self.hostRing[i]) == d.gpuBusId) d.ringPosition = static_cast<int32_t>(i);
-  }
+  placeInRings(self.hostRings, &d);
   const PciTree tree = pciTree(local);
   const std::vector<int> cpus = local.nodesOfType(NodeType::kCpu);
   int cpu = cpus.size() == 1 ? cpus[0] : -1;
@@ -159,6 +199,7 @@ RankDescription describeRank(const System& local, const RankIdentity& self) {
     out.numaId = above >= 0 ? local.nodes[static_cast<size_t>(above)].cpu.numaId : -1;
     out.speedMbps = n.nic.speedMbps;
   }
+  d.nic = nicOf(local, gpu, d);
   return d;
 }
 
@@ -180,8 +221,14 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
     return WEFT_ERROR(weftRemoteError, "a text field of the topology description is not terminated");
   }
   if (!busIdOk(d.gpuBusId)) return WEFT_ERROR(weftRemoteError, "GPU bus id \"%s\" does not parse", d.gpuBusId);
-  if (d.ringPosition < -1 || d.ringPosition >= 4096) {
-    return WEFT_ERROR(weftRemoteError, "ring position %d out of range", d.ringPosition);
+  if (d.nRings < 0 || d.nRings > kRankDescMaxRings) {
+    return WEFT_ERROR(weftRemoteError, "%d rings: at most %d fit", d.nRings, kRankDescMaxRings);
+  }
+  for (int k = 0; k < kRankDescMaxRings; ++k) {
+    const int32_t position = d.ringPositions[k];
+    if (k < d.nRings ? position < 0 || position >= 4096 : position != -1) {
+      return WEFT_ERROR(weftRemoteError, "position %d in ring %d of %d is out of range", position, k, d.nRings);
+    }
   }
   if (d.device < -1 || d.numaId < -1 || d.numaId >= 65536) {
     return WEFT_ERROR(weftRemoteError, "device %d / NUMA node %d out of range", d.device, d.numaId);
@@ -189,6 +236,9 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
   if (d.nNics < 0 || d.nNics > kRankDescMaxNics || d.nicsOmitted < 0) {
     return WEFT_ERROR(weftRemoteError, "%d NICs (%d omitted): at most %d fit", d.nNics, d.nicsOmitted,
                       kRankDescMaxNics);
+  }
+  if (d.nic < -1 || d.nic >= d.nNics) {
+    return WEFT_ERROR(weftRemoteError, "nearest NIC %d is not one of its %d NICs", d.nic, d.nNics);
   }
   if (d.nVisibleGpus < 0 || d.nVisibleGpus > kRankDescMaxVisibleGpus || d.visibleGpusOmitted < 0) {
     return WEFT_ERROR(weftRemoteError, "%d visible GPUs (%d omitted): at most %d fit", d.nVisibleGpus,

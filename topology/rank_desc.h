@@ -18,12 +18,15 @@ namespace weft {
 namespace topo {
 
 constexpr uint32_t kRankDescMagic = 0x4f504f54u;  // "TOPO"
-constexpr uint16_t kRankDescVersion = 2;
+constexpr uint16_t kRankDescVersion = 3;
 // NICs one record carries: a host with more lists the first ones (in system order) and says so
 // in nicsOmitted.
 constexpr int kRankDescMaxNics = 16;
 // GPUs of its process one record lists (by bus id, in ordinal order): enough for any one host.
 constexpr int kRankDescMaxVisibleGpus = 16;
+// Searched rings of its host in which one record places its GPU: channel c of a communicator
+// uses ring c mod (the host's rings), so more than this many distinct rings are not kept.
+constexpr int kRankDescMaxRings = 16;
 
 struct RankDescNic {
   char name[32];     // "mlx5_0", "eth0"; NUL-terminated
@@ -48,7 +51,7 @@ struct RankDescription {
   int32_t failed;           // 1: the sender could not describe itself (its own error says why);
                             // the other fields are then unset. Lets the others fail at once.
   int32_t p2pLevel;         // WEFT_P2P_LEVEL as the sender parsed it (route.h P2pLevel), -1 unset
-  int32_t ringPosition;     // where its GPU comes in its host's searched ring (search.h), -1 none
+  int32_t nic;              // index in nics[] of the NIC nearest its GPU (host rank: its NUMA node's), -1 none
   char cpuAffinity[160];    // hex cpumask ("ffffffff,ffffffff") of that NUMA node / the rank; ""
   char cpuVendor[16];       // "GenuineIntel", "AuthenticAMD", ""
   char cpuArch[16];         // "x86_64", "arm64", ""
@@ -59,9 +62,16 @@ struct RankDescription {
   char visibleGpus[kRankDescMaxVisibleGpus][16];
   int32_t nVisibleGpus;       // entries of visibleGpus in use
   int32_t visibleGpusOmitted; // GPUs past kRankDescMaxVisibleGpus (then not known to be seen)
+  // Where its GPU comes in each of its host's first nRings searched rings (search.h): every rank
+  // orders a host's GPU ranks for channel c as that host's own model says, from these alone.
+  // Entries past nRings are -1; nRings 0: no GPU, or its host's model does not place it.
+  int32_t nRings;
+  int32_t ringPositions[kRankDescMaxRings];
+  int32_t reserved;
 };
 static_assert(sizeof(RankDescNic) == 64, "RankDescNic travels in 64 bytes");
-static_assert(sizeof(RankDescription) == 296 + 64 * kRankDescMaxNics + 16 * kRankDescMaxVisibleGpus + 8,
+static_assert(sizeof(RankDescription) ==
+                  296 + 64 * kRankDescMaxNics + 16 * kRankDescMaxVisibleGpus + 8 + 8 + 4 * kRankDescMaxRings,
               "RankDescription layout");
 
 // What a rank knows about itself before describing it.
@@ -73,7 +83,8 @@ struct RankIdentity {
   std::string gpuUuid;
   std::string cpuAffinity;  // host ranks: the process's CPU mask, "" unknown
   std::vector<std::string> visibleGpus;  // bus ids of the process's GPUs by ordinal (the runtime's)
-  std::vector<std::string> hostRing;     // bus ids of the host's GPUs in its searched ring order
+  // The host's searched rings, each the bus ids of its GPUs in passing order (searchedGpuRings).
+  std::vector<std::vector<std::string>> hostRings;
   int p2pLevel = -1;        // WEFT_P2P_LEVEL parsed (route.h P2pLevel), -1 unset or invalid
 };
 
@@ -82,10 +93,13 @@ struct RankIdentity {
 // host rank, takes the NUMA node of the only CPU, or -1 with several), the host's NICs.
 RankDescription describeRank(const System& local, const RankIdentity& self);
 
-// The bus ids of `local`'s GPUs in the order of the search's first ring (topology/search.h:
-// adjacent GPUs share the best links, sockets are crossed once); empty without GPUs. A rank's
-// ringPosition is its GPU's index in this list, so that every rank can order a host's GPU
-// ranks as that host's own model says, from the descriptions alone.
+// The search's rings over `local`'s GPUs (topology/search.h: adjacent GPUs share the best links,
+// sockets are crossed once; on a mesh, arc-disjoint rings), at most kRankDescMaxRings, each the
+// bus ids of the GPUs in passing order; empty without GPUs. A rank's ringPositions[k] is its
+// GPU's index in ring k, so that every rank can order a host's GPU ranks per channel as that
+// host's own model says, from the descriptions alone.
+std::vector<std::vector<std::string>> searchedGpuRings(const System& local);
+// The first of them (empty without GPUs).
 std::vector<std::string> searchedGpuRing(const System& local);
 
 // The record a rank sends when it could not describe itself (failed = 1).

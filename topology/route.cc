@@ -107,6 +107,10 @@ Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel lev
   if (a.host != b.host) {
     r.kind = RouteKind::kNet;
     r.reason = "different hosts";
+    if (!a.nic.empty() || !b.nic.empty()) {
+      r.reason += "; out through NIC " + (a.nic.empty() ? std::string("(none)") : a.nic) + ", in through NIC " +
+                  (b.nic.empty() ? std::string("(none)") : b.nic);
+    }
     return r;
   }
   if (a.gpu < 0 || b.gpu < 0) {

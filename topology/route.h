@@ -3,7 +3,7 @@
 // communicator"). src/core logs every rank's routes at init; weft-topo and the tests call it
 // directly.
 //
-//   different hosts                              -> network
+//   different hosts                              -> network (out through a's NIC, in through b's)
 //   either rank on host memory (no GPU)          -> shared memory
 //   one GPU                                      -> p2p (GPU peer memory)
 //   a process that does not see the other GPU    -> staged through host memory
@@ -53,6 +53,9 @@ struct RouteEnd {
   // Its process sees the other end's GPU (the other GPU is in its CUDA_VISIBLE_DEVICES): peer
   // access between two GPUs needs both ends to see both.
   bool seesOther = true;
+  // The NIC this end's traffic to another host goes through (the one nearest its GPU, else on
+  // its NUMA node: global_system.h RankPlace::nicName), "" none known. Named in a net route.
+  std::string nic;
 };
 
 struct Route {

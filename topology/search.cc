@@ -373,7 +373,7 @@ std::vector<int> chainFor(const std::vector<int>& order, const std::vector<int>&
 // the budget, the plain rotation of chainFor() is used.
 class ChainStarts {
  public:
-  ChainStarts(const NodeRings& rings, const std::vector<int>& nicOfGpu, int channels)
+  ChainStarts(const std::vector<std::vector<int>>& rings, const std::vector<int>& nicOfGpu, int channels)
       : rings_(rings), nics_(distinctNics(nicOfGpu)), channels_(channels) {
     for (int nic : nicOfGpu) {
       nicIndex_.push_back(static_cast<int>(std::find(nics_.begin(), nics_.end(), nic) - nics_.begin()));
@@ -387,7 +387,7 @@ class ChainStarts {
     std::vector<std::vector<int>> out;
     bool balanced = !nics_.empty() && place(0);
     for (int c = 0; c < channels_; ++c) {
-      const std::vector<int>& order = rings_.orders[static_cast<size_t>(c) % rings_.orders.size()];
+      const std::vector<int>& order = rings_[static_cast<size_t>(c) % rings_.size()];
       if (!balanced) {
         out.push_back(chainFor(order, nicOfGpu, c));
         continue;
@@ -405,7 +405,7 @@ class ChainStarts {
   bool place(int c) {
     if (c == channels_) return true;
     if (++steps_ > kBudget) return false;
-    const std::vector<int>& order = rings_.orders[static_cast<size_t>(c) % rings_.orders.size()];
+    const std::vector<int>& order = rings_[static_cast<size_t>(c) % rings_.size()];
     const int n = static_cast<int>(order.size());
     const int want = c % static_cast<int>(nics_.size());
     // GPUs of the channel's own NIC first, then the others.
@@ -430,7 +430,7 @@ class ChainStarts {
   }
 
   static constexpr int64_t kBudget = 100000;
-  const NodeRings& rings_;
+  const std::vector<std::vector<int>>& rings_;
   std::vector<int> nics_;
   std::vector<int> nicIndex_;  // per local GPU: index in nics_
   int channels_;
@@ -507,6 +507,12 @@ void doubleBinaryTree(int n, std::vector<int>* parent0, std::vector<int>* parent
   }
 }
 
+std::vector<std::vector<int>> nodeChains(const std::vector<std::vector<int>>& rings, const std::vector<int>& nicOfGpu,
+                                         int channels) {
+  if (rings.empty() || channels < 1) return {};
+  return ChainStarts(rings, nicOfGpu, channels).chains(nicOfGpu);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The whole job
 
@@ -562,7 +568,7 @@ std::vector<Ring> joinRings(const Cluster& cluster, const NodeKinds& kinds, cons
   channels = std::min(channels, std::max(1, options.maxChannels));
   std::vector<std::vector<std::vector<int>>> chains(nKinds);  // [kind][channel]
   for (size_t k = 0; k < nKinds; ++k)
-    chains[k] = ChainStarts(kinds.rings[k], kinds.nicOf[k], channels).chains(kinds.nicOf[k]);
+    chains[k] = nodeChains(kinds.rings[k].orders, kinds.nicOf[k], channels);
   std::vector<std::vector<int>> rings(static_cast<size_t>(channels));
   for (int c = 0; c < channels; ++c) {
     std::vector<int>& ring = rings[static_cast<size_t>(c)];

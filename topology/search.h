@@ -98,6 +98,13 @@ struct SearchResult {
 SearchResult search(const Cluster& cluster, const SearchOptions& options = SearchOptions());
 SearchResult search(const System& node, const SearchOptions& options = SearchOptions());
 
+// Channel c's chain through one node of a job that spans several (c < channels): the node's ring
+// c mod rings.size() rotated so that the GPUs receiving from and sending to the network spread
+// over the node's NICs evenly (the search's own construction, above). rings: orders of local
+// GPU indices 0..n-1; nicOfGpu[g]: the NIC node local GPU g uses (-1 none). Empty without rings.
+std::vector<std::vector<int>> nodeChains(const std::vector<std::vector<int>>& rings, const std::vector<int>& nicOfGpu,
+                                         int channels);
+
 // NCCL's double binary tree over positions 0..n-1: parent position per position (-1: root).
 void doubleBinaryTree(int n, std::vector<int>* parent0, std::vector<int>* parent1);
 

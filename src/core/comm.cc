@@ -108,25 +108,22 @@ void Communicator::groupByHost() {
     members[h].push_back(p.rank);
   }
   nNodes_ = static_cast<int>(hosts.size());
-  nodeOrder_.clear();
-  for (const auto& m : members) nodeOrder_.insert(nodeOrder_.end(), m.begin(), m.end());
-  // Inside a host: the host's searched GPU ring, or NUMA node by NUMA node (global_system.h; the
-  // global system orders its hosts the same way).
+  std::vector<int> byHost;
+  for (const auto& m : members) byHost.insert(byHost.end(), m.begin(), m.end());
+  ringOrders_.assign(1, byHost);
+  // The topology's rings, one per channel (global_system.h channelRings: inside a host the
+  // host's searched rings or NUMA node by NUMA node, hosts joined through their NICs).
   if (topology_ && topology_->global.nRanks() == nRanks_) {
-    std::vector<int> order = topo::hostRingOrder(topology_->global);
-    if (order != nodeOrder_ && rank_ == 0) {
-      std::string text;
-      for (int r : order) {
-        const topo::RankPlace& p = topology_->global.place(r);
-        text += " " + std::to_string(r) + (p.ringPosition >= 0 ? "(gpu " + p.gpuBusId + ")" : "(numa " + std::to_string(p.numa) + ")");
+    ringOrders_ = topo::channelRings(topology_->global, coll::kMaxScheduleChannels);
+    if (rank_ == 0) {
+      for (const std::string& line : channelRingLines(topology_->global, ringOrders_, coll::kMaxScheduleChannels)) {
+        WEFT_LOG(kInfo, kGraph, "%s", line.c_str());
       }
-      WEFT_LOG(kInfo, kGraph, "rings visit the ranks in the order of each host's GPU ring or NUMA nodes:%s", text.c_str());
     }
-    nodeOrder_ = std::move(order);
   }
-  bool identity = true;
-  for (int i = 0; i < nRanks_; ++i) identity = identity && nodeOrder_[i] == i;
-  if (identity) nodeOrder_.clear();
+  bool identity = ringOrders_.size() == 1;
+  for (int i = 0; identity && i < nRanks_; ++i) identity = ringOrders_[0][static_cast<size_t>(i)] == i;
+  if (identity) ringOrders_.clear();
   if (rank_ != 0 || nNodes_ == 1) return;
   std::string text;
   for (size_t h = 0; h < members.size(); ++h) {
@@ -296,7 +293,7 @@ Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, si
   if (ops_.size() >= kMaxCachedSchedules) ops_.clear();
   auto op = std::make_unique<CachedOp>();
   coll::ScheduleParams ordered = p;
-  ordered.ringOrder = nodeOrder_;
+  ordered.ringOrders = ringOrders_;
   op->schedule = coll::buildSchedule(ordered, rank_);
   op->plan = coll::planCollective(op->schedule, elemSize, static_cast<size_t>(settings_.slotBytes));
   op->plan.timeoutS = settings_.timeoutS;

@@ -134,9 +134,11 @@ class Communicator final : public coll::ConnectionProvider {
   Status runDevice(const std::vector<CollCall>& calls, void* stream);
   // The global system and routes built at init (comm_topology.h).
   const CommTopology* topology() const { return topology_.get(); }
-  // The order in which rings visit the ranks (host by host, NUMA node by NUMA node); empty
-  // when that is rank order.
-  const std::vector<int>& ringOrder() const { return nodeOrder_; }
+  // The rings, one per channel (channel c uses ringOrders()[c mod size], reversed on every
+  // other pass; global_system.h channelRings); empty when there is one and it is rank order.
+  const std::vector<std::vector<int>>& ringOrders() const { return ringOrders_; }
+  // The first of them (empty when rank order).
+  std::vector<int> ringOrder() const { return ringOrders_.empty() ? std::vector<int>() : ringOrders_[0]; }
   // The GPU this rank uses (-1: none; host memory only).
   int device() const { return peerTable_ ? peers()[static_cast<size_t>(rank_)].device : -1; }
   // A group's sends and receives on device buffers (one stream), as one launch.
@@ -175,6 +177,10 @@ class Communicator final : public coll::ConnectionProvider {
   // What the cost model predicts a call takes on this communicator, in microseconds, without
   // running or connecting anything (weftGroupSimulateEnd; comm_estimate.cc).
   double estimateUs(const CollCall& call);
+  // The schedule this rank runs for `call` on the host executor (algorithm, channels and ring
+  // orders as the call gets them; a device call may get fewer channels, see maxDeviceLanes_),
+  // for tests and tools that check what the communicator chose.
+  coll::RankSchedule scheduleFor(const CollCall& call);
   double estimateP2pUs(const std::vector<P2pCall>& calls) const;
 
   // From any thread: makes every wait of this communicator fail within milliseconds, and tells
@@ -221,7 +227,7 @@ class Communicator final : public coll::ConnectionProvider {
   Status enqueueP2p(const std::vector<DeviceCall>& calls, const std::vector<int>& lanes,
                     const std::vector<int64_t>& keys, void* stream);
   static int64_t p2pUnitKey(int delta, int ordinal);
-  // Sets nodeOrder_ and nNodes_ from the peer table and the topology's NUMA nodes.
+  // Sets ringOrders_ and nNodes_ from the peer table and the topology.
   void groupByHost();
   // A collective's shape (kind, algorithm, root, channels, count, element size) -> its
   // schedule and a connected plan, reused by every later call of the same shape.
@@ -319,9 +325,9 @@ class Communicator final : public coll::ConnectionProvider {
   const std::vector<PeerInfo>& peers() const { return peerTable_->peers; }
   // The global system and routes (comm_topology.h), shared with this process's other ranks.
   std::shared_ptr<const CommTopology> topology_;
-  // Ranks grouped by host (hosts in order of their lowest rank): rings and trees follow this
-  // order, so a ring crosses between hosts once per host. Empty when it is 0..n-1 anyway.
-  std::vector<int> nodeOrder_;
+  // The rings per channel, host by host (hosts in order of their lowest rank), so that a ring
+  // crosses between hosts once per host; rings and trees follow them. Empty: 0..n-1.
+  std::vector<std::vector<int>> ringOrders_;
   int nNodes_ = 1;
   std::vector<bool> peerReadsMe_;  // single-copy: peer p can read this rank's memory
   std::mutex registeredMutex_;

@@ -45,13 +45,19 @@ StepPrice stepPrice(int nNodes) {
 
 }  // namespace
 
+coll::RankSchedule Communicator::scheduleFor(const CollCall& call) {
+  coll::ScheduleParams params = paramsFor(call, coll::dataTypeSize(call.type));
+  params.ringOrders = ringOrders_;
+  return coll::buildSchedule(params, rank_);
+}
+
 double Communicator::estimateUs(const CollCall& call) {
   if (!coll::collTraits(call.kind).scheduled) return estimateP2pUs(rootedMessages(call));  // gather, scatter
   const size_t elemSize = coll::dataTypeSize(call.type);
   const StepPrice price = stepPrice(nNodes_);
   if (nRanks_ == 1 || call.count == 0) return price.fixedUs;
   coll::ScheduleParams params = paramsFor(call, elemSize);
-  params.ringOrder = nodeOrder_;
+  params.ringOrders = ringOrders_;
   // The call ends when the busiest rank's slowest lane does (a tree's leaves finish early).
   double slowest = 0;
   for (int r = 0; r < nRanks_; ++r) {

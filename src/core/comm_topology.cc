@@ -61,7 +61,10 @@ topo::RankIdentity identity(const PeerInfo& self) {
   if (!setting.empty() && topo::parseP2pLevel(setting, &level)) id.p2pLevel = static_cast<int>(level);
   device::Runtime* runtime = self.device >= 0 ? device::gpuRuntime() : nullptr;
   device::DeviceProps props;
-  if (runtime != nullptr && runtime->deviceProps(self.device, &props).isOk()) id.gpuBusId = props.pciBusId;
+  if (runtime != nullptr && runtime->deviceProps(self.device, &props).isOk()) {
+    id.gpuBusId = props.pciBusId;
+    id.gpuUuid = props.uuid;
+  }
   // Every GPU this process sees, by ordinal: peers find theirs in it (global_system.h).
   for (int d = 0; runtime != nullptr && d < runtime->deviceCount(); ++d) {
     device::DeviceProps other;
@@ -70,14 +73,14 @@ topo::RankIdentity identity(const PeerInfo& self) {
   return id;
 }
 
-// The local model's searched GPU ring (rank_desc.h searchedGpuRing), once per model: the models
+// The local model's searched GPU rings (rank_desc.h searchedGpuRings), once per model: the models
 // are kept for the life of the process (localTopology), so their addresses name them.
-std::vector<std::string> hostGpuRing(const std::shared_ptr<const topo::System>& local) {
+std::vector<std::vector<std::string>> hostGpuRings(const std::shared_ptr<const topo::System>& local) {
   static std::mutex mutex;
-  static std::map<const topo::System*, std::vector<std::string>> rings;
+  static std::map<const topo::System*, std::vector<std::vector<std::string>>> rings;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = rings.find(local.get());
-  if (it == rings.end()) it = rings.emplace(local.get(), topo::searchedGpuRing(*local)).first;
+  if (it == rings.end()) it = rings.emplace(local.get(), topo::searchedGpuRings(*local)).first;
   return it->second;
 }
 
@@ -301,10 +304,47 @@ topo::Route CommTopology::routeBetween(int a, int b) const {
   const topo::RankPlace& pb = global.place(b);
   // Where the runtime gave no bus ids the ordinals are all there is: each end is taken to see the other.
   const bool busIds = !pa.gpuBusId.empty() && !pb.gpuBusId.empty();
-  topo::RouteEnd ea{a, pa.host, pa.gpu, !busIds || topo::ordinalSeenBy(global, a, b) >= 0};
-  topo::RouteEnd eb{b, pb.host, pb.gpu, !busIds || topo::ordinalSeenBy(global, b, a) >= 0};
+  topo::RouteEnd ea{a, pa.host, pa.gpu, !busIds || topo::ordinalSeenBy(global, a, b) >= 0, pa.nicName};
+  topo::RouteEnd eb{b, pb.host, pb.gpu, !busIds || topo::ordinalSeenBy(global, b, a) >= 0, pb.nicName};
   const bool here = pa.host == localHost && pb.host == localHost && pa.gpuPlaced && pb.gpuPlaced;
   return topo::route(ea, eb, here ? &localPaths.at(pa.gpu, pb.gpu) : nullptr, p2pLevel);
+}
+
+namespace {
+
+// "channels 0 14 28; reversed: 7 21": the channels (< maxChannels) that use ring k of n.
+std::string channelsOfRing(size_t k, size_t n, int maxChannels) {
+  if (n == 1) return "every channel; reversed on odd ones";
+  std::string forward, reversed;
+  for (size_t c = k; c < static_cast<size_t>(maxChannels); c += n) {
+    ((c / n) % 2 == 0 ? forward : reversed) += " " + std::to_string(c);
+  }
+  return "channels" + forward + (reversed.empty() ? "" : "; reversed:" + reversed);
+}
+
+}  // namespace
+
+std::vector<std::string> channelRingLines(const topo::GlobalSystem& g, const std::vector<std::vector<int>>& rings,
+                                          int maxChannels) {
+  std::vector<std::string> lines;
+  for (size_t k = 0; k < rings.size(); ++k) {
+    const std::vector<int>& ring = rings[k];
+    std::string text = "ring " + std::to_string(k) + " (" + channelsOfRing(k, rings.size(), maxChannels) + "):";
+    std::string exits;
+    for (size_t i = 0; i < ring.size(); ++i) {
+      const topo::RankPlace& p = g.place(ring[i]);
+      const bool hostStarts = i == 0 || g.place(ring[i - 1]).host != p.host;
+      text += (hostStarts && i > 0 ? " | " : " ") + std::to_string(ring[i]);
+      const bool hostEnds = i + 1 == ring.size() || g.place(ring[i + 1]).host != p.host;
+      if (g.hosts.size() > 1 && hostEnds) {
+        exits += " host " + std::to_string(p.host) + " sends from rank " + std::to_string(ring[i]) + " via NIC " +
+                 (p.nicName.empty() ? std::string("(none)") : p.nicName) + ";";
+      }
+    }
+    if (!exits.empty()) exits.pop_back();
+    lines.push_back(text + (exits.empty() ? "" : ";" + exits));
+  }
+  return lines;
 }
 
 Status buildCommTuner(const std::vector<topo::RankDescription>& descs, const topo::GlobalSystem& global,
@@ -429,7 +469,7 @@ Status buildCommTopology(Bootstrap* b, const PeerTable& peers, const std::string
   topo::RankDescription mine{};
   if (s.isOk()) {
     topo::RankIdentity id = identity(self);
-    id.hostRing = hostGpuRing(local);
+    id.hostRings = hostGpuRings(local);
     mine = topo::describeRank(*local, id);
   }
   // A rank that failed still tells rank 0, so that nobody waits for it until the time-out.

@@ -75,6 +75,12 @@ bool sizeRuleParamsSet();
 // agreed at init instead).
 topo::TunerSettings tunerSettingsFromParams();
 
+// The communicator's rings (global_system.h channelRings) as the GRAPH log shows them: one line
+// per ring, the channels (< maxChannels) that use it, its ranks host by host ("|" between hosts)
+// and, across hosts, the rank each host sends from to the next and the NIC that rank uses.
+std::vector<std::string> channelRingLines(const topo::GlobalSystem& g, const std::vector<std::vector<int>>& rings,
+                                          int maxChannels);
+
 // The tuner's table as the INFO log shows it: the model, then each collective's size classes.
 std::vector<std::string> tunerTableLines(const topo::Tuner& tuner);
 

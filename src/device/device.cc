@@ -4,6 +4,7 @@
 #include "device/device.h"
 
 #include <atomic>
+#include <cstdio>
 
 namespace weft {
 namespace device {
@@ -21,6 +22,19 @@ constexpr int32_t kMaxThreadsPerLane = 512;
 
 void setHostLaneRunner(HostLaneRunner runner) { gHostLaneRunner.store(runner); }
 HostLaneRunner hostLaneRunner() { return gHostLaneRunner.load(); }
+
+std::string formatUuid(const unsigned char (&bytes)[16]) {
+  bool any = false;
+  for (unsigned char b : bytes) any = any || b != 0;
+  if (!any) return "";
+  std::string text;
+  for (int i = 0; i < 16; ++i) {
+    char hex[3];
+    std::snprintf(hex, sizeof(hex), "%02x", bytes[i]);
+    text += (i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "") + std::string(hex);
+  }
+  return text;
+}
 
 const char* memoryKindName(MemoryKind kind) {
   switch (kind) {

@@ -42,6 +42,10 @@ struct DeviceProps {
   std::string name;         // "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X"
   std::string arch;         // "sm_90", "gfx942"
   std::string pciBusId;     // "0000:17:00.0", to match the device against the topology
+  // The GPU's UUID (formatUuid: 8-4-4-4-12 hex digits of its 16 bytes), "" when the runtime
+  // gives none. Unique across hosts, where bus ids repeat; emulated devices derive theirs from
+  // their host and bus id.
+  std::string uuid;
   int warpSize = 0;         // 32 on NVIDIA and RDNA, 64 on CDNA: never assume one
   int multiProcessors = 0;  // SMs (NVIDIA) or CUs (AMD)
   // Blocks of the lane program one SM / CU holds resident at once, from the runtime's occupancy
@@ -51,6 +55,10 @@ struct DeviceProps {
   int laneBlocksPerUnit = 0;
   uint64_t totalMemoryBytes = 0;
 };
+
+// 16 UUID bytes as "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lower-case hex; CUDA's tools print
+// it after "GPU-"); "" when every byte is zero (a runtime that has none).
+std::string formatUuid(const unsigned char (&bytes)[16]);
 
 // An exported device allocation, opaque, sent to another process on the same host.
 struct IpcHandle {

@@ -43,6 +43,21 @@ namespace device {
 namespace {
 
 constexpr size_t kHostAlignment = 256;                 // allocHost, like cudaMallocHost
+
+// An emulated GPU's UUID: a function of its host and bus id, so that, as with real GPUs, the same
+// bus id on two hosts (network namespaces, WEFT_HOSTID) is two GPUs, and one GPU seen from two
+// processes of a host is one.
+std::string emulatedUuid(const std::string& busId) {
+  const uint64_t host = hostHash();
+  const uint64_t lo = hashBytes(busId.data(), busId.size(), host);
+  const uint64_t hi = hashBytes(&lo, sizeof(lo), host ^ 0x9e3779b97f4a7c15ull);
+  unsigned char bytes[16];
+  for (int i = 0; i < 8; ++i) {
+    bytes[i] = static_cast<unsigned char>(hi >> (8 * i));
+    bytes[8 + i] = static_cast<unsigned char>(lo >> (8 * i));
+  }
+  return formatUuid(bytes);
+}
 constexpr uint64_t kIpcMagic = 0x31554d4554464557ull;  // "WEFTEMU1" in memory order
 
 // What the 64 bytes of an IpcHandle hold here. The memfd's inode and device tell its file from
@@ -260,6 +275,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     const int bus = static_cast<int>(params::EmulatedFirstBus()) + device;
     std::snprintf(busId, sizeof(busId), "0000:%02x:00.0", bus & 0xff);
     p.pciBusId = busId;
+    p.uuid = emulatedUuid(busId);
     p.warpSize = 1;
     p.multiProcessors = emulatedSms();
     p.laneBlocksPerUnit = emulatedBlocksPerSm();

@@ -72,6 +72,23 @@ inline std::string gpuArchName(const GpuDeviceProp& p) {
 inline const char* gpuDriverHint() {
   return access("/dev/kfd", F_OK) == 0 ? "" : " (/dev/kfd is missing: the amdgpu kernel driver is not loaded)";
 }
+
+// The GPU's UUID (formatUuid), "" where the runtime has none (hipDeviceGetUuid: ROCm 5.2 on).
+inline std::string gpuUuid(const GpuDeviceProp&, int device) {
+#if HIP_VERSION >= 50200000
+  hipUUID id;
+  if (hipDeviceGetUuid(&id, device) != hipSuccess) {
+    (void)hipGetLastError();
+    return "";
+  }
+  unsigned char bytes[16];
+  for (int i = 0; i < 16; ++i) bytes[i] = static_cast<unsigned char>(id.bytes[i]);
+  return formatUuid(bytes);
+#else
+  (void)device;
+  return "";
+#endif
+}
 }  // namespace device
 }  // namespace weft
 
@@ -114,6 +131,13 @@ inline MemoryKind gpuMemoryKind(const GpuPointerAttributes& a) {
     default:
       return MemoryKind::kHost;
   }
+}
+
+// The GPU's UUID (formatUuid) from its properties.
+inline std::string gpuUuid(const GpuDeviceProp& p, int) {
+  unsigned char bytes[16];
+  for (int i = 0; i < 16; ++i) bytes[i] = static_cast<unsigned char>(p.uuid.bytes[i]);
+  return formatUuid(bytes);
 }
 
 // CUDA versions are major * 1000 + minor * 10.

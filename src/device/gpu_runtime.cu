@@ -141,6 +141,7 @@ class GpuRuntime final : public Runtime {
     out->name = p.name;
     out->arch = gpuArchName(p);
     out->pciBusId = bus;
+    out->uuid = gpuUuid(p, device);
     out->warpSize = p.warpSize;
     out->multiProcessors = p.multiProcessorCount;
     out->laneBlocksPerUnit = laneOccupancy(device);

@@ -23,6 +23,10 @@
 #                the netem qdisc, weft-netem-hub does it (HUB, by default next to NETTEST;
 #                NETNS_NETEM=hub uses it even where the qdisc exists)
 #   abort        `abort`: weftCommAbort unblocks a collective in < 1 s; a new communicator works
+#   topology     every host its own WEFT_TOPO_FILE (two NUMA nodes of one CPU each, a NIC on each),
+#                its ranks bound to alternate CPUs (host 1's the other way round); `collectives
+#                quick` must pass, and in rank 0's GRAPH log every ring must cross between hosts
+#                exactly twice (once each way) and each host must send through both its NICs
 #
 # Exit status: 0 pass, 1 fail, 77 skipped (not root, no namespaces, neither netem nor the hub, no
 # libfabric).
@@ -32,7 +36,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/netns.sh"
 
 if [[ $# -lt 2 ]]; then
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 NETTEST=$(readlink -f "$1")
@@ -329,8 +333,72 @@ scenario_abort() {
   for ((r = 0; r < NRANKS; r++)); do grep -h 'abort' "$NETNS_LOGS/rank$r.out" | sed 's/^/  /'; done
 }
 
+# topology_file H: host H's machine: NUMA node n holds CPU n and the NIC mlx5_n.
+topology_file() {
+  local n
+  echo '<system version="1">'
+  for n in 0 1; do
+    cat <<XML
+  <cpu numaid="$n" affinity="0000000$((1 << n))" arch="x86_64" vendor="AuthenticAMD" familyid="25" modelid="1">
+    <pci busid="0000:$((n * 8 + 1))0:00.0" class="0x020000" vendor="0x15b3" device="0x1021" link_speed="16.0 GT/s PCIe" link_width="16">
+      <nic><net name="mlx5_$n" dev="$n" speed="100000" port="1" guid="0x$1$n" maxconn="131072" gdr="0"/></nic>
+    </pci>
+  </cpu>
+XML
+  done
+  echo '</system>'
+}
+
+# check_rings LOG: every "ring K (...): ranks; host H sends from rank R via NIC N; ..." line of
+# rank 0's GRAPH log crosses between hosts exactly twice, and each host sends through 2 NICs.
+check_rings() {
+  local log=$1 line ranks rings=0 h
+  declare -A nics=()
+  while IFS= read -r line; do
+    rings=$((rings + 1))
+    ranks=${line#*): }
+    ranks=${ranks%%;*}
+    ranks=${ranks//|/}
+    local -a list=()
+    read -r -a list <<<"$ranks"
+    local crossings=0 i n=${#list[@]}
+    for ((i = 0; i < n; i++)); do
+      [[ $(host_of "${list[i]}") != $(host_of "${list[(i + 1) % n]}") ]] && crossings=$((crossings + 1))
+    done
+    ((n == NRANKS)) || fail "ring line lists $n of $NRANKS ranks: $line"
+    ((crossings == 2)) || fail "ring crosses between hosts $crossings times, not twice: $line"
+    for ((h = 0; h < HOSTS; h++)); do
+      [[ $line =~ host\ $h\ sends\ from\ rank\ [0-9]+\ via\ NIC\ ([a-z0-9_]+) ]] || fail "no NIC for host $h: $line"
+      nics[$h]+=" ${BASH_REMATCH[1]}"
+    done
+    echo "  $line"
+  done < <(grep -oE 'ring [0-9]+ \(.*' "$log")
+  ((rings >= 2)) || fail "rank 0 logged $rings rings; one per NIC (2) expected"
+  for ((h = 0; h < HOSTS; h++)); do
+    [[ ${nics[$h]} == *mlx5_0* && ${nics[$h]} == *mlx5_1* ]] || fail "host $h sends only through${nics[$h]}"
+  done
+}
+
+scenario_topology() {
+  (($(nproc) >= 2)) || netns_skip "the topology scenario binds ranks to two CPUs; this machine has $(nproc)"
+  netns_up "$HOSTS"
+  local r h cpu
+  for ((h = 0; h < HOSTS; h++)); do topology_file "$h" >"$NETNS_LOGS/host$h.xml"; done
+  for ((r = 0; r < NRANKS; r++)); do
+    h=$(host_of "$r")
+    cpu=$(((r + h) % 2))  # host 0: ranks on CPUs 0 1 0 1 ..., host 1: 1 0 1 0 ...
+    netns_spawn "rank$r" "$h" 500 WEFT_RANK="$r" WEFT_NRANKS="$NRANKS" WEFT_ROOT_ADDR="$(netns_addr 0):$PORT" \
+      WEFT_ROOT_SECRET="$SECRET" "${RANK_ENV[@]}" WEFT_TIMEOUT_S=120 WEFT_TOPO_FILE="$NETNS_LOGS/host$h.xml" \
+      WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=GRAPH -- taskset -c "$cpu" "$NETTEST" collectives quick
+  done
+  netns_wait_all
+  judge_all_pass
+  check_rings "$NETNS_LOGS/rank0.err"
+}
+
 case $SCENARIO in
   collectives) scenario_collectives ;;
+  topology) scenario_topology ;;
   kill | linkdown) loop_fault "$SCENARIO" ;;
   stop | silenthost) silence_fault "$SCENARIO" ;;
   neverjoin) scenario_neverjoin ;;

@@ -62,7 +62,7 @@ std::string describe(const ScheduleParams& p, int64_t slice, bool inPlace, int f
   return std::string(collName(p.kind)) + "/" + algoName(p.algo) + " n=" + std::to_string(p.nRanks) +
          " count=" + std::to_string(p.count) + " channels=" + std::to_string(p.nChannels) +
          " root=" + std::to_string(p.root) + " slice=" + std::to_string(slice) + (inPlace ? " in-place" : "") +
-         " fifo=" + std::to_string(fifo) + (p.ringOrder.empty() ? "" : " ringOrder");
+         " fifo=" + std::to_string(fifo) + (p.ringOrders.empty() ? "" : " ringOrders");
 }
 
 // Runs the interpreter and returns how many configurations failed (reporting the first few).
@@ -151,9 +151,12 @@ TEST_P(ScheduleSweep, ChannelsOrdersAndFifos) {
       if (hasInPlace(c.kind)) expectVerified(p, 2, true, 4, &failures);
     }
     ScheduleParams p = makeParams(c, n, blocked(c.kind) ? 11 : 301, 3, 1 % n);
-    p.ringOrder.resize(n);
-    for (int i = 0; i < n; ++i) p.ringOrder[i] = i;
-    std::shuffle(p.ringOrder.begin(), p.ringOrder.end(), rng);
+    // Two different orders over three channels: channel 2 takes the first again, reversed.
+    p.ringOrders.assign(2, std::vector<int>(static_cast<size_t>(n)));
+    for (std::vector<int>& order : p.ringOrders) {
+      for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+      std::shuffle(order.begin(), order.end(), rng);
+    }
     for (bool inPlace : {false, true}) {
       if (inPlace && !hasInPlace(c.kind)) continue;
       expectVerified(p, 7, inPlace, minFifo(c), &failures);
@@ -227,6 +230,22 @@ TEST(ScheduleTree, DoubleBinaryTreeIsComplementary) {
   }
 }
 
+// Ranks of two hosts, each host's together in the order (any even count): each tree of the
+// double binary tree crosses between the hosts over exactly one edge, the least a spanning tree
+// can (the shifted tree 1 used before crossed more: position 0 joined the far end).
+TEST(ScheduleTree, DoubleBinaryTreeCrossesBetweenTwoHalvesOnce) {
+  for (int n = 2; n <= 256; n += 2) {
+    for (int which : {0, 1}) {
+      std::vector<algo::TreeNode> t = algo::doubleBinaryTree(n, which);
+      int crossings = 0;
+      for (int v = 0; v < n; ++v) {
+        if (t[v].parent >= 0 && (v < n / 2) != (t[v].parent < n / 2)) ++crossings;
+      }
+      EXPECT_EQ(crossings, 1) << "n=" << n << " tree " << which;
+    }
+  }
+}
+
 TEST(ScheduleTree, HeapTreeIsRootedAtRoot) {
   for (int n = 1; n <= 300; n += 7) {
     for (int root : {0, n / 3, n - 1}) {
@@ -294,9 +313,10 @@ TEST(ScheduleParamsCheck, RejectsBadParameters) {
   bad([](ScheduleParams& p) { p.count = -1; }, "negative");
   bad([](ScheduleParams& p) { p.algo = Algo::kPairwise; }, "no pairwise algorithm");
   bad([](ScheduleParams& p) { p.kind = CollKind::kSendRecv; }, "built from the user's calls");
-  bad([](ScheduleParams& p) { p.ringOrder = {0, 1, 2}; }, "3 entries for 4 ranks");
-  bad([](ScheduleParams& p) { p.ringOrder = {0, 1, 1, 2}; }, "lists rank 1 twice");
-  bad([](ScheduleParams& p) { p.ringOrder = {0, 1, 2, 7}; }, "not a rank");
+  bad([](ScheduleParams& p) { p.ringOrders = {{0, 1, 2}}; }, "3 entries for 4 ranks");
+  bad([](ScheduleParams& p) { p.ringOrders = {{0, 1, 2, 3}, {0, 1, 1, 2}}; }, "ringOrders[1] lists rank 1 twice");
+  bad([](ScheduleParams& p) { p.ringOrders = {{0, 1, 2, 7}}; }, "not a rank");
+  bad([](ScheduleParams& p) { p.ringOrders.assign(33, {0, 1, 2, 3}); }, "33 ring orders");
   bad([](ScheduleParams& p) { p.count = int64_t{1} << 62, p.kind = CollKind::kAllGather, p.algo = Algo::kRing; },
       "does not fit");
 }

@@ -18,6 +18,8 @@
 #include "core/api_internal.h"
 #include "base/log.h"
 #include "core/comm.h"
+#include "core/comm_topology.h"
+#include "topology/rank_desc.h"
 #include "device/device.h"
 #include "topology/machines.h"
 #include "topology/topo_file.h"
@@ -269,6 +271,48 @@ TEST(CommTopology, TwoProcessesAgree) {
   ASSERT_TRUE(weft::topo::readTopologyFile(dump, &back).isOk());
   EXPECT_EQ(back.nodesOfType(NodeType::kGpu).size(), 4u);
   std::remove(dump.c_str());
+}
+
+}  // namespace
+
+namespace {
+
+// The GRAPH log's ring lines: two DGX H100 hosts with two ranks each (GPUs 0 and 1): every ring
+// shows host 0's ranks, "|", host 1's, and the rank and NIC each host sends from (the NIC beside
+// that rank's GPU: mlx5_0 for GPU 0, mlx5_1 for GPU 1).
+TEST(CommTopology, RingLinesNameTheHostsAndTheNicsEachSendsFrom) {
+  const weft::topo::System dgx = weft::topo::machines::dgxH100();
+  const std::vector<int> gpus = dgx.nodesOfType(NodeType::kGpu);
+  const std::vector<std::vector<std::string>> rings = weft::topo::searchedGpuRings(dgx);
+  std::vector<weft::topo::RankDescription> descs;
+  for (int r = 0; r < 4; ++r) {
+    weft::topo::RankIdentity id;
+    id.rank = r;
+    id.device = r % 2;
+    id.hostHash = r < 2 ? 0x1111 : 0x2222;
+    id.gpuBusId = dgx.nodes[static_cast<size_t>(gpus[static_cast<size_t>(r % 2)])].pci.busId;
+    id.hostRings = rings;
+    descs.push_back(weft::topo::describeRank(dgx, id));
+  }
+  weft::topo::GlobalSystem g;
+  ASSERT_TRUE(weft::topo::buildGlobalSystem(descs, 0x1111, &dgx, &g).isOk());
+  const std::vector<std::vector<int>> channels = weft::topo::channelRings(g);
+  ASSERT_EQ(channels.size(), 2u);  // two NICs in use per host
+  const std::vector<std::string> lines = weft::core::channelRingLines(g, channels, 4);
+  ASSERT_EQ(lines.size(), 2u);
+  for (size_t c = 0; c < 2; ++c) {
+    const std::vector<int>& ring = channels[c];
+    const std::string want = "ring " + std::to_string(c) + " (channels " + std::to_string(c) + "; reversed: " +
+                             std::to_string(c + 2) + "): " + std::to_string(ring[0]) + " " + std::to_string(ring[1]) +
+                             " | " + std::to_string(ring[2]) + " " + std::to_string(ring[3]) +
+                             "; host 0 sends from rank " + std::to_string(ring[1]) + " via NIC mlx5_" +
+                             std::to_string(ring[1] % 2) + "; host 1 sends from rank " + std::to_string(ring[3]) +
+                             " via NIC mlx5_" + std::to_string(ring[3] % 2);
+    EXPECT_EQ(lines[c], want);
+  }
+  // The two channels leave each host from different GPUs, so through different NICs.
+  EXPECT_NE(channels[0][1], channels[1][1]);
+  EXPECT_NE(channels[0][3], channels[1][3]);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -172,9 +173,76 @@ TEST(RingOrder, GpuRanksFollowTheSearchedRing) {
   for (int r = 1; r < kRanks; ++r) EXPECT_EQ(orders[r], orders[0]) << "rank " << r;
 }
 
+// Trees follow the searched ring too: on the interleaved PCIe server (devices 0 and 2 under one
+// socket's switch, 1 and 3 under the other's) each tree of the all-reduce's double binary tree
+// crosses between the sockets over one edge (in rank order each would cross over two), and
+// tree all-reduce and broadcast are right.
+TEST(RingOrder, TreesFollowTheSearchedRing) {
+  setenv("WEFT_GPU_BACKEND", "emulated", 1);
+  setenv("WEFT_EMULATED_DEVICES", "4", 1);
+  setenv("WEFT_ALGO", "tree", 1);
+  const std::string file = writeInterleavedGpuFile();
+  setenv("WEFT_TOPO_FILE", file.c_str(), 1);
+  std::vector<std::string> errors(kRanks);
+  std::vector<std::array<int, 2>> parents(kRanks, {-2, -2});  // per rank, in trees 0 and 1 of channel 0
+  weftUniqueId id;
+  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+  std::vector<std::thread> threads;
+  const size_t count = (1 << 15) + 5;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      weft::device::Runtime* rt = weft::device::gpuRuntime();
+      void* buf = nullptr;
+      weftComm_t comm = nullptr;
+      if (!rt->setDevice(r).isOk() || !rt->allocDevice(count * sizeof(float), &buf).isOk() ||
+          weftCommInitRank(&comm, kRanks, id, r) != weftSuccess) {
+        errors[r] = "init failed";
+        return;
+      }
+      weft::core::CollCall call;
+      call.count = count;
+      const weft::coll::RankSchedule s = comm->impl->scheduleFor(call);
+      for (int t = 0; t < 2; ++t) {
+        const std::vector<weft::coll::Step>& down = s.lanes[static_cast<size_t>(t * 2 + 1)].steps;
+        parents[r][t] = down.empty() ? -1 : down[0].recvPeer;  // the root's down lane is empty
+      }
+      float* v = static_cast<float*>(buf);
+      for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(r + 1 + i % 3);
+      if (weftAllReduce(v, v, count, weftFloat32, weftSum, comm, WEFT_STREAM_DEFAULT) != weftSuccess ||
+          weftBroadcast(v, v, count, weftFloat32, 3, comm, WEFT_STREAM_DEFAULT) != weftSuccess ||
+          weftCommFinalize(comm) != weftSuccess) {
+        errors[r] = weftGetLastError(comm);
+      }
+      for (size_t i = 0; i < count && errors[r].empty(); ++i) {
+        if (v[i] != static_cast<float>(10 + 4 * (i % 3))) errors[r] = "element " + std::to_string(i) + " wrong";
+      }
+      weftCommDestroy(comm);
+      (void)rt->freeDevice(buf);
+    });
+  }
+  for (auto& t : threads) t.join();
+  unsetenv("WEFT_TOPO_FILE");
+  unsetenv("WEFT_ALGO");
+  unsetenv("WEFT_EMULATED_DEVICES");
+  std::remove(file.c_str());
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  for (int t = 0; t < 2; ++t) {
+    int roots = 0, crossings = 0;
+    for (int r = 0; r < kRanks; ++r) {
+      const int p = parents[r][t];
+      ASSERT_GE(p, -1) << "rank " << r;
+      if (p < 0) ++roots;
+      if (p >= 0 && p % 2 != r % 2) ++crossings;  // devices 0, 2: socket 0; 1, 3: socket 1
+    }
+    EXPECT_EQ(roots, 1) << "tree " << t;
+    EXPECT_EQ(crossings, 1) << "tree " << t << ": parents " << parents[0][t] << " " << parents[1][t] << " "
+                            << parents[2][t] << " " << parents[3][t];
+  }
+}
+
 // Emulated GPUs posing as the GPUs of a model machine (written as a topology file): emulated
 // device d is the machine's GPU perm[d], so rank order is not the machine's order. Every rank
-// of an 8-rank (4 on the PCIe server) communicator takes the ring the search builds for that
+// of an 8-rank (4 on the PCIe server) communicator takes the rings the search builds for that
 // machine, mapped to ranks, its routes follow the machine's paths, and every collective is
 // right over it.
 struct MachineCase {
@@ -189,7 +257,7 @@ constexpr int kFirstBus = 0xf0;
 // One rank of RingOfMachine on emulated device r: every collective on device buffers (all-reduce
 // and broadcast in place, all-gather, reduce-scatter, reduce to rank 0, all-to-all), results
 // checked. "" when all is right, else what went wrong; *order: the communicator's ring order.
-std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, std::vector<int>* order) {
+std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, std::vector<std::vector<int>>* order) {
   weft::device::Runtime* rt = weft::device::gpuRuntime();
   const size_t nc = static_cast<size_t>(n) * count;
   std::vector<void*> bufs(6, nullptr);  // v, all, rs, red: count or n*count floats; src, dst: n*count
@@ -208,7 +276,7 @@ std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, s
   for (size_t i = 0; i < nc; ++i) src[i] = static_cast<float>(r * 1000 + static_cast<int>(i / count) + i % 5);
   weftComm_t comm = nullptr;
   if (weftCommInitRank(&comm, n, id, r) != weftSuccess) return weftGetLastError(nullptr);
-  *order = comm->impl->ringOrder();
+  *order = comm->impl->ringOrders();
   const weftStream_t s = WEFT_STREAM_DEFAULT;
   const bool ok = weftAllReduce(v, v, count, weftFloat32, weftSum, comm, s) == weftSuccess &&
                   weftAllGather(v, all, count, weftFloat32, comm, s) == weftSuccess &&
@@ -254,14 +322,16 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
     std::snprintf(bus, sizeof(bus), "0000:%02x:00.0", kFirstBus + d);  // a bus the model does not use
     sys.nodes[static_cast<size_t>(gpus[static_cast<size_t>(perm[static_cast<size_t>(d)])])].pci.busId = bus;
   }
-  // The expected order: the search's ring over this machine, bus ids mapped back to devices.
-  std::vector<int> expected;
-  for (const std::string& bus : weft::topo::searchedGpuRing(sys)) {
-    expected.push_back(std::stoi(bus.substr(5, 2), nullptr, 16) - kFirstBus);
+  // The expected rings: the search's rings over this machine, bus ids mapped back to devices.
+  std::vector<std::vector<int>> expected;
+  for (const std::vector<std::string>& ring : weft::topo::searchedGpuRings(sys)) {
+    expected.emplace_back();
+    for (const std::string& bus : ring) expected.back().push_back(std::stoi(bus.substr(5, 2), nullptr, 16) - kFirstBus);
+    ASSERT_EQ(static_cast<int>(expected.back().size()), n);
   }
-  ASSERT_EQ(static_cast<int>(expected.size()), n);
-  bool identity = true;
-  for (int i = 0; i < n; ++i) identity = identity && expected[static_cast<size_t>(i)] == i;
+  ASSERT_FALSE(expected.empty());
+  bool identity = expected.size() == 1;
+  for (int i = 0; identity && i < n; ++i) identity = expected[0][static_cast<size_t>(i)] == i;
   // A path per machine: a process reads each WEFT_TOPO_FILE path once.
   const std::string path = std::string(::testing::TempDir()) + "/weft_machine_" + m.name + "_" +
                            std::to_string(getpid()) + ".xml";
@@ -272,7 +342,7 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
   setenv("WEFT_TOPO_FILE", path.c_str(), 1);
   weftUniqueId id;
   ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
-  std::vector<std::vector<int>> orders(static_cast<size_t>(n));
+  std::vector<std::vector<std::vector<int>>> orders(static_cast<size_t>(n));
   std::vector<std::string> errors(static_cast<size_t>(n));
   const size_t count = 4096 * static_cast<size_t>(n) + 3;  // uneven slices
   std::vector<std::thread> threads;
@@ -288,7 +358,8 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
   std::remove(path.c_str());
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << m.name << " rank " << r;
   for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(orders[static_cast<size_t>(r)], identity ? std::vector<int>{} : expected) << m.name << " rank " << r;
+    EXPECT_EQ(orders[static_cast<size_t>(r)], identity ? std::vector<std::vector<int>>{} : expected)
+        << m.name << " rank " << r;
   }
 }
 

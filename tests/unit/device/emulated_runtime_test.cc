@@ -72,6 +72,7 @@ TEST(EmulatedRuntime, PosesAsOneGpu) {
   EXPECT_EQ(p.name, "Weft emulated device");
   EXPECT_EQ(p.arch, "emulated");
   EXPECT_EQ(p.pciBusId, "0000:00:00.0");
+  EXPECT_EQ(p.uuid[8], '-');
   EXPECT_EQ(p.warpSize, 1);
   EXPECT_EQ(p.multiProcessors, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) * 4);
   EXPECT_EQ(p.totalMemoryBytes, static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE));
@@ -101,6 +102,13 @@ TEST(EmulatedRuntime, PosesAsSeveralGpusOnRequest) {
   DeviceProps p;
   ASSERT_TRUE(rt.deviceProps(2, &p).isOk());
   EXPECT_EQ(p.pciBusId, "0000:02:00.0");
+  // A UUID per GPU, stable, in the 8-4-4-4-12 form: one GPU asked twice is one, two are two.
+  DeviceProps again, other;
+  ASSERT_TRUE(rt.deviceProps(2, &again).isOk());
+  ASSERT_TRUE(rt.deviceProps(1, &other).isOk());
+  EXPECT_EQ(p.uuid.size(), 36u) << p.uuid;
+  EXPECT_EQ(p.uuid, again.uuid);
+  EXPECT_NE(p.uuid, other.uuid);
   Status s = rt.deviceProps(3, &p);
   EXPECT_TRUE(contains(s, "deviceProps(3): the emulated devices are 0..2")) << s.message();
   // The current device is the thread's: a new thread starts on device 0.
@@ -560,6 +568,14 @@ TEST(EmulatedRuntime, GpuRuntimeWithTheBackendVariable) {
   text << in.rdbuf();
   EXPECT_NE(text.str().find("GPU backend: emulated (host memory posing as one GPU; for tests)"), std::string::npos)
       << text.str();
+}
+
+TEST(DeviceProps, UuidsPrintAsHexGroups) {
+  const unsigned char bytes[16] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+                                   0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10};
+  EXPECT_EQ(formatUuid(bytes), "01234567-89ab-cdef-fedc-ba9876543210");
+  const unsigned char none[16] = {};
+  EXPECT_EQ(formatUuid(none), "");  // a runtime without UUIDs: unknown, never all zeros
 }
 
 }  // namespace

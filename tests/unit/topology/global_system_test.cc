@@ -2,6 +2,7 @@
 // them, on the model machines of machines.h.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -73,6 +74,12 @@ TEST(RankDescription, RefusesMalformedBytes) {
   EXPECT_FALSE(broken([](RankDescription& d) { d.nics[0].speedMbps = std::nan(""); }).isOk());
   EXPECT_FALSE(broken([](RankDescription& d) { d.numaId = -7; }).isOk());
   EXPECT_FALSE(broken([](RankDescription& d) { d.failed = 2; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.nRings = kRankDescMaxRings + 1; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.nRings = 1, d.ringPositions[0] = -1; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.nRings = 1, d.ringPositions[0] = 4096; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.nRings = 0, d.ringPositions[3] = 2; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.nic = d.nNics; }).isOk());
+  EXPECT_FALSE(broken([](RankDescription& d) { d.nic = -2; }).isOk());
   // A rank that could not describe itself says so in a well-formed record.
   RankDescription failed = failedRankDescription(4);
   EXPECT_TRUE(checkRankDescription(failed, 4).isOk());
@@ -103,6 +110,39 @@ TEST(RankDescription, GpusAreKnownByBusIdNotOrdinal) {
   // Another host's GPU with the same bus id is another GPU.
   RankDescription far = rankOn(sys, 3, kHostB, 1, 1);
   EXPECT_FALSE(sameGpu(descs[2], far));
+}
+
+// GPUs by bus id and UUID: slices of one GPU (one bus id, two UUIDs: MIG instances) share its
+// place in the topology but are not one GPU; one UUID at two bus ids of a host is refused.
+TEST(GlobalSystem, GpusAreKnownByBusIdAndUuid) {
+  const System sys = machines::dgxH100();
+  std::vector<RankDescription> descs = {rankOn(sys, 0, kHostA, 1, 0), rankOn(sys, 1, kHostA, 1, 0),
+                                        rankOn(sys, 2, kHostB, 1, 0)};
+  std::strcpy(descs[0].gpuUuid, "0a0a0a0a-0000-0000-0000-000000000001");
+  std::strcpy(descs[1].gpuUuid, "0a0a0a0a-0000-0000-0000-000000000002");
+  std::strcpy(descs[2].gpuUuid, "0a0a0a0a-0000-0000-0000-000000000003");
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+  EXPECT_EQ(g.place(0).gpu, g.place(1).gpu);  // one place in the machine ...
+  EXPECT_FALSE(g.sameGpu(0, 1));              // ... but two GPUs
+  EXPECT_EQ(g.maxRanksPerGpu(), 1);
+  EXPECT_EQ(g.place(2).gpuUuid, "0a0a0a0a-0000-0000-0000-000000000003");
+  std::strcpy(descs[1].gpuUuid, descs[0].gpuUuid);
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+  EXPECT_TRUE(g.sameGpu(0, 1));
+  EXPECT_EQ(g.maxRanksPerGpu(), 2);
+  // Rank 1 says the GPU of rank 0's UUID sits at another bus id of the same host.
+  descs[1] = rankOn(sys, 1, kHostA, 2, 0);
+  std::strcpy(descs[1].gpuUuid, descs[0].gpuUuid);
+  Status s = buildGlobalSystem(descs, kHostA, &sys, &g);
+  EXPECT_EQ(s.code(), weftRemoteError);
+  EXPECT_NE(s.message().find("ranks 0 and 1 describe GPU 0a0a0a0a-0000-0000-0000-000000000001 at two bus ids"),
+            std::string::npos)
+      << s.message();
+  // The same UUID on another host is that host's business (hosts are told apart by hash).
+  descs[1] = rankOn(sys, 1, kHostB, 2, 0);
+  std::strcpy(descs[1].gpuUuid, descs[0].gpuUuid);
+  EXPECT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
 }
 
 TEST(GlobalSystem, PlacesRanksOnTheirHosts) {
@@ -187,9 +227,10 @@ TEST(GlobalSystem, RingOrderFollowsHostsThenGpuRingsOrNumaNodes) {
     id.device = 0;
     id.hostHash = kHostA;
     id.gpuBusId = ring[static_cast<size_t>(3 - r)];  // rank 0 on the ring's 4th GPU, ...
-    id.hostRing = ring;
+    id.hostRings = {ring};
     gpuRanks.push_back(describeRank(dgx, id));
-    EXPECT_EQ(gpuRanks.back().ringPosition, 3 - r);
+    EXPECT_EQ(gpuRanks.back().nRings, 1);
+    EXPECT_EQ(gpuRanks.back().ringPositions[0], 3 - r);
   }
   ASSERT_TRUE(buildGlobalSystem(gpuRanks, kHostA, &dgx, &g).isOk());
   EXPECT_EQ(hostRingOrder(g), (std::vector<int>{3, 2, 1, 0}));
@@ -199,6 +240,103 @@ TEST(GlobalSystem, RingOrderFollowsHostsThenGpuRingsOrNumaNodes) {
                                         rankOn(pcie, 2, kHostA, -1, 0)};
   ASSERT_TRUE(buildGlobalSystem(plain, kHostA, &pcie, &g).isOk());
   EXPECT_EQ(hostRingOrder(g), (std::vector<int>{0, 2, 1}));
+}
+
+// The ranks of one host on every GPU of `sys` (rank r on the machine's GPU perm[r]), each
+// describing its place in the host's searched rings.
+std::vector<RankDescription> ranksOnRings(const System& sys, uint64_t host, int firstRank, const std::vector<int>& perm) {
+  const std::vector<int> gpus = sys.nodesOfType(NodeType::kGpu);
+  const std::vector<std::vector<std::string>> rings = searchedGpuRings(sys);
+  std::vector<RankDescription> descs;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    RankIdentity id;
+    id.rank = firstRank + static_cast<int>(i);
+    id.device = 0;
+    id.hostHash = host;
+    id.gpuBusId = sys.nodes[static_cast<size_t>(gpus[static_cast<size_t>(perm[i])])].pci.busId;
+    id.hostRings = rings;
+    descs.push_back(describeRank(sys, id));
+  }
+  return descs;
+}
+
+// The rank order of bus-id ring `ring` over ranks whose GPU bus ids are `bus[rank]`.
+std::vector<int> ranksOf(const std::vector<std::string>& ring, const std::vector<RankDescription>& descs) {
+  std::vector<int> out;
+  for (const std::string& b : ring) {
+    for (const RankDescription& d : descs) {
+      if (d.gpuBusId == normaliseBusId(b)) out.push_back(d.rank);
+    }
+  }
+  return out;
+}
+
+// One host: every searched ring is a channel's ring (MI300X: 7 arc-disjoint rings), mapped to
+// ranks however the ranks are numbered.
+TEST(GlobalSystem, ChannelRingsAreTheHostsSearchedRings) {
+  const System sys = machines::mi300x();
+  const std::vector<std::vector<std::string>> rings = searchedGpuRings(sys);
+  ASSERT_EQ(rings.size(), 7u);
+  const std::vector<RankDescription> descs = ranksOnRings(sys, kHostA, 0, {0, 7, 1, 6, 2, 5, 3, 4});
+  for (const RankDescription& d : descs) {
+    ASSERT_TRUE(checkRankDescription(d, d.rank).isOk());
+    EXPECT_EQ(d.nRings, 7);
+    EXPECT_GE(d.nic, 0);  // its own NIC beside it
+  }
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+  const std::vector<std::vector<int>> channels = channelRings(g);
+  ASSERT_EQ(channels.size(), 7u);
+  for (size_t c = 0; c < channels.size(); ++c) EXPECT_EQ(channels[c], ranksOf(rings[c], descs)) << "ring " << c;
+  EXPECT_EQ(channels[0], hostRingOrder(g));
+  // A host whose ranks are not all in its rings (host ranks): one ring, NUMA node by NUMA node.
+  std::vector<RankDescription> plain = {rankOn(sys, 0, kHostA, -1, 0), rankOn(sys, 1, kHostA, 2, 0)};
+  ASSERT_TRUE(buildGlobalSystem(plain, kHostA, &sys, &g).isOk());
+  EXPECT_EQ(channelRings(g), (std::vector<std::vector<int>>{hostRingOrder(g)}));
+}
+
+// Two DGX H100 hosts, 8 ranks each: every channel's ring visits host A's ranks, then host B's
+// (crossing hosts once each way), inside each host a rotation of one of the host's rings, and
+// over the channels each host sends from and receives on each of its 8 NICs equally.
+TEST(GlobalSystem, ChannelRingsJoinHostsThroughTheirNics) {
+  const System sys = machines::dgxH100();
+  std::vector<RankDescription> descs = ranksOnRings(sys, kHostA, 0, {0, 1, 2, 3, 4, 5, 6, 7});
+  for (RankDescription& d : ranksOnRings(sys, kHostB, 8, {7, 6, 5, 4, 3, 2, 1, 0})) descs.push_back(d);
+  GlobalSystem g;
+  ASSERT_TRUE(buildGlobalSystem(descs, kHostA, &sys, &g).isOk());
+  const std::vector<std::vector<int>> channels = channelRings(g);
+  ASSERT_GE(channels.size(), 8u);  // one per NIC at least
+  const std::vector<std::vector<std::string>> rings = searchedGpuRings(sys);
+  std::vector<std::vector<int>> sent(2, std::vector<int>(8, 0)), received(2, std::vector<int>(8, 0));
+  for (size_t c = 0; c < channels.size(); ++c) {
+    const std::vector<int>& ring = channels[c];
+    ASSERT_EQ(ring.size(), 16u);
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(g.place(ring[static_cast<size_t>(i)]).host, i < 8 ? 0 : 1) << c;
+    for (int h = 0; h < 2; ++h) {
+      // The host's stretch is a rotation of its ring c mod (its rings).
+      const std::vector<int> stretch(ring.begin() + 8 * h, ring.begin() + 8 * h + 8);
+      std::vector<RankDescription> hostDescs(descs.begin() + 8 * h, descs.begin() + 8 * h + 8);
+      std::vector<int> want = ranksOf(rings[c % rings.size()], hostDescs);
+      std::rotate(want.begin(), std::find(want.begin(), want.end(), stretch[0]), want.end());
+      EXPECT_EQ(stretch, want) << "channel " << c << " host " << h;
+      ++received[static_cast<size_t>(h)][static_cast<size_t>(g.place(stretch.front()).nic)];
+      ++sent[static_cast<size_t>(h)][static_cast<size_t>(g.place(stretch.back()).nic)];
+    }
+  }
+  const int each = static_cast<int>(channels.size()) / 8;
+  for (int h = 0; h < 2; ++h) {
+    for (int nic = 0; nic < 8; ++nic) {
+      EXPECT_EQ(sent[static_cast<size_t>(h)][static_cast<size_t>(nic)], each) << "host " << h << " NIC " << nic;
+      EXPECT_EQ(received[static_cast<size_t>(h)][static_cast<size_t>(nic)], each) << "host " << h << " NIC " << nic;
+    }
+  }
+  // Rail-aligned: each rank uses the NIC beside its GPU (mlx5_i beside GPU i; host B's rank 8 + i
+  // is on GPU 7 - i).
+  for (int r = 0; r < 16; ++r) {
+    const int gpu = r < 8 ? r : 15 - r;
+    EXPECT_EQ(g.place(r).nic, gpu) << "rank " << r;
+    EXPECT_EQ(g.place(r).nicName, "mlx5_" + std::to_string(gpu)) << "rank " << r;
+  }
 }
 
 // Each rank lists the GPUs its process sees; a peer's GPU is reached under the viewer's own

@@ -53,6 +53,13 @@ TEST(Route, PcieAcrossSocketsIsStaged) {
 TEST(Route, HostsAndHostRanks) {
   RouteEnd gpuA{0, 0, 5}, gpuB{1, 1, 5}, hostA{2, 0, -1}, hostB{3, 0, -1};
   EXPECT_EQ(route(gpuA, gpuB, nullptr, P2pLevel::kSys).kind, RouteKind::kNet);
+  EXPECT_EQ(route(gpuA, gpuB, nullptr, P2pLevel::kSys).reason, "different hosts");
+  // With NICs known, a net route names the one each end's traffic goes through.
+  RouteEnd railA{0, 0, 5, true, "mlx5_5"}, railB{1, 1, 2, true, "mlx5_2"};
+  EXPECT_EQ(route(railA, railB, nullptr, P2pLevel::kSys).reason,
+            "different hosts; out through NIC mlx5_5, in through NIC mlx5_2");
+  EXPECT_EQ(route(railB, gpuA, nullptr, P2pLevel::kSys).reason,
+            "different hosts; out through NIC mlx5_2, in through NIC (none)");
   EXPECT_EQ(route(hostA, hostB, nullptr, P2pLevel::kSys).kind, RouteKind::kShm);
   EXPECT_EQ(route(gpuA, hostA, nullptr, P2pLevel::kSys).kind, RouteKind::kShm);
   RouteEnd sameGpu{4, 0, 5};

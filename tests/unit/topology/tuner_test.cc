@@ -111,6 +111,21 @@ TEST(Tuner, SizeClassesArePowersOfTwo) {
   EXPECT_EQ(tunerSizeClass(int64_t{1} << 50), kTunerSizeClasses - 1);
 }
 
+// The same node at 4 channels (WEFT_MAX_NCHANNELS' default): each channel is bounded by what
+// its thread block sends, and a tree all-reduce sends about 2 bytes per buffer byte where the
+// ring sends 2(n-1)/n = 1.75, so the ring wins the large sizes here too, as NCCL picks it; the
+// tree keeps the small ones (its latency is log n steps, the ring's 2(n-1)).
+TEST(Tuner, NvlinkNodeAtFourChannelsStillRingForLarge) {
+  const GlobalSystem g = communicator(machines::dgxH100(), 1, 8, true);
+  TunerSettings settings;
+  settings.maxChannels = 4;
+  const Tuner t = build(&g, 8, settings);
+  ASSERT_EQ(t.model(), TunerModel::kDevice) << t.why();
+  EXPECT_NE(t.choose(CollKind::kAllReduce, 8).algo, Algo::kRing);
+  EXPECT_EQ(t.choose(CollKind::kAllReduce, int64_t{1} << 28).algo, Algo::kRing);
+  EXPECT_EQ(t.choose(CollKind::kAllReduce, int64_t{1} << 30).algo, Algo::kRing);
+}
+
 // On an NVLink/NVSwitch node of 8 GPUs, with NCCL's 32 channels allowed: a latency algorithm
 // (tree or doubling) for small all-reduces, the ring for the largest, more channels with size.
 TEST(Tuner, NvlinkNodeRingForLargeLatencyAlgorithmsForSmall) {
