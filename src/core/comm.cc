@@ -264,6 +264,9 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   p.nRanks = nRanks_;
   p.root = call.root;
   p.count = static_cast<int64_t>(call.count);
+  // Parts on 16-byte boundaries, on every rank alike (host or device buffers): the device
+  // executor's packs then cover every part, whatever the count.
+  p.align = coll::partitionAlign(elemSize);
   // The tuner's table for this size class (topology/tuner.h): the cost model's least time, or
   // the size rule, under WEFT_ALGO and the other overrides agreed at init.
   const topo::TunerChoice choice =

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collectives/device/pack.cuh"
 #include "collectives/device_executor.h"
 #include "collectives/schedule.h"
 
@@ -218,6 +219,81 @@ TEST(DeviceLanes, EveryAlgorithmMatchesTheReference) {
           checkCollective(p, (count % 2) == 1, 2, 64);
           if (HasFatalFailure()) return;
         }
+      }
+    }
+  }
+}
+
+// With parts on 16-byte boundaries (partitionAlign), every slice a lane moves starts 16-byte
+// aligned in every buffer of an odd-count all-reduce, broadcast or reduce, so reduce_copy.cuh
+// takes its 16-byte packs from the first element (planAccess: kPacks, no scalar head); parts as
+// even as elements allow leave most slices to the scalar path.
+int slicesOffPacks(const ScheduleParams& p, size_t slotBytes) {
+  alignas(256) static char buffers[3][256];  // pointers as cudaMalloc gives them: 256-aligned
+  alignas(64) static char slot[64];
+  int off = 0;
+  for (int r = 0; r < p.nRanks; ++r) {
+    DeviceProgram prog;
+    EXPECT_TRUE(appendToProgram(&prog, buildSchedule(p, r), sizeof(float), slotBytes).isOk());
+    const int64_t sliceElems = static_cast<int64_t>(slotBytes / sizeof(float));
+    for (const device::LaneStep& st : prog.steps) {
+      for (int64_t first = 0; first < st.count; first += sliceElems) {
+        const int64_t n = std::min(sliceElems, st.count - first);
+        // The addresses only: planAccess never dereferences.
+        const uintptr_t src = reinterpret_cast<uintptr_t>(buffers[st.srcBuf]) + (st.srcOffset + first) * sizeof(float);
+        const uintptr_t dst = reinterpret_cast<uintptr_t>(buffers[st.dstBuf]) + (st.dstOffset + first) * sizeof(float);
+        const void* srcs[2] = {reinterpret_cast<const void*>(src), slot};
+        void* dsts[2] = {reinterpret_cast<void*>(dst), slot};
+        const kernel::AccessPlan plan = kernel::planAccess<float>(2, srcs, 2, dsts, static_cast<size_t>(n));
+        if (plan.path != kernel::AccessPath::kPacks || plan.head != 0) ++off;
+      }
+    }
+  }
+  return off;
+}
+
+TEST(DeviceLanes, AlignedPartitionsTakeThePackPathForOddCounts) {
+  for (const AlgoCase& a : kAlgos) {
+    if (a.kind != CollKind::kAllReduce && a.kind != CollKind::kBroadcast && a.kind != CollKind::kReduce) continue;
+    for (int n : {2, 3, 5, 8}) {
+      for (int64_t count : {int64_t{1001}, int64_t{4093}}) {
+        for (int channels : {1, 3}) {
+          ScheduleParams p;
+          p.kind = a.kind;
+          p.algo = a.algo;
+          p.nRanks = n;
+          p.count = count;
+          p.nChannels = channels;
+          p.root = n - 1;
+          SCOPED_TRACE(std::string(collName(p.kind)) + "/" + algoName(p.algo) + " n=" + std::to_string(n) +
+                       " count=" + std::to_string(count) + " channels=" + std::to_string(channels));
+          p.align = partitionAlign(sizeof(float));
+          EXPECT_EQ(slicesOffPacks(p, 1024), 0);
+          if (channels == 3) {  // 1001 or 4093 elements in three parts: two start off 16-byte boundaries
+            p.align = 1;
+            EXPECT_GT(slicesOffPacks(p, 1024), 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Aligned parts move the right data too (the last part takes the remainder).
+TEST(DeviceLanes, AlignedPartitionsMatchTheReference) {
+  for (const AlgoCase& a : kAlgos) {
+    for (int n : {2, 3, 5}) {
+      for (int64_t count : {int64_t{3}, int64_t{37}, int64_t{301}}) {
+        ScheduleParams p;
+        p.kind = a.kind;
+        p.algo = a.algo;
+        p.nRanks = n;
+        p.count = count;
+        p.nChannels = 2;
+        p.root = n - 1;
+        p.align = partitionAlign(sizeof(int32_t));
+        checkCollective(p, false, 2, 64);
+        if (HasFatalFailure()) return;
       }
     }
   }
