@@ -89,6 +89,7 @@ struct CommSettings {
   // WEFT_TREE_MAX_BYTES or WEFT_DOUBLING_MAX_BYTES is set: the size rule picks the algorithms
   // (topology/tuner.h), the cost model only the channels.
   int32_t sizeRuleSet = 0;
+  int32_t deviceMaxChannels = 32;  // WEFT_DEVICE_MAX_NCHANNELS (collectives/device_executor.h deviceChannels)
 };
 
 // Fills in the device this thread uses (comm_device.cc): -1 without a GPU runtime.

@@ -299,6 +299,32 @@ TEST(DeviceLanes, AlignedPartitionsMatchTheReference) {
   }
 }
 
+// The device's channel count: one per 32 KiB of a rank's part, from the tuner's up to the
+// device maximum, within the rank's share of resident blocks at the algorithm's lanes per channel.
+TEST(DeviceChannels, ScaleWithBytesPerRankWithinTheShare) {
+  constexpr int64_t kKiB = 1024;
+  // A 132-SM H100 with one rank: 132 blocks.
+  EXPECT_EQ(deviceChannels(0, 1, 32, 1, 132), 1);
+  EXPECT_EQ(deviceChannels(31 * kKiB, 1, 32, 1, 132), 1);
+  EXPECT_EQ(deviceChannels(64 * kKiB, 1, 32, 1, 132), 2);
+  EXPECT_EQ(deviceChannels(512 * kKiB, 1, 32, 1, 132), 16);
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 1, 132), 32);
+  EXPECT_EQ(deviceChannels(int64_t{1} << 40, 1, 32, 1, 132), 32);
+  // Never fewer than the tuner's, never more than the maximum (WEFT_DEVICE_MAX_NCHANNELS) or 32.
+  EXPECT_EQ(deviceChannels(0, 4, 32, 1, 132), 4);
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 8, 1, 132), 8);
+  EXPECT_EQ(deviceChannels(0, 8, 2, 1, 132), 2);
+  EXPECT_EQ(deviceChannels(int64_t{1} << 40, 1, 99, 1, 1000), kMaxScheduleChannels);
+  // Eight ranks sharing the GPU: 16 blocks each; the tree's four lanes per channel: 4 channels.
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 1, 16), 16);
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 4, 16), 4);
+  // A share smaller than one channel's lanes still gets one (the caller then falls back to an
+  // algorithm with one lane per channel).
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 4, 2), 1);
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 1, 0), 1);
+  EXPECT_EQ(deviceChannels(-5, 0, 0, 0, 0), 1);
+}
+
 TEST(DeviceLanes, LargeSlotsAndDeepFifos) {
   ScheduleParams p;
   p.kind = CollKind::kAllReduce;
