@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collectives/device/lane_program.cuh"
 #include "collectives/device/pack.cuh"
 #include "collectives/device_executor.h"
 #include "collectives/schedule.h"
@@ -323,6 +324,69 @@ TEST(DeviceChannels, ScaleWithBytesPerRankWithinTheShare) {
   EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 4, 2), 1);
   EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 1, 0), 1);
   EXPECT_EQ(deviceChannels(-5, 0, 0, 0, 0), 1);
+}
+
+// laneStage: a lane's steps and each step's FIFO views, copied into the block's room by its
+// threads (here three, one after the other), or the launch's own tables when they do not fit.
+struct StageCtx {
+  size_t t = 0, n = 1;
+  size_t tid() const { return t; }
+  size_t nthreads() const { return n; }
+  void barrier() {}
+};
+
+TEST(DeviceLanes, LaneStageCopiesTheStepsAndTheirFifos) {
+  ScheduleParams p;
+  p.kind = CollKind::kAllReduce;
+  p.nRanks = 4;
+  p.count = 1000;
+  p.nChannels = 2;
+  DeviceProgram prog;
+  ASSERT_TRUE(appendToProgram(&prog, buildSchedule(p, 1), sizeof(float), 256).isOk());
+  std::vector<device::FifoView> fifos(prog.fifos.size());
+  for (size_t i = 0; i < fifos.size(); ++i) fifos[i].peer = static_cast<int32_t>(100 + i);
+  device::LaneLaunch l;
+  l.lanes = prog.lanes.data();
+  l.steps = prog.steps.data();
+  l.fifos = fifos.data();
+  const device::LaneDesc& desc = prog.lanes[1];
+  ASSERT_GT(desc.nSteps, 2);
+  std::vector<uint64_t> room(kernel::laneStageBytes(desc.nSteps) / sizeof(uint64_t));
+  kernel::LaneTables t{};
+  for (size_t tid = 0; tid < 3; ++tid) {
+    StageCtx ctx{tid, 3};
+    t = kernel::laneStage(l, desc, room.data(), room.size() * sizeof(uint64_t), ctx);
+  }
+  ASSERT_NE(t.views, nullptr);
+  EXPECT_EQ(static_cast<const void*>(t.views), static_cast<const void*>(room.data()));
+  for (int32_t s = 0; s < desc.nSteps; ++s) {
+    const device::LaneStep& want = prog.steps[static_cast<size_t>(desc.firstStep + s)];
+    EXPECT_EQ(t.steps[s].count, want.count) << "step " << s;
+    EXPECT_EQ(t.steps[s].srcOffset, want.srcOffset) << "step " << s;
+    if (want.recvFifo >= 0) {
+      EXPECT_EQ(kernel::laneFifo(l, t, s, want.recvFifo, false)->peer, 100 + want.recvFifo);
+    }
+    if (want.sendFifo >= 0) {
+      EXPECT_EQ(kernel::laneFifo(l, t, s, want.sendFifo, true)->peer, 100 + want.sendFifo);
+    }
+  }
+  // One byte short: the launch's tables.
+  StageCtx one;
+  t = kernel::laneStage(l, desc, room.data(), room.size() * sizeof(uint64_t) - 1, one);
+  EXPECT_EQ(t.views, nullptr);
+  EXPECT_EQ(t.steps, l.steps + desc.firstStep);
+  EXPECT_EQ(kernel::laneFifo(l, t, 0, 2, false), &fifos[2]);
+}
+
+// A ring of 56 ranks gives each lane 111 steps, more than kLaneStageMaxBytes holds: those lanes
+// read the launch's tables, and the result is the same.
+TEST(DeviceLanes, LanesTooLongToStageReadTheLaunchTables) {
+  ScheduleParams p;
+  p.kind = CollKind::kAllReduce;
+  p.nRanks = 56;
+  p.count = 56 * 4 + 3;
+  ASSERT_GT(kernel::laneStageBytes(2 * p.nRanks - 1), kernel::kLaneStageMaxBytes);
+  checkCollective(p, false, 2, 64);
 }
 
 TEST(DeviceLanes, LargeSlotsAndDeepFifos) {
