@@ -11,10 +11,10 @@ namespace algo {
 
 void buildPairwiseAllToAll(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  s->maxStepCount = largestPart(p.count, p.nChannels);
+  s->maxStepCount = largestPart(p.count, p.nChannels, p.align);
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<Step>& steps = s->lanes[c].steps;
-    Part sub = splitEven(p.count, p.nChannels, c);
+    Part sub = splitEven(p.count, p.nChannels, c, p.align);
     auto blockOffset = [&](int blockRank) { return static_cast<int64_t>(blockRank) * p.count + sub.offset; };
     steps.push_back(copyStep(Buf::kSend, blockOffset(rank), Buf::kRecv, blockOffset(rank), sub.count, false));
     for (int k = 1; k < n; ++k) {

@@ -22,7 +22,7 @@ void buildDoublingAllReduce(const ScheduleParams& p, int rank, RankSchedule* s) 
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<int> order = channelOrder(p, c);
     const int pos = positionOf(order, rank);
-    Part part = splitEven(p.count, p.nChannels, c);
+    Part part = splitEven(p.count, p.nChannels, c, p.align);
     std::vector<Step>& steps = s->lanes[static_cast<size_t>(c)].steps;
     if (n == 1) {
       steps.push_back(copyStep(Buf::kSend, part.offset, Buf::kRecv, part.offset, part.count, true));
@@ -57,7 +57,7 @@ void buildDoublingAllReduce(const ScheduleParams& p, int rank, RankSchedule* s) 
       steps.push_back(sendStep(order[static_cast<size_t>(pos + pow2)], Buf::kRecv, part.offset, part.count));
     }
   }
-  s->maxStepCount = largestPart(p.count, p.nChannels);
+  s->maxStepCount = largestPart(p.count, p.nChannels, p.align);
 }
 
 }  // namespace algo

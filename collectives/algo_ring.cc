@@ -20,10 +20,11 @@ int wrap(int i, int n) { return ((i % n) + n) % n; }
 // writes the same elements.
 void buildRingAllReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  s->maxStepCount = n == 1 ? largestPart(p.count, p.nChannels) : largestPart(largestPart(p.count, p.nChannels), n);
+  const int64_t largest = largestPart(p.count, p.nChannels, p.align);
+  s->maxStepCount = n == 1 ? largest : largestPart(largest, n, p.align);
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<Step>& steps = s->lanes[c].steps;
-    Part part = splitEven(p.count, p.nChannels, c);
+    Part part = splitEven(p.count, p.nChannels, c, p.align);
     if (n == 1) {
       steps.push_back(copyStep(Buf::kSend, part.offset, Buf::kRecv, part.offset, part.count, true));
       continue;
@@ -32,7 +33,7 @@ void buildRingAllReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
     int pos = positionOf(order, rank);
     int next = order[wrap(pos + 1, n)], prev = order[wrap(pos - 1, n)];
     auto block = [&](int q) {
-      Part b = splitEven(part.count, n, wrap(q, n));
+      Part b = splitEven(part.count, n, wrap(q, n), p.align);
       return Part{part.offset + b.offset, b.count};
     };
     // Reduce-scatter: start the block the previous rank will complete.
@@ -62,10 +63,10 @@ void buildRingAllReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
 // buffer, so the first copy is skipped by the executor.
 void buildRingAllGather(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  s->maxStepCount = largestPart(p.count, p.nChannels);
+  s->maxStepCount = largestPart(p.count, p.nChannels, p.align);
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<Step>& steps = s->lanes[c].steps;
-    Part sub = splitEven(p.count, p.nChannels, c);
+    Part sub = splitEven(p.count, p.nChannels, c, p.align);
     auto recvOffset = [&](int blockRank) { return static_cast<int64_t>(blockRank) * p.count + sub.offset; };
     steps.push_back(copyStep(Buf::kSend, sub.offset, Buf::kRecv, recvOffset(rank), sub.count, false));
     if (n == 1) continue;
@@ -88,10 +89,10 @@ void buildRingAllGather(const ScheduleParams& p, int rank, RankSchedule* s) {
 // own block of the send buffer, which only the last (final) step reads and writes.
 void buildRingReduceScatter(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  s->maxStepCount = largestPart(p.count, p.nChannels);
+  s->maxStepCount = largestPart(p.count, p.nChannels, p.align);
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<Step>& steps = s->lanes[c].steps;
-    Part sub = splitEven(p.count, p.nChannels, c);
+    Part sub = splitEven(p.count, p.nChannels, c, p.align);
     auto sendOffset = [&](int blockRank) { return static_cast<int64_t>(blockRank) * p.count + sub.offset; };
     if (n == 1) {
       steps.push_back(copyStep(Buf::kSend, sendOffset(rank), Buf::kRecv, sub.offset, sub.count, true));
@@ -115,10 +116,10 @@ void buildRingReduceScatter(const ScheduleParams& p, int rank, RankSchedule* s) 
 // The chain starts at the root and follows the channel's order; slices pipeline down it.
 void buildChainBroadcast(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  s->maxStepCount = largestPart(p.count, p.nChannels);
+  s->maxStepCount = largestPart(p.count, p.nChannels, p.align);
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<Step>& steps = s->lanes[c].steps;
-    Part part = splitEven(p.count, p.nChannels, c);
+    Part part = splitEven(p.count, p.nChannels, c, p.align);
     std::vector<int> order = channelOrder(p, c);
     int k = wrap(positionOf(order, rank) - positionOf(order, p.root), n);  // place in the chain
     int rootPos = positionOf(order, p.root);
@@ -140,10 +141,10 @@ void buildChainBroadcast(const ScheduleParams& p, int rank, RankSchedule* s) {
 // partial sum passing through. Only the root touches its receive buffer.
 void buildChainReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  s->maxStepCount = largestPart(p.count, p.nChannels);
+  s->maxStepCount = largestPart(p.count, p.nChannels, p.align);
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<Step>& steps = s->lanes[c].steps;
-    Part part = splitEven(p.count, p.nChannels, c);
+    Part part = splitEven(p.count, p.nChannels, c, p.align);
     if (n == 1) {
       steps.push_back(copyStep(Buf::kSend, part.offset, Buf::kRecv, part.offset, part.count, true));
       continue;

@@ -85,12 +85,12 @@ void treeAllReduce(const std::vector<int>& order, const std::vector<TreeNode>& t
 
 void buildTreeAllReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  int64_t largest = largestPart(p.count, p.nChannels);
-  s->maxStepCount = n == 1 ? largest : largestPart(largest, 2);
+  int64_t largest = largestPart(p.count, p.nChannels, p.align);
+  s->maxStepCount = n == 1 ? largest : largestPart(largest, 2, p.align);
   std::vector<TreeNode> trees[2];
   if (n > 1) trees[0] = doubleBinaryTree(n, 0), trees[1] = doubleBinaryTree(n, 1);
   for (int c = 0; c < p.nChannels; ++c) {
-    Part part = splitEven(p.count, p.nChannels, c);
+    Part part = splitEven(p.count, p.nChannels, c, p.align);
     if (n == 1) {
       s->lanes[c * 4].steps.push_back(copyStep(Buf::kSend, part.offset, Buf::kRecv, part.offset, part.count, true));
       continue;
@@ -98,7 +98,7 @@ void buildTreeAllReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
     std::vector<int> order = channelOrder(p, c);
     int pos = positionOf(order, rank);
     for (int t = 0; t < 2; ++t) {
-      Part half = splitEven(part.count, 2, t);
+      Part half = splitEven(part.count, 2, t, p.align);
       half.offset += part.offset;
       treeAllReduce(order, trees[t], pos, half, c * 4 + t * 2, c * 4 + t * 2 + 1, s);
     }
@@ -109,10 +109,10 @@ void buildTreeAllReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
 // receives into the receive buffer and forwards from there.
 void buildTreeBroadcast(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  s->maxStepCount = largestPart(p.count, p.nChannels);
+  s->maxStepCount = largestPart(p.count, p.nChannels, p.align);
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<Step>& steps = s->lanes[c].steps;
-    Part r = splitEven(p.count, p.nChannels, c);
+    Part r = splitEven(p.count, p.nChannels, c, p.align);
     std::vector<int> order = channelOrder(p, c);
     std::vector<TreeNode> tree = heapTree(n, positionOf(order, p.root));
     const TreeNode& node = tree[positionOf(order, rank)];
@@ -142,10 +142,10 @@ int64_t treeReduceScratch(const ScheduleParams& p) {
 // the root reduces into its receive buffer and finishes the sum.
 void buildTreeReduce(const ScheduleParams& p, int rank, RankSchedule* s) {
   const int n = p.nRanks;
-  s->maxStepCount = largestPart(p.count, p.nChannels);
+  s->maxStepCount = largestPart(p.count, p.nChannels, p.align);
   for (int c = 0; c < p.nChannels; ++c) {
     std::vector<Step>& steps = s->lanes[c].steps;
-    Part r = splitEven(p.count, p.nChannels, c);
+    Part r = splitEven(p.count, p.nChannels, c, p.align);
     if (n == 1) {
       steps.push_back(copyStep(Buf::kSend, r.offset, Buf::kRecv, r.offset, r.count, true));
       continue;

@@ -19,16 +19,25 @@ struct Part {
   int64_t count = 0;
 };
 
-// Part `index` of `parts` near-equal contiguous parts of [0, total): the first total % parts
-// parts get one element more.
-inline Part splitEven(int64_t total, int parts, int index) {
-  int64_t base = total / parts;
-  int64_t extra = total % parts;
-  return Part{base * index + (index < extra ? index : extra), base + (index < extra ? 1 : 0)};
+// Part `index` of `parts` near-equal contiguous parts of [0, total) that start at multiples of
+// `align` elements (ScheduleParams::align): whole units of `align` elements are dealt out evenly
+// (the first units % parts parts get one unit more) and the last part also takes the
+// total % align elements past the last whole unit. With align 1: the first total % parts parts
+// get one element more.
+inline Part splitEven(int64_t total, int parts, int index, int64_t align = 1) {
+  const int64_t units = total / align;
+  const int64_t base = units / parts;
+  const int64_t extra = units % parts;
+  const int64_t tail = index == parts - 1 ? total % align : 0;
+  return Part{(base * index + (index < extra ? index : extra)) * align, (base + (index < extra ? 1 : 0)) * align + tail};
 }
 
-// The largest part splitEven makes.
-inline int64_t largestPart(int64_t total, int parts) { return (total + parts - 1) / parts; }
+// The largest part splitEven makes (it grows with total: a nested split's largest part is the
+// largest part of the largest outer part).
+inline int64_t largestPart(int64_t total, int parts, int64_t align = 1) {
+  const int64_t units = total / align;
+  return units % parts != 0 ? (units / parts + 1) * align : units / parts * align + total % align;
+}
 
 // Channel c's order of the ranks: params.ringOrders[c mod K] (or 0..n-1, K = 1), reversed when
 // c / K is odd, so that channels drive each link of a ring in both directions (with one order:

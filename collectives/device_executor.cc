@@ -79,6 +79,14 @@ Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, siz
   return Status::ok();
 }
 
+int deviceChannels(int64_t bytesPerRank, int tuned, int maxChannels, int lanesPerChannel, int blockBudget) {
+  const int64_t most = std::clamp<int64_t>(maxChannels, 1, kMaxScheduleChannels);
+  const int64_t bySize = std::max<int64_t>(bytesPerRank, 0) / kDeviceBytesPerChannel;
+  const int64_t want = std::min<int64_t>(std::max<int64_t>({bySize, tuned, 1}), most);
+  const int64_t fit = std::max(1, blockBudget) / std::max(1, lanesPerChannel);
+  return static_cast<int>(std::max<int64_t>(1, std::min(want, fit)));
+}
+
 Status deviceFifosOf(const DeviceProgram& program, ConnectionProvider* provider, std::vector<device::FifoView>* out) {
   out->assign(program.fifos.size(), device::FifoView{});
   for (size_t i = 0; i < program.fifos.size(); ++i) {

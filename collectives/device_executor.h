@@ -32,6 +32,16 @@ constexpr int kDeviceFifoLaneBase = 1 << 16;
 // never share a FIFO.
 constexpr int kDeviceFifoLanesPerOp = 4 * kMaxScheduleChannels;
 
+// Channels of a collective on device buffers: the device's own default, reasoned from NCCL's
+// (a block of 512 threads moves 64 bytes each per step before another block pays off, and
+// NCCL runs up to 32 channels on a 132-SM H100): one channel per kDeviceBytesPerChannel of the
+// bytes one rank's part of the data holds (bytesPerRank), at least the tuner's choice (tuned),
+// at most maxChannels (WEFT_DEVICE_MAX_NCHANNELS) and kMaxScheduleChannels, and at most as many
+// as the rank's share of resident blocks (blockBudget) holds at lanesPerChannel lanes each; at
+// least 1. Every rank computes it from values all ranks share, so all pick the same count.
+constexpr int64_t kDeviceBytesPerChannel = int64_t{32} << 10;
+int deviceChannels(int64_t bytesPerRank, int tuned, int maxChannels, int lanesPerChannel, int blockBudget);
+
 // One rank's lanes of one launch: the tables the lane program reads, with the connection each
 // FIFO index stands for.
 struct DeviceProgram {

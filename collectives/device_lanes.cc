@@ -17,6 +17,9 @@ using kernel::PreMulSumSteps;
 // One host thread is a lane's whole block.
 struct HostLaneCtx {
   uint32_t shared = 0;
+  std::vector<uint64_t> room = std::vector<uint64_t>(kernel::kLaneStageMaxBytes / sizeof(uint64_t));
+  void* stage() { return room.data(); }
+  size_t stageBytes() const { return room.size() * sizeof(uint64_t); }
   size_t tid() const { return 0; }
   size_t nthreads() const { return 1; }
   bool leader() const { return true; }

@@ -135,6 +135,10 @@ std::string validateParams(const ScheduleParams& p) {
   if (p.nChannels < 1 || p.nChannels > kMaxScheduleChannels) {
     return format("nChannels is %d; schedules support 1 to %d channels", p.nChannels, kMaxScheduleChannels);
   }
+  if (p.align < 1 || p.align > kMaxPartitionAlign) {
+    return format("align is %" PRId64 "; parts start at multiples of 1 to %" PRId64 " elements", p.align,
+                  kMaxPartitionAlign);
+  }
   if (p.count < 0) return format("count is %" PRId64 "; it cannot be negative", p.count);
   if (p.count > std::numeric_limits<int64_t>::max() / p.nRanks) {
     return format("count %" PRId64 " times %d ranks does not fit in 64 bits", p.count, p.nRanks);

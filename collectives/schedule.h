@@ -33,6 +33,7 @@
 #ifndef WEFT_COLLECTIVES_SCHEDULE_H_
 #define WEFT_COLLECTIVES_SCHEDULE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -89,11 +90,24 @@ struct ScheduleParams {
   // Per-call element count, as the API defines it: all-gather's sendcount, reduce-scatter's
   // recvcount, all-to-all's count per peer.
   int64_t count = 0;
+  // The parts of the data the algorithm deals out to channels and ring blocks start at multiples
+  // of `align` elements (the last part takes the remainder): with partitionAlign(element size),
+  // every part starts on a 16-byte boundary of buffers that do, so the device's 16-byte packs
+  // cover it whatever the count. 1: parts as even as elements allow.
+  int64_t align = 1;
   // Ring orders (each a permutation of 0..nRanks-1, e.g. the topology's rings, host by host):
   // channel c uses ringOrders[c mod size], reversed on every other pass through the list
   // (algorithms.h channelOrder); trees are built over the same order. Empty: 0, 1, ..., n-1.
   std::vector<std::vector<int>> ringOrders;
 };
+
+// Elements of `elemSize` bytes per 16 bytes (the device's pack, reduce_copy.cuh): the align of a
+// call's ScheduleParams. Every rank computes it from the call's type alone, so every rank of a
+// communicator, host or device, builds the same partition. 1 for elements that do not divide 16.
+inline int64_t partitionAlign(size_t elemSize) {
+  return elemSize > 0 && elemSize < 16 && 16 % elemSize == 0 ? static_cast<int64_t>(16 / elemSize) : 1;
+}
+constexpr int64_t kMaxPartitionAlign = 16;
 
 // Element counts of the send and receive buffers for these parameters on any rank:
 // collExtents (coll_traits.h) for p.kind, p.count, p.nRanks.

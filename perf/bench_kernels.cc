@@ -219,8 +219,8 @@ class KernelBench {
     buffers_.assign(static_cast<size_t>(most) + 1, nullptr);  // inputs, then the output
     for (void*& p : buffers_) WEFT_TRY(rt_.allocDevice(o_.bytes, &p));
     WEFT_TRY(rt_.streamCreate(&stream_));
-    WEFT_TRY(rt_.eventCreate(&start_));
-    WEFT_TRY(rt_.eventCreate(&end_));
+    WEFT_TRY(rt_.eventCreate(&start_, device::EventKind::kTiming));
+    WEFT_TRY(rt_.eventCreate(&end_, device::EventKind::kTiming));
     return Status::ok();
   }
 

@@ -30,11 +30,12 @@ constexpr GpuError kGpuSuccess = hipSuccess;
 constexpr GpuError kGpuInvalidValue = hipErrorInvalidValue;
 constexpr int kDefaultWarpSize = 64;  // the larger AMD wavefront: its multiples suit RDNA too
 inline GpuError gpuLaunchError() { return hipGetLastError(); }
-// Blocks of `kernel` one CU holds resident at `threads` threads per block, on the current device.
+// Blocks of `kernel` one CU holds resident at `threads` threads per block and `sharedBytes` of
+// dynamic shared memory each, on the current device.
 template <typename Kernel>
-GpuError gpuOccupancy(int* blocks, Kernel kernel, unsigned threads) {
+GpuError gpuOccupancy(int* blocks, Kernel kernel, unsigned threads, size_t sharedBytes) {
   return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, reinterpret_cast<const void*>(kernel),
-                                                      static_cast<int>(threads), 0);
+                                                      static_cast<int>(threads), sharedBytes);
 }
 #else
 using GpuStream = cudaStream_t;
@@ -44,8 +45,8 @@ constexpr GpuError kGpuInvalidValue = cudaErrorInvalidValue;
 constexpr int kDefaultWarpSize = 32;
 inline GpuError gpuLaunchError() { return cudaGetLastError(); }
 template <typename Kernel>
-GpuError gpuOccupancy(int* blocks, Kernel kernel, unsigned threads) {
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, static_cast<int>(threads), 0);
+GpuError gpuOccupancy(int* blocks, Kernel kernel, unsigned threads, size_t sharedBytes) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, static_cast<int>(threads), sharedBytes);
 }
 #endif
 

@@ -27,25 +27,42 @@ constexpr int kMaxThreadsPerLane = kTargetThreadsPerBlock;
 // The threads of one block as lane_program.cuh's Ctx.
 struct BlockLane {
   uint32_t* shared;  // the block's word
+  void* room;        // the block's dynamic shared memory, for laneStage
+  size_t roomBytes;
   WEFT_DEVICE size_t tid() const { return threadIdx.x; }
   WEFT_DEVICE size_t nthreads() const { return blockDim.x; }
   WEFT_DEVICE bool leader() const { return threadIdx.x == 0; }
   WEFT_DEVICE void barrier() const { __syncthreads(); }
   WEFT_DEVICE uint32_t& word() const { return *shared; }
+  WEFT_DEVICE void* stage() const { return room; }
+  WEFT_DEVICE size_t stageBytes() const { return roomBytes; }
 };
 
 template <typename T, typename Steps>
-WEFT_GLOBAL void __launch_bounds__(kMaxThreadsPerLane) laneKernel(device::LaneLaunch launch, Steps steps) {
+WEFT_GLOBAL void __launch_bounds__(kMaxThreadsPerLane) laneKernel(device::LaneLaunch launch, Steps steps,
+                                                                    size_t stageBytes) {
   __shared__ uint32_t word;
-  BlockLane ctx{&word};
+  extern __shared__ uint64_t weftLaneRoom[];  // laneStage's tables, as many bytes as the launch gave
+  BlockLane ctx{&word, weftLaneRoom, stageBytes};
   runLane<T>(launch, static_cast<int>(blockIdx.x), steps, ctx);
 }
 
 namespace {
 
+// Shared memory for laneStage: enough for the launch's longest lane, at most kLaneStageMaxBytes
+// (a longer lane reads the launch's tables). The lane table is in pinned host memory, which the
+// host reads (the runtime has checked it).
+size_t laneStageRoom(const device::LaneLaunch& launch) {
+  int32_t most = 0;
+  for (int32_t i = 0; i < launch.nLanes; ++i) most = launch.lanes[i].nSteps > most ? launch.lanes[i].nSteps : most;
+  const size_t bytes = laneStageBytes(most);
+  return bytes <= kLaneStageMaxBytes ? bytes : kLaneStageMaxBytes;
+}
+
 template <typename T, typename Steps>
 int launchLanes(const device::LaneLaunch& launch, const Steps& steps, unsigned threads, GpuStream stream) {
-  laneKernel<T, Steps><<<static_cast<unsigned>(launch.nLanes), threads, 0, stream>>>(launch, steps);
+  const size_t room = laneStageRoom(launch);
+  laneKernel<T, Steps><<<static_cast<unsigned>(launch.nLanes), threads, room, stream>>>(launch, steps, room);
   return static_cast<int>(gpuLaunchError());
 }
 
@@ -76,7 +93,8 @@ int launchLanesOp(const device::LaneLaunch& launch, unsigned threads, GpuStream 
 template <typename T, typename Steps>
 int foldOccupancy(unsigned threads, int* least) {
   int blocks = 0;
-  const GpuError e = gpuOccupancy(&blocks, laneKernel<T, Steps>, threads);
+  // At the most shared memory a launch gives a block (laneStageRoom), so that every launch fits.
+  const GpuError e = gpuOccupancy(&blocks, laneKernel<T, Steps>, threads, kLaneStageMaxBytes);
   if (e != kGpuSuccess) return static_cast<int>(e);
   if (*least == 0 || blocks < *least) *least = blocks;
   return 0;

@@ -5,10 +5,11 @@
 //
 // Per iteration and step, as the host executor does it: the leader thread waits for the slot to
 // read (the peer's head past our count) and for a free slot to write (our count less the peer's
-// tail below nSlots); every thread then reduces or copies its share of the slice (reduce_copy.cuh)
-// from the step's sources into its destinations, the incoming slot and the outgoing slot among
-// them; after a barrier the leader publishes the outgoing slot (byte count, then head, release)
-// and hands the incoming one back (tail, release).
+// tail below nSlots), polling with relaxed loads and fencing once when the wait ends; every
+// thread then reduces or copies its share of the slice (reduce_copy.cuh) from the step's sources
+// into its destinations, the incoming slot and the outgoing slot among them; after a barrier the
+// leader publishes the outgoing slot (byte count and stamp, one release fence, then head) and
+// hands the incoming one back (tail, behind the same fence).
 //
 // Nothing waits for ever: the leader gives up after timeoutNs without progress, when the host
 // sets abortFlag, when a FIFO's peer sets its abort flag, or when another lane of the launch
@@ -33,7 +34,8 @@ namespace kernel {
 constexpr uint32_t kPollsPerCheck = 128;
 
 // The leader's value, seen by every thread of the lane. Ctx provides tid(), nthreads(),
-// leader(), barrier() and word(), a uint32_t the lane's threads share.
+// leader(), barrier(), word(), a uint32_t the lane's threads share, and stage() / stageBytes(),
+// the room the lane's threads share for laneStage (null / 0: none).
 template <typename Ctx>
 WEFT_HOST_DEVICE inline uint32_t laneAgree(Ctx& ctx, uint32_t leaderValue) {
   if (ctx.leader()) ctx.word() = leaderValue;
@@ -43,7 +45,9 @@ WEFT_HOST_DEVICE inline uint32_t laneAgree(Ctx& ctx, uint32_t leaderValue) {
   return v;
 }
 
-// Leader: polls ready() until it holds or the wait must end; returns a LaneErrorCode.
+// Leader: polls ready() (relaxed loads, platform.h) until it holds or the wait must end;
+// returns a LaneErrorCode. Once ready() holds, one acquire fence orders what the peer wrote
+// before its counter (the slot's data, size and stamp) before what this lane reads next.
 template <typename Ready>
 WEFT_HOST_DEVICE inline uint32_t laneWait(const device::LaneLaunch& launch, const device::FifoView& fifo,
                                           Ready ready, uint64_t* detail) {
@@ -68,6 +72,7 @@ WEFT_HOST_DEVICE inline uint32_t laneWait(const device::LaneLaunch& launch, cons
     }
     weftSpinPause();
   }
+  weftAcquireFence();
   return device::kLaneOk;
 }
 
@@ -132,13 +137,13 @@ WEFT_HOST_DEVICE inline T laneScalar(const device::LaneLaunch& launch) {
 WEFT_HOST_DEVICE inline uint32_t laneCheckSlot(const device::FifoView& in, uint64_t c, uint64_t bytes,
                                                uint64_t wantStamp, uint64_t* detail) {
   if (wantStamp != 0 && in.stamps != nullptr) {
-    const uint64_t stamp = weftLoadAcquire(&in.stamps[c % in.nSlots]);
+    const uint64_t stamp = weftLoadRelaxed(&in.stamps[c % in.nSlots]);  // after laneWait's fence
     if (stamp != wantStamp) {
       *detail = stamp;
       return device::kLaneBadStamp;
     }
   }
-  const uint64_t found = weftLoadAcquire(&in.sizes[c % in.nSlots]);
+  const uint64_t found = weftLoadRelaxed(&in.sizes[c % in.nSlots]);
   if (found != bytes) {
     *detail = found;
     return device::kLaneBadMessage;
@@ -146,16 +151,83 @@ WEFT_HOST_DEVICE inline uint32_t laneCheckSlot(const device::FifoView& in, uint6
   return device::kLaneOk;
 }
 
+// Leader, after the block's barrier: publishes the outgoing slot (its size and stamp, then head)
+// and hands the incoming one back (tail), behind one release fence for the whole step: the
+// slice every thread wrote, and the incoming slot every thread read, come before either counter.
+WEFT_HOST_DEVICE inline void laneRelease(const device::FifoView* in, const device::FifoView* out, uint64_t bytes,
+                                         uint64_t stamp) {
+  if (out != nullptr) {
+    const uint64_t c = *out->cursor;
+    weftStoreRelaxed(&out->sizes[c % out->nSlots], bytes);
+    if (out->stamps != nullptr) weftStoreRelaxed(&out->stamps[c % out->nSlots], stamp);
+  }
+  if (in == nullptr && out == nullptr) return;
+  weftReleaseFence();
+  if (out != nullptr) {
+    const uint64_t c = *out->cursor;
+    weftStoreRelaxed(out->head, c + 1);
+    *out->cursor = c + 1;
+  }
+  if (in != nullptr) {
+    const uint64_t c = *in->cursor;
+    weftStoreRelaxed(in->tail, c + 1);
+    *in->cursor = c + 1;
+  }
+}
+
+// The tables a lane reads at every step of every slice: its steps and, per step s, the FIFO views
+// it receives from (views[2s]) and sends to (views[2s + 1]). The launch's tables sit in pinned
+// host memory: read there at every step and poll they would cross PCIe each time, so a lane
+// copies its own into the block's shared memory once, at its start (laneStage).
+struct LaneTables {
+  const device::LaneStep* steps;
+  const device::FifoView* views;  // null: the views are the launch's (launch.fifos[step.recvFifo] ...)
+};
+
+// Shared memory a lane of nSteps steps stages into, and the most a launch gives a block (a
+// lane that needs more reads the launch's tables, as before): 24 KiB stages 102 steps (a ring
+// all-reduce of 51 ranks) and leaves room for two blocks on a 64 KiB CU.
+constexpr size_t kLaneStageMaxBytes = 24 * 1024;
+WEFT_HOST_DEVICE constexpr size_t laneStageBytes(int64_t nSteps) {
+  return static_cast<size_t>(nSteps) * (sizeof(device::LaneStep) + 2 * sizeof(device::FifoView));
+}
+
+// Every thread of the lane: copies the lane's steps and their FIFO views into `room` (roomBytes
+// of the block's shared memory, 8-byte aligned) and waits for the others; the launch's own
+// tables when they do not fit.
+template <typename Ctx>
+WEFT_HOST_DEVICE inline LaneTables laneStage(const device::LaneLaunch& launch, const device::LaneDesc& desc, void* room,
+                                             size_t roomBytes, Ctx& ctx) {
+  if (room == nullptr || laneStageBytes(desc.nSteps) > roomBytes) return LaneTables{launch.steps + desc.firstStep, nullptr};
+  device::FifoView* views = static_cast<device::FifoView*>(room);
+  device::LaneStep* staged = reinterpret_cast<device::LaneStep*>(views + 2 * desc.nSteps);
+  for (size_t i = ctx.tid(); i < static_cast<size_t>(desc.nSteps); i += ctx.nthreads()) {
+    const device::LaneStep st = launch.steps[desc.firstStep + static_cast<int32_t>(i)];
+    staged[i] = st;
+    if (st.recvFifo >= 0) views[2 * i] = launch.fifos[st.recvFifo];
+    if (st.sendFifo >= 0) views[2 * i + 1] = launch.fifos[st.sendFifo];
+  }
+  ctx.barrier();
+  return LaneTables{staged, views};
+}
+
+// Step s's incoming (or outgoing) FIFO, staged or the launch's.
+WEFT_HOST_DEVICE inline const device::FifoView* laneFifo(const device::LaneLaunch& launch, const LaneTables& t, int32_t s,
+                                                         int32_t index, bool outgoing) {
+  return t.views != nullptr ? &t.views[2 * s + (outgoing ? 1 : 0)] : &launch.fifos[index];
+}
+
 template <typename T, typename Steps, typename Ctx>
 WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane, const Steps& steps, Ctx& ctx) {
   const T scalar = Steps::kScalesOwn ? laneScalar<T>(launch) : T();
   const device::LaneDesc desc = launch.lanes[lane];
+  const LaneTables tables = laneStage(launch, desc, ctx.stage(), ctx.stageBytes(), ctx);
   const device::LaneBuffers& b = launch.buffers[desc.buffers];
   char* const bufs[3] = {const_cast<char*>(static_cast<const char*>(b.sendbuff)), static_cast<char*>(b.recvbuff),
                          static_cast<char*>(b.scratch)};
   for (int64_t it = 0; it < desc.iterations; ++it) {
     for (int32_t s = 0; s < desc.nSteps; ++s) {
-      const device::LaneStep st = launch.steps[desc.firstStep + s];
+      const device::LaneStep st = tables.steps[s];
       const int64_t first = it * desc.sliceElems;
       if (first >= st.count) continue;  // this step's regions are done; its peer's step is empty too
       const int64_t n = st.count - first < desc.sliceElems ? st.count - first : desc.sliceElems;
@@ -163,8 +235,8 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
       const StepKind kind = decodeStepKind(st.kind);
       const bool receives = stepReceives(kind);
       const bool sends = stepSends(kind);
-      const device::FifoView* in = receives ? &launch.fifos[st.recvFifo] : nullptr;
-      const device::FifoView* out = sends ? &launch.fifos[st.sendFifo] : nullptr;
+      const device::FifoView* in = receives ? laneFifo(launch, tables, s, st.recvFifo, false) : nullptr;
+      const device::FifoView* out = sends ? laneFifo(launch, tables, s, st.sendFifo, true) : nullptr;
 
       uint32_t code = device::kLaneOk;
       if (ctx.leader()) {
@@ -173,13 +245,13 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
         if (in != nullptr) {
           fifo = st.recvFifo;
           const uint64_t c = *in->cursor;
-          code = laneWait(launch, *in, [&] { return weftLoadAcquire(in->head) > c; }, &detail);
+          code = laneWait(launch, *in, [&] { return weftLoadRelaxed(in->head) > c; }, &detail);
           if (code == device::kLaneOk) code = laneCheckSlot(*in, c, bytes, b.recvStamp, &detail);
         }
         if (code == device::kLaneOk && out != nullptr) {
           fifo = st.sendFifo;
           const uint64_t c = *out->cursor;
-          code = laneWait(launch, *out, [&] { return c - weftLoadAcquire(out->tail) < out->nSlots; }, &detail);
+          code = laneWait(launch, *out, [&] { return c - weftLoadRelaxed(out->tail) < out->nSlots; }, &detail);
         }
         if (code != device::kLaneOk) laneFail(launch, code, lane, s, it, fifo, detail);
       }
@@ -196,20 +268,7 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
                       static_cast<size_t>(n), ctx.tid(), ctx.nthreads());
       }
       ctx.barrier();  // every thread's share is written (and the incoming slot read)
-      if (ctx.leader()) {
-        if (out != nullptr) {
-          const uint64_t c = *out->cursor;
-          weftStoreRelease(&out->sizes[c % out->nSlots], bytes);
-          if (out->stamps != nullptr) weftStoreRelease(&out->stamps[c % out->nSlots], b.sendStamp);
-          weftStoreRelease(out->head, c + 1);
-          *out->cursor = c + 1;
-        }
-        if (in != nullptr) {
-          const uint64_t c = *in->cursor;
-          weftStoreRelease(in->tail, c + 1);
-          *in->cursor = c + 1;
-        }
-      }
+      if (ctx.leader()) laneRelease(in, out, bytes, b.sendStamp);
     }
   }
 }

@@ -40,6 +40,8 @@ WEFT_PARAM(int64_t, MinNChannels, "MIN_NCHANNELS", 1, "fewest channels (parallel
 WEFT_PARAM_RANGE(MinNChannels, 1, 32)
 WEFT_PARAM(int64_t, MaxNChannels, "MAX_NCHANNELS", 4, "most channels (parallel rings/trees) a collective uses")
 WEFT_PARAM_RANGE(MaxNChannels, 1, 32)
+WEFT_PARAM(int64_t, DeviceMaxNChannels, "DEVICE_MAX_NCHANNELS", 32, "most channels a collective on device buffers uses: one per 32 KiB of a rank's part of the data, never fewer than the tuner's, within the rank's share of the GPU's resident blocks")
+WEFT_PARAM_RANGE(DeviceMaxNChannels, 1, 32)
 
 // Transports
 WEFT_PARAM(bool, ShmDisable, "SHM_DISABLE", false, "1: never use the shared-memory transport")

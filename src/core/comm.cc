@@ -152,6 +152,7 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   std::snprintf(mine.algo, sizeof(mine.algo), "%s", params::Algo().c_str());
   mine.sizeRuleSet = sizeRuleParamsSet() ? 1 : 0;
   mine.zeroCopyMinBytes = params::ZeroCopy() && !params::ShmDisable() ? params::ZeroCopyMinBytes() : 0;
+  mine.deviceMaxChannels = static_cast<int32_t>(params::DeviceMaxNChannels());
 
   // Rank 0's settings are everyone's: it sends them to each rank (an all-gather would put every
   // rank's in every rank, memory that grows with the square of the rank count).
@@ -167,9 +168,10 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   if (std::memcmp(&first.nSlots, &mine.nSlots, sizeof(int32_t) * 3) != 0 || first.slotBytes != mine.slotBytes ||
       first.treeMaxBytes != mine.treeMaxBytes || first.doublingMaxBytes != mine.doublingMaxBytes ||
       first.sizeRuleSet != mine.sizeRuleSet || first.zeroCopyMinBytes != mine.zeroCopyMinBytes ||
-      std::strncmp(first.algo, mine.algo, sizeof(mine.algo)) != 0) {
+      first.deviceMaxChannels != mine.deviceMaxChannels || std::strncmp(first.algo, mine.algo, sizeof(mine.algo)) != 0) {
     WEFT_LOG(kWarn, kEnv,
-             "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/TREE_MAX_BYTES/ALGO/ZERO_COPY* differ from rank 0's; "
+             "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/DEVICE_MAX_NCHANNELS/TREE_MAX_BYTES/ALGO/"
+             "ZERO_COPY* differ from rank 0's; "
              "using rank 0's values (set them the same on every rank)",
              rank_);
   }
@@ -264,6 +266,9 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   p.nRanks = nRanks_;
   p.root = call.root;
   p.count = static_cast<int64_t>(call.count);
+  // Parts on 16-byte boundaries, on every rank alike (host or device buffers): the device
+  // executor's packs then cover every part, whatever the count.
+  p.align = coll::partitionAlign(elemSize);
   // The tuner's table for this size class (topology/tuner.h): the cost model's least time, or
   // the size rule, under WEFT_ALGO and the other overrides agreed at init.
   const topo::TunerChoice choice =

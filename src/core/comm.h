@@ -93,6 +93,7 @@ struct CommSettings {
   // Collectives of at least this many bytes on buffers every rank registered run zero-copy
   // (comm_zero_copy.cc); 0: never (WEFT_ZERO_COPY=0, WEFT_SHM_DISABLE=1).
   int64_t zeroCopyMinBytes = 0;
+  int32_t deviceMaxChannels = 32;  // WEFT_DEVICE_MAX_NCHANNELS (collectives/device_executor.h deviceChannels)
 };
 
 // Fills in the device this thread uses (comm_device.cc): -1 without a GPU runtime.

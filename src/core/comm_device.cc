@@ -94,9 +94,13 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
   for (const CollCall& call : calls) {
     ++seq_;
     coll::ScheduleParams params = paramsFor(call, elemSize);
-    while (params.nChannels > 1 && params.nChannels * coll::lanesPerChannel(params) > maxDeviceLanes_) {
-      --params.nChannels;
-    }
+    // The device's own channel count (deviceChannels): scaled with a rank's part of the data, within
+    // this rank's share of the GPU's resident blocks.
+    const int64_t bytes = params.count * static_cast<int64_t>(elemSize);
+    const coll::CollTraits& traits = coll::collTraits(call.kind);
+    const int64_t perRank = traits.sendTimesRanks || traits.recvTimesRanks ? bytes : bytes / nRanks_;
+    params.nChannels = coll::deviceChannels(perRank, params.nChannels, settings_.deviceMaxChannels,
+                                            coll::lanesPerChannel(params), maxDeviceLanes_);
     // An algorithm with more lanes per channel than the share (the tree's four) gives way to the
     // collective's default one, whose single lane per channel always fits.
     if (params.nChannels * coll::lanesPerChannel(params) > maxDeviceLanes_) {

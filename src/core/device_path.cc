@@ -59,8 +59,9 @@ Status DevicePath::create(device::Runtime* runtime, int device, int rank, double
   // Everything is allocated here, on the communicator's first device call: none of it may
   // happen while the caller's stream is being captured into a graph.
   Status s = runtime->streamCreate(&p->stream_);
-  if (s.isOk()) s = runtime->eventCreate(&p->userReady_);
-  if (s.isOk()) s = runtime->eventCreate(&p->done_);
+  // Events that only order streams: without timing, recording and waiting skip the timestamp.
+  if (s.isOk()) s = runtime->eventCreate(&p->userReady_, device::EventKind::kSync);
+  if (s.isOk()) s = runtime->eventCreate(&p->done_, device::EventKind::kSync);
   if (s.isOk()) s = runtime->allocHost(sizeof(device::LaneError) + 64, &p->pinned_);
   if (s.isOk()) s = runtime->allocDevice(2, &p->barrier_);
   // Zeroed on our own stream and waited for: a legacy-stream memset could land after lanes on

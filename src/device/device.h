@@ -83,6 +83,9 @@ inline bool isDefaultStreamHandle(Stream s) { return s == defaultStreamHandle();
 struct GraphTag;
 using Graph = GraphTag*;
 
+// What an event is made for (Runtime::eventCreate).
+enum class EventKind { kSync, kTiming };
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
@@ -118,12 +121,15 @@ class Runtime {
   // *done: all work queued on the stream has finished.
   virtual Status streamQuery(Stream stream, bool* done) = 0;
 
-  virtual Status eventCreate(Event* out) = 0;
+  // kSync: for ordering streams and waiting only (cudaEventDisableTiming), what every event of
+  // the library is: recording and waiting for it skips the timestamp. kTiming: eventElapsedMs
+  // may measure between two of them (weft-perf, tests).
+  virtual Status eventCreate(Event* out, EventKind kind) = 0;
   virtual Status eventDestroy(Event event) = 0;
   virtual Status eventRecord(Event event, Stream stream) = 0;
   virtual Status eventSynchronize(Event event) = 0;
   virtual Status eventQuery(Event event, bool* done) = 0;
-  // Milliseconds between two recorded, completed events.
+  // Milliseconds between two recorded, completed events of EventKind::kTiming; others are refused.
   virtual Status eventElapsedMs(Event start, Event end, float* ms) = 0;
 
   // IPC: `ptr` must be the start of an allocDevice allocation. The importing process gets a

@@ -12,6 +12,7 @@
 #include "device/device.h"
 #include "device/gpu_api.h"
 #include "device/gpu_module.h"
+#include "device/own_allocations.h"
 
 namespace weft {
 namespace device {
@@ -211,10 +212,12 @@ class GpuRuntime final : public Runtime {
     if (err != kGpuSuccess) {
       return gpuFailure(err, kGpuHostAllocName, __FILE__, __LINE__, "%s", bytesText(bytes).c_str());
     }
+    ownPinned_.add(*out, bytes);
     return Status::ok();
   }
   Status freeHost(void* ptr) override {
     if (ptr == nullptr) return Status::ok();
+    ownPinned_.remove(ptr);
     GpuError err = gpuHostFree(ptr);
     if (err != kGpuSuccess) return gpuFailure(err, kGpuHostFreeName, __FILE__, __LINE__, "%p", ptr);
     return Status::ok();
@@ -285,9 +288,13 @@ class GpuRuntime final : public Runtime {
     return readiness(err, WEFT_GPU_NAME(StreamQuery), static_cast<void*>(stream), done);
   }
 
-  Status eventCreate(Event* out) override {
+  Status eventCreate(Event* out, EventKind kind) override {
     GpuEvent e = nullptr;
-    WEFT_GPU_TRY(EventCreateWithFlags, (&e, WEFT_GPU(EventDefault)), "timing");
+    if (kind == EventKind::kTiming) {
+      WEFT_GPU_TRY(EventCreateWithFlags, (&e, WEFT_GPU(EventDefault)), "timing");
+    } else {
+      WEFT_GPU_TRY(EventCreateWithFlags, (&e, WEFT_GPU(EventDisableTiming)), "without timing");
+    }
     *out = reinterpret_cast<Event>(e);
     return Status::ok();
   }
@@ -364,9 +371,10 @@ class GpuRuntime final : public Runtime {
   }
 
   Status launchLanes(const LaneLaunch& launch, Stream stream) override {
-    // checkLaneLaunch reads the lane table on the host, so it must be memory the host reads.
-    PointerInfo lanes;
-    if (launch.lanes != nullptr) {
+    // checkLaneLaunch reads the lane table on the host, so it must be memory the host reads. The
+    // tables the library made (allocHost) are known without asking the driver.
+    if (launch.lanes != nullptr && !ownPinned_.contains(launch.lanes)) {
+      PointerInfo lanes;
       WEFT_TRY(pointerInfo(launch.lanes, &lanes));
       if (lanes.kind == MemoryKind::kDevice) {
         return WEFT_ERROR(weftInvalidArgument,
@@ -374,9 +382,11 @@ class GpuRuntime final : public Runtime {
                           "the launch; put it in pinned host memory (allocHost)",
                           static_cast<const void*>(launch.lanes));
       }
+      WEFT_TRY(checkLaneLaunch(launch));
+      WEFT_TRY(checkReachable(launch.lanes, lanes, "lane launch", "lanes"));
+    } else {
+      WEFT_TRY(checkLaneLaunch(launch));
     }
-    WEFT_TRY(checkLaneLaunch(launch));
-    WEFT_TRY(checkReachable(launch.lanes, lanes, "lane launch", "lanes"));
     WEFT_TRY(checkReachable(launch.steps, "lane launch", "steps"));
     if (launch.nFifos > 0) WEFT_TRY(checkReachable(launch.fifos, "lane launch", "fifos"));
     WEFT_TRY(checkReachable(launch.error, "lane launch", "error"));
@@ -518,6 +528,7 @@ class GpuRuntime final : public Runtime {
     return checkReachable(ptr, "reduce-copy", what);
   }
   Status checkReachable(const void* ptr, const char* launch, const char* what) const {
+    if (ownPinned_.contains(ptr)) return Status::ok();  // our allocHost: pinned, mapped
     PointerInfo info;
     WEFT_TRY(pointerInfo(ptr, &info));
     return checkReachable(ptr, info, launch, what);
@@ -554,6 +565,7 @@ class GpuRuntime final : public Runtime {
 
   std::vector<DeviceLimits> devices_;
   std::string description_;
+  OwnAllocations ownPinned_;  // allocHost's, until freeHost
 };
 
 // "CUDA runtime 13.0, driver 12.8; 8 devices: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, warp 32), ...".

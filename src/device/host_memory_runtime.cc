@@ -1,5 +1,6 @@
 #include "device/host_memory_runtime.h"
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -12,6 +13,7 @@ namespace {
 
 struct TokenStream {};
 struct TokenEvent {
+  bool timing = false;  // EventKind::kTiming
   bool recorded = false;
   uint64_t atNs = 0;
   Stream on = nullptr;  // where it was recorded (null: the legacy default stream)
@@ -140,10 +142,19 @@ Status HostMemoryRuntime::streamWaitEvent(Stream, Event event) {
   return Status::ok();
 }
 
-Status HostMemoryRuntime::eventCreate(Event* out) {
-  *out = reinterpret_cast<Event>(new TokenEvent);
+namespace {
+std::atomic<uint64_t> gTimingEvents{0};
+}  // namespace
+
+Status HostMemoryRuntime::eventCreate(Event* out, EventKind kind) {
+  auto* e = new TokenEvent;
+  e->timing = kind == EventKind::kTiming;
+  if (e->timing) gTimingEvents.fetch_add(1, std::memory_order_relaxed);
+  *out = reinterpret_cast<Event>(e);
   return Status::ok();
 }
+
+uint64_t HostMemoryRuntime::timingEventsCreated() { return gTimingEvents.load(std::memory_order_relaxed); }
 
 Status HostMemoryRuntime::eventDestroy(Event event) {
   if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s: eventDestroy(null)", label_);
@@ -153,7 +164,8 @@ Status HostMemoryRuntime::eventDestroy(Event event) {
 
 Status HostMemoryRuntime::eventRecord(Event event, Stream stream) {
   if (event == nullptr) return WEFT_ERROR(weftInvalidArgument, "%s: eventRecord(null)", label_);
-  *tokenEvent(event) = TokenEvent{true, nowNs(), queueKey(stream)};
+  TokenEvent* e = tokenEvent(event);
+  *e = TokenEvent{e->timing, true, nowNs(), queueKey(stream)};
   return Status::ok();
 }
 
@@ -173,6 +185,11 @@ Status HostMemoryRuntime::eventQuery(Event event, bool* done) {
 Status HostMemoryRuntime::eventElapsedMs(Event start, Event end, float* ms) {
   if (start == nullptr || end == nullptr) {
     return WEFT_ERROR(weftInvalidArgument, "%s: eventElapsedMs: null event", label_);
+  }
+  // As CUDA and HIP refuse an event made with cudaEventDisableTiming.
+  if (!tokenEvent(start)->timing || !tokenEvent(end)->timing) {
+    return WEFT_ERROR(weftInvalidUsage, "%s: eventElapsedMs: the %s event was created without timing; create it with "
+                      "EventKind::kTiming", label_, tokenEvent(start)->timing ? "end" : "start");
   }
   if (!tokenEvent(start)->recorded || !tokenEvent(end)->recorded) {
     return WEFT_ERROR(weftInvalidUsage, "%s: eventElapsedMs: %s event was never recorded", label_,

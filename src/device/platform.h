@@ -46,14 +46,61 @@
 
 namespace weft {
 
-WEFT_HOST_DEVICE inline uint64_t weftLoadAcquire(const uint64_t* p) {
+// Polling (NCCL's pattern): a waiter reads the counter with relaxed loads, which stay cheap
+// while nothing has changed, and orders what follows with one acquire fence once the condition
+// holds (weftAcquireFence); a poster writes its data and the slot's size and stamp with relaxed
+// stores, then publishes them all with one release store of the counter. On the GPUs a relaxed
+// load or store is a volatile access (never cached in a register, never torn: aligned 8 bytes)
+// and the fences are system-wide (the peer may be another GPU, over NVLink, xGMI or PCIe, or
+// the host), so a wait costs one fence when it ends instead of one per poll, and a post one
+// instead of one per word.
+WEFT_HOST_DEVICE inline uint64_t weftLoadRelaxed(const uint64_t* p) {
 #if WEFT_FLAGS_DEVICE
-  const uint64_t v = *reinterpret_cast<const volatile uint64_t*>(p);
-  __threadfence_system();
-  return v;
+  return *reinterpret_cast<const volatile uint64_t*>(p);
 #else
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
 #endif
+}
+
+WEFT_HOST_DEVICE inline uint32_t weftLoadRelaxed32(const uint32_t* p) {
+#if WEFT_FLAGS_DEVICE
+  return *reinterpret_cast<const volatile uint32_t*>(p);
+#else
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+WEFT_HOST_DEVICE inline void weftStoreRelaxed(uint64_t* p, uint64_t v) {
+#if WEFT_FLAGS_DEVICE
+  *reinterpret_cast<volatile uint64_t*>(p) = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+// After relaxed loads that saw a counter move: what the poster wrote before it is visible.
+WEFT_HOST_DEVICE inline void weftAcquireFence() {
+#if WEFT_FLAGS_DEVICE
+  __threadfence_system();
+#else
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+#endif
+}
+
+// Before relaxed stores that announce data: everything this thread wrote before (and, after a
+// block barrier, its block's threads) is visible to whoever sees those stores.
+WEFT_HOST_DEVICE inline void weftReleaseFence() {
+#if WEFT_FLAGS_DEVICE
+  __threadfence_system();
+#else
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
+}
+
+WEFT_HOST_DEVICE inline uint64_t weftLoadAcquire(const uint64_t* p) {
+  const uint64_t v = weftLoadRelaxed(p);
+  weftAcquireFence();
+  return v;
 }
 
 WEFT_HOST_DEVICE inline void weftStoreRelease(uint64_t* p, uint64_t v) {
@@ -66,13 +113,9 @@ WEFT_HOST_DEVICE inline void weftStoreRelease(uint64_t* p, uint64_t v) {
 }
 
 WEFT_HOST_DEVICE inline uint32_t weftLoadAcquire32(const uint32_t* p) {
-#if WEFT_FLAGS_DEVICE
-  const uint32_t v = *reinterpret_cast<const volatile uint32_t*>(p);
-  __threadfence_system();
+  const uint32_t v = weftLoadRelaxed32(p);
+  weftAcquireFence();
   return v;
-#else
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
 }
 
 WEFT_HOST_DEVICE inline void weftStoreRelease32(uint32_t* p, uint32_t v) {

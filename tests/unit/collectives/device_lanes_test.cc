@@ -16,6 +16,8 @@
 #include <tuple>
 #include <vector>
 
+#include "collectives/device/lane_program.cuh"
+#include "collectives/device/pack.cuh"
 #include "collectives/device_executor.h"
 #include "collectives/schedule.h"
 
@@ -221,6 +223,170 @@ TEST(DeviceLanes, EveryAlgorithmMatchesTheReference) {
       }
     }
   }
+}
+
+// With parts on 16-byte boundaries (partitionAlign), every slice a lane moves starts 16-byte
+// aligned in every buffer of an odd-count all-reduce, broadcast or reduce, so reduce_copy.cuh
+// takes its 16-byte packs from the first element (planAccess: kPacks, no scalar head); parts as
+// even as elements allow leave most slices to the scalar path.
+int slicesOffPacks(const ScheduleParams& p, size_t slotBytes) {
+  alignas(256) static char buffers[3][256];  // pointers as cudaMalloc gives them: 256-aligned
+  alignas(64) static char slot[64];
+  int off = 0;
+  for (int r = 0; r < p.nRanks; ++r) {
+    DeviceProgram prog;
+    EXPECT_TRUE(appendToProgram(&prog, buildSchedule(p, r), sizeof(float), slotBytes).isOk());
+    const int64_t sliceElems = static_cast<int64_t>(slotBytes / sizeof(float));
+    for (const device::LaneStep& st : prog.steps) {
+      for (int64_t first = 0; first < st.count; first += sliceElems) {
+        const int64_t n = std::min(sliceElems, st.count - first);
+        // The addresses only: planAccess never dereferences.
+        const uintptr_t src = reinterpret_cast<uintptr_t>(buffers[st.srcBuf]) + (st.srcOffset + first) * sizeof(float);
+        const uintptr_t dst = reinterpret_cast<uintptr_t>(buffers[st.dstBuf]) + (st.dstOffset + first) * sizeof(float);
+        const void* srcs[2] = {reinterpret_cast<const void*>(src), slot};
+        void* dsts[2] = {reinterpret_cast<void*>(dst), slot};
+        const kernel::AccessPlan plan = kernel::planAccess<float>(2, srcs, 2, dsts, static_cast<size_t>(n));
+        if (plan.path != kernel::AccessPath::kPacks || plan.head != 0) ++off;
+      }
+    }
+  }
+  return off;
+}
+
+TEST(DeviceLanes, AlignedPartitionsTakeThePackPathForOddCounts) {
+  for (const AlgoCase& a : kAlgos) {
+    if (a.kind != CollKind::kAllReduce && a.kind != CollKind::kBroadcast && a.kind != CollKind::kReduce) continue;
+    for (int n : {2, 3, 5, 8}) {
+      for (int64_t count : {int64_t{1001}, int64_t{4093}}) {
+        for (int channels : {1, 3}) {
+          ScheduleParams p;
+          p.kind = a.kind;
+          p.algo = a.algo;
+          p.nRanks = n;
+          p.count = count;
+          p.nChannels = channels;
+          p.root = n - 1;
+          SCOPED_TRACE(std::string(collName(p.kind)) + "/" + algoName(p.algo) + " n=" + std::to_string(n) +
+                       " count=" + std::to_string(count) + " channels=" + std::to_string(channels));
+          p.align = partitionAlign(sizeof(float));
+          EXPECT_EQ(slicesOffPacks(p, 1024), 0);
+          if (channels == 3) {  // 1001 or 4093 elements in three parts: two start off 16-byte boundaries
+            p.align = 1;
+            EXPECT_GT(slicesOffPacks(p, 1024), 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Aligned parts move the right data too (the last part takes the remainder).
+TEST(DeviceLanes, AlignedPartitionsMatchTheReference) {
+  for (const AlgoCase& a : kAlgos) {
+    for (int n : {2, 3, 5}) {
+      for (int64_t count : {int64_t{3}, int64_t{37}, int64_t{301}}) {
+        ScheduleParams p;
+        p.kind = a.kind;
+        p.algo = a.algo;
+        p.nRanks = n;
+        p.count = count;
+        p.nChannels = 2;
+        p.root = n - 1;
+        p.align = partitionAlign(sizeof(int32_t));
+        checkCollective(p, false, 2, 64);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// The device's channel count: one per 32 KiB of a rank's part, from the tuner's up to the
+// device maximum, within the rank's share of resident blocks at the algorithm's lanes per channel.
+TEST(DeviceChannels, ScaleWithBytesPerRankWithinTheShare) {
+  constexpr int64_t kKiB = 1024;
+  // A 132-SM H100 with one rank: 132 blocks.
+  EXPECT_EQ(deviceChannels(0, 1, 32, 1, 132), 1);
+  EXPECT_EQ(deviceChannels(31 * kKiB, 1, 32, 1, 132), 1);
+  EXPECT_EQ(deviceChannels(64 * kKiB, 1, 32, 1, 132), 2);
+  EXPECT_EQ(deviceChannels(512 * kKiB, 1, 32, 1, 132), 16);
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 1, 132), 32);
+  EXPECT_EQ(deviceChannels(int64_t{1} << 40, 1, 32, 1, 132), 32);
+  // Never fewer than the tuner's, never more than the maximum (WEFT_DEVICE_MAX_NCHANNELS) or 32.
+  EXPECT_EQ(deviceChannels(0, 4, 32, 1, 132), 4);
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 8, 1, 132), 8);
+  EXPECT_EQ(deviceChannels(0, 8, 2, 1, 132), 2);
+  EXPECT_EQ(deviceChannels(int64_t{1} << 40, 1, 99, 1, 1000), kMaxScheduleChannels);
+  // Eight ranks sharing the GPU: 16 blocks each; the tree's four lanes per channel: 4 channels.
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 1, 16), 16);
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 4, 16), 4);
+  // A share smaller than one channel's lanes still gets one (the caller then falls back to an
+  // algorithm with one lane per channel).
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 4, 2), 1);
+  EXPECT_EQ(deviceChannels(1024 * kKiB, 1, 32, 1, 0), 1);
+  EXPECT_EQ(deviceChannels(-5, 0, 0, 0, 0), 1);
+}
+
+// laneStage: a lane's steps and each step's FIFO views, copied into the block's room by its
+// threads (here three, one after the other), or the launch's own tables when they do not fit.
+struct StageCtx {
+  size_t t = 0, n = 1;
+  size_t tid() const { return t; }
+  size_t nthreads() const { return n; }
+  void barrier() {}
+};
+
+TEST(DeviceLanes, LaneStageCopiesTheStepsAndTheirFifos) {
+  ScheduleParams p;
+  p.kind = CollKind::kAllReduce;
+  p.nRanks = 4;
+  p.count = 1000;
+  p.nChannels = 2;
+  DeviceProgram prog;
+  ASSERT_TRUE(appendToProgram(&prog, buildSchedule(p, 1), sizeof(float), 256).isOk());
+  std::vector<device::FifoView> fifos(prog.fifos.size());
+  for (size_t i = 0; i < fifos.size(); ++i) fifos[i].peer = static_cast<int32_t>(100 + i);
+  device::LaneLaunch l;
+  l.lanes = prog.lanes.data();
+  l.steps = prog.steps.data();
+  l.fifos = fifos.data();
+  const device::LaneDesc& desc = prog.lanes[1];
+  ASSERT_GT(desc.nSteps, 2);
+  std::vector<uint64_t> room(kernel::laneStageBytes(desc.nSteps) / sizeof(uint64_t));
+  kernel::LaneTables t{};
+  for (size_t tid = 0; tid < 3; ++tid) {
+    StageCtx ctx{tid, 3};
+    t = kernel::laneStage(l, desc, room.data(), room.size() * sizeof(uint64_t), ctx);
+  }
+  ASSERT_NE(t.views, nullptr);
+  EXPECT_EQ(static_cast<const void*>(t.views), static_cast<const void*>(room.data()));
+  for (int32_t s = 0; s < desc.nSteps; ++s) {
+    const device::LaneStep& want = prog.steps[static_cast<size_t>(desc.firstStep + s)];
+    EXPECT_EQ(t.steps[s].count, want.count) << "step " << s;
+    EXPECT_EQ(t.steps[s].srcOffset, want.srcOffset) << "step " << s;
+    if (want.recvFifo >= 0) {
+      EXPECT_EQ(kernel::laneFifo(l, t, s, want.recvFifo, false)->peer, 100 + want.recvFifo);
+    }
+    if (want.sendFifo >= 0) {
+      EXPECT_EQ(kernel::laneFifo(l, t, s, want.sendFifo, true)->peer, 100 + want.sendFifo);
+    }
+  }
+  // One byte short: the launch's tables.
+  StageCtx one;
+  t = kernel::laneStage(l, desc, room.data(), room.size() * sizeof(uint64_t) - 1, one);
+  EXPECT_EQ(t.views, nullptr);
+  EXPECT_EQ(t.steps, l.steps + desc.firstStep);
+  EXPECT_EQ(kernel::laneFifo(l, t, 0, 2, false), &fifos[2]);
+}
+
+// A ring of 56 ranks gives each lane 111 steps, more than kLaneStageMaxBytes holds: those lanes
+// read the launch's tables, and the result is the same.
+TEST(DeviceLanes, LanesTooLongToStageReadTheLaunchTables) {
+  ScheduleParams p;
+  p.kind = CollKind::kAllReduce;
+  p.nRanks = 56;
+  p.count = 56 * 4 + 3;
+  ASSERT_GT(kernel::laneStageBytes(2 * p.nRanks - 1), kernel::kLaneStageMaxBytes);
+  checkCollective(p, false, 2, 64);
 }
 
 TEST(DeviceLanes, LargeSlotsAndDeepFifos) {

@@ -166,8 +166,77 @@ TEST_P(ScheduleSweep, ChannelsOrdersAndFifos) {
   EXPECT_EQ(failures, 0);
 }
 
+// Parts on 16-byte boundaries (ScheduleParams::align = partitionAlign of 1-, 2-, 4- and 8-byte
+// elements): every algorithm stays right for every rank count, odd counts and channels.
+TEST_P(ScheduleSweep, AlignedPartitions) {
+  const Case c = GetParam();
+  int failures = 0;
+  for (int64_t align : {int64_t{2}, int64_t{4}, int64_t{16}}) {
+    for (int n = 1; n <= 64; n += (n < 9 ? 1 : 7)) {
+      for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{3}, blocked(c.kind) ? int64_t{37} : int64_t{1001}}) {
+        for (int channels : {1, 3}) {
+          ScheduleParams p = makeParams(c, n, count, channels, rooted(c.kind) ? n / 2 : 0);
+          p.align = align;
+          const int64_t slice = n % 2 ? 3 : 64;
+          expectVerified(p, slice, false, minFifo(c), &failures);
+          if (hasInPlace(c.kind)) expectVerified(p, slice, n % 3 == 0, minFifo(c) + 1, &failures);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, ScheduleSweep, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& param) { return caseName(param.param); });
+
+// splitEven's parts tile [0, total) in order, start at multiples of align, are as even as whole
+// units allow (the last one also takes the remainder), and largestPart is the largest of them.
+TEST(SchedulePartition, SplitEvenOnAlignedBoundaries) {
+  for (int64_t align : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}}) {
+    for (int64_t total = 0; total <= 300; ++total) {
+      for (int parts = 1; parts <= 9; ++parts) {
+        SCOPED_TRACE("align " + std::to_string(align) + " total " + std::to_string(total) + " parts " +
+                     std::to_string(parts));
+        int64_t next = 0, largest = 0, smallest = total;
+        for (int i = 0; i < parts; ++i) {
+          const algo::Part part = algo::splitEven(total, parts, i, align);
+          ASSERT_EQ(part.offset, next);
+          ASSERT_EQ(part.offset % align, 0);
+          ASSERT_GE(part.count, 0);
+          next += part.count;
+          largest = std::max(largest, part.count);
+          smallest = std::min(smallest, part.count - (i == parts - 1 ? total % align : 0));
+        }
+        ASSERT_EQ(next, total);
+        ASSERT_EQ(algo::largestPart(total, parts, align), largest);
+        ASSERT_LE(largest - smallest, align + total % align);
+      }
+    }
+  }
+  // Align 1 is the old even split: the first total % parts parts take one more.
+  EXPECT_EQ(algo::splitEven(10, 3, 0).count, 4);
+  EXPECT_EQ(algo::splitEven(10, 3, 2).offset, 7);
+  // 1001 floats are 250 units of 4 and one element: 84 + 83 + 83 units, the last 1 element more.
+  EXPECT_EQ(algo::splitEven(1001, 3, 1, 4).offset, 336);
+  EXPECT_EQ(algo::splitEven(1001, 3, 2, 4).offset, 668);
+  EXPECT_EQ(algo::splitEven(1001, 3, 2, 4).count, 333);
+}
+
+TEST(SchedulePartition, AlignOfElementSizes) {
+  EXPECT_EQ(partitionAlign(1), 16);
+  EXPECT_EQ(partitionAlign(2), 8);
+  EXPECT_EQ(partitionAlign(4), 4);
+  EXPECT_EQ(partitionAlign(8), 2);
+  EXPECT_EQ(partitionAlign(16), 1);
+  EXPECT_EQ(partitionAlign(3), 1);
+  EXPECT_EQ(partitionAlign(0), 1);
+  ScheduleParams p = makeParams({CollKind::kAllReduce, Algo::kRing}, 4, 64, 1, 0);
+  p.align = 0;
+  EXPECT_NE(validateParams(p).find("align is 0"), std::string::npos) << validateParams(p);
+  p.align = 17;
+  EXPECT_NE(validateParams(p).find("align is 17"), std::string::npos) << validateParams(p);
+}
 
 // Rings cannot run with one slot per FIFO (schedule.h): the interpreter says so.
 TEST(ScheduleRing, OneSlotFifoDeadlocks) {

@@ -165,9 +165,9 @@ class CaptureRuntime final : public device::Runtime {
     note("streamQuery");
     return base_.streamQuery(stream, done);
   }
-  Status eventCreate(Event* out) override {
+  Status eventCreate(Event* out, device::EventKind kind) override {
     note("eventCreate");
-    return base_.eventCreate(out);
+    return base_.eventCreate(out, kind);
   }
   Status eventDestroy(Event event) override {
     note("eventDestroy");

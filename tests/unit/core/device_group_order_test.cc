@@ -75,7 +75,13 @@ class OrderRuntime final : public device::Runtime {
   Status freeDevice(void* p) override { return base_.freeDevice(p); }
   Status allocHost(size_t n, void** out) override { return base_.allocHost(n, out); }
   Status freeHost(void* p) override { return base_.freeHost(p); }
-  Status pointerInfo(const void* p, device::PointerInfo* out) const override { return base_.pointerInfo(p, out); }
+  Status pointerInfo(const void* p, device::PointerInfo* out) const override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++pointerQueries_;
+    }
+    return base_.pointerInfo(p, out);
+  }
   Status copy(void* d, const void* s, size_t n, device::CopyKind k) override { return base_.copy(d, s, n, k); }
   Status copyAsync(void* d, const void* s, size_t n, device::CopyKind k, Stream st) override {
     add(st, {});
@@ -90,7 +96,11 @@ class OrderRuntime final : public device::Runtime {
   Status streamDestroy(Stream s) override { return base_.streamDestroy(s); }
   Status streamSynchronize(Stream s) override { return base_.streamSynchronize(s); }
   Status streamQuery(Stream s, bool* done) override { return base_.streamQuery(s, done); }
-  Status eventCreate(Event* out) override { return base_.eventCreate(out); }
+  Status eventCreate(Event* out, device::EventKind kind) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++eventsMade_[kind == device::EventKind::kTiming ? 1 : 0];
+    return base_.eventCreate(out, kind);
+  }
   Status eventDestroy(Event e) override { return base_.eventDestroy(e); }
   Status eventRecord(Event e, Stream s) override {
     const int op = add(s, {});
@@ -150,6 +160,18 @@ class OrderRuntime final : public device::Runtime {
   std::map<Stream, int> lastOn_;
   std::map<Event, int> recordedAt_;
   std::vector<int> launches_;
+  std::map<int, int> eventsMade_;  // [0]: kSync, [1]: kTiming
+  mutable int pointerQueries_ = 0;
+
+ public:
+  int eventsMade(device::EventKind kind) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return eventsMade_[kind == device::EventKind::kTiming ? 1 : 0];
+  }
+  int pointerQueries() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pointerQueries_;
+  }
 };
 
 class NoPeers final : public coll::ConnectionProvider {
@@ -235,6 +257,19 @@ TEST_F(DeviceGroupOrder, ForkedTogetherNeitherLaunchWaitsForTheOther) {
   ASSERT_TRUE(enqueue(a_.get(), recvA_).isOk());
   const int after = rt_.mark(user_);
   EXPECT_TRUE(rt_.dependsOn(after, rt_.launches().back()));
+}
+
+// The device path's events only order streams: none is made with timing (cudaEventDisableTiming
+// on a GPU, cheaper to record and wait for), and a call asks the runtime no pointer attributes
+// of the path's own tables (the GPU runtime answers those from its own allocations).
+TEST_F(DeviceGroupOrder, EventsWithoutTimingAndNoPointerQueriesPerCall) {
+  EXPECT_GE(rt_.eventsMade(device::EventKind::kSync), 4);  // two per path
+  EXPECT_EQ(rt_.eventsMade(device::EventKind::kTiming), 0);
+  ASSERT_TRUE(enqueue(a_.get(), recvA_).isOk());
+  const int queries = rt_.pointerQueries();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(enqueue(a_.get(), recvA_).isOk());
+  EXPECT_EQ(rt_.pointerQueries(), queries);
+  EXPECT_EQ(rt_.eventsMade(device::EventKind::kTiming), 0);
 }
 
 // Two communicators of one rank pair, driven by one thread, each with an all-reduce on the same

@@ -265,8 +265,8 @@ TEST(EmulatedRuntime, StreamsAndEvents) {
   Stream stream = nullptr;
   Event start = nullptr, end = nullptr;
   ASSERT_TRUE(rt.streamCreate(&stream).isOk());
-  ASSERT_TRUE(rt.eventCreate(&start).isOk());
-  ASSERT_TRUE(rt.eventCreate(&end).isOk());
+  ASSERT_TRUE(rt.eventCreate(&start, EventKind::kTiming).isOk());
+  ASSERT_TRUE(rt.eventCreate(&end, EventKind::kTiming).isOk());
   float ms = -1;
   EXPECT_EQ(rt.eventElapsedMs(start, end, &ms).code(), weftInvalidUsage) << "never recorded";
   ASSERT_TRUE(rt.eventRecord(start, stream).isOk());

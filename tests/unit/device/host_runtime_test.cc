@@ -10,6 +10,7 @@
 
 #include "base/os.h"
 #include "device/device.h"
+#include "device/host_memory_runtime.h"
 
 namespace weft {
 namespace device {
@@ -140,8 +141,8 @@ TEST(HostRuntime, StreamsCompleteAtOnce) {
 TEST(HostRuntime, EventsMeasureTime) {
   Runtime& rt = hostRuntime();
   Event start = nullptr, end = nullptr;
-  ASSERT_TRUE(rt.eventCreate(&start).isOk());
-  ASSERT_TRUE(rt.eventCreate(&end).isOk());
+  ASSERT_TRUE(rt.eventCreate(&start, EventKind::kTiming).isOk());
+  ASSERT_TRUE(rt.eventCreate(&end, EventKind::kTiming).isOk());
   float ms = -1;
   Status s = rt.eventElapsedMs(start, end, &ms);
   EXPECT_EQ(s.code(), weftInvalidUsage);
@@ -169,7 +170,7 @@ TEST(HostRuntime, StreamsWaitForEventsAtOnce) {
   Stream s = nullptr;
   Event e = nullptr;
   ASSERT_TRUE(rt.streamCreate(&s).isOk());
-  ASSERT_TRUE(rt.eventCreate(&e).isOk());
+  ASSERT_TRUE(rt.eventCreate(&e, EventKind::kSync).isOk());
   ASSERT_TRUE(rt.eventRecord(e, nullptr).isOk());
   EXPECT_TRUE(rt.streamWaitEvent(s, e).isOk());
   EXPECT_TRUE(rt.streamWaitEvent(nullptr, e).isOk()) << "the default stream waits too";
@@ -178,6 +179,28 @@ TEST(HostRuntime, StreamsWaitForEventsAtOnce) {
   EXPECT_NE(bad.message().find("streamWaitEvent(null event)"), std::string::npos) << bad.message();
   EXPECT_TRUE(rt.eventDestroy(e).isOk());
   EXPECT_TRUE(rt.streamDestroy(s).isOk());
+}
+
+// An event made for ordering only cannot time, as with cudaEventDisableTiming; the counter of
+// timing events (which the library's own paths never make) sees only timing ones.
+TEST(HostRuntime, SyncEventsDoNotTime) {
+  Runtime& rt = hostRuntime();
+  const uint64_t before = HostMemoryRuntime::timingEventsCreated();
+  Event sync = nullptr, timed = nullptr;
+  ASSERT_TRUE(rt.eventCreate(&sync, EventKind::kSync).isOk());
+  EXPECT_EQ(HostMemoryRuntime::timingEventsCreated(), before);
+  ASSERT_TRUE(rt.eventCreate(&timed, EventKind::kTiming).isOk());
+  EXPECT_EQ(HostMemoryRuntime::timingEventsCreated(), before + 1);
+  ASSERT_TRUE(rt.eventRecord(sync, nullptr).isOk());
+  ASSERT_TRUE(rt.eventRecord(timed, nullptr).isOk());
+  float ms = -1;
+  Status s = rt.eventElapsedMs(sync, timed, &ms);
+  EXPECT_EQ(s.code(), weftInvalidUsage);
+  EXPECT_NE(s.message().find("start event was created without timing"), std::string::npos) << s.message();
+  s = rt.eventElapsedMs(timed, sync, &ms);
+  EXPECT_NE(s.message().find("end event was created without timing"), std::string::npos) << s.message();
+  EXPECT_TRUE(rt.eventDestroy(sync).isOk());
+  EXPECT_TRUE(rt.eventDestroy(timed).isOk());
 }
 
 TEST(HostRuntime, RegisteringHostMemoryIsANoOp) {

@@ -155,7 +155,7 @@ class FakeRuntime final : public device::Runtime {
     *done = true;
     return Status::ok();
   }
-  Status eventCreate(device::Event*) override { return unsupported("eventCreate"); }
+  Status eventCreate(device::Event*, device::EventKind) override { return unsupported("eventCreate"); }
   Status eventDestroy(device::Event) override { return unsupported("eventDestroy"); }
   Status eventRecord(device::Event, device::Stream) override { return unsupported("eventRecord"); }
   Status eventSynchronize(device::Event) override { return unsupported("eventSynchronize"); }

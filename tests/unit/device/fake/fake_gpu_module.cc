@@ -45,7 +45,7 @@ class FakeRuntime final : public Runtime {
   Status streamDestroy(Stream) override { return Status(); }
   Status streamSynchronize(Stream) override { return Status(); }
   Status streamQuery(Stream, bool*) override { return Status(); }
-  Status eventCreate(Event*) override { return Status(); }
+  Status eventCreate(Event*, EventKind) override { return Status(); }
   Status eventDestroy(Event) override { return Status(); }
   Status eventRecord(Event, Stream) override { return Status(); }
   Status eventSynchronize(Event) override { return Status(); }

@@ -110,8 +110,8 @@ TEST_F(GpuRuntimeTest, StreamsEventsAndAsyncWork) {
   Stream s = nullptr;
   Event start = nullptr, end = nullptr;
   ASSERT_TRUE(rt_->streamCreate(&s).isOk());
-  ASSERT_TRUE(rt_->eventCreate(&start).isOk());
-  ASSERT_TRUE(rt_->eventCreate(&end).isOk());
+  ASSERT_TRUE(rt_->eventCreate(&start, EventKind::kTiming).isOk());
+  ASSERT_TRUE(rt_->eventCreate(&end, EventKind::kTiming).isOk());
   ASSERT_TRUE(rt_->eventRecord(start, s).isOk());
   ASSERT_TRUE(rt_->memsetAsync(a, 0x3c, n, s).isOk());
   ASSERT_TRUE(rt_->eventRecord(end, s).isOk());
@@ -560,7 +560,7 @@ TEST_F(GpuLanesTest, StreamsWaitForEventsOfOtherStreams) {
   ASSERT_TRUE(rt_->memset(copied, 0, kSlotBytes).isOk());
   Stream first = stream(), second = stream();
   Event received = nullptr;
-  ASSERT_TRUE(rt_->eventCreate(&received).isOk());
+  ASSERT_TRUE(rt_->eventCreate(&received, EventKind::kSync).isOk());
   launch(receiver, first);
   if (IsSkipped() || HasFatalFailure()) return;
   ASSERT_TRUE(rt_->eventRecord(received, first).isOk());
