@@ -61,7 +61,8 @@ Status DevicePath::create(device::Runtime* runtime, int device, int rank, double
   Status s = runtime->streamCreate(&p->stream_);
   if (s.isOk()) s = runtime->eventCreate(&p->userReady_);
   if (s.isOk()) s = runtime->eventCreate(&p->done_);
-  if (s.isOk()) s = runtime->allocHost(sizeof(device::LaneError) + 64, &p->pinned_);
+  // The host polls the lanes' error record and the lanes poll the host's abort flag.
+  if (s.isOk()) s = runtime->allocHostShared(sizeof(device::LaneError) + 64, &p->pinned_);
   if (s.isOk()) s = runtime->allocDevice(2, &p->barrier_);
   // Zeroed on our own stream and waited for: a legacy-stream memset could land after lanes on
   // stream_ first used it.

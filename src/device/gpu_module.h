@@ -16,7 +16,7 @@ class Runtime;
 // Bump on any change to device.h's Runtime, DeviceProps, PointerInfo, IpcHandle or to
 // kernel_api.h. A module may be built with another value (tests do) by defining it.
 #ifndef WEFT_GPU_MODULE_ABI
-#define WEFT_GPU_MODULE_ABI 5
+#define WEFT_GPU_MODULE_ABI 6
 #endif
 constexpr int kGpuModuleAbi = WEFT_GPU_MODULE_ABI;
 

@@ -46,9 +46,36 @@
 
 namespace weft {
 
+// Relaxed accesses to a word other agents poll or write, at system scope, the building blocks of
+// the acquire / release pairs below. On AMD GPUs a system-scope atomic, which on the fine-grained
+// or uncached memory such words live in (device.h, Sharing::kAgents) goes past the caches that
+// would hide the other agent's writes, as RCCL's polls do on MI250X / MI300X; on NVIDIA GPUs a
+// volatile access (their memory is coherent); on the host the compiler's relaxed atomics.
+template <typename T>
+WEFT_HOST_DEVICE inline T weftLoadSystem(const T* p) {
+#if defined(__HIP_DEVICE_COMPILE__)
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#elif WEFT_FLAGS_DEVICE
+  return *reinterpret_cast<const volatile T*>(p);
+#else
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+template <typename T>
+WEFT_HOST_DEVICE inline void weftStoreSystem(T* p, T v) {
+#if defined(__HIP_DEVICE_COMPILE__)
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#elif WEFT_FLAGS_DEVICE
+  *reinterpret_cast<volatile T*>(p) = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
 WEFT_HOST_DEVICE inline uint64_t weftLoadAcquire(const uint64_t* p) {
 #if WEFT_FLAGS_DEVICE
-  const uint64_t v = *reinterpret_cast<const volatile uint64_t*>(p);
+  const uint64_t v = weftLoadSystem(p);
   __threadfence_system();
   return v;
 #else
@@ -59,7 +86,7 @@ WEFT_HOST_DEVICE inline uint64_t weftLoadAcquire(const uint64_t* p) {
 WEFT_HOST_DEVICE inline void weftStoreRelease(uint64_t* p, uint64_t v) {
 #if WEFT_FLAGS_DEVICE
   __threadfence_system();
-  *reinterpret_cast<volatile uint64_t*>(p) = v;
+  weftStoreSystem(p, v);
 #else
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
@@ -67,7 +94,7 @@ WEFT_HOST_DEVICE inline void weftStoreRelease(uint64_t* p, uint64_t v) {
 
 WEFT_HOST_DEVICE inline uint32_t weftLoadAcquire32(const uint32_t* p) {
 #if WEFT_FLAGS_DEVICE
-  const uint32_t v = *reinterpret_cast<const volatile uint32_t*>(p);
+  const uint32_t v = weftLoadSystem(p);
   __threadfence_system();
   return v;
 #else
@@ -78,7 +105,7 @@ WEFT_HOST_DEVICE inline uint32_t weftLoadAcquire32(const uint32_t* p) {
 WEFT_HOST_DEVICE inline void weftStoreRelease32(uint32_t* p, uint32_t v) {
 #if WEFT_FLAGS_DEVICE
   __threadfence_system();
-  *reinterpret_cast<volatile uint32_t*>(p) = v;
+  weftStoreSystem(p, v);
 #else
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
