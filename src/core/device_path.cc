@@ -75,7 +75,11 @@ Status DevicePath::create(device::Runtime* runtime, int device, int rank, double
   std::memset(p->pinned_, 0, sizeof(device::LaneError) + 64);
   p->error_ = new (p->pinned_) device::LaneError();
   p->abortFlag_ = reinterpret_cast<uint32_t*>(static_cast<char*>(p->pinned_) + sizeof(device::LaneError));
-  WEFT_LOG(kInfo, kInit, "rank %d: device executor on %s device %d", rank, runtime->name(), device);
+  if (device < 0) {
+    WEFT_LOG(kInfo, kInit, "rank %d: device executor on CPU threads (a host rank of a mixed communicator)", rank);
+  } else {
+    WEFT_LOG(kInfo, kInit, "rank %d: device executor on %s device %d", rank, runtime->name(), device);
+  }
   *out = std::move(p);
   return Status::ok();
 }
