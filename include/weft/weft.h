@@ -170,8 +170,9 @@ weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId,
 weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
                                     weftConfig_t* config);
 /* Creates ndev ranks in this process, rank i on GPU devlist[i]. devlist NULL: rank i uses GPU
- * i modulo the GPU count when a GPU backend is loaded, else host memory (host ranks). Drive
- * them from ndev threads, or from one thread inside weftGroupStart/weftGroupEnd. */
+ * i modulo the GPU count when a GPU backend is loaded, else host memory (host ranks). A devlist
+ * entry of -1 makes that rank a host rank beside GPU ranks (a mixed communicator: README).
+ * Drive them from ndev threads, or from one thread inside weftGroupStart/weftGroupEnd. */
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
 /* Joins a communicator described by the environment, as launchers (torchrun-like scripts,
  * weft-perf -np N) set it: WEFT_RANK, WEFT_NRANKS, WEFT_ROOT_ADDR (host:port; rank 0 listens

@@ -130,6 +130,14 @@ Status Call::checkOutput(const void* out, const char* what) const {
 }
 
 Status Call::checkStream(weftStream_t stream) const {
+  if (stream == nullptr && comm_->impl->mixed() && comm_->impl->device() >= 0) {
+    return error(weftInvalidUsage,
+                 "stream is NULL (host buffers), but this rank is on GPU %d of a mixed communicator (ranks %s on GPUs, "
+                 "ranks %s on host memory): its calls run on its GPU and need device buffers and a stream; host "
+                 "buffers with stream NULL are for the host ranks (README, Mixed communicators)",
+                 comm_->impl->device(), comm_->impl->ranksOnGpus(true).c_str(),
+                 comm_->impl->ranksOnGpus(false).c_str());
+  }
   if (stream == nullptr) return Status::ok();
   if (device::gpuRuntime() == nullptr) {
     return error(weftInvalidArgument,

@@ -609,6 +609,7 @@ Status Communicator::split(int color, int key, const weftConfig_t* config, std::
   } else {
     WEFT_TRY(bootstrap_->recv(members[0], tag, &id, sizeof(id)));
   }
+  HostRankScope host(device() < 0);  // a host rank's part stays on host memory
   WEFT_TRY(Communicator::create(id, static_cast<int>(members.size()), newRank, config, out));
   setLogRank(rank_);
   return Status::ok();

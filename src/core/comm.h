@@ -96,12 +96,26 @@ struct CommSettings {
   int32_t deviceMaxChannels = 32;  // WEFT_DEVICE_MAX_NCHANNELS (collectives/device_executor.h deviceChannels)
 };
 
-// Fills in the device this thread uses (comm_device.cc): -1 without a GPU runtime.
+// Fills in the device this thread uses (comm_device.cc): -1 without a GPU runtime, or while a
+// HostRankScope of this thread says the rank being made is a host rank.
 void describeDevice(PeerInfo* info);
 
 struct SharedSpan;  // host_memory.h
 class SharedHostBuffer;
 struct ZeroCopyOffer;  // comm_zero_copy.cc
+// While it lives, communicators this thread makes join as host ranks (no GPU, device -1) even
+// where a GPU runtime has a current device: weftCommInitAll's devlist entry -1, and the splits of
+// a host rank. Nests; `host` false does nothing.
+class HostRankScope {
+ public:
+  explicit HostRankScope(bool host);
+  ~HostRankScope();
+  HostRankScope(const HostRankScope&) = delete;
+  HostRankScope& operator=(const HostRankScope&) = delete;
+
+ private:
+  bool host_;
+};
 
 class Communicator final : public coll::ConnectionProvider {
  public:
@@ -142,6 +156,14 @@ class Communicator final : public coll::ConnectionProvider {
   std::vector<int> ringOrder() const { return ringOrders_.empty() ? std::vector<int>() : ringOrders_[0]; }
   // The GPU this rank uses (-1: none; host memory only).
   int device() const { return peerTable_ ? peers()[static_cast<size_t>(rank_)].device : -1; }
+  // Mixed communicator: some ranks on GPUs, others (device -1) on host memory. Every call of
+  // every rank then runs the lane program, so that all ranks speak one protocol on the same
+  // FIFOs: GPU ranks on their streams, host ranks on CPU threads through the host runtime
+  // (hostRunsLanes), their edges to GPU ranks staged through pinned memory (comm_device.cc).
+  bool mixed() const { return mixed_; }
+  bool hostRunsLanes() const { return mixed_ && device() < 0; }
+  // Ranks with (gpu true) or without a GPU, as "0, 1, 3", for messages.
+  std::string ranksOnGpus(bool gpu) const;
   // A group's sends and receives on device buffers (one stream), as one launch.
   Status runDeviceP2p(const std::vector<P2pCall>& calls, void* stream);
   // A gather or scatter on device buffers (comm_rooted.cc), as one launch.
@@ -393,6 +415,7 @@ class Communicator final : public coll::ConnectionProvider {
   Status pairSelfCalls(const std::vector<P2pCall>& calls,
                        std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const;
   int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
+  bool mixed_ = false;      // mixed(): set at init from the peers' devices
 
   // Premul-sum ops: value = weftNumOps + (redOpTag() << kRedOpIndexBits) + index.
   static constexpr int kRedOpIndexBits = 20;

@@ -18,10 +18,22 @@ namespace core {
 static_assert(device::kLaneCulpritCallMismatch == static_cast<uint32_t>(kCulpritCallMismatch),
               "the lanes and the transports mark a call mismatch in a culprit with the same bit");
 
+namespace {
+thread_local int tHostRankScopes = 0;
+}  // namespace
+
+HostRankScope::HostRankScope(bool host) : host_(host) {
+  if (host_) ++tHostRankScopes;
+}
+HostRankScope::~HostRankScope() {
+  if (host_) --tHostRankScopes;
+}
+
 // The GPU the calling thread uses, when there is a GPU runtime with a device. Its units are the
 // lane blocks it holds resident at once: SMs / CUs x the lane kernels' occupancy (1 when the
 // runtime does not know it).
 void describeDevice(PeerInfo* info) {
+  if (tHostRankScopes > 0) return;
   device::Runtime* runtime = device::gpuRuntime();
   int dev = -1;
   if (runtime == nullptr || runtime->deviceCount() == 0 || !runtime->getDevice(&dev).isOk() || dev < 0) return;
@@ -46,6 +58,16 @@ void Communicator::limitDeviceLanes() {
   // different CUDA_VISIBLE_DEVICES all call their GPU device 0.
   if (topology_) share = std::max(share, topology_->global.maxRanksPerGpu());
   maxDeviceLanes_ = std::max(1, units / share);
+  // Host ranks beside GPU ranks: every call runs the lane program (comm.h, mixed()).
+  int onGpus = 0;
+  for (const auto& p : peers()) onGpus += p.device >= 0 ? 1 : 0;
+  mixed_ = onGpus > 0 && onGpus < nRanks_;
+  if (mixed_ && rank_ == 0) {
+    WEFT_LOG(kInfo, kInit,
+             "mixed communicator: ranks %s on host memory, ranks %s on GPUs; every call runs the lane program (host "
+             "ranks on CPU threads), edges between host and GPU ranks staged through pinned memory",
+             ranksOnGpus(false).c_str(), ranksOnGpus(true).c_str());
+  }
   if (units > 0 && units < share && rank_ == 0) {
     WEFT_LOG(kWarn, kInit,
              "%d ranks share a GPU that holds only %d resident lane blocks: their device collectives need one block "
@@ -57,10 +79,20 @@ void Communicator::limitDeviceLanes() {
   }
 }
 
+std::string Communicator::ranksOnGpus(bool gpu) const {
+  std::string out;
+  for (const auto& p : peers()) {
+    if ((p.device >= 0) == gpu) out += (out.empty() ? "" : ", ") + std::to_string(p.rank);
+  }
+  return out;
+}
+
 Status Communicator::ensureDevicePath() {
   setLogRank(rank_);
   std::lock_guard<std::mutex> lock(connMutex_);
   if (devicePath_) return Status::ok();
+  // A host rank of a mixed communicator runs the lane program on CPU threads, over host memory.
+  if (hostRunsLanes()) return DevicePath::create(&device::hostRuntime(), -1, rank_, settings_.timeoutS, &devicePath_);
   device::Runtime* runtime = device::gpuRuntime();
   if (runtime == nullptr || device() < 0) {
     return WEFT_ERROR(weftInvalidUsage,

@@ -92,6 +92,7 @@ Status Communicator::shrink(const std::vector<int>& excluded, const weftConfig_t
   }
   WEFT_LOG(kInfo, kInit, "rank %d: shrinking %d ranks to %d (this rank becomes rank %d)%s", rank_, nRanks_, nMembers,
            newRank, abortFirst ? " after aborting the parent's operations" : "");
+  HostRankScope host(device() < 0);  // a host rank's part stays on host memory
   WEFT_TRY(Communicator::create(id, nMembers, newRank, config, out));
   setLogRank(rank_);
   return Status::ok();

@@ -62,7 +62,8 @@ Status DevicePath::create(device::Runtime* runtime, int device, int rank, double
   // Events that only order streams: without timing, recording and waiting skip the timestamp.
   if (s.isOk()) s = runtime->eventCreate(&p->userReady_, device::EventKind::kSync);
   if (s.isOk()) s = runtime->eventCreate(&p->done_, device::EventKind::kSync);
-  if (s.isOk()) s = runtime->allocHost(sizeof(device::LaneError) + 64, &p->pinned_);
+  // The host polls the lanes' error record and the lanes poll the host's abort flag.
+  if (s.isOk()) s = runtime->allocHostShared(sizeof(device::LaneError) + 64, &p->pinned_);
   if (s.isOk()) s = runtime->allocDevice(2, &p->barrier_);
   // Zeroed on our own stream and waited for: a legacy-stream memset could land after lanes on
   // stream_ first used it.
@@ -75,7 +76,11 @@ Status DevicePath::create(device::Runtime* runtime, int device, int rank, double
   std::memset(p->pinned_, 0, sizeof(device::LaneError) + 64);
   p->error_ = new (p->pinned_) device::LaneError();
   p->abortFlag_ = reinterpret_cast<uint32_t*>(static_cast<char*>(p->pinned_) + sizeof(device::LaneError));
-  WEFT_LOG(kInfo, kInit, "rank %d: device executor on %s device %d", rank, runtime->name(), device);
+  if (device < 0) {
+    WEFT_LOG(kInfo, kInit, "rank %d: device executor on CPU threads (a host rank of a mixed communicator)", rank);
+  } else {
+    WEFT_LOG(kInfo, kInit, "rank %d: device executor on %s device %d", rank, runtime->name(), device);
+  }
   *out = std::move(p);
   return Status::ok();
 }

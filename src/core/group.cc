@@ -73,6 +73,14 @@ Status runDeviceOps(Communicator* impl, const std::vector<PendingOp>& ops) {
   return Status::ok();
 }
 
+// A host rank of a mixed communicator runs its calls as lane launches on CPU threads, which
+// end before the launch returns: its failures are in the lanes' record at once.
+Status runHostLanes(Communicator* impl, const std::vector<PendingOp>& device, const std::vector<P2pCall>& p2p) {
+  if (!device.empty()) WEFT_TRY(runDeviceOps(impl, device));
+  if (!p2p.empty()) WEFT_TRY(impl->runDeviceP2p(p2p, nullptr));
+  return impl->deviceAsyncError();
+}
+
 // Runs one communicator's share of a group: collectives in call order (device ones enqueued,
 // fused where they can be), then every send and receive concurrently.
 Status runOps(weftComm* comm, const std::vector<PendingOp>& ops) {
@@ -80,6 +88,13 @@ Status runOps(weftComm* comm, const std::vector<PendingOp>& ops) {
   std::vector<P2pCall> p2p, deviceP2p;
   weftStream_t p2pStream = nullptr;
   std::vector<PendingOp> device;
+  if (impl->hostRunsLanes()) {
+    for (const PendingOp& op : ops) {
+      if (op.isP2p) deviceP2p.push_back(op.p2p);
+      if (!op.isP2p) device.push_back(op);
+    }
+    return runHostLanes(impl, device, deviceP2p);
+  }
   for (const PendingOp& op : ops) {
     if (op.stream != nullptr && op.isP2p) {
       if (p2pStream != nullptr && op.stream != p2pStream) {

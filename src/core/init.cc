@@ -94,8 +94,9 @@ Status checkDevlist(const Call& call, int ndev, const int* devlist) {
   device::Runtime* gpu = device::gpuRuntime();
   const int deviceCount = gpu != nullptr ? gpu->deviceCount() : 0;
   for (int i = 0; devlist != nullptr && gpu != nullptr && i < ndev; ++i) {
-    if (devlist[i] < 0 || devlist[i] >= deviceCount) {
-      return call.error(weftInvalidArgument, "devlist[%d] is %d, but this machine has GPUs 0..%d (%s backend)", i,
+    if (devlist[i] < -1 || devlist[i] >= deviceCount) {
+      return call.error(weftInvalidArgument,
+                        "devlist[%d] is %d, but this machine has GPUs 0..%d (%s backend), and -1 makes a host rank", i,
                         devlist[i], deviceCount - 1, gpu->name());
     }
   }
@@ -104,11 +105,13 @@ Status checkDevlist(const Call& call, int ndev, const int* devlist) {
 
 // Rank i of weftCommInitAll uses its device from devlist (several ranks may name the same one);
 // without a devlist, devices 0..ndev-1 as NCCL means it (modulo the device count: ranks share
-// GPUs when there are fewer). Without a GPU backend the ranks are host ranks.
+// GPUs when there are fewer). Without a GPU backend the ranks are host ranks; so is a rank whose
+// devlist entry is -1 (its thread makes it under a HostRankScope).
 Status bindRankDevice(const Call& call, int i, const int* devlist) {
   device::Runtime* runtime = device::gpuRuntime();
   const int nDevices = runtime != nullptr ? runtime->deviceCount() : 0;
   if (runtime == nullptr || (devlist == nullptr && nDevices == 0)) return Status::ok();
+  if (devlist != nullptr && devlist[i] < 0) return Status::ok();
   const int dev = devlist != nullptr ? devlist[i] : i % nDevices;
   Status s = runtime->setDevice(dev);
   if (s.isOk()) return s;
@@ -199,6 +202,7 @@ weftResult_t initAll(weftComm_t* comms, int ndev, const int* devlist) {
     threads.emplace_back([&, i] {
       results[i] = bindRankDevice(call, i, devlist);
       if (!results[i].isOk()) return;
+      HostRankScope host(devlist != nullptr && devlist[i] < 0);
       weftResult_t rr = initRank(&comms[i], ndev, id, i, nullptr);
       if (rr != weftSuccess) results[i] = Status::error(rr, tlsLastError);
     });

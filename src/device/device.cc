@@ -50,6 +50,10 @@ const char* memoryKindName(MemoryKind kind) {
   return "unknown";
 }
 
+const char* sharingName(Sharing sharing) {
+  return sharing == Sharing::kAgents ? "shared with other agents" : "private to one agent";
+}
+
 Status checkReduceCopyArgs(const ReduceCopyArgs& a) {
   if (a.nSrcs < 1 || a.nSrcs > kMaxReduceSrcs) {
     return WEFT_ERROR(weftInvalidArgument, "reduce-copy: nSrcs is %d; it must be 1 to %d", a.nSrcs, kMaxReduceSrcs);

@@ -31,6 +31,14 @@ enum class MemoryKind {
 };
 const char* memoryKindName(MemoryKind kind);
 
+// Who touches an allocation while a kernel runs: one agent (the device it is on, or the host),
+// or several that poll it (allocDeviceShared / allocHostShared).
+enum class Sharing {
+  kPrivate,  // user buffers, scratch, staging, read-only tables
+  kAgents,   // FIFOs, counters and flags another agent reads or writes while a kernel runs
+};
+const char* sharingName(Sharing sharing);
+
 struct PointerInfo {
   MemoryKind kind = MemoryKind::kHost;
   int device = -1;  // the device that owns the buffer; -1 for host memory
@@ -108,6 +116,16 @@ class Runtime {
   // Page-locked host memory that devices can reach (plain memory for the host runtime).
   virtual Status allocHost(size_t bytes, void** out) = 0;
   virtual Status freeHost(void* ptr) = 0;
+  // The same for memory shared with other agents (Sharing::kAgents): what another GPU, the
+  // host's proxy thread or another process polls while a kernel runs (FIFO slots and counters,
+  // abort flags, the lanes' error record). Released by freeDevice / freeHost. HIP makes it
+  // fine-grained (uncached where the runtime can) device memory and coherent mapped pinned host
+  // memory, as RCCL does: AMD GPUs cache ordinary (coarse-grained) memory, and hipHostMalloc's
+  // default is not coherent, so a flag written by one agent may stay unseen by a kernel polling
+  // it until that kernel ends. CUDA's ordinary allocations are coherent already; the emulated
+  // device records the kind and refuses a lane launch that polls memory of the other kind.
+  virtual Status allocDeviceShared(size_t bytes, void** out) = 0;
+  virtual Status allocHostShared(size_t bytes, void** out) = 0;
   virtual Status pointerInfo(const void* ptr, PointerInfo* out) const = 0;
 
   virtual Status copy(void* dst, const void* src, size_t bytes, CopyKind kind) = 0;

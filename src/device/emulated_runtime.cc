@@ -70,7 +70,8 @@ struct EmulatedIpcHandle {
   uint64_t inode;
   uint64_t fsDevice;
   uint64_t device;  // the emulated device that allocated it
-  uint64_t reserved[2];
+  uint64_t shared;  // 1: allocDeviceShared, the importer polls it as its exporter does
+  uint64_t reserved;
 };
 static_assert(sizeof(EmulatedIpcHandle) == sizeof(IpcHandle), "the emulated IPC handle is 64 bytes");
 
@@ -87,6 +88,9 @@ struct Allocation {
   size_t mapped = 0;  // the mapping's length (kDevice, kImported)
   int fd = -1;        // the memfd (kDevice)
   int device = 0;     // the emulated device it belongs to (kDevice, kImported)
+  // Asked for as memory other agents poll while kernels run (allocDeviceShared,
+  // allocHostShared, or imported from such an allocation): what a lane launch may poll.
+  bool shared = false;
 };
 
 // Which addresses are the device's, keyed by base address.
@@ -193,6 +197,37 @@ Status cannotRelease(const char* call, const void* ptr, Region wanted) {
   }
   return WEFT_ERROR(weftInvalidArgument, "emulated runtime: %s(%p): not %s (never allocated, or already released)",
                     call, ptr, regionName(wanted));
+}
+
+// Memory a lane launch polls while it runs must have been asked for as shared with other agents
+// (device.h, Sharing): on an AMD GPU the other kinds are cached, and a flag written by the peer
+// or the host may never reach the polling lane. Memory this runtime does not know (host memory)
+// and registered host memory (coherent: hipHostRegister's default) pass.
+Status checkPolled(const char* what, int fifo, int peer, const void* ptr) {
+  Allocation a;
+  if (ptr == nullptr || !registry().findContaining(ptr, &a) || a.region == Region::kRegistered || a.shared) {
+    return Status::ok();
+  }
+  std::string where = fifo >= 0 ? "FIFO " + std::to_string(fifo) + " (rank " + std::to_string(peer) + "): " : "";
+  return WEFT_ERROR(weftInvalidUsage,
+                    "emulated runtime: launchLanes: %s%s at %p is %s, private to one agent, but another agent polls "
+                    "it while the lanes run; on AMD GPUs such memory is cached (coarse-grained) and the lanes may "
+                    "never see the peer's writes: allocate it with allocDeviceShared / allocHostShared",
+                    where.c_str(), what, ptr, regionName(a.region));
+}
+
+Status checkLaunchPolls(const LaneLaunch& launch) {
+  WEFT_TRY(checkPolled("the abort flag", -1, -1, launch.abortFlag));
+  WEFT_TRY(checkPolled("the error record", -1, -1, launch.error));
+  for (int i = 0; i < launch.nFifos; ++i) {
+    const FifoView& f = launch.fifos[i];
+    const std::pair<const char*, const void*> fields[] = {
+        {"the slots", f.data},       {"the sizes", f.sizes},    {"the stamps", f.stamps},
+        {"head", f.head},            {"tail", f.tail},          {"the cursor", f.cursor},
+        {"its abort flag", f.selfAbort}, {"the peer's abort flag", f.peerAbort}};
+    for (const auto& [what, ptr] : fields) WEFT_TRY(checkPolled(what, i, f.peer, ptr));
+  }
+  return Status::ok();
 }
 
 // How many devices the emulated backend poses as (WEFT_EMULATED_DEVICES, read at each call so
@@ -303,8 +338,10 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     return validDevice(peer) ? Status::ok() : oneDevice("enablePeerAccess", peer);
   }
 
+  Status allocDevice(size_t bytes, void** out) override { return allocDeviceOf(bytes, Sharing::kPrivate, out); }
+  Status allocDeviceShared(size_t bytes, void** out) override { return allocDeviceOf(bytes, Sharing::kAgents, out); }
   // A memfd, so that ipcExport can hand the same pages to another process.
-  Status allocDevice(size_t bytes, void** out) override {
+  Status allocDeviceOf(size_t bytes, Sharing sharing, void** out) {
     *out = nullptr;
     if (bytes == 0) return Status::ok();
     const size_t mapped = roundToPage(bytes);
@@ -323,7 +360,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     }
     int device = 0;
     (void)getDevice(&device);
-    registry().add(p, Allocation{Region::kDevice, bytes, mapped, fd, device});
+    registry().add(p, Allocation{Region::kDevice, bytes, mapped, fd, device, sharing == Sharing::kAgents});
     *out = p;
     return Status::ok();
   }
@@ -337,7 +374,9 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     close(a.fd);
     return Status::ok();
   }
-  Status allocHost(size_t bytes, void** out) override {
+  Status allocHost(size_t bytes, void** out) override { return allocHostOf(bytes, Sharing::kPrivate, out); }
+  Status allocHostShared(size_t bytes, void** out) override { return allocHostOf(bytes, Sharing::kAgents, out); }
+  Status allocHostOf(size_t bytes, Sharing sharing, void** out) {
     *out = nullptr;
     if (bytes == 0) return Status::ok();
     int err = posix_memalign(out, kHostAlignment, bytes);
@@ -345,7 +384,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
       *out = nullptr;
       return systemError("allocHost", bytes, "posix_memalign", err);
     }
-    registry().add(*out, Allocation{Region::kPinnedHost, bytes, 0, -1});
+    registry().add(*out, Allocation{Region::kPinnedHost, bytes, 0, -1, 0, sharing == Sharing::kAgents});
     return Status::ok();
   }
   Status freeHost(void* ptr) override {
@@ -393,6 +432,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     h.inode = st.st_ino;
     h.fsDevice = st.st_dev;
     h.device = static_cast<uint64_t>(a.device);
+    h.shared = a.shared ? 1 : 0;
     std::memcpy(out->bytes, &h, sizeof(h));
     return Status::ok();
   }
@@ -433,7 +473,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
     int err = errno;
     close(fd);  // the mapping keeps the memory
     if (p == MAP_FAILED) return systemError("ipcImport", h.bytes, "mmap", err);
-    registry().add(p, Allocation{Region::kImported, h.bytes, mapped, -1, static_cast<int>(h.device)});
+    registry().add(p, Allocation{Region::kImported, h.bytes, mapped, -1, static_cast<int>(h.device), h.shared == 1});
     *out = p;
     return Status::ok();
   }
@@ -480,6 +520,7 @@ class EmulatedRuntime final : public HostMemoryRuntime {
 
  protected:
   bool defersMemsets() const override { return true; }
+  Status checkLaneMemory(const LaneLaunch& launch) const override { return checkLaunchPolls(launch); }
   BlockSlots* blockSlots() override {
     int device = 0;
     (void)getDevice(&device);

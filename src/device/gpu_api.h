@@ -34,6 +34,24 @@ constexpr auto kGpuPageableMemoryAccess = hipDeviceAttributePageableMemoryAccess
 inline GpuError gpuHostAlloc(void** ptr, size_t bytes) { return hipHostMalloc(ptr, bytes, hipHostMallocDefault); }
 inline GpuError gpuHostFree(void* ptr) { return hipHostFree(ptr); }
 constexpr const char* kGpuHostAllocName = "hipHostMalloc";
+// Memory other agents poll while kernels run (device.h, Sharing::kAgents), as RCCL allocates
+// it: device memory fine-grained (uncached where the runtime has the flag: ROCm 5.3 and later),
+// so that a peer GPU's or the host's writes reach a polling kernel; host memory coherent and
+// mapped, whatever HIP_HOST_COHERENT says (its default, 0, makes hipHostMalloc non-coherent).
+#if defined(hipDeviceMallocUncached)
+constexpr unsigned kGpuSharedDeviceFlags = hipDeviceMallocUncached;
+constexpr const char* kGpuSharedDeviceAllocName = "hipExtMallocWithFlags(hipDeviceMallocUncached)";
+#else
+constexpr unsigned kGpuSharedDeviceFlags = hipDeviceMallocFinegrained;
+constexpr const char* kGpuSharedDeviceAllocName = "hipExtMallocWithFlags(hipDeviceMallocFinegrained)";
+#endif
+inline GpuError gpuDeviceAllocShared(void** ptr, size_t bytes) {
+  return hipExtMallocWithFlags(ptr, bytes, kGpuSharedDeviceFlags);
+}
+inline GpuError gpuHostAllocShared(void** ptr, size_t bytes) {
+  return hipHostMalloc(ptr, bytes, hipHostMallocPortable | hipHostMallocMapped | hipHostMallocCoherent);
+}
+constexpr const char* kGpuSharedHostAllocName = "hipHostMalloc(coherent, mapped)";
 constexpr const char* kGpuHostFreeName = "hipHostFree";
 
 // HIP 5 reports unregistered host memory as an error rather than as a kind.
@@ -117,6 +135,11 @@ constexpr auto kGpuPageableMemoryAccess = cudaDevAttrPageableMemoryAccess;
 inline GpuError gpuHostAlloc(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
 inline GpuError gpuHostFree(void* ptr) { return cudaFreeHost(ptr); }
 constexpr const char* kGpuHostAllocName = "cudaMallocHost";
+// CUDA's ordinary allocations are already what other agents may poll (device.h, Sharing).
+inline GpuError gpuDeviceAllocShared(void** ptr, size_t bytes) { return cudaMalloc(ptr, bytes); }
+inline GpuError gpuHostAllocShared(void** ptr, size_t bytes) { return cudaMallocHost(ptr, bytes); }
+constexpr const char* kGpuSharedDeviceAllocName = "cudaMalloc";
+constexpr const char* kGpuSharedHostAllocName = "cudaMallocHost";
 constexpr const char* kGpuHostFreeName = "cudaFreeHost";
 
 inline bool gpuIsUnregisteredHostError(GpuError) { return false; }

@@ -215,6 +215,24 @@ class GpuRuntime final : public Runtime {
     ownPinned_.add(*out, bytes);
     return Status::ok();
   }
+  Status allocDeviceShared(size_t bytes, void** out) override {
+    *out = nullptr;
+    if (bytes == 0) return Status::ok();
+    GpuError err = gpuDeviceAllocShared(out, bytes);
+    if (err != kGpuSuccess) {
+      return gpuFailure(err, kGpuSharedDeviceAllocName, __FILE__, __LINE__, "%s", bytesText(bytes).c_str());
+    }
+    return Status::ok();
+  }
+  Status allocHostShared(size_t bytes, void** out) override {
+    *out = nullptr;
+    if (bytes == 0) return Status::ok();
+    GpuError err = gpuHostAllocShared(out, bytes);
+    if (err != kGpuSuccess) {
+      return gpuFailure(err, kGpuSharedHostAllocName, __FILE__, __LINE__, "%s", bytesText(bytes).c_str());
+    }
+    return Status::ok();
+  }
   Status freeHost(void* ptr) override {
     if (ptr == nullptr) return Status::ok();
     ownPinned_.remove(ptr);

@@ -202,6 +202,7 @@ Status HostMemoryRuntime::eventElapsedMs(Event start, Event end, float* ms) {
 
 Status HostMemoryRuntime::launchLanes(const LaneLaunch& launch, Stream stream) {
   WEFT_TRY(checkLaneLaunch(launch));
+  WEFT_TRY(checkLaneMemory(launch));
   drain(stream);
   HostLaneRunner run = hostLaneRunner();
   if (run == nullptr) {

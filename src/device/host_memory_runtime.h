@@ -63,6 +63,9 @@ class HostMemoryRuntime : public Runtime {
   // without synchronizing stays unzeroed until some later call wipes it, as on hardware. The
   // queue belongs to the process, as a device's streams do, whichever runtime object is used.
   virtual bool defersMemsets() const { return false; }
+  // Refuses a launch whose polled memory (FIFOs, flags, the error record) this runtime knows to
+  // be of a kind the lanes must not poll (the emulated device: device.h, Sharing).
+  virtual Status checkLaneMemory(const LaneLaunch&) const { return Status::ok(); }
   void drain(Stream stream);  // runs `stream`'s queued memsets (null or the default handle: the legacy stream's)
   void drainAll();
   Status nullPointer(const char* call, size_t bytes) const;

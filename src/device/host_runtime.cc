@@ -45,6 +45,9 @@ class HostRuntime final : public HostMemoryRuntime {
     std::free(ptr);
     return Status::ok();
   }
+  // One agent, the host: every kind of memory is the same here.
+  Status allocDeviceShared(size_t bytes, void** out) override { return allocate("allocDeviceShared", bytes, out); }
+  Status allocHostShared(size_t bytes, void** out) override { return allocate("allocHostShared", bytes, out); }
   Status pointerInfo(const void* ptr, PointerInfo* out) const override {
     if (ptr == nullptr) return WEFT_ERROR(weftInvalidArgument, "host runtime: pointerInfo(null)");
     *out = PointerInfo{MemoryKind::kHost, -1};

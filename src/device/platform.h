@@ -46,37 +46,46 @@
 
 namespace weft {
 
-// Polling (NCCL's pattern): a waiter reads the counter with relaxed loads, which stay cheap
-// while nothing has changed, and orders what follows with one acquire fence once the condition
-// holds (weftAcquireFence); a poster writes its data and the slot's size and stamp with relaxed
-// stores, then publishes them all with one release store of the counter. On the GPUs a relaxed
-// load or store is a volatile access (never cached in a register, never torn: aligned 8 bytes)
-// and the fences are system-wide (the peer may be another GPU, over NVLink, xGMI or PCIe, or
-// the host), so a wait costs one fence when it ends instead of one per poll, and a post one
-// instead of one per word.
-WEFT_HOST_DEVICE inline uint64_t weftLoadRelaxed(const uint64_t* p) {
-#if WEFT_FLAGS_DEVICE
-  return *reinterpret_cast<const volatile uint64_t*>(p);
+// Relaxed accesses to a word other agents poll or write, at system scope. On AMD GPUs a
+// system-scope atomic, which on the fine-grained or uncached memory such words live in (device.h,
+// Sharing::kAgents) goes past the caches that would hide the other agent's writes, as RCCL's
+// polls do on MI250X / MI300X; on NVIDIA GPUs a volatile access (never cached in a register,
+// never torn: aligned words; their memory is coherent); on the host the compiler's relaxed
+// atomics.
+template <typename T>
+WEFT_HOST_DEVICE inline T weftLoadSystem(const T* p) {
+#if defined(__HIP_DEVICE_COMPILE__)
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#elif WEFT_FLAGS_DEVICE
+  return *reinterpret_cast<const volatile T*>(p);
 #else
   return __atomic_load_n(p, __ATOMIC_RELAXED);
 #endif
 }
 
-WEFT_HOST_DEVICE inline uint32_t weftLoadRelaxed32(const uint32_t* p) {
-#if WEFT_FLAGS_DEVICE
-  return *reinterpret_cast<const volatile uint32_t*>(p);
-#else
-  return __atomic_load_n(p, __ATOMIC_RELAXED);
-#endif
-}
-
-WEFT_HOST_DEVICE inline void weftStoreRelaxed(uint64_t* p, uint64_t v) {
-#if WEFT_FLAGS_DEVICE
-  *reinterpret_cast<volatile uint64_t*>(p) = v;
+template <typename T>
+WEFT_HOST_DEVICE inline void weftStoreSystem(T* p, T v) {
+#if defined(__HIP_DEVICE_COMPILE__)
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#elif WEFT_FLAGS_DEVICE
+  *reinterpret_cast<volatile T*>(p) = v;
 #else
   __atomic_store_n(p, v, __ATOMIC_RELAXED);
 #endif
 }
+
+// Polling (NCCL's pattern): a waiter reads the counter with relaxed loads, which stay cheap
+// while nothing has changed, and orders what follows with one acquire fence once the condition
+// holds (weftAcquireFence); a poster writes its data and the slot's size and stamp with relaxed
+// stores, then publishes them all with one release store of the counter. The fences are
+// system-wide on the GPUs (the peer may be another GPU, over NVLink, xGMI or PCIe, or the
+// host), so a wait costs one fence when it ends instead of one per poll, and a post one instead
+// of one per word.
+WEFT_HOST_DEVICE inline uint64_t weftLoadRelaxed(const uint64_t* p) { return weftLoadSystem(p); }
+
+WEFT_HOST_DEVICE inline uint32_t weftLoadRelaxed32(const uint32_t* p) { return weftLoadSystem(p); }
+
+WEFT_HOST_DEVICE inline void weftStoreRelaxed(uint64_t* p, uint64_t v) { weftStoreSystem(p, v); }
 
 // After relaxed loads that saw a counter move: what the poster wrote before it is visible.
 WEFT_HOST_DEVICE inline void weftAcquireFence() {
@@ -106,7 +115,7 @@ WEFT_HOST_DEVICE inline uint64_t weftLoadAcquire(const uint64_t* p) {
 WEFT_HOST_DEVICE inline void weftStoreRelease(uint64_t* p, uint64_t v) {
 #if WEFT_FLAGS_DEVICE
   __threadfence_system();
-  *reinterpret_cast<volatile uint64_t*>(p) = v;
+  weftStoreSystem(p, v);
 #else
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
@@ -121,7 +130,7 @@ WEFT_HOST_DEVICE inline uint32_t weftLoadAcquire32(const uint32_t* p) {
 WEFT_HOST_DEVICE inline void weftStoreRelease32(uint32_t* p, uint32_t v) {
 #if WEFT_FLAGS_DEVICE
   __threadfence_system();
-  *reinterpret_cast<volatile uint32_t*>(p) = v;
+  weftStoreSystem(p, v);
 #else
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif

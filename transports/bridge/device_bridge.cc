@@ -245,7 +245,8 @@ Status makeDeviceBridge(std::unique_ptr<Connection> host, bool sender, device::R
   }
   Layout layout(nSlots, slotBytes);
   void* base = nullptr;
-  WEFT_TRY(runtime->allocHost(layout.total, &base));
+  // The proxy thread and the lanes poll each other's counters in it while the lanes run.
+  WEFT_TRY(runtime->allocHostShared(layout.total, &base));
   std::memset(base, 0, layout.total);
   *out = std::make_unique<BridgeConnection>(std::move(host), sender, runtime, base, layout, nSlots, slotBytes, peer,
                                             proxy);

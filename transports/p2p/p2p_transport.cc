@@ -102,10 +102,12 @@ Status checkPeerPath(const ConnectRequest& req, int senderDevice, int receiverDe
 }
 
 // Device memory of `bytes` bytes on the current device, zeroed by a memset queued on `stream`
-// (the caller synchronizes it before anyone else sees the memory).
+// (the caller synchronizes it before anyone else sees the memory). Shared with other agents
+// (device.h, Sharing): the peer GPU writes the slots and counters while this one's lanes poll
+// them, and the host reads the counters.
 Status allocZeroed(device::Runtime* runtime, size_t bytes, device::Stream stream, DeviceMemory* out) {
   void* ptr = nullptr;
-  WEFT_TRY(runtime->allocDevice(bytes, &ptr));
+  WEFT_TRY(runtime->allocDeviceShared(bytes, &ptr));
   DeviceMemory mem(runtime, ptr, DeviceMemory::Kind::kAllocated);
   WEFT_TRY(runtime->memsetAsync(ptr, 0, bytes, stream));
   *out = std::move(mem);

@@ -117,6 +117,14 @@ class CaptureRuntime final : public device::Runtime {
     note("allocHost");
     return base_.allocHost(bytes, out);
   }
+  Status allocDeviceShared(size_t bytes, void** out) override {
+    note("allocDeviceShared");
+    return base_.allocDeviceShared(bytes, out);
+  }
+  Status allocHostShared(size_t bytes, void** out) override {
+    note("allocHostShared");
+    return base_.allocHostShared(bytes, out);
+  }
   Status freeHost(void* ptr) override {
     note("freeHost");
     {

@@ -74,6 +74,8 @@ class OrderRuntime final : public device::Runtime {
   Status allocDevice(size_t n, void** out) override { return base_.allocDevice(n, out); }
   Status freeDevice(void* p) override { return base_.freeDevice(p); }
   Status allocHost(size_t n, void** out) override { return base_.allocHost(n, out); }
+  Status allocDeviceShared(size_t n, void** out) override { return base_.allocDeviceShared(n, out); }
+  Status allocHostShared(size_t n, void** out) override { return base_.allocHostShared(n, out); }
   Status freeHost(void* p) override { return base_.freeHost(p); }
   Status pointerInfo(const void* p, device::PointerInfo* out) const override {
     {

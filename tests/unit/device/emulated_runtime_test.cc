@@ -519,6 +519,74 @@ TEST(EmulatedRuntime, LaunchLanesRunsTheRegisteredRunner) {
   EXPECT_EQ(gRuns, 1);
 }
 
+// What another agent polls while lanes run (FIFO counters and slots, flags, the error record)
+// must come from allocDeviceShared / allocHostShared: a launch that polls a private allocation
+// is refused, naming the word, as on an AMD GPU it could hang (device.h, Sharing).
+TEST(EmulatedRuntime, LaunchRefusesPolledMemoryNotSharedWithOtherAgents) {
+  Runtime& rt = emulatedRuntime();
+  constexpr size_t kBytes = 4096;
+  void *sharedDevice = nullptr, *sharedHost = nullptr, *privateDevice = nullptr, *privateHost = nullptr;
+  ASSERT_TRUE(rt.allocDeviceShared(kBytes, &sharedDevice).isOk());
+  ASSERT_TRUE(rt.allocHostShared(kBytes, &sharedHost).isOk());
+  ASSERT_TRUE(rt.allocDevice(kBytes, &privateDevice).isOk());
+  ASSERT_TRUE(rt.allocHost(kBytes, &privateHost).isOk());
+  std::vector<char> registered(2 * 4096 + 4096);
+  char* page = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(registered.data()) + 4095) / 4096 * 4096);
+  ASSERT_TRUE(rt.hostRegister(page, 4096).isOk());
+  // Field i of the launch, placed at byte 64 * i of `base`.
+  auto at = [](void* base, int i) { return static_cast<char*>(base) + 64 * i; };
+  const char* names[] = {"the slots", "the sizes", "the stamps", "head", "tail", "the cursor",
+                         "its abort flag", "the peer's abort flag", "the abort flag", "the error record"};
+  RunnerScope scope(&failingRunner);
+  for (void* privateBase : {privateDevice, privateHost}) {
+    for (int odd = -1; odd < 10; ++odd) {
+      OneLane t;
+      LaneLaunch launch = t.launch();
+      // Everything shared (device memory for the FIFO, pinned host memory for the flags), but
+      // field `odd` private; -1: none.
+      auto place = [&](int i, void* sharedBase) { return at(i == odd ? privateBase : sharedBase, i); };
+      FifoView f;
+      f.data = place(0, sharedDevice);
+      f.stride = 64;
+      f.nSlots = 1;
+      f.slotBytes = 64;
+      f.sizes = reinterpret_cast<uint64_t*>(place(1, sharedDevice));
+      f.stamps = reinterpret_cast<uint64_t*>(place(2, sharedDevice));
+      f.head = reinterpret_cast<uint64_t*>(place(3, sharedDevice));
+      f.tail = reinterpret_cast<uint64_t*>(place(4, sharedDevice));
+      f.cursor = reinterpret_cast<uint64_t*>(place(5, sharedDevice));
+      f.selfAbort = reinterpret_cast<uint32_t*>(place(6, sharedHost));
+      f.peerAbort = reinterpret_cast<uint32_t*>(place(7, page));  // registered: coherent
+      f.peer = 3;
+      launch.fifos = &f;
+      launch.nFifos = 1;
+      launch.abortFlag = reinterpret_cast<uint32_t*>(place(8, sharedHost));
+      launch.error = reinterpret_cast<LaneError*>(place(9, sharedHost));
+      *launch.error = LaneError();
+      gRuns = 0;
+      Status s = rt.launchLanes(launch, nullptr);
+      if (odd < 0) {
+        EXPECT_TRUE(s.isOk()) << s.message();
+        EXPECT_EQ(gRuns, 1);
+        continue;
+      }
+      EXPECT_EQ(s.code(), weftInvalidUsage) << names[odd];
+      EXPECT_TRUE(contains(s, names[odd])) << s.message();
+      EXPECT_TRUE(contains(s, "allocDeviceShared / allocHostShared")) << s.message();
+      EXPECT_TRUE(contains(s, privateBase == privateDevice ? "device memory from allocDevice"
+                                                             : "pinned host memory from allocHost"))
+          << s.message();
+      EXPECT_EQ(contains(s, "FIFO 0 (rank 3)"), odd < 8) << s.message();
+      EXPECT_EQ(gRuns, 0) << "refused before any lane runs";
+    }
+  }
+  EXPECT_TRUE(rt.hostUnregister(page).isOk());
+  EXPECT_TRUE(rt.freeDevice(sharedDevice).isOk());
+  EXPECT_TRUE(rt.freeDevice(privateDevice).isOk());
+  EXPECT_TRUE(rt.freeHost(sharedHost).isOk());
+  EXPECT_TRUE(rt.freeHost(privateHost).isOk());
+}
+
 TEST(EmulatedRuntime, LoaderPicksItOnlyByName) {
   GpuLoadOptions o;
   o.backend = "emulated";

@@ -119,6 +119,18 @@ class FakeRuntime final : public device::Runtime {
     return Status::ok();
   }
   Status allocHost(size_t bytes, void** out) override { return allocDevice(bytes, out); }
+  // Remembered, so that tests can check what the transport asked for.
+  Status allocDeviceShared(size_t bytes, void** out) override {
+    WEFT_TRY(allocDevice(bytes, out));
+    std::lock_guard<std::mutex> lock(mu_);
+    shared_.insert(*out);
+    return Status::ok();
+  }
+  Status allocHostShared(size_t bytes, void** out) override { return allocDeviceShared(bytes, out); }
+  bool allocatedShared(const void* p) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return shared_.count(p) != 0;
+  }
   Status freeHost(void* ptr) override { return freeDevice(ptr); }
   Status pointerInfo(const void* ptr, device::PointerInfo* out) const override {
     int d = deviceOf(ptr);
@@ -235,6 +247,7 @@ class FakeRuntime final : public device::Runtime {
   std::map<void*, Alloc> allocs_;
   std::map<void*, int> imports_;
   std::set<std::pair<int, int>> enabled_;
+  std::set<const void*> shared_;  // allocated by allocDeviceShared / allocHostShared
   int exports_ = 0;
 };
 

@@ -193,6 +193,10 @@ TEST_P(P2pPairTest, BothEndsSeeOneFifo) {
   EXPECT_EQ(p.rt.liveImports(), p.ipc ? 1 : 0);
   EXPECT_EQ(p.rt.peerEnabled(p.sendDevice, p.recvDevice), !p.ipc && p.sendDevice != p.recvDevice);
   EXPECT_EQ(p.rt.liveAllocations(), 3u);  // the block and two cursors
+  // Each polled by another agent while lanes run: memory shared with other agents (device.h).
+  EXPECT_TRUE(p.rt.allocatedShared(r.head)) << "the FIFO block starts with head";
+  EXPECT_TRUE(p.rt.allocatedShared(r.cursor));
+  EXPECT_TRUE(p.rt.allocatedShared(s.cursor));
   EXPECT_EQ(p.boxes.count(), 0u);         // the offer was taken
 
   p.close();

@@ -35,6 +35,8 @@ class FakeRuntime final : public Runtime {
   Status allocDevice(size_t, void**) override { return Status(); }
   Status freeDevice(void*) override { return Status(); }
   Status allocHost(size_t, void**) override { return Status(); }
+  Status allocDeviceShared(size_t, void**) override { return Status(); }
+  Status allocHostShared(size_t, void**) override { return Status(); }
   Status freeHost(void*) override { return Status(); }
   Status pointerInfo(const void*, PointerInfo*) const override { return Status(); }
   Status copy(void*, const void*, size_t, CopyKind) override { return Status(); }
