@@ -24,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "device_routes.h"
 #include "device/device.h"
 #include "weft/weft.h"
 
@@ -131,18 +132,8 @@ std::string sentenceOf(const std::string& message) {
 // Parameters: the device route ("p2p", "shm", "socket") and whether ranks are processes.
 class DeviceCallMismatch : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
  protected:
-  void SetUp() override {
-    if (route() != "p2p") setenv("WEFT_P2P_DISABLE", "1", 1);
-    if (route() == "socket") {
-      setenv("WEFT_SHM_DISABLE", "1", 1);
-      setenv("WEFT_SOCKET_IFNAME", "lo", 1);
-    }
-  }
-  void TearDown() override {
-    unsetenv("WEFT_P2P_DISABLE");
-    unsetenv("WEFT_SHM_DISABLE");
-    unsetenv("WEFT_SOCKET_IFNAME");
-  }
+  void SetUp() override { weft::testing_routes::useRoute(route()); }
+  void TearDown() override { weft::testing_routes::clearRoute(); }
   const std::string& route() const { return std::get<0>(GetParam()); }
   bool processes() const { return std::get<1>(GetParam()); }
 

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_routes.h"
 #include "device/device.h"
 #include "device/gpu_loader.h"
 #include "weft/weft.h"
@@ -62,18 +63,8 @@ void onRanks(int n, const std::function<void(int, weftComm_t)>& fn) {
 // shared memory or over TCP sockets on the loopback interface (the device bridge).
 class DeviceRoutes : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override {
-    if (GetParam() != "p2p") setenv("WEFT_P2P_DISABLE", "1", 1);
-    if (GetParam() == "socket") {
-      setenv("WEFT_SHM_DISABLE", "1", 1);
-      setenv("WEFT_SOCKET_IFNAME", "lo", 1);
-    }
-  }
-  void TearDown() override {
-    unsetenv("WEFT_P2P_DISABLE");
-    unsetenv("WEFT_SHM_DISABLE");
-    unsetenv("WEFT_SOCKET_IFNAME");
-  }
+  void SetUp() override { weft::testing_routes::useRoute(GetParam()); }
+  void TearDown() override { weft::testing_routes::clearRoute(); }
 };
 INSTANTIATE_TEST_SUITE_P(Via, DeviceRoutes, ::testing::Values("p2p", "shm", "socket"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_routes.h"
 #include "core/comm.h"
 #include "device/device.h"
 #include "weft/weft.h"
@@ -241,18 +242,8 @@ TEST_P(Mixed, EveryCollectiveBitExact) {
 // chosen for this process before the fork).
 class MixedProcesses : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override {
-    if (GetParam() != "p2p") setenv("WEFT_P2P_DISABLE", "1", 1);
-    if (GetParam() == "socket") {
-      setenv("WEFT_SHM_DISABLE", "1", 1);
-      setenv("WEFT_SOCKET_IFNAME", "lo", 1);
-    }
-  }
-  void TearDown() override {
-    unsetenv("WEFT_P2P_DISABLE");
-    unsetenv("WEFT_SHM_DISABLE");
-    unsetenv("WEFT_SOCKET_IFNAME");
-  }
+  void SetUp() override { weft::testing_routes::useRoute(GetParam()); }
+  void TearDown() override { weft::testing_routes::clearRoute(); }
 };
 INSTANTIATE_TEST_SUITE_P(Routes, MixedProcesses, ::testing::Values("p2p", "staged", "socket"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
