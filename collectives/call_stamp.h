@@ -19,16 +19,18 @@ namespace coll {
 
 constexpr uint32_t kP2pSeqBit = 0x80000000u;
 
-// FNV-1a over the fields, eight bytes each: cheap (a few nanoseconds per call) and every field
-// reaches every bit of the result.
+// One multiply-xorshift round per 8-byte field and a final mix: a short dependency chain (about
+// 30 cycles for a collective's 7 fields; the byte-wise FNV-1a it replaces took ~200 cycles, a
+// quarter of a 1-rank 8 B all-reduce), and every bit of every field reaches the result
+// (call_stamp_test.cc flips each one).
 inline uint32_t fingerprintOf(const uint64_t* fields, int n) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < n; ++i) {
-    for (int b = 0; b < 8; ++b) {
-      h ^= (fields[i] >> (8 * b)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
+    h = (h ^ fields[i]) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
   }
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 29;
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 

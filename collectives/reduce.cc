@@ -173,11 +173,44 @@ ReduceFn reduceFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
 
 PreMulFn preMulFunction(weftDataType_t type) { return preMulFunctionFor(type, defaultHostSimd()); }
 
+namespace {
+
+// Every (type, op)'s functions for the process's SIMD variant, picked once: a collective asks
+// for them on every call, and the pick walks the variant ladder (about 90 instructions each).
+struct HostReduceTable {
+  ReduceFn reduce[weftNumTypes][weftNumOps];
+  ReduceCopyFn reduceCopy[weftNumTypes][weftNumOps];
+  HostReduceTable() {
+    const HostSimd simd = defaultHostSimd();
+    for (int t = 0; t < weftNumTypes; ++t) {
+      for (int o = 0; o < weftNumOps; ++o) {
+        const auto type = static_cast<weftDataType_t>(t);
+        const auto op = static_cast<weftRedOp_t>(o);
+        reduce[t][o] = reduceFunctionFor(type, op, simd);
+        reduceCopy[t][o] = reduceCopyFunctionFor(type, op, simd);
+      }
+    }
+  }
+};
+
+const HostReduceTable& hostReduceTable() {
+  static const HostReduceTable table;
+  return table;
+}
+
+bool inTable(weftDataType_t type, weftRedOp_t op) {
+  return static_cast<unsigned>(type) < weftNumTypes && static_cast<unsigned>(op) < weftNumOps;
+}
+
+}  // namespace
+
 ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op) {
+  if (inTable(type, op)) return hostReduceTable().reduceCopy[type][op];
   return reduceCopyFunctionFor(type, op, defaultHostSimd());
 }
 
 ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op) {
+  if (inTable(type, op)) return hostReduceTable().reduce[type][op];
   return reduceFunctionFor(type, op, defaultHostSimd());
 }
 

@@ -7,30 +7,41 @@
 
 namespace weft {
 
+const std::string& Status::noText() {
+  static const std::string empty;
+  return empty;
+}
+
+Status::Detail& Status::detail() {
+  if (!detail_) detail_ = std::make_unique<Detail>();
+  return *detail_;
+}
+
 Status Status::error(weftResult_t code, std::string message) {
   Status s;
   s.code_ = code == weftSuccess ? weftInternalError : code;
-  s.message_ = std::move(message);
+  s.detail().message = std::move(message);
   return s;
 }
 
 Status&& Status::withSite(const char* file, int line) && {
   if (!isOk()) {
     const char* base = std::strrchr(file, '/');
-    if (!trace_.empty()) trace_ += " <- ";
-    trace_ += (base ? base + 1 : file);
-    trace_ += ":" + std::to_string(line);
+    std::string& trace = detail().trace;
+    if (!trace.empty()) trace += " <- ";
+    trace += (base ? base + 1 : file);
+    trace += ":" + std::to_string(line);
   }
   return std::move(*this);
 }
 
 Status&& Status::withPrefix(const std::string& prefix) && {
-  if (!isOk()) message_ = prefix + message_;
+  if (!isOk()) detail().message.insert(0, prefix);
   return std::move(*this);
 }
 
 Status&& Status::withSuffix(const std::string& suffix) && {
-  if (!isOk()) message_ += suffix;
+  if (!isOk()) detail().message += suffix;
   return std::move(*this);
 }
 

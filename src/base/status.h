@@ -5,6 +5,7 @@
 #ifndef WEFT_BASE_STATUS_H_
 #define WEFT_BASE_STATUS_H_
 
+#include <memory>
 #include <string>
 
 #include "weft/weft.h"
@@ -14,14 +15,21 @@ namespace weft {
 class [[nodiscard]] Status {
  public:
   Status() = default;
+  Status(const Status& other) : code_(other.code_), detail_(other.copyDetail()) {}
+  Status(Status&&) noexcept = default;
+  Status& operator=(const Status& other) {
+    if (this != &other) code_ = other.code_, detail_ = other.copyDetail();
+    return *this;
+  }
+  Status& operator=(Status&&) noexcept = default;
   static Status ok() { return Status(); }
   static Status error(weftResult_t code, std::string message);
 
   bool isOk() const { return code_ == weftSuccess; }
   weftResult_t code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const std::string& message() const { return detail_ ? detail_->message : noText(); }
   // Call sites this failure passed through, innermost first ("file:line <- file:line").
-  const std::string& trace() const { return trace_; }
+  const std::string& trace() const { return detail_ ? detail_->trace : noText(); }
 
   Status&& withSite(const char* file, int line) &&;
   // Prefixes the message with context, e.g. "allreduce #12: " + message.
@@ -29,9 +37,19 @@ class [[nodiscard]] Status {
   Status&& withSuffix(const std::string& suffix) &&;
 
  private:
+  // The texts live behind a pointer, allocated only for a failure: a success (what every call
+  // on the fast path returns, many times over) is a code and a null pointer to make, move and
+  // destroy, where two strings cost tens of instructions each time.
+  struct Detail {
+    std::string message;
+    std::string trace;
+  };
+  static const std::string& noText();
+  std::unique_ptr<Detail> copyDetail() const { return detail_ ? std::make_unique<Detail>(*detail_) : nullptr; }
+  Detail& detail();
+
   weftResult_t code_ = weftSuccess;
-  std::string message_;
-  std::string trace_;
+  std::unique_ptr<Detail> detail_;
 };
 
 // printf-style constructor: return WEFT_ERROR(weftSystemError, "shm_open(%s): %s", name, why);

@@ -50,14 +50,14 @@ Status validateP2p(const Call& call, const P2pArgs& a) {
 weftResult_t collective(const Call& call, const CollCall& c, weftStream_t stream) {
   Status s = validateCollective(call, c, stream);
   if (!s.isOk()) return call.refuse(s, true);
-  return submitAll(call.comm(), {collOp(call.comm(), c, stream)});
+  return submit(call.comm(), collOp(call.comm(), c, stream));
 }
 
 weftResult_t pointToPoint(const Call& call, const P2pArgs& a) {
   Status s = validateP2p(call, a);
   if (!s.isOk()) return call.refuse(s, false);
   const size_t bytes = a.count * coll::dataTypeSize(a.type);
-  return submitAll(call.comm(), {p2pOp(call.comm(), a.stream, a.send, a.buf, bytes, a.peer)});
+  return submit(call.comm(), p2pOp(call.comm(), a.stream, a.send, a.buf, bytes, a.peer));
 }
 
 weftResult_t barrier(const Call& call, weftStream_t stream) {
@@ -75,7 +75,7 @@ weftResult_t barrier(const Call& call, weftStream_t stream) {
   static const uint8_t kZero = 0;
   static thread_local uint8_t sink = 0;
   CollCall c{coll::CollKind::kAllReduce, &kZero, &sink, 1, weftUint8, weftSum, 0};
-  return submitAll(call.comm(), {collOp(call.comm(), c, nullptr)});
+  return submit(call.comm(), collOp(call.comm(), c, nullptr));
 }
 
 weftResult_t redOpCreatePreMulSum(const Call& call, weftRedOp_t* op, void* scalar, weftDataType_t type,

@@ -55,7 +55,7 @@ weftResult_t rooted(const Call& call, const Rooted& c, weftStream_t stream) {
   exchange.count = c.count;
   exchange.type = c.type;
   exchange.root = c.root;
-  return submitAll(call.comm(), {collOp(call.comm(), exchange, stream)});
+  return submit(call.comm(), collOp(call.comm(), exchange, stream));
 }
 
 }  // namespace capi

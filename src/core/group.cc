@@ -226,12 +226,19 @@ PendingOp p2pOp(weftComm* comm, weftStream_t stream, bool send, const void* buf,
 
 int groupDepth() { return tlsGroup.depth; }
 
-weftResult_t submitAll(weftComm* comm, const std::vector<PendingOp>& ops) {
+weftResult_t submit(weftComm* comm, const PendingOp& op) {
   if (tlsGroup.depth > 0) {
-    tlsGroup.ops.insert(tlsGroup.ops.end(), ops.begin(), ops.end());
+    tlsGroup.ops.push_back(op);
     return weftSuccess;
   }
-  return runNow(comm, ops);
+  // A collective on host buffers alone (the commonest call, and the one whose latency counts at
+  // 8 B): straight to the communicator, without the group's bookkeeping.
+  if (op.stream == nullptr && !op.isP2p && !comm->impl->hostRunsLanes()) {
+    InFlight inFlight(comm);
+    Status s = comm->impl->runCollective(op.coll);
+    return s.isOk() ? weftSuccess : reportOpFailure(comm, s);
+  }
+  return runNow(comm, {op});
 }
 
 weftResult_t groupStart() {

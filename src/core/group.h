@@ -29,9 +29,8 @@ PendingOp p2pOp(weftComm* comm, weftStream_t stream, bool send, const void* buf,
 // The calling thread's group nesting depth (0: outside any group).
 int groupDepth();
 
-// Runs ops (all on one communicator) now as one group, or records them in the group being
-// built: the calls of one API function that the group machinery runs together.
-weftResult_t submitAll(weftComm* comm, const std::vector<PendingOp>& ops);
+// Runs the op of one API call now, or records it in the group being built.
+weftResult_t submit(weftComm* comm, const PendingOp& op);
 
 weftResult_t groupStart();
 // Ends a group; the outermost runs what was recorded.

@@ -330,10 +330,15 @@ void LivenessWatch::publishCall(const void* call, size_t bytes) {
   LivenessRecord* own = ownRecord();
   if (slot_ < 0 || own == nullptr || bytes > kCallRecordBytes) return;
   FailureSlot& s = own->slots[slot_];
-  s.callVersion.fetch_add(1, std::memory_order_acq_rel);
+  // One writer (the communicator's calling thread), so plain stores make the seqlock: odd while
+  // the record changes; the release fence keeps the odd version ahead of the record's bytes for
+  // any reader that sees one of them (publishedCall's acquire fence pairs with it). No locked
+  // read-modify-write: this runs on every collective.
+  const uint64_t version = s.callVersion.load(std::memory_order_relaxed);
+  s.callVersion.store(version + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(s.call, call, bytes);
-  s.callVersion.fetch_add(1, std::memory_order_release);
+  s.callVersion.store(version + 2, std::memory_order_release);
 }
 
 bool LivenessWatch::publishedCall(int peer, void* call, size_t bytes) const {
