@@ -132,9 +132,8 @@ Status removeStale(const FifoSpec& spec) {
 FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
   FifoLayout l;
   l.slotStride = roundUp(slotBytes, slotBytes >= kPageBytes ? kPageBytes : kCacheLine);
-  l.sizesOffset = sizeof(FifoHeader);
-  l.stampsOffset = roundUp(l.sizesOffset + nSlots * sizeof(uint64_t), kCacheLine);
-  l.dataOffset = roundUp(l.stampsOffset + nSlots * sizeof(uint64_t), kPageBytes);
+  l.descsOffset = sizeof(FifoHeader);
+  l.dataOffset = roundUp(l.descsOffset + nSlots * sizeof(SlotDesc), kPageBytes);
   l.totalBytes = roundUp(l.dataOffset + nSlots * l.slotStride, kPageBytes);
   return l;
 }
@@ -216,10 +215,7 @@ ShmFifo::ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes)
   nSlots_ = header_->nSlots;
   slotBytes_ = header_->slotBytes;
   stride_ = header_->slotStride;
-  sizes_ = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(base) + header_->sizesOffset);
-  // The stamps follow the sizes; both sides derive where from the geometry (checked at attach).
-  stamps_ = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(base) +
-                                                     fifoLayout(header_->nSlots, header_->slotBytes).stampsOffset);
+  descs_ = reinterpret_cast<SlotDesc*>(static_cast<char*>(base) + header_->descsOffset);
   data_ = static_cast<char*>(base) + header_->dataOffset;
 }
 
@@ -237,7 +233,7 @@ ShmFifo::~ShmFifo() {
 
 namespace {
 
-// Writes a new FIFO's header, byte counts and stamps into `base`; the magic last, so that a
+// Writes a new FIFO's header and slot descriptors into `base`; the magic last, so that a
 // sender that sees it sees the rest.
 void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
   auto* h = new (base) FifoHeader();
@@ -245,17 +241,15 @@ void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
   h->nSlots = spec.nSlots;
   h->slotBytes = spec.slotBytes;
   h->slotStride = layout.slotStride;
-  h->sizesOffset = layout.sizesOffset;
+  h->descsOffset = layout.descsOffset;
   h->dataOffset = layout.dataOffset;
   h->totalBytes = layout.totalBytes;
   h->receiverRank = spec.selfRank;
   h->receiverPid = getpid();
   h->receiverPidNs = pidNamespace();
   h->senderRank = spec.peerRank;
-  auto* sizes = reinterpret_cast<char*>(base) + layout.sizesOffset;
-  for (size_t i = 0; i < spec.nSlots; ++i) new (sizes + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
-  auto* stamps = reinterpret_cast<char*>(base) + layout.stampsOffset;
-  for (size_t i = 0; i < spec.nSlots; ++i) new (stamps + i * sizeof(uint64_t)) std::atomic<uint64_t>(0);
+  auto* descs = reinterpret_cast<char*>(base) + layout.descsOffset;
+  for (size_t i = 0; i < spec.nSlots; ++i) new (descs + i * sizeof(SlotDesc)) SlotDesc{{0}, 0, 0, {}};
   h->magic.store(kFifoMagic, std::memory_order_release);
 }
 
@@ -408,7 +402,7 @@ Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<
           }
           const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
           if (h->totalBytes != bytes || layout.totalBytes != bytes || h->slotStride != layout.slotStride ||
-              h->sizesOffset != layout.sizesOffset || h->dataOffset != layout.dataOffset) {
+              h->descsOffset != layout.descsOffset || h->dataOffset != layout.dataOffset) {
             return WEFT_ERROR(weftInternalError,
                               "rank %d: the shared-memory FIFO %s from rank %d has an inconsistent layout "
                               "(%zu B mapped, header says %" PRIu64 " B, expected %zu B)",

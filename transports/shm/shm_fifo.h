@@ -1,13 +1,16 @@
 // The FIFO of the shared-memory transport: nSlots slots of slotBytes bytes in one POSIX
-// shared-memory segment, with a head counter the sender advances and a tail counter the
-// receiver advances. The receiver creates the segment (ShmFifo::create, returns at once); the
+// shared-memory segment, a descriptor line per slot (its sequence number, byte count and stamp,
+// and the bytes themselves when they fit: SlotDesc) that the receiver polls, and a tail counter
+// the receiver advances. The receiver creates the segment (ShmFifo::create, returns at once); the
 // sender waits for it and attaches (ShmFifo::attach) and then unlinks its name, so nothing is
 // left in /dev/shm once both sides have it mapped, whichever of them dies later.
 //
 // The hot paths (trySendSlot, postSend, tryRecv, releaseRecv) are inline: a few loads and
-// stores, no syscalls, no locks. Each side keeps a private copy of its own counter and a cached
-// copy of the other side's, so it touches the other side's cache line only when its cached view
-// says the FIFO is full (sender) or empty (receiver).
+// stores, no syscalls, no locks. A message crosses between cores as one cache line when it is
+// small (the descriptor holds everything the receiver reads), and as the descriptor plus the
+// slot's lines otherwise; the receiver never reads a separate head counter first (that was one
+// more serial cache miss per message). The sender keeps a cached copy of the receiver's tail and
+// reads the real one only when its cached view says the FIFO is full.
 //
 // ShmTransport (shm_transport.h) wraps one ShmFifo per connection; tests use it directly.
 #ifndef WEFT_TRANSPORTS_SHM_SHM_FIFO_H_
@@ -16,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -26,7 +30,7 @@ namespace weft {
 namespace shm {
 
 constexpr uint64_t kFifoMagic = 0x314d485354464557ull;  // "WEFTSHM1" in memory order
-constexpr uint32_t kFifoVersion = 2;  // 2: per-slot stamps after the sizes
+constexpr uint32_t kFifoVersion = 3;  // 3: per-slot descriptor lines (2: stamps after the sizes)
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kMaxSlots = 1u << 16;
@@ -45,7 +49,7 @@ struct FifoHeader {
   uint64_t nSlots;
   uint64_t slotBytes;
   uint64_t slotStride;  // distance between slots: slotBytes rounded up to 64 B (4 KiB from 4 KiB on)
-  uint64_t sizesOffset;
+  uint64_t descsOffset;  // the SlotDesc array
   uint64_t dataOffset;  // first slot, 4 KiB aligned
   uint64_t totalBytes;
   int32_t receiverRank;
@@ -60,18 +64,31 @@ struct FifoHeader {
   alignas(kCacheLine) std::atomic<uint32_t> senderAbort;
   std::atomic<uint32_t> receiverAbort;
 
-  // Written by the sender only.
+  // Written by the sender only: slots posted (for diagnostics and tests; the receiver polls the
+  // descriptors).
   alignas(kCacheLine) std::atomic<uint64_t> head;
   // Written by the receiver only.
   alignas(kCacheLine) std::atomic<uint64_t> tail;
 };
-static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the per-slot byte counts and stamps must start on a cache line");
+static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the slot descriptors must start on a cache line");
+
+// One slot's descriptor, a cache line of its own. The sender writes bytes, stamp and (for a
+// message of 1..kInlineBytes bytes) a copy of the bytes, then seq = the message's number (1, 2,
+// ...; release); the receiver waits for seq == its count of received messages + 1 (acquire).
+// A byte count of 0 is a ReferenceMessage in the slot itself (host_executor.cc), never inline.
+constexpr size_t kInlineBytes = 40;
+struct SlotDesc {
+  std::atomic<uint64_t> seq;
+  uint64_t bytes;
+  uint64_t stamp;
+  unsigned char inlineData[kInlineBytes];
+};
+static_assert(sizeof(SlotDesc) == kCacheLine, "a slot descriptor is one cache line");
 
 // Where things lie in a segment of this geometry (byte offsets from the start of the segment).
 struct FifoLayout {
   size_t slotStride = 0;
-  size_t sizesOffset = 0;
-  size_t stampsOffset = 0;  // per slot: the stamp posted with it (Connection::postSend)
+  size_t descsOffset = 0;  // per slot: a SlotDesc
   size_t dataOffset = 0;
   size_t totalBytes = 0;
 };
@@ -133,22 +150,23 @@ class ShmFifo {
   }
   // Sender: publishes the slot from trySendSlot() holding `bytes` bytes.
   void postSend(size_t bytes, uint64_t stamp) {
-    sizes_[sendIndex_].store(bytes, std::memory_order_relaxed);  // published by the head store
-    stamps_[sendIndex_].store(stamp, std::memory_order_relaxed);
+    SlotDesc& d = descs_[sendIndex_];
+    d.bytes = bytes;  // published by the seq store
+    d.stamp = stamp;
+    if (bytes != 0 && bytes <= kInlineBytes) std::memcpy(d.inlineData, data_ + sendIndex_ * stride_, bytes);
     if (++sendIndex_ == nSlots_) sendIndex_ = 0;
-    header_->head.store(++head_, std::memory_order_release);
+    d.seq.store(++head_, std::memory_order_release);
+    header_->head.store(head_, std::memory_order_relaxed);
   }
 
   // Receiver: the oldest filled slot and its byte count, or nullptr when none is ready.
   const void* tryRecv(size_t* bytes, uint64_t* stamp) {
-    if (cachedHead_ == tail_) {
-      cachedHead_ = header_->head.load(std::memory_order_acquire);  // the slot's bytes are visible
-      if (cachedHead_ == tail_) return nullptr;
-    }
-    size_t n = sizes_[recvIndex_].load(std::memory_order_relaxed);
+    const SlotDesc& d = descs_[recvIndex_];
+    if (d.seq.load(std::memory_order_acquire) != tail_ + 1) return nullptr;  // the slot's bytes are visible
+    const uint64_t n = d.bytes;
     *bytes = n < slotBytes_ ? n : slotBytes_;  // never past the slot, whatever the peer wrote
-    *stamp = stamps_[recvIndex_].load(std::memory_order_relaxed);
-    return data_ + recvIndex_ * stride_;
+    *stamp = d.stamp;
+    return n != 0 && n <= kInlineBytes ? static_cast<const void*>(d.inlineData) : data_ + recvIndex_ * stride_;
   }
   // Receiver: hands the slot from tryRecv() back to the sender.
   void releaseRecv() {
@@ -184,8 +202,7 @@ class ShmFifo {
   void* base_ = nullptr;
   size_t mappedBytes_ = 0;
   FifoHeader* header_ = nullptr;
-  std::atomic<uint64_t>* sizes_ = nullptr;
-  std::atomic<uint64_t>* stamps_ = nullptr;
+  SlotDesc* descs_ = nullptr;
   char* data_ = nullptr;
   size_t nSlots_ = 0;
   size_t slotBytes_ = 0;
@@ -197,7 +214,6 @@ class ShmFifo {
   size_t sendIndex_ = 0;
   // Receiver state (only the receiver writes tail).
   uint64_t tail_ = 0;
-  uint64_t cachedHead_ = 0;
   size_t recvIndex_ = 0;
 
   // Whether the peer's pid means something here (same pid namespace, another process).
