@@ -132,7 +132,7 @@ Status removeStale(const FifoSpec& spec) {
 FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
   FifoLayout l;
   l.slotStride = roundUp(slotBytes, slotBytes >= kPageBytes ? kPageBytes : kCacheLine);
-  l.descsOffset = sizeof(FifoHeader);
+  l.descsOffset = roundUp(sizeof(FifoHeader), alignof(SlotDesc));
   l.dataOffset = roundUp(l.descsOffset + nSlots * sizeof(SlotDesc), kPageBytes);
   l.totalBytes = roundUp(l.dataOffset + nSlots * l.slotStride, kPageBytes);
   return l;

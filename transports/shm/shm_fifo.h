@@ -6,7 +6,7 @@
 // left in /dev/shm once both sides have it mapped, whichever of them dies later.
 //
 // The hot paths (trySendSlot, postSend, tryRecv, releaseRecv) are inline: a few loads and
-// stores, no syscalls, no locks. A message crosses between cores as one cache line when it is
+// stores, no syscalls, no locks. A message crosses between cores as one descriptor when it is
 // small (the descriptor holds everything the receiver reads), and as the descriptor plus the
 // slot's lines otherwise; the receiver never reads a separate head counter first (that was one
 // more serial cache miss per message). The sender keeps a cached copy of the receiver's tail and
@@ -70,20 +70,21 @@ struct FifoHeader {
   // Written by the receiver only.
   alignas(kCacheLine) std::atomic<uint64_t> tail;
 };
-static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the slot descriptors must start on a cache line");
+static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the header ends on a cache line");
 
-// One slot's descriptor, a cache line of its own. The sender writes bytes, stamp and (for a
+// One slot's descriptor, two cache lines of its own (a 64 B all-reduce's message fits; the
+// second line is the adjacent one, which the L2 fetches with the first on the CPUs measured). The sender writes bytes, stamp and (for a
 // message of 1..kInlineBytes bytes) a copy of the bytes, then seq = the message's number (1, 2,
 // ...; release); the receiver waits for seq == its count of received messages + 1 (acquire).
 // A byte count of 0 is a ReferenceMessage in the slot itself (host_executor.cc), never inline.
-constexpr size_t kInlineBytes = 40;
-struct SlotDesc {
+constexpr size_t kInlineBytes = 104;
+struct alignas(2 * kCacheLine) SlotDesc {
   std::atomic<uint64_t> seq;
   uint64_t bytes;
   uint64_t stamp;
   unsigned char inlineData[kInlineBytes];
 };
-static_assert(sizeof(SlotDesc) == kCacheLine, "a slot descriptor is one cache line");
+static_assert(sizeof(SlotDesc) == 2 * kCacheLine, "a slot descriptor is two cache lines");
 
 // Where things lie in a segment of this geometry (byte offsets from the start of the segment).
 struct FifoLayout {

@@ -175,7 +175,7 @@ TEST(ShmFifo, LayoutAlignsSlotsAndData) {
       EXPECT_EQ(l.slotStride % 64, 0u);
       EXPECT_GE(l.slotStride, slotBytes);
       EXPECT_EQ(l.dataOffset % 4096, 0u);
-      EXPECT_EQ(l.descsOffset % 64, 0u);
+      EXPECT_EQ(l.descsOffset % alignof(SlotDesc), 0u);
       EXPECT_GE(l.dataOffset, l.descsOffset + nSlots * sizeof(SlotDesc));
       EXPECT_GE(l.totalBytes, l.dataOffset + nSlots * l.slotStride);
       EXPECT_EQ(l.totalBytes % 4096, 0u);
