@@ -275,7 +275,10 @@ class Executor {
         continue;
       }
       backoff.pause();
-      if ((backoff.rounds() & 15) != 1) continue;  // read the clock every 16th pause only
+      // The clock every 16th pause only, the first after 16: a small call waits for its peer's
+      // message a few pauses, and a clock read (tens of ns in a VM) at the first one cost every
+      // call.
+      if ((backoff.rounds() & 15) != 0) continue;
       uint64_t now = nowNs();
       if (stallSince == 0) stallSince = now, nextCheck = now + kHealthCheckIntervalNs;
       if (now >= nextCheck) {

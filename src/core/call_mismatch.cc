@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -128,8 +129,15 @@ uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
   current_.seq = ++collSeq_;
   current_.count = call.count;
   if (liveness_) liveness_->publishCall(&current_, sizeof(current_));
-  uint32_t fp = coll::collectiveFingerprint(current_.kind, call.count, current_.type, current_.op, current_.root, algo);
-  return coll::makeStamp(coll::collectiveSeq(collSeq_), fp);
+  const uint64_t fields[6] = {static_cast<uint64_t>(current_.kind), call.count, static_cast<uint64_t>(current_.type),
+                              static_cast<uint64_t>(current_.op), static_cast<uint64_t>(current_.root),
+                              static_cast<uint64_t>(algo)};
+  if (std::memcmp(fields, fingerprintOf_, sizeof(fields)) != 0) {
+    fingerprint_ =
+        coll::collectiveFingerprint(current_.kind, call.count, current_.type, current_.op, current_.root, algo);
+    std::memcpy(fingerprintOf_, fields, sizeof(fields));
+  }
+  return coll::makeStamp(coll::collectiveSeq(collSeq_), fingerprint_);
 }
 
 void Communicator::recordP2pCall(size_t nCalls) {

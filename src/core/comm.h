@@ -331,6 +331,10 @@ class Communicator final : public coll::ConnectionProvider {
   // through the bootstrap and returns the same sentence naming both calls.
   Status explainCallMismatch(Status local);
   CallRecord current_;
+  // stampCollective's latest fingerprint and the fields it hashed (kind, count, type, op, root,
+  // algo): a training loop repeats one call.
+  uint64_t fingerprintOf_[6] = {~0ull, 0, 0, 0, 0, 0};
+  uint32_t fingerprint_ = 0;
   bool checkCalls_ = true;  // WEFT_CHECK_CALLS
   bool checkSends_ = false;  // WEFT_CHECK_SENDS (with WEFT_CHECK_CALLS): sends wait for their receivers
   std::atomic<bool> mismatch_{false};
@@ -369,6 +373,18 @@ class Communicator final : public coll::ConnectionProvider {
   std::map<OpKey, std::unique_ptr<CachedOp>> ops_;
   CachedOp* lastOp_ = nullptr;
   OpKey lastOpKey_;
+  // paramsFor's latest answer and what it was for: a training loop repeats one call, and the
+  // tuner's table is fixed at init.
+  struct ParamsMemo {
+    bool valid = false;
+    coll::CollKind kind{};
+    size_t count = 0;
+    size_t elemSize = 0;
+    int root = 0;
+    bool hostMemory = false;
+    coll::ScheduleParams params;
+  };
+  ParamsMemo paramsMemo_;
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
   // runCallTokens' lane and plan (made by its first call); gather and scatter run the same lane
