@@ -29,7 +29,8 @@
 #                exactly twice (once each way) and each host must send through both its NICs
 #   nicbind      as topology, but each host really has the two NICs its file names (nic0, nic1 on
 #                two subnets: netns_add_nics), and the ranks run `loop` (4 MiB all-reduces, rings
-#                on 2 channels). Checked from the kernel's side: every TCP connection of a rank off
+#                on 2 channels); the network transport must use each rank's NIC (socket: listen
+#                on it and bind to it; ofi: open the domain on it). Checked from the kernel's side: every TCP connection of a rank off
 #                the bootstrap's subnet starts at its own NIC's address and stays on that subnet
 #                (ss -tnp in each host, sampled while the loop runs), and the transmit counters of
 #                nic0 and nic1 (/sys/class/net/*/statistics) each carry at least a quarter of what
