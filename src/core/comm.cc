@@ -118,6 +118,9 @@ void Communicator::groupByHost() {
       for (const std::string& line : channelRingLines(topology_->global, ringOrders_, coll::kMaxScheduleChannels)) {
         WEFT_LOG(kInfo, kGraph, "%s", line.c_str());
       }
+      for (const std::string& line : channelTreeLines(ringOrders_, coll::kMaxScheduleChannels)) {
+        WEFT_LOG(kInfo, kGraph, "%s", line.c_str());
+      }
     }
   }
   bool identity = ringOrders_.size() == 1;
