@@ -6,7 +6,8 @@
 // and binds the connections it opens to it, so that each channel's traffic leaves through the
 // NIC its ring chose instead of wherever the kernel's routing sends it. A NIC without a usable
 // address is reported (why) and the transport falls back to its default interface.
-// Pure except netdevsOfRdmaDevice (sysfs); socket_transport.cc calls both, the tests the first.
+// Pure except netdevsOfRdmaDevice (sysfs). socket_transport.cc and ofi_provider.cc (the domain of a
+// NIC) call both; the tests call the first.
 #ifndef WEFT_TRANSPORTS_NET_SOCKET_NIC_H_
 #define WEFT_TRANSPORTS_NET_SOCKET_NIC_H_
 
