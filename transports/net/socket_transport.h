@@ -14,7 +14,11 @@
 // the interface itself, SO_BINDTODEVICE) before connecting, so each channel's traffic leaves
 // through the NIC its ring chose. A NIC without a usable address, and ranks on one host, use the
 // default interface (WEFT_SOCKET_IFNAME selects it) with a warning naming the NIC; a peer not
-// reachable through the NIC is connected by the default route, with a warning.
+// reachable through the NIC is connected by the default route, with a warning. Rails: rings
+// pair NICs of one index across hosts; a sender bound to its interface whose peer listens on
+// another subnet with no route through that interface gets the kernel's on-link guess (an ARP
+// through the bound NIC: answered where the rails share a layer-2 network, as in the netns test;
+// elsewhere connect() fails 'unreachable' after the ARP timeout, and the fallback above applies).
 //
 // Failures: a closed or reset connection fails the link naming the peer; signalAbort() sends an
 // abort frame so the peer fails at once (weftRemoteError, "reported a failure").
