@@ -103,6 +103,10 @@ struct ConnectRequest {
   size_t slotBytes = 1 << 18;
   // NUMA node of this rank's CPU (-1 unknown): a FIFO this rank reads is placed there.
   int numaNode = -1;
+  // The NIC this rank's traffic to another host goes through, as its route names it
+  // (topology/route.h RouteEnd::nic: the one nearest its GPU, else on its NUMA node), "" none
+  // known. Network transports that can choose their local interface use it (socket_nic.h).
+  std::string nic;
   Deadline deadline;
   PeerExchange* exchange = nullptr;  // may be null for transports that need no exchange
   // Waits in connectSend() give up (weftRemoteError) once this becomes true (weftCommAbort).

@@ -112,6 +112,28 @@ bool connectRetryable(int err) {
          err == ECONNABORTED;
 }
 
+// Binds a socket about to connect to `addr` to source->address (and, where permitted, to
+// source->device). EPERM on the device (no CAP_NET_RAW) leaves the address bound alone.
+Status bindSource(int fd, const SocketAddress& addr, SocketSource* source) {
+  source->deviceBound = false;
+  if (!source->device.empty()) {
+    if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, source->device.c_str(),
+                   static_cast<socklen_t>(source->device.size())) == 0) {
+      source->deviceBound = true;
+    } else if (const int err = errno; err != EPERM) {
+      return WEFT_ERROR(weftSystemError, "cannot connect to %s through interface %s: SO_BINDTODEVICE: %s",
+                        addr.toString().c_str(), source->device.c_str(), errnoText(err).c_str());
+    }
+  }
+  if (::bind(fd, source->address.sockaddrPtr(), source->address.length()) != 0) {
+    const int err = errno;
+    return WEFT_ERROR(weftSystemError, "cannot connect to %s from %s: bind: %s%s", addr.toString().c_str(),
+                      source->address.toString().c_str(), errnoText(err).c_str(),
+                      err == EADDRNOTAVAIL ? " (that address is not on this host)" : "");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 // ---- SocketAddress ------------------------------------------------------------------------
@@ -308,7 +330,16 @@ Status Socket::listen(const SocketAddress& bind, Socket* out) {
 }
 
 Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort, Socket* out) {
+  return connect(addr, deadline, abort, nullptr, out);
+}
+
+Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort,
+                       SocketSource* source, Socket* out) {
   if (!addr.valid()) return WEFT_ERROR(weftInvalidArgument, "connect: no address");
+  if (source != nullptr && source->address.family() != addr.family()) {
+    return WEFT_ERROR(weftInvalidArgument, "cannot connect to %s from %s: the addresses are of different families",
+                      addr.toString().c_str(), source->address.toString().c_str());
+  }
   uint64_t start = nowNs();
   int backoffMs = 5;
   int lastErr = 0;
@@ -319,6 +350,7 @@ Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
     if (fd < 0) return WEFT_ERROR(weftSystemError, "socket(): %s", errnoText(errno).c_str());
     Socket s(fd);
     setNoDelay(fd);
+    if (source != nullptr) WEFT_TRY(bindSource(fd, addr, source));
     int err = 0;
     if (::connect(fd, addr.sockaddrPtr(), addr.length()) != 0) {
       err = errno;
@@ -343,7 +375,9 @@ Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
     // A wait cut short by the deadline says less than the error of the attempt before it.
     if (err != ETIMEDOUT || lastErr == 0) lastErr = err;
     if (!connectRetryable(err)) {
-      return WEFT_ERROR(weftSystemError, "cannot connect to %s: %s", addr.toString().c_str(), errnoText(err).c_str());
+      return WEFT_ERROR(weftSystemError, "cannot connect to %s%s%s: %s", addr.toString().c_str(),
+                        source ? " from " : "", source ? source->address.hostString().c_str() : "",
+                        errnoText(err).c_str());
     }
     if (aborted(abort)) return WEFT_ERROR(weftRemoteError, "aborted while connecting to %s", addr.toString().c_str());
     if (deadline.expired()) break;

@@ -56,6 +56,15 @@ class SocketAddress {
   sockaddr_storage storage_{};
 };
 
+// Where a connection leaves this host: the local address to bind to before connecting (port 0:
+// any) and, optionally, the interface whose link it must leave through (SO_BINDTODEVICE; that
+// needs CAP_NET_RAW, and without it only the address is bound).
+struct SocketSource {
+  SocketAddress address;
+  std::string device;  // "" none
+  bool deviceBound = false;  // set by connect(): SO_BINDTODEVICE took effect
+};
+
 // A connected or listening TCP socket. Move-only; closes itself.
 class Socket {
  public:
@@ -71,6 +80,11 @@ class Socket {
   // Connects to `addr`, retrying refused connections with back-off until the deadline: the
   // peer may not listen yet.
   static Status connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort, Socket* out);
+  // The same, from `source` (null: wherever the kernel's routing puts it). A source that cannot
+  // be bound (an address not on this host, an interface that is gone) or that cannot reach
+  // `addr` (no route through that interface) is an error of its own: not retried.
+  static Status connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort,
+                        SocketSource* source, Socket* out);
 
   // Listening socket: waits for one connection.
   Status accept(Deadline deadline, const std::atomic<bool>* abort, Socket* out) const;

@@ -118,6 +118,9 @@ void Communicator::groupByHost() {
       for (const std::string& line : channelRingLines(topology_->global, ringOrders_, coll::kMaxScheduleChannels)) {
         WEFT_LOG(kInfo, kGraph, "%s", line.c_str());
       }
+      for (const std::string& line : channelTreeLines(ringOrders_, coll::kMaxScheduleChannels)) {
+        WEFT_LOG(kInfo, kGraph, "%s", line.c_str());
+      }
     }
   }
   bool identity = ringOrders_.size() == 1;
@@ -612,6 +615,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       req.nSlots = key.lane == coll::kCallTokenLane ? 2 : static_cast<size_t>(settings_.nSlots);
       req.slotBytes = key.lane == coll::kCallTokenLane ? kCallTokenSlotBytes : static_cast<size_t>(settings_.slotBytes);
       req.numaNode = topology_ ? topology_->global.numaOf(rank_) : -1;
+      req.nic = topology_ ? topology_->global.place(rank_).nicName : "";
       req.deadline = deadline;
       req.exchange = bootstrap_.get();
       req.abort = &stopWaits_;

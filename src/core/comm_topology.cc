@@ -17,6 +17,7 @@
 
 #include "base/log.h"
 #include "base/params.h"
+#include "collectives/algorithms.h"
 #include "device/device.h"
 #include "topology/detect.h"
 #include "topology/topo_file.h"
@@ -343,6 +344,31 @@ std::vector<std::string> channelRingLines(const topo::GlobalSystem& g, const std
     }
     if (!exits.empty()) exits.pop_back();
     lines.push_back(text + (exits.empty() ? "" : ";" + exits));
+  }
+  return lines;
+}
+
+std::vector<std::string> channelTreeLines(const std::vector<std::vector<int>>& rings, int maxChannels) {
+  std::vector<std::string> lines;
+  for (size_t k = 0; k < rings.size(); ++k) {
+    const std::vector<int>& ring = rings[k];
+    const int n = static_cast<int>(ring.size());
+    std::string text = "all-reduce trees of ring " + std::to_string(k) + " (" +
+                       channelsOfRing(k, rings.size(), maxChannels) +
+                       "; a reversed channel builds them over the reversed ring):";
+    for (int t = 0; t < 2 && n > 1; ++t) {
+      const std::vector<coll::algo::TreeNode> tree = coll::algo::doubleBinaryTree(n, t);
+      std::string edges;
+      int root = -1;
+      for (int pos = 0; pos < n; ++pos) {
+        const int parent = tree[static_cast<size_t>(pos)].parent;
+        if (parent < 0) root = ring[static_cast<size_t>(pos)];
+        if (parent >= 0) edges += " " + std::to_string(ring[static_cast<size_t>(pos)]) + ">" +
+                                  std::to_string(ring[static_cast<size_t>(parent)]);
+      }
+      text += std::string(t ? ";" : "") + " tree " + std::to_string(t) + " root " + std::to_string(root) + ":" + edges;
+    }
+    lines.push_back(text);
   }
   return lines;
 }

@@ -81,6 +81,12 @@ topo::TunerSettings tunerSettingsFromParams();
 std::vector<std::string> channelRingLines(const topo::GlobalSystem& g, const std::vector<std::vector<int>>& rings,
                                           int maxChannels);
 
+// The tree all-reduce's double binary trees over those rings as the GRAPH log shows them: one
+// line per ring, the channels that use it, then each tree's root and its edges "child>parent" in
+// ring order (what the schedules build: collectives/algorithms.h doubleBinaryTree over the
+// channel's order; broadcast and reduce use a binary heap over it from their root instead).
+std::vector<std::string> channelTreeLines(const std::vector<std::vector<int>>& rings, int maxChannels);
+
 // The tuner's table as the INFO log shows it: the model, then each collective's size classes.
 std::vector<std::string> tunerTableLines(const topo::Tuner& tuner);
 

@@ -41,7 +41,11 @@
 #   source tests/netns/netns.sh; NETNS_HUB=build-netns/tests/netns/weft-netem-hub NETNS_NETEM=hub
 #   netns_up 2; netns_netem_all delay 200ms loss 1%; netns_exec 0 ping -c 3 198.18.0.2; netns_down
 #
-# Functions: netns_up K, netns_down, netns_exec I CMD..., netns_link_down I, netns_netem_all ARGS...,
+# More NICs per host (netns_add_nics N): host i gets nic0..nic<N-1>, nic<k> with address
+# 198.18.<k+1>.<i+1>/24 on bridge br<k+1> of the switch namespace, one subnet per "rail" (as the
+# NICs of one index share a switch in a rail-optimised cluster); eth0 stays for the bootstrap.
+#
+# Functions: netns_up K, netns_add_nics N, netns_nic_addr I K, netns_down, netns_exec I CMD..., netns_link_down I, netns_netem_all ARGS...,
 # netns_hub_stop, netns_spawn NAME I LIMIT_S [VAR=VALUE...] -- CMD..., netns_kill NAME,
 # netns_wait_all, netns_host I, netns_addr I, netns_skip REASON, netns_log TEXT.
 
@@ -141,6 +145,42 @@ netns_up() {
     done
   done
   netns_log "$k host(s) up: ${NETNS_PREFIX}h0..h$((k - 1)) (198.18.0.1..$k) on bridge br0 in $sw; logs in $NETNS_LOGS"
+}
+
+# netns_nic_addr I K: address of host I's nic<K>.
+netns_nic_addr() { echo "198.18.$(($2 + 1)).$(($1 + 1))"; }
+
+# Gives every host N more NICs on N more subnets (see the top). Everything lives inside the
+# run's namespaces, so netns_down removes it with them.
+netns_add_nics() {
+  local n=$1 k i h sw err
+  sw=$(netns_switch)
+  for ((k = 0; k < n; k++)); do
+    if ! err=$( (ip -n "$sw" link add "br$((k + 1))" type bridge && ip -n "$sw" link set "br$((k + 1))" up) 2>&1); then
+      echo "netns: cannot make bridge br$((k + 1)) for nic$k: $err" >&2
+      exit 1
+    fi
+    for ((i = 0; i < NETNS_K; i++)); do
+      h=$(netns_host "$i")
+      if ! err=$( (ip -n "$sw" link add "n${k}p$i" type veth peer name "nic$k" netns "$h" &&
+        ip -n "$sw" link set "n${k}p$i" master "br$((k + 1))" up &&
+        ip -n "$h" addr add "$(netns_nic_addr "$i" "$k")/24" dev "nic$k" &&
+        ip -n "$h" link set "nic$k" up) 2>&1); then
+        echo "netns: cannot give host $i its nic$k: $err" >&2
+        exit 1
+      fi
+    done
+  done
+  for ((i = 0; i < NETNS_K; i++)); do
+    for ((k = 0; k < n; k++)); do
+      local tries=0
+      until ip -n "$(netns_host "$i")" link show "nic$k" | grep -q 'state UP'; do
+        ((++tries > 100)) && { echo "netns: nic$k of host $i did not come up" >&2; exit 1; }
+        sleep 0.05
+      done
+    done
+  done
+  netns_log "every host has nic0..nic$((n - 1)) (198.18.1..$n.<host+1>/24 on bridges br1..br$n)"
 }
 
 # Kills what this run started, deletes its namespaces and (unless NETNS_KEEP_LOGS=1) its logs.

@@ -27,6 +27,14 @@
 #                its ranks bound to alternate CPUs (host 1's the other way round); `collectives
 #                quick` must pass, and in rank 0's GRAPH log every ring must cross between hosts
 #                exactly twice (once each way) and each host must send through both its NICs
+#   nicbind      as topology, but each host really has the two NICs its file names (nic0, nic1 on
+#                two subnets: netns_add_nics), and the ranks run `loop` (4 MiB all-reduces, rings
+#                on 2 channels); the network transport must use each rank's NIC (socket: listen
+#                on it and bind to it; ofi: open the domain on it). Checked from the kernel's side: every TCP connection of a rank off
+#                the bootstrap's subnet starts at its own NIC's address and stays on that subnet
+#                (ss -tnp in each host, sampled while the loop runs), and the transmit counters of
+#                nic0 and nic1 (/sys/class/net/*/statistics) each carry at least a quarter of what
+#                the host sends to the other, eth0 under 5%
 #
 # Exit status: 0 pass, 1 fail, 77 skipped (not root, no namespaces, neither netem nor the hub, no
 # libfabric).
@@ -36,7 +44,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/netns.sh"
 
 if [[ $# -lt 2 ]]; then
-  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 NETTEST=$(readlink -f "$1")
@@ -333,15 +341,16 @@ scenario_abort() {
   for ((r = 0; r < NRANKS; r++)); do grep -h 'abort' "$NETNS_LOGS/rank$r.out" | sed 's/^/  /'; done
 }
 
-# topology_file H: host H's machine: NUMA node n holds CPU n and the NIC mlx5_n.
+# topology_file H [PREFIX]: host H's machine: NUMA node n holds CPU n and the NIC PREFIXn
+# (default mlx5_).
 topology_file() {
-  local n
+  local n prefix=${2:-mlx5_}
   echo '<system version="1">'
   for n in 0 1; do
     cat <<XML
   <cpu numaid="$n" affinity="0000000$((1 << n))" arch="x86_64" vendor="AuthenticAMD" familyid="25" modelid="1">
     <pci busid="0000:$((n * 8 + 1))0:00.0" class="0x020000" vendor="0x15b3" device="0x1021" link_speed="16.0 GT/s PCIe" link_width="16">
-      <nic><net name="mlx5_$n" dev="$n" speed="100000" port="1" guid="0x$1$n" maxconn="131072" gdr="0"/></nic>
+      <nic><net name="$prefix$n" dev="$n" speed="100000" port="1" guid="0x$1$n" maxconn="131072" gdr="0"/></nic>
     </pci>
   </cpu>
 XML
@@ -349,10 +358,11 @@ XML
   echo '</system>'
 }
 
-# check_rings LOG: every "ring K (...): ranks; host H sends from rank R via NIC N; ..." line of
-# rank 0's GRAPH log crosses between hosts exactly twice, and each host sends through 2 NICs.
+# check_rings LOG [PREFIX]: every "ring K (...): ranks; host H sends from rank R via NIC N; ..." line of
+# rank 0's GRAPH log crosses between hosts exactly twice, and each host sends through 2 NICs
+# (PREFIX0 and PREFIX1; default mlx5_).
 check_rings() {
-  local log=$1 line ranks rings=0 h
+  local log=$1 prefix=${2:-mlx5_} line ranks rings=0 h
   declare -A nics=()
   while IFS= read -r line; do
     rings=$((rings + 1))
@@ -372,10 +382,10 @@ check_rings() {
       nics[$h]+=" ${BASH_REMATCH[1]}"
     done
     echo "  $line"
-  done < <(grep -oE 'ring [0-9]+ \(.*' "$log")
+  done < <(grep -v 'trees of ring' "$log" | grep -oE 'ring [0-9]+ \(.*')
   ((rings >= 2)) || fail "rank 0 logged $rings rings; one per NIC (2) expected"
   for ((h = 0; h < HOSTS; h++)); do
-    [[ ${nics[$h]} == *mlx5_0* && ${nics[$h]} == *mlx5_1* ]] || fail "host $h sends only through${nics[$h]}"
+    [[ ${nics[$h]} == *${prefix}0* && ${nics[$h]} == *${prefix}1* ]] || fail "host $h sends only through${nics[$h]}"
   done
 }
 
@@ -396,9 +406,116 @@ scenario_topology() {
   check_rings "$NETNS_LOGS/rank0.err"
 }
 
+# tx_bytes H IF: bytes interface IF of host H has sent.
+tx_bytes() { netns_exec "$1" cat "/sys/class/net/$2/statistics/tx_bytes"; }
+
+# Appends every established TCP connection of every host to $NETNS_LOGS/ss.h<H>, as
+# "RANK LOCAL PEER" (RANK: the WEFT_RANK of the process that owns it, - when not a rank).
+declare -A RANK_OF_PID=()
+sample_connections() {
+  local h line pid
+  for ((h = 0; h < HOSTS; h++)); do
+    while IFS= read -r line; do
+      [[ $line =~ pid=([0-9]+) ]] || continue
+      pid=${BASH_REMATCH[1]}
+      if [[ -z ${RANK_OF_PID[$pid]+x} ]]; then
+        RANK_OF_PID[$pid]=$(tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | sed -n 's/^WEFT_RANK=//p')
+      fi
+      read -r -a f <<<"$line"
+      echo "${RANK_OF_PID[$pid]:--} ${f[2]} ${f[3]}" >> "$NETNS_LOGS/ss.h$h"
+    done < <(netns_exec "$h" ss -tnpH state established 2>/dev/null)
+  done
+}
+
+# check_connections: each rank's connections off eth0's subnet start at its own NIC's address
+# (nic<(R + H) % 2> of its host: its CPU's NUMA node's) and end on the same subnet.
+check_connections() {
+  local h r local_ip peer_ip want nic
+  declare -A seen=() count=()
+  for ((h = 0; h < HOSTS; h++)); do
+    [[ -s $NETNS_LOGS/ss.h$h ]] || { fail "no TCP connection was seen in host $h"; continue; }
+    while read -r r local_ip peer_ip; do
+      [[ $r == - ]] && continue
+      local_ip=${local_ip%:*}
+      peer_ip=${peer_ip%:*}
+      [[ -n ${seen[$r $local_ip $peer_ip]+x} ]] && continue
+      seen[$r $local_ip $peer_ip]=1
+      # ss writes ADDRESS%IF for a socket bound to an interface (SO_BINDTODEVICE, as root).
+      local bound=""
+      [[ $local_ip == *%* ]] && bound=", bound to ${local_ip#*%}"
+      local_ip=${local_ip%%%*}
+      [[ $local_ip == 198.18.0.* ]] && continue  # the bootstrap's subnet
+      nic=$(((r + h) % 2))
+      want=$(netns_nic_addr "$h" "$nic")
+      count[$r]=$((${count[$r]:-0} + 1))
+      if [[ $local_ip != "$want" ]]; then
+        fail "rank $r (host $h, near nic$nic = $want) has a connection from $local_ip to $peer_ip"
+      elif [[ ${peer_ip%.*} != "${local_ip%.*}" ]]; then
+        fail "rank $r's connection from its nic$nic ($local_ip) ends on another subnet: $peer_ip"
+      else
+        echo "  ok: rank $r: $local_ip (nic$nic$bound) <-> $peer_ip"
+      fi
+    done < "$NETNS_LOGS/ss.h$h"
+  done
+  for ((r = 0; r < NRANKS; r++)); do
+    ((${count[$r]:-0} > 0)) || fail "rank $r had no connection through a NIC while the loop ran"
+  done
+}
+
+scenario_nicbind() {
+  (($(nproc) >= 2)) || netns_skip "the nicbind scenario binds ranks to two CPUs; this machine has $(nproc)"
+  command -v ss > /dev/null || netns_skip "iproute2's ss is not installed"
+  ((HOSTS == 2 && PER_HOST == 2)) || { echo "run_scenario.sh: nicbind runs 2 hosts of 2 ranks" >&2; exit 2; }
+  netns_up "$HOSTS"
+  netns_add_nics 2
+  local r h cpu iters=40 ifc
+  declare -A before=()
+  for ((h = 0; h < HOSTS; h++)); do
+    topology_file "$h" nic >"$NETNS_LOGS/host$h.xml"
+    for ifc in eth0 nic0 nic1; do before[$h.$ifc]=$(tx_bytes "$h" "$ifc"); done
+  done
+  for ((r = 0; r < NRANKS; r++)); do
+    h=$(host_of "$r")
+    cpu=$(((r + h) % 2))  # host 0: rank 0 near nic0, rank 1 near nic1; host 1 the other way round
+    netns_spawn "rank$r" "$h" 300 WEFT_RANK="$r" WEFT_NRANKS="$NRANKS" WEFT_ROOT_ADDR="$(netns_addr 0):$PORT" \
+      WEFT_ROOT_SECRET="$SECRET" "${RANK_ENV[@]}" WEFT_TIMEOUT_S=120 WEFT_TOPO_FILE="$NETNS_LOGS/host$h.xml" \
+      WEFT_ALGO=ring WEFT_MIN_NCHANNELS=2 WEFT_MAX_NCHANNELS=2 WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=GRAPH,NET \
+      -- taskset -c "$cpu" "$NETTEST" loop "$iters"
+  done
+  local running=1
+  while ((running)); do
+    sample_connections
+    running=0
+    for ((r = 0; r < NRANKS; r++)); do netns_running "rank$r" && running=1; done
+    sleep 0.2
+  done
+  netns_wait_all
+  judge_all_pass
+  check_rings "$NETNS_LOGS/rank0.err" nic
+  check_connections
+  # 4 ranks, 2 per host: a ring all-reduce of 4 MiB sends 2 * 3/4 * 4 MiB from each rank, and
+  # half of the rings' edges cross between the hosts: 6 MiB from each host per iteration.
+  local expect=$((iters * 6 * 1024 * 1024)) sent
+  for ((h = 0; h < HOSTS; h++)); do
+    for ifc in eth0 nic0 nic1; do
+      sent=$(($(tx_bytes "$h" "$ifc") - ${before[$h.$ifc]}))
+      echo "  host $h $ifc sent $sent bytes (the host sends about $expect to the other)"
+      if [[ $ifc == eth0 ]]; then
+        ((sent * 20 < expect)) || fail "host $h's eth0 carried $sent bytes: the data did not keep to the NICs"
+      else
+        ((sent * 4 >= expect)) || fail "host $h's $ifc carried only $sent bytes of about $expect"
+      fi
+    done
+  done
+  if grep -qE 'default (interface|route)' "$NETNS_LOGS"/rank*.err; then
+    fail "a rank fell back to the default interface or route: $(grep -hE 'default (interface|route)' "$NETNS_LOGS"/rank*.err | head -n1)"
+  fi
+}
+
 case $SCENARIO in
   collectives) scenario_collectives ;;
   topology) scenario_topology ;;
+  nicbind) scenario_nicbind ;;
   kill | linkdown) loop_fault "$SCENARIO" ;;
   stop | silenthost) silence_fault "$SCENARIO" ;;
   neverjoin) scenario_neverjoin ;;

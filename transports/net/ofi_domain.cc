@@ -32,7 +32,7 @@ void closeFid(T*& object) {
 
 }  // namespace
 
-Status OfiDomain::open(int rank, std::shared_ptr<OfiDomain>* out) {
+Status OfiDomain::open(int rank, std::shared_ptr<OfiDomain>* out, const std::string& nic) {
   std::string why;
   const OfiApi* api = ofiApi(&why);
   if (api == nullptr) {
@@ -41,7 +41,7 @@ Status OfiDomain::open(int rank, std::shared_ptr<OfiDomain>* out) {
                       why.c_str());
   }
   OfiProviderChoice choice;
-  WEFT_TRY(chooseOfiProvider(*api, params::OfiProvider(), params::SocketIfname(), rank, &choice));
+  WEFT_TRY(chooseOfiProvider(*api, params::OfiProvider(), params::SocketIfname(), rank, &choice, nic));
   std::shared_ptr<OfiDomain> domain(new OfiDomain(api, rank));
   WEFT_TRY(domain->openEndpoint(std::move(choice)));
   *out = std::move(domain);

@@ -62,8 +62,9 @@ class OfiOpOwner {
 
 class OfiDomain final : public ProxyTask {
  public:
-  // Chooses the provider (WEFT_OFI_PROVIDER, WEFT_SOCKET_IFNAME) and opens the endpoint.
-  static Status open(int rank, std::shared_ptr<OfiDomain>* out);
+  // Chooses the provider (WEFT_OFI_PROVIDER, WEFT_SOCKET_IFNAME, the rank's NIC `nic`:
+  // chooseOfiProvider) and opens the endpoint.
+  static Status open(int rank, std::shared_ptr<OfiDomain>* out, const std::string& nic = "");
   ~OfiDomain() override;
   OfiDomain(const OfiDomain&) = delete;
   OfiDomain& operator=(const OfiDomain&) = delete;

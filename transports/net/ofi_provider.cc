@@ -5,6 +5,7 @@
 
 #include "base/log.h"
 #include "base/socket.h"
+#include "transports/net/socket_nic.h"
 
 namespace weft {
 namespace net {
@@ -118,6 +119,40 @@ Status pickInterface(const std::vector<struct fi_info*>& entries, const std::str
   return Status::ok();
 }
 
+// The domain of the NIC the rank's route names (socket_nic.h): for IP providers the entry on
+// that NIC's interface, for the others (verbs, efa, ...) the domain of that name (libfabric
+// names an RDMA device's domain after it, "mlx5_0"). *chosen untouched, and false, when there
+// is none; a NIC that an IP provider cannot use is logged with the reason.
+bool pickNicDomain(const std::vector<struct fi_info*>& entries, const std::string& nic, const std::string& ifname,
+                   int rank, struct fi_info** chosen, std::string* why) {
+  if (nic.empty()) return false;
+  const std::string provider = provNameOf(entries.front());
+  if (!ofiIpProvider(provider)) {
+    for (struct fi_info* e : entries) {
+      if (domainNameOf(e) != nic) continue;
+      *chosen = e;
+      *why = "domain " + nic + ", the NIC the topology chose";
+      return true;
+    }
+    return false;
+  }
+  std::vector<NetInterface> up;
+  NicInterface n;
+  if (listInterfaces(&up).isOk()) n = chooseNicInterface(nic, up, netdevsOfRdmaDevice(nic), ifname);
+  std::string found;
+  if (n.usable && pickInterface(entries, "=" + n.iface.name, rank, chosen, &found).isOk()) {
+    *why = found + ", of NIC " + nic + " (the topology's)";
+    return true;
+  }
+  WEFT_LOG(kWarn, kNet,
+           "rank %d: the topology routes this rank's traffic to other hosts through NIC %s, but %s; the libfabric "
+           "transport (provider %s) uses the interface WEFT_SOCKET_IFNAME selects instead",
+           rank, nic.c_str(),
+           n.usable ? ("the provider has no domain on its interface " + n.iface.name).c_str() : n.why.c_str(),
+           provider.c_str());
+  return false;
+}
+
 }  // namespace
 
 int ofiProviderPreference(const std::string& provName) {
@@ -157,7 +192,7 @@ std::vector<std::string> ofiAvailableProviders(const OfiApi& api) {
 }
 
 Status chooseOfiProvider(const OfiApi& api, const std::string& wanted, const std::string& ifname, int rank,
-                         OfiProviderChoice* out) {
+                         OfiProviderChoice* out, const std::string& nic) {
   InfoList all = getInfo(api, makeHints(api, false));
   if (all.entries.empty()) {
     return WEFT_ERROR(weftSystemError,
@@ -192,7 +227,9 @@ Status chooseOfiProvider(const OfiApi& api, const std::string& wanted, const std
   }
   struct fi_info* chosen = entries.front();
   std::string domainWhy = "libfabric's first domain";
-  if (ofiIpProvider(provider)) WEFT_TRY(pickInterface(entries, ifname, rank, &chosen, &domainWhy));
+  if (!pickNicDomain(entries, nic, ifname, rank, &chosen, &domainWhy) && ofiIpProvider(provider)) {
+    WEFT_TRY(pickInterface(entries, ifname, rank, &chosen, &domainWhy));
+  }
 
   out->provider = provider;
   out->domain = domainNameOf(chosen);

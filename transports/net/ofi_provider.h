@@ -4,7 +4,9 @@
 // then tcp;ofi_rxm, the other software IP providers, and shm last (it reaches this host only).
 // For providers over the kernel's IP stack the domain is the interface that
 // WEFT_SOCKET_IFNAME selects (the socket transport's rule), so both network transports use the
-// same network. Called by OfiDomain::open (ofi_domain.cc) once per communicator.
+// same network; where the topology names the rank's NIC, that NIC's domain (one per rank: the
+// rank's traffic to other hosts leaves from its NIC's address). Called by OfiDomain::open
+// (ofi_domain.cc) once per communicator.
 #ifndef WEFT_TRANSPORTS_NET_OFI_PROVIDER_H_
 #define WEFT_TRANSPORTS_NET_OFI_PROVIDER_H_
 
@@ -48,9 +50,12 @@ bool ofiIpProvider(const std::string& provName);
 std::vector<std::string> ofiAvailableProviders(const OfiApi& api);
 
 // Picks the provider and domain (see the file comment). `wanted` is WEFT_OFI_PROVIDER,
-// `ifname` WEFT_SOCKET_IFNAME. Errors name what is available and what to set.
+// `ifname` WEFT_SOCKET_IFNAME, `nic` the NIC the rank's route names (ConnectRequest::nic, ""
+// none): its domain when the provider has one (an IP provider's entry on that NIC's interface,
+// which WEFT_SOCKET_IFNAME must not exclude; another provider's domain of that name), else the
+// rule above with a warning. Errors name what is available and what to set.
 Status chooseOfiProvider(const OfiApi& api, const std::string& wanted, const std::string& ifname, int rank,
-                         OfiProviderChoice* out);
+                         OfiProviderChoice* out, const std::string& nic = "");
 
 }  // namespace net
 }  // namespace weft

@@ -77,11 +77,11 @@ std::string OfiTransport::provider() const {
   return domain_ ? domain_->provider() : std::string();
 }
 
-Status OfiTransport::start(int selfRank) {
+Status OfiTransport::start(const ConnectRequest& req) {
   std::lock_guard<std::mutex> lock(startMutex_);
   if (domain_) return Status::ok();
   std::shared_ptr<OfiDomain> domain;
-  WEFT_TRY(OfiDomain::open(selfRank, &domain));
+  WEFT_TRY(OfiDomain::open(req.self.rank, &domain, req.nic));
   auto proxy = std::make_shared<Proxy>("weft-net-ofi");
   WEFT_TRY(proxy->start());
   proxy->add(domain);
@@ -92,7 +92,7 @@ Status OfiTransport::start(int selfRank) {
 
 Status OfiTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
   WEFT_TRY(checkRequest(req));
-  WEFT_TRY(start(req.self.rank));
+  WEFT_TRY(start(req));
   if (domain_->maxMessageBytes() != 0 && req.slotBytes > domain_->maxMessageBytes()) {
     return WEFT_ERROR(weftInvalidUsage,
                       "rank %d: slots of %zu bytes exceed the %zu-byte messages libfabric provider %s carries; "
@@ -119,7 +119,7 @@ Status OfiTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<Conn
 
 Status OfiTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
   WEFT_TRY(checkRequest(req));
-  WEFT_TRY(start(req.self.rank));
+  WEFT_TRY(start(req));
   Offer offer;
   Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
   if (!got.isOk()) {

@@ -40,7 +40,8 @@ class OfiTransport final : public Transport {
   std::string provider() const;
 
  private:
-  Status start(int selfRank);
+  // Opens the domain on the first connect: on the NIC of req's rank when the topology names one.
+  Status start(const ConnectRequest& req);
 
   mutable std::mutex startMutex_;  // guards proxy_ and domain_ while they are set
   std::shared_ptr<Proxy> proxy_;

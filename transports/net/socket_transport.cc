@@ -464,7 +464,11 @@ Status checkRequest(const ConnectRequest& req) {
 SocketTransport::SocketTransport() = default;
 
 SocketTransport::~SocketTransport() {
-  if (proxy_ && listener_) proxy_->remove(listener_.get());
+  if (!proxy_) return;
+  if (listener_) proxy_->remove(listener_.get());
+  for (auto& [name, e] : nics_) {
+    if (e.listener) proxy_->remove(e.listener.get());
+  }
 }
 
 bool SocketTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
@@ -472,38 +476,110 @@ bool SocketTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) con
   return self.hostHash != peer.hostHash || params::ShmDisable();
 }
 
-Status SocketTransport::start(int selfRank) {
-  std::lock_guard<std::mutex> lock(startMutex_);
-  if (listener_) return Status::ok();
-  std::vector<NetInterface> ifs;
-  WEFT_TRY(findInterfaces(params::SocketIfname(), &ifs));
-  Socket socket;
-  Status listening = Socket::listen(ifs.front().address, &socket);
-  if (!listening.isOk()) {
-    return std::move(listening).withPrefix("rank " + std::to_string(selfRank) +
-                                           ": the socket transport cannot listen on " + ifs.front().name + ": ");
+Status SocketTransport::defaultListener(int selfRank, std::shared_ptr<SocketListener>* out) {
+  if (!proxy_) {
+    auto proxy = std::make_shared<Proxy>("weft-net-sock");
+    WEFT_TRY(proxy->start());
+    proxy_ = std::move(proxy);
   }
-  auto proxy = std::make_shared<Proxy>("weft-net-sock");
-  WEFT_TRY(proxy->start());
-  listener_ = std::make_shared<SocketListener>(std::move(socket), selfRank);
-  WEFT_LOG(kInfo, kNet, "rank %d: socket transport listens on %s (%s); WEFT_SOCKET_IFNAME chooses the interface",
-           selfRank, listener_->address().toString().c_str(), ifs.front().name.c_str());
-  proxy->add(listener_);
-  proxy_ = std::move(proxy);
+  if (!listener_) {
+    std::vector<NetInterface> ifs;
+    WEFT_TRY(findInterfaces(params::SocketIfname(), &ifs));
+    Socket socket;
+    Status listening = Socket::listen(ifs.front().address, &socket);
+    if (!listening.isOk()) {
+      return std::move(listening).withPrefix("rank " + std::to_string(selfRank) +
+                                             ": the socket transport cannot listen on " + ifs.front().name + ": ");
+    }
+    listener_ = std::make_shared<SocketListener>(std::move(socket), selfRank);
+    WEFT_LOG(kInfo, kNet, "rank %d: socket transport listens on %s (%s); WEFT_SOCKET_IFNAME chooses the interface",
+             selfRank, listener_->address().toString().c_str(), ifs.front().name.c_str());
+    proxy_->add(listener_);
+  }
+  *out = listener_;
+  return Status::ok();
+}
+
+Status SocketTransport::listenerFor(const ConnectRequest& req, std::shared_ptr<SocketListener>* out,
+                                    NicInterface* nic) {
+  std::lock_guard<std::mutex> lock(startMutex_);
+  const int self = req.self.rank;
+  std::shared_ptr<SocketListener> fallback;
+  WEFT_TRY(defaultListener(self, &fallback));
+  *out = fallback;
+  *nic = NicInterface();
+  // Ranks on one host talk over the loopback or the default interface: no NIC to choose.
+  if (req.nic.empty() || req.self.hostHash == req.peer.hostHash) return Status::ok();
+  auto it = nics_.find(req.nic);
+  if (it == nics_.end()) {
+    NicEndpoint e;
+    std::vector<NetInterface> up;
+    WEFT_TRY(listInterfaces(&up));
+    e.nic = chooseNicInterface(req.nic, up, netdevsOfRdmaDevice(req.nic), params::SocketIfname());
+    if (e.nic.usable) {
+      Socket socket;
+      Status listening = Socket::listen(e.nic.iface.address, &socket);
+      if (listening.isOk()) {
+        e.listener = std::make_shared<SocketListener>(std::move(socket), self);
+        proxy_->add(e.listener);
+        WEFT_LOG(kInfo, kNet, "rank %d: socket transport listens on %s (%s) for NIC %s, which the topology chose",
+                 self, e.listener->address().toString().c_str(), e.nic.iface.name.c_str(), req.nic.c_str());
+      } else {
+        e.nic.usable = false;
+        e.nic.why = "listening on its address failed: " + listening.message();
+      }
+    }
+    if (!e.nic.usable) {
+      WEFT_LOG(kWarn, kNet,
+               "rank %d: the topology routes this rank's traffic to other hosts through NIC %s, but %s; the socket "
+               "transport uses its default interface (%s) instead",
+               self, req.nic.c_str(), e.nic.why.c_str(), fallback->address().hostString().c_str());
+    }
+    it = nics_.emplace(req.nic, std::move(e)).first;
+  }
+  if (it->second.nic.usable) {
+    *out = it->second.listener;
+    *nic = it->second.nic;
+  }
+  return Status::ok();
+}
+
+Status SocketTransport::connectFrom(const ConnectRequest& req, const NicInterface& nic, const SocketAddress& to,
+                                    Socket* out) {
+  const std::string who = "rank " + std::to_string(req.self.rank) + ": connecting to rank " +
+                          std::to_string(req.peer.rank) + " (host " + req.peer.hostName + ") over the socket transport";
+  if (nic.usable) {
+    SocketSource source{nic.iface.address, nic.iface.name};
+    Status viaNic = Socket::connect(to, req.deadline, req.abort, &source, out);
+    if (viaNic.isOk() || viaNic.code() != weftSystemError) {
+      if (!viaNic.isOk()) return std::move(viaNic).withPrefix(who + " from NIC " + req.nic + ": ");
+      WEFT_LOG(kInfo, kNet, "rank %d: lane %d to rank %d leaves through NIC %s (%s, %s)", req.self.rank, req.lane,
+               req.peer.rank, req.nic.c_str(), nic.iface.name.c_str(),
+               source.deviceBound ? "bound to the interface" : "bound to its address; SO_BINDTODEVICE needs root");
+      return Status::ok();
+    }
+    // Bound to the NIC the peer cannot be reached (no route through it): the default route can.
+    WEFT_LOG(kWarn, kNet, "%s: not through NIC %s (%s): %s; using the default route instead", who.c_str(),
+             req.nic.c_str(), nic.iface.name.c_str(), viaNic.message().c_str());
+  }
+  Status connected = Socket::connect(to, req.deadline, req.abort, out);
+  if (!connected.isOk()) return std::move(connected).withPrefix(who + ": ");
   return Status::ok();
 }
 
 Status SocketTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
   WEFT_TRY(checkRequest(req));
-  WEFT_TRY(start(req.self.rank));
+  std::shared_ptr<SocketListener> listener;
+  NicInterface nic;
+  WEFT_TRY(listenerFor(req, &listener, &nic));
   auto link = std::make_shared<SocketLink>(req, false, Socket());
   Offer offer;
   offer.magic = kSocketOfferMagic;
   if (!randomBytes(&offer.token, sizeof(offer.token))) offer.token = hashBytes(&link, sizeof(link), nowNs());
-  offer.address = listener_->address();
+  offer.address = listener->address();
   offer.lane = req.lane;
   offer.receiverRank = req.self.rank;
-  listener_->expect(offer.token, link);
+  listener->expect(offer.token, link);
   Status sent = req.exchange->send(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer));
   if (!sent.isOk()) return std::move(sent).withPrefix("socket transport: sending the connection offer: ");
   *out = makeNetConnection(std::move(link), proxy_, kFlushSeconds);
@@ -512,19 +588,16 @@ Status SocketTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<C
 
 Status SocketTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
   WEFT_TRY(checkRequest(req));
-  WEFT_TRY(start(req.self.rank));
+  std::shared_ptr<SocketListener> listener;
+  NicInterface nic;
+  WEFT_TRY(listenerFor(req, &listener, &nic));
   Offer offer;
   Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
   if (!got.isOk()) return std::move(got).withPrefix("socket transport: waiting for the connection offer: ");
   Status bad = checkSocketOffer(offer, req.peer.rank, req.lane);
   if (!bad.isOk()) return std::move(bad).withPrefix("rank " + std::to_string(req.self.rank) + ": ");
   Socket socket;
-  Status connected = Socket::connect(offer.address, req.deadline, req.abort, &socket);
-  if (!connected.isOk()) {
-    return std::move(connected).withPrefix("rank " + std::to_string(req.self.rank) + ": connecting to rank " +
-                                           std::to_string(req.peer.rank) + " (host " + req.peer.hostName +
-                                           ") over the socket transport: ");
-  }
+  WEFT_TRY(connectFrom(req, nic, offer.address, &socket));
   Hello hello;
   hello.magic = kSocketHelloMagic;
   hello.token = offer.token;

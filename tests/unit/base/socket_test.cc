@@ -213,6 +213,68 @@ TEST(Socket, ConnectGivesUpAtTheDeadline) {
   EXPECT_LT(secondsSince(start), 1.0);
 }
 
+// The connection leaves from the address it was told to bind to: 127.0.0.2 is another
+// address of the loopback, which the kernel would not pick for 127.0.0.1 by itself.
+TEST(Socket, ConnectBindsTheSourceAddress) {
+  Socket listener;
+  ASSERT_TRUE(Socket::listen(SocketAddress::loopbackV4(), &listener).isOk());
+  SocketSource source;
+  ASSERT_TRUE(SocketAddress::fromHostPort("127.0.0.2", 0, &source.address).isOk());
+  Socket client, server;
+  Status s = Socket::connect(listener.localAddress(), Deadline::afterSeconds(5), nullptr, &source, &client);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  ASSERT_TRUE(listener.accept(Deadline::afterSeconds(5), nullptr, &server).isOk());
+  EXPECT_EQ(client.localAddress().hostString(), "127.0.0.2");
+  EXPECT_EQ(server.peerAddress().hostString(), "127.0.0.2");
+  EXPECT_FALSE(source.deviceBound);  // no device asked for
+}
+
+// A source address this host does not have is an error of its own, at once, naming it.
+TEST(Socket, ConnectFromAnAddressNotOnThisHostFails) {
+  Socket listener;
+  ASSERT_TRUE(Socket::listen(SocketAddress::loopbackV4(), &listener).isOk());
+  SocketSource source;
+  ASSERT_TRUE(SocketAddress::fromHostPort("192.0.2.77", 0, &source.address).isOk());  // TEST-NET-1
+  Socket client;
+  uint64_t start = nowNs();
+  Status s = Socket::connect(listener.localAddress(), Deadline::afterSeconds(5), nullptr, &source, &client);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_LT(secondsSince(start), 2.0);  // not retried until the deadline
+  EXPECT_EQ(s.code(), weftSystemError);
+  EXPECT_NE(s.message().find("192.0.2.77"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("not on this host"), std::string::npos) << s.message();
+}
+
+TEST(Socket, ConnectFromAnotherFamilyIsRefused) {
+  Socket listener;
+  ASSERT_TRUE(Socket::listen(SocketAddress::loopbackV4(), &listener).isOk());
+  SocketSource source;
+  ASSERT_TRUE(SocketAddress::fromHostPort("::1", 0, &source.address).isOk());
+  Socket client;
+  Status s = Socket::connect(listener.localAddress(), Deadline::afterSeconds(5), nullptr, &source, &client);
+  EXPECT_EQ(s.code(), weftInvalidArgument) << s.message();
+}
+
+// Bound to the loopback interface, a connection to an address of the loopback works as root and
+// as anyone (without CAP_NET_RAW only the address is bound; deviceBound says which happened).
+TEST(Socket, ConnectThroughAnInterface) {
+  Socket listener;
+  ASSERT_TRUE(Socket::listen(SocketAddress::loopbackV4(), &listener).isOk());
+  SocketSource source{SocketAddress::loopbackV4(), "lo"};
+  Socket client;
+  Status s = Socket::connect(listener.localAddress(), Deadline::afterSeconds(5), nullptr, &source, &client);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  if (geteuid() == 0) {
+    EXPECT_TRUE(source.deviceBound);
+  }
+  SocketSource gone{SocketAddress::loopbackV4(), "weftnosuchif"};
+  s = Socket::connect(listener.localAddress(), Deadline::afterSeconds(5), nullptr, &gone, &client);
+  if (geteuid() == 0) {
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("weftnosuchif"), std::string::npos) << s.message();
+  }
+}
+
 TEST(Socket, ListenOnABusyPortFails) {
   Socket a, b;
   ASSERT_TRUE(Socket::listen(SocketAddress::loopbackV4(), &a).isOk());

@@ -310,6 +310,23 @@ TEST(CommTopology, RingLinesNameTheHostsAndTheNicsEachSendsFrom) {
                              " via NIC mlx5_" + std::to_string(ring[3] % 2);
     EXPECT_EQ(lines[c], want);
   }
+  // Trees: NCCL's double binary tree over positions, tree 1 the mirror of tree 0 (4 ranks:
+  // tree 0 rooted at position 1 with 0>1 2>3 3>1, tree 1 at position 2 with 0>2 1>0 3>2).
+  const std::vector<std::string> trees = weft::core::channelTreeLines(channels, 4);
+  ASSERT_EQ(trees.size(), 2u);
+  for (size_t c = 0; c < 2; ++c) {
+    const std::vector<int>& ring = channels[c];
+    auto e = [&](int child, int parent) {
+      return " " + std::to_string(ring[static_cast<size_t>(child)]) + ">" +
+             std::to_string(ring[static_cast<size_t>(parent)]);
+    };
+    const std::string want = "all-reduce trees of ring " + std::to_string(c) + " (channels " + std::to_string(c) +
+                             "; reversed: " + std::to_string(c + 2) +
+                             "; a reversed channel builds them over the reversed ring): tree 0 root " +
+                             std::to_string(ring[1]) + ":" + e(0, 1) + e(2, 3) + e(3, 1) + "; tree 1 root " +
+                             std::to_string(ring[2]) + ":" + e(0, 2) + e(1, 0) + e(3, 2);
+    EXPECT_EQ(trees[c], want);
+  }
   // The two channels leave each host from different GPUs, so through different NICs.
   EXPECT_NE(channels[0][1], channels[1][1]);
   EXPECT_NE(channels[0][3], channels[1][3]);

@@ -30,6 +30,7 @@
 namespace {
 
 using weft::topo::NodeType;
+using weft::topo::RouteKind;
 
 constexpr int kRanks = 4;
 
@@ -242,22 +243,30 @@ TEST(RingOrder, TreesFollowTheSearchedRing) {
 
 // Emulated GPUs posing as the GPUs of a model machine (written as a topology file): emulated
 // device d is the machine's GPU perm[d], so rank order is not the machine's order. Every rank
-// of an 8-rank (4 on the PCIe server) communicator takes the rings the search builds for that
-// machine, mapped to ranks, its routes follow the machine's paths, and every collective is
+// of an 8-rank (4 on the 4-GPU PCIe server) communicator takes the rings the search builds for
+// that machine, mapped to ranks, its routes follow the machine's paths, and every collective is
 // right over it.
 struct MachineCase {
   const char* name;
   weft::topo::System (*make)();
   int nGpus;
   int fileVersion;  // 1: NCCL's format; 2: RCCL's (xGMI links)
+  // GPUs i and j (the machine's order) use peer access iff i / p2pGroup == j / p2pGroup; other
+  // pairs are staged through host memory. NVLink / xGMI machines: all of them. The PCIe servers
+  // (Intel: WEFT_P2P_LEVEL defaults to PXB): the two GPUs under one switch.
+  int p2pGroup;
 };
+
+// Two Intel sockets, two PCIe switches each, two GPUs under each switch, no NVLink.
+weft::topo::System pcieTwoSockets8Gpu() { return weft::topo::machines::pcieServer(2, 2, 2); }
 
 constexpr int kFirstBus = 0xf0;
 
 // One rank of RingOfMachine on emulated device r: every collective on device buffers (all-reduce
 // and broadcast in place, all-gather, reduce-scatter, reduce to rank 0, all-to-all), results
 // checked. "" when all is right, else what went wrong; *order: the communicator's ring order.
-std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, std::vector<std::vector<int>>* order) {
+std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, std::vector<std::vector<int>>* order,
+                           std::vector<RouteKind>* routes) {
   weft::device::Runtime* rt = weft::device::gpuRuntime();
   const size_t nc = static_cast<size_t>(n) * count;
   std::vector<void*> bufs(6, nullptr);  // v, all, rs, red: count or n*count floats; src, dst: n*count
@@ -277,6 +286,7 @@ std::string runMachineRank(int r, int n, const weftUniqueId& id, size_t count, s
   weftComm_t comm = nullptr;
   if (weftCommInitRank(&comm, n, id, r) != weftSuccess) return weftGetLastError(nullptr);
   *order = comm->impl->ringOrders();
+  for (int q = 0; q < n; ++q) routes->push_back(comm->impl->topology()->routeBetween(r, q).kind);
   const weftStream_t s = WEFT_STREAM_DEFAULT;
   const bool ok = weftAllReduce(v, v, count, weftFloat32, weftSum, comm, s) == weftSuccess &&
                   weftAllGather(v, all, count, weftFloat32, comm, s) == weftSuccess &&
@@ -343,12 +353,14 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
   weftUniqueId id;
   ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
   std::vector<std::vector<std::vector<int>>> orders(static_cast<size_t>(n));
+  std::vector<std::vector<RouteKind>> routes(static_cast<size_t>(n));
   std::vector<std::string> errors(static_cast<size_t>(n));
   const size_t count = 4096 * static_cast<size_t>(n) + 3;  // uneven slices
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      errors[static_cast<size_t>(r)] = runMachineRank(r, n, id, count, &orders[static_cast<size_t>(r)]);
+      errors[static_cast<size_t>(r)] =
+          runMachineRank(r, n, id, count, &orders[static_cast<size_t>(r)], &routes[static_cast<size_t>(r)]);
     });
   }
   for (auto& t : threads) t.join();
@@ -361,12 +373,28 @@ TEST_P(RingOfMachine, RanksFollowTheSearchedRingAndCollectivesAreRight) {
     EXPECT_EQ(orders[static_cast<size_t>(r)], identity ? std::vector<std::vector<int>>{} : expected)
         << m.name << " rank " << r;
   }
+  // Routes: rank r is on GPU perm[r]; staged exactly where the machine's paths leave the group.
+  int staged = 0;
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(routes[static_cast<size_t>(r)].size(), static_cast<size_t>(n)) << m.name << " rank " << r;
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      const bool together = perm[static_cast<size_t>(r)] / m.p2pGroup == perm[static_cast<size_t>(q)] / m.p2pGroup;
+      const RouteKind got = routes[static_cast<size_t>(r)][static_cast<size_t>(q)];
+      EXPECT_EQ(got, together ? RouteKind::kP2p : RouteKind::kStaged)
+          << m.name << ": rank " << r << " (GPU " << perm[static_cast<size_t>(r)] << ") to rank " << q << " (GPU "
+          << perm[static_cast<size_t>(q)] << ") is " << weft::topo::routeKindName(got);
+      staged += got == RouteKind::kStaged;
+    }
+  }
+  EXPECT_EQ(staged > 0, m.p2pGroup < n) << m.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Machines, RingOfMachine,
-                         ::testing::Values(MachineCase{"dgx_h100", &weft::topo::machines::dgxH100, 8, 1},
-                                           MachineCase{"mi300x", &weft::topo::machines::mi300x, 8, 2},
-                                           MachineCase{"pcie_4gpu", &weft::topo::machines::pcie4Gpu, 4, 1}),
+                         ::testing::Values(MachineCase{"dgx_h100", &weft::topo::machines::dgxH100, 8, 1, 8},
+                                           MachineCase{"mi300x", &weft::topo::machines::mi300x, 8, 2, 8},
+                                           MachineCase{"pcie_4gpu", &weft::topo::machines::pcie4Gpu, 4, 1, 2},
+                                           MachineCase{"pcie_2socket_8gpu", &pcieTwoSockets8Gpu, 8, 1, 2}),
                          [](const ::testing::TestParamInfo<MachineCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -460,6 +460,38 @@ TEST(OfiDomain, OpensOnTheInterfaceWeftSocketIfnameSelects) {
   EXPECT_TRUE(contains(opened.message(), "weft-no-such-if")) << opened.message();
 }
 
+// The NIC the rank's route names picks the domain (the loopback stands for one here); one that
+// has no interface, or that WEFT_SOCKET_IFNAME excludes, leaves the choice to WEFT_SOCKET_IFNAME.
+TEST(OfiDomain, OpensOnTheNicTheTopologyChose) {
+  std::string why = skipReason("tcp;ofi_rxm");
+  if (!why.empty()) GTEST_SKIP() << why;
+  EnvGuard provider("WEFT_OFI_PROVIDER", "tcp;ofi_rxm");
+  {
+    EnvGuard ifname("WEFT_SOCKET_IFNAME", "");
+    std::shared_ptr<OfiDomain> domain;
+    Status opened = OfiDomain::open(0, &domain, "lo");
+    ASSERT_TRUE(opened.isOk()) << opened.message();
+    EXPECT_EQ(domain->domainName(), "lo");
+  }
+  {
+    EnvGuard ifname("WEFT_SOCKET_IFNAME", "=lo");
+    std::shared_ptr<OfiDomain> domain;
+    Status opened = OfiDomain::open(0, &domain, "weft-no-nic");
+    ASSERT_TRUE(opened.isOk()) << opened.message();
+    EXPECT_EQ(domain->domainName(), "lo");
+  }
+  std::vector<NetInterface> up;
+  ASSERT_TRUE(listInterfaces(&up).isOk());
+  std::vector<NetInterface> real = matchInterfaces("^lo", up);
+  if (real.empty()) GTEST_SKIP() << "this host has no interface besides the loopback";
+  const std::string only = "=" + real.front().name;
+  EnvGuard ifname("WEFT_SOCKET_IFNAME", only.c_str());
+  std::shared_ptr<OfiDomain> domain;
+  Status opened = OfiDomain::open(0, &domain, "lo");  // excluded by WEFT_SOCKET_IFNAME
+  ASSERT_TRUE(opened.isOk()) << opened.message();
+  EXPECT_EQ(domain->domainName(), real.front().name);
+}
+
 TEST(OfiTransport, StreamsFromRegisteredSlots) {
   std::string why = skipReason("tcp;ofi_rxm");
   if (!why.empty()) GTEST_SKIP() << why;

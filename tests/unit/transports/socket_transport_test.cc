@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/log.h"
 #include "base/socket.h"
 #include "mailboxes.h"
 #include "transports/net/net_select.h"
@@ -49,9 +50,11 @@ struct Pair {
   SocketTransport t1;
   std::unique_ptr<Connection> send;  // rank 0 -> rank 1
   std::unique_ptr<Connection> recv;
+  std::string nic;  // both ranks' NIC, as their routes name it
 
   ConnectRequest request(int self, int peer, int lane, size_t nSlots, size_t slotBytes) {
     ConnectRequest r;
+    r.nic = nic;
     r.commTag = "test";
     r.self = info(self);
     r.peer = info(peer);
@@ -139,6 +142,43 @@ TEST(SocketTransport, DeliversEveryMessageInOrderThroughASmallFifo) {
   EXPECT_EQ(sendError, "");
   EXPECT_EQ(recvError, "");
   EXPECT_TRUE(pair.send->checkPeer().isOk());
+}
+
+// The NIC a route names: the loopback stands for it here (its own listener, connections bound to
+// it); a NIC this host lacks is named in a warning and the default interface carries the data.
+TEST(SocketTransport, UsesTheRoutesNicOrSaysWhyNot) {
+  setenv("WEFT_DEBUG", "INFO", 1);
+  setenv("WEFT_DEBUG_SUBSYS", "NET", 1);
+  reloadLogSettings();
+  for (const char* nic : {"lo", "weftnosuchnic"}) {
+    testing::internal::CaptureStderr();
+    {
+      Pair pair;
+      pair.nic = nic;
+      ASSERT_NO_FATAL_FAILURE(pair.connect(0, 4, 4096));
+      std::string sendError, recvError;
+      std::thread receiver([&] { receiveAll(pair.recv.get(), 200, 4096, 0, &recvError); });
+      sendAll(pair.send.get(), 200, 4096, &sendError);
+      receiver.join();
+      EXPECT_EQ(sendError, "") << nic;
+      EXPECT_EQ(recvError, "") << nic;
+    }
+    const std::string log = testing::internal::GetCapturedStderr();
+    if (std::string(nic) == "lo") {
+      EXPECT_NE(log.find("for NIC lo, which the topology chose"), std::string::npos) << log;
+      EXPECT_NE(log.find("lane 0 to rank 1 leaves through NIC lo"), std::string::npos) << log;
+      EXPECT_EQ(log.find("WARN"), std::string::npos) << log;
+    } else {
+      EXPECT_NE(log.find("through NIC weftnosuchnic, but no interface named weftnosuchnic is up"),
+                std::string::npos)
+          << log;
+      EXPECT_NE(log.find("uses its default interface"), std::string::npos) << log;
+      EXPECT_EQ(log.find("leaves through NIC"), std::string::npos) << log;
+    }
+  }
+  unsetenv("WEFT_DEBUG_SUBSYS");
+  setenv("WEFT_DEBUG", "WARN", 1);
+  reloadLogSettings();
 }
 
 TEST(SocketTransport, ASlowReceiverLosesNothing) {
