@@ -262,6 +262,7 @@ Status buildGlobalSystem(const std::vector<RankDescription>& descs, uint64_t loc
     p.ringPosition = d.nRings > 0 ? d.ringPositions[0] : -1;
     p.nic = d.nic;
     p.nicName = d.nic >= 0 ? d.nics[d.nic].name : "";
+    p.nicPath = d.nicPath >= 0 ? static_cast<PathType>(d.nicPath) : PathType::kDis;
     p.gpu = gpuFor(h, d, p.cpu);
     p.gpuPlaced = p.gpu >= 0 && static_cast<size_t>(p.gpu) < h.modelNodes;
     GpuInfo* gpu = p.gpu >= 0 ? &h.sys.nodes[static_cast<size_t>(p.gpu)].gpu : nullptr;

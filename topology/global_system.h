@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "topology/paths.h"
 #include "topology/rank_desc.h"
 #include "topology/system.h"
 
@@ -34,6 +35,7 @@ struct RankPlace {
   std::vector<int> ringPositions;        // its GPU's place in each of its host's searched rings
   int nic = -1;                          // index among its host's NICs of the one it uses, -1 none
   std::string nicName;                   // that NIC's name, "" none
+  PathType nicPath = PathType::kDis;     // from its GPU to that NIC in its host's model; DIS unknown
 };
 
 struct GlobalSystem {

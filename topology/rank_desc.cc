@@ -98,12 +98,17 @@ void placeInRings(const std::vector<std::vector<std::string>>& rings, RankDescri
 
 // Index in d's NIC list of the NIC its GPU uses (paths.h nearestNic), else the first on its NUMA
 // node; -1 when none.
-int32_t nicOf(const System& local, int gpu, const RankDescription& d) {
+// *nicPath: the path class from the GPU to the NIC chosen by nearness, -1 otherwise.
+int32_t nicOf(const System& local, int gpu, const RankDescription& d, int32_t* nicPath) {
+  *nicPath = -1;
   if (d.nNics == 0) return -1;
   const std::vector<int> nics = local.nodesOfType(NodeType::kNic);
-  const int nearest = gpu >= 0 ? nearestNic(local, computePaths(local), gpu) : -1;
+  const PathMatrix paths = gpu >= 0 ? computePaths(local) : PathMatrix();
+  const int nearest = gpu >= 0 ? nearestNic(local, paths, gpu) : -1;
   for (int i = 0; i < d.nNics && nearest >= 0; ++i) {
-    if (nics[static_cast<size_t>(i)] == nearest) return i;
+    if (nics[static_cast<size_t>(i)] != nearest) continue;
+    *nicPath = static_cast<int32_t>(paths.at(gpu, nearest).type);
+    return i;
   }
   for (int i = 0; i < d.nNics; ++i) {
     if (d.numaId >= 0 && d.nics[i].numaId == d.numaId) return i;
@@ -148,6 +153,7 @@ RankDescription failedRankDescription(int rank) {
   d.failed = 1;
   d.p2pLevel = -1;
   d.nic = -1;
+  d.nicPath = -1;
   for (int32_t& position : d.ringPositions) position = -1;
   return d;
 }
@@ -199,7 +205,7 @@ RankDescription describeRank(const System& local, const RankIdentity& self) {
     out.numaId = above >= 0 ? local.nodes[static_cast<size_t>(above)].cpu.numaId : -1;
     out.speedMbps = n.nic.speedMbps;
   }
-  d.nic = nicOf(local, gpu, d);
+  d.nic = nicOf(local, gpu, d, &d.nicPath);
   return d;
 }
 
@@ -239,6 +245,10 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
   }
   if (d.nic < -1 || d.nic >= d.nNics) {
     return WEFT_ERROR(weftRemoteError, "nearest NIC %d is not one of its %d NICs", d.nic, d.nNics);
+  }
+  if (d.nicPath < -1 || d.nicPath > static_cast<int32_t>(PathType::kDis) || (d.nicPath >= 0 && d.nic < 0)) {
+    return WEFT_ERROR(weftRemoteError, "GPU-to-NIC path class %d is not a path class (0..%d) or names no NIC",
+                      d.nicPath, static_cast<int>(PathType::kDis));
   }
   if (d.nVisibleGpus < 0 || d.nVisibleGpus > kRankDescMaxVisibleGpus || d.visibleGpusOmitted < 0) {
     return WEFT_ERROR(weftRemoteError, "%d visible GPUs (%d omitted): at most %d fit", d.nVisibleGpus,

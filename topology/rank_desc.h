@@ -18,7 +18,7 @@ namespace weft {
 namespace topo {
 
 constexpr uint32_t kRankDescMagic = 0x4f504f54u;  // "TOPO"
-constexpr uint16_t kRankDescVersion = 3;
+constexpr uint16_t kRankDescVersion = 4;  // 4: nicPath
 // NICs one record carries: a host with more lists the first ones (in system order) and says so
 // in nicsOmitted.
 constexpr int kRankDescMaxNics = 16;
@@ -67,7 +67,9 @@ struct RankDescription {
   // Entries past nRings are -1; nRings 0: no GPU, or its host's model does not place it.
   int32_t nRings;
   int32_t ringPositions[kRankDescMaxRings];
-  int32_t reserved;
+  // The path class (paths.h PathType) from its GPU to its NIC in its host's model, -1 unknown
+  // (host rank, no NIC, or a NIC not chosen by nearness): whether GPU-direct RDMA may be used.
+  int32_t nicPath;
 };
 static_assert(sizeof(RankDescNic) == 64, "RankDescNic travels in 64 bytes");
 static_assert(sizeof(RankDescription) ==

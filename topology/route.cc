@@ -102,7 +102,30 @@ P2pLevel chooseP2pLevel(const std::string& setting, const System& host, std::str
   return level;
 }
 
-Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel level) {
+namespace {
+
+// "; GPU-direct allowed (...)" or "; GPU-direct not allowed: ..." for a net route between GPUs.
+std::string gpuDirectVerdict(const RouteEnd& a, const RouteEnd& b, P2pLevel gdrLevel, bool* allowed) {
+  *allowed = false;
+  for (const RouteEnd* e : {&a, &b}) {
+    P2pLevel needed = P2pLevel::kSys;
+    if (e->nic.empty() || !levelOfPath(e->nicPath, &needed)) {
+      return "; GPU-direct not allowed: rank " + std::to_string(e->rank) + "'s GPU-to-NIC path is unknown";
+    }
+    if (static_cast<int>(needed) > static_cast<int>(gdrLevel)) {
+      return "; GPU-direct not allowed: rank " + std::to_string(e->rank) + "'s GPU reaches NIC " + e->nic +
+             " through " + pathTypeName(e->nicPath) + ", beyond GDR level " + p2pLevelName(gdrLevel);
+    }
+  }
+  *allowed = true;
+  return std::string("; GPU-direct allowed (GPU-to-NIC ") + pathTypeName(a.nicPath) + " and " +
+         pathTypeName(b.nicPath) + " within GDR level " + p2pLevelName(gdrLevel) +
+         "), though the network transports stage device data through host memory";
+}
+
+}  // namespace
+
+Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel level, P2pLevel gdrLevel) {
   Route r;
   if (a.host != b.host) {
     r.kind = RouteKind::kNet;
@@ -111,6 +134,7 @@ Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel lev
       r.reason += "; out through NIC " + (a.nic.empty() ? std::string("(none)") : a.nic) + ", in through NIC " +
                   (b.nic.empty() ? std::string("(none)") : b.nic);
     }
+    if (a.gpu >= 0 && b.gpu >= 0) r.reason += gpuDirectVerdict(a, b, gdrLevel, &r.gpuDirect);
     return r;
   }
   if (a.gpu < 0 || b.gpu < 0) {

@@ -56,17 +56,28 @@ struct RouteEnd {
   // The NIC this end's traffic to another host goes through (the one nearest its GPU, else on
   // its NUMA node: global_system.h RankPlace::nicName), "" none known. Named in a net route.
   std::string nic;
+  // The path class from this end's GPU to that NIC (DIS: unknown, or no GPU).
+  PathType nicPath = PathType::kDis;
 };
 
 struct Route {
   RouteKind kind = RouteKind::kNet;
   std::string reason;  // for a person: "NVLink (NV18) within P2P level SYS"
+  // A net route between two GPUs whose GPU-to-NIC paths both lie within the GDR level (NCCL's
+  // NCCL_NET_GDR_LEVEL, by default PXB: the NIC behind the GPU's own PCIe switches): the NICs
+  // may read and write GPU memory directly. Weft's network transports do not do that yet (they
+  // stage device data through pinned host memory); the route says whether they may.
+  bool gpuDirect = false;
 };
+
+// NCCL's default for NCCL_NET_GDR_LEVEL.
+constexpr P2pLevel kDefaultGdrLevel = P2pLevel::kPxb;
 
 // `path`: the path between the two GPUs in their host's PathMatrix; null when either has no GPU,
 // they are on different hosts, or the model does not place both GPUs (then a GPU pair is p2p
 // where the runtime allows it: the transport asks the runtime).
-Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel level);
+Route route(const RouteEnd& a, const RouteEnd& b, const Path* path, P2pLevel level,
+            P2pLevel gdrLevel = kDefaultGdrLevel);
 
 }  // namespace topo
 }  // namespace weft

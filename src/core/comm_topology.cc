@@ -305,8 +305,8 @@ topo::Route CommTopology::routeBetween(int a, int b) const {
   const topo::RankPlace& pb = global.place(b);
   // Where the runtime gave no bus ids the ordinals are all there is: each end is taken to see the other.
   const bool busIds = !pa.gpuBusId.empty() && !pb.gpuBusId.empty();
-  topo::RouteEnd ea{a, pa.host, pa.gpu, !busIds || topo::ordinalSeenBy(global, a, b) >= 0, pa.nicName};
-  topo::RouteEnd eb{b, pb.host, pb.gpu, !busIds || topo::ordinalSeenBy(global, b, a) >= 0, pb.nicName};
+  topo::RouteEnd ea{a, pa.host, pa.gpu, !busIds || topo::ordinalSeenBy(global, a, b) >= 0, pa.nicName, pa.nicPath};
+  topo::RouteEnd eb{b, pb.host, pb.gpu, !busIds || topo::ordinalSeenBy(global, b, a) >= 0, pb.nicName, pb.nicPath};
   const bool here = pa.host == localHost && pb.host == localHost && pa.gpuPlaced && pb.gpuPlaced;
   return topo::route(ea, eb, here ? &localPaths.at(pa.gpu, pb.gpu) : nullptr, p2pLevel);
 }

@@ -37,7 +37,15 @@ TEST(RankDescription, DescribesGpuNumaAndNics) {
   EXPECT_EQ(d.nNics, 8);
   EXPECT_EQ(d.nicsOmitted, 0);
   EXPECT_STREQ(d.cpuVendor, "GenuineIntel");
+  // Each H100 shares a PCIe switch with its NIC: GPU-direct's condition travels with the rank.
+  ASSERT_GE(d.nic, 0);
+  EXPECT_TRUE(d.nicPath == static_cast<int32_t>(PathType::kPix) || d.nicPath == static_cast<int32_t>(PathType::kPxb))
+      << pathTypeName(static_cast<PathType>(d.nicPath));
+  RankDescription bent = d;
+  bent.nicPath = 99;
+  EXPECT_FALSE(checkRankDescription(bent, 3).isOk()) << "a path class out of range is refused";
   RankDescription host = rankOn(sys, 0, kHostA, -1, 0);
+  EXPECT_EQ(host.nicPath, -1) << "a host rank has no GPU-to-NIC path";
   EXPECT_EQ(host.numaId, -1);  // two sockets, no CPU set: a host rank's NUMA node is not known
   EXPECT_STREQ(host.gpuBusId, "");
   // A host rank bound inside one socket's CPUs is on that socket's NUMA node.

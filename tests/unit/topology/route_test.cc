@@ -53,13 +53,19 @@ TEST(Route, PcieAcrossSocketsIsStaged) {
 TEST(Route, HostsAndHostRanks) {
   RouteEnd gpuA{0, 0, 5}, gpuB{1, 1, 5}, hostA{2, 0, -1}, hostB{3, 0, -1};
   EXPECT_EQ(route(gpuA, gpuB, nullptr, P2pLevel::kSys).kind, RouteKind::kNet);
-  EXPECT_EQ(route(gpuA, gpuB, nullptr, P2pLevel::kSys).reason, "different hosts");
+  EXPECT_EQ(route(gpuA, gpuB, nullptr, P2pLevel::kSys).reason,
+            "different hosts; GPU-direct not allowed: rank 0's GPU-to-NIC path is unknown");
   // With NICs known, a net route names the one each end's traffic goes through.
   RouteEnd railA{0, 0, 5, true, "mlx5_5"}, railB{1, 1, 2, true, "mlx5_2"};
   EXPECT_EQ(route(railA, railB, nullptr, P2pLevel::kSys).reason,
-            "different hosts; out through NIC mlx5_5, in through NIC mlx5_2");
+            "different hosts; out through NIC mlx5_5, in through NIC mlx5_2; GPU-direct not allowed: rank 0's "
+            "GPU-to-NIC path is unknown");
   EXPECT_EQ(route(railB, gpuA, nullptr, P2pLevel::kSys).reason,
-            "different hosts; out through NIC mlx5_2, in through NIC (none)");
+            "different hosts; out through NIC mlx5_2, in through NIC (none); GPU-direct not allowed: rank 1's "
+            "GPU-to-NIC path is unknown");
+  EXPECT_EQ(route(hostA, RouteEnd{9, 1, -1, true, "eth0"}, nullptr, P2pLevel::kSys).reason,
+            "different hosts; out through NIC (none), in through NIC eth0")
+      << "host ranks: no GPU-direct verdict";
   EXPECT_EQ(route(hostA, hostB, nullptr, P2pLevel::kSys).kind, RouteKind::kShm);
   EXPECT_EQ(route(gpuA, hostA, nullptr, P2pLevel::kSys).kind, RouteKind::kShm);
   RouteEnd sameGpu{4, 0, 5};
@@ -73,6 +79,29 @@ TEST(Route, HostsAndHostRanks) {
   Path none;
   none.type = PathType::kDis;
   EXPECT_EQ(route(gpuA, otherGpu, &none, P2pLevel::kSys).kind, RouteKind::kStaged);
+}
+
+// Across hosts, GPU-direct is allowed where both GPUs reach their NICs within the GDR level
+// (NCCL_NET_GDR_LEVEL, default PXB), else not, naming the end that is too far.
+TEST(Route, GpuDirectOnlyWhereBothGpuToNicPathsAllowIt) {
+  RouteEnd pix{0, 0, 5, true, "mlx5_0", PathType::kPix}, pxb{1, 1, 5, true, "mlx5_1", PathType::kPxb};
+  RouteEnd phb{2, 1, 6, true, "mlx5_2", PathType::kPhb}, sys{3, 1, 7, true, "eth0", PathType::kSys};
+  Route both = route(pix, pxb, nullptr, P2pLevel::kSys);
+  EXPECT_EQ(both.kind, RouteKind::kNet);
+  EXPECT_TRUE(both.gpuDirect) << both.reason;
+  EXPECT_NE(both.reason.find("GPU-direct allowed (GPU-to-NIC PIX and PXB within GDR level PXB)"), std::string::npos)
+      << both.reason;
+  Route far = route(pix, phb, nullptr, P2pLevel::kSys);
+  EXPECT_FALSE(far.gpuDirect);
+  EXPECT_NE(far.reason.find("rank 2's GPU reaches NIC mlx5_2 through PHB, beyond GDR level PXB"), std::string::npos)
+      << far.reason;
+  EXPECT_FALSE(route(sys, pix, nullptr, P2pLevel::kSys).gpuDirect);
+  // A wider GDR level admits the host bridge; PIX alone excludes the second switch.
+  EXPECT_TRUE(route(pix, phb, nullptr, P2pLevel::kSys, P2pLevel::kPhb).gpuDirect);
+  EXPECT_FALSE(route(pix, pxb, nullptr, P2pLevel::kSys, P2pLevel::kPix).gpuDirect);
+  // Same host: never a GPU-direct (network) route.
+  RouteEnd pixSameHost{4, 0, 6, true, "mlx5_0", PathType::kPix};
+  EXPECT_FALSE(route(pix, pixSameHost, nullptr, P2pLevel::kSys).gpuDirect);
 }
 
 // GPUs over NVLink whose processes do not both see both GPUs (different CUDA_VISIBLE_DEVICES)
