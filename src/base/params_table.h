@@ -22,7 +22,7 @@ WEFT_PARAM(std::string, DebugSubsys, "DEBUG_SUBSYS", "ALL", "subsystems to log, 
 WEFT_PARAM(std::string, DebugFile, "DEBUG_FILE", "", "write log lines to this file instead of stderr; %h = host, %p = pid")
 
 // Bootstrap and launch
-WEFT_PARAM(std::string, SocketIfname, "SOCKET_IFNAME", "", "interfaces for bootstrap sockets: prefixes, comma-separated; ^ excludes, = matches exactly (default: first up non-loopback, else lo)")
+WEFT_PARAM(std::string, SocketIfname, "SOCKET_IFNAME", "", "interfaces for the bootstrap, and for the socket and libfabric transports where the topology names no usable NIC for a rank: prefixes, comma-separated; ^ excludes, = matches exactly (default: first up non-loopback, else lo)")
 WEFT_PARAM(int64_t, Rank, "RANK", -1, "this process's rank, for weftCommInitFromEnv")
 WEFT_PARAM(int64_t, NRanks, "NRANKS", -1, "number of ranks, for weftCommInitFromEnv")
 WEFT_PARAM(std::string, RootAddr, "ROOT_ADDR", "", "host:port where rank 0 listens, for weftCommInitFromEnv")
