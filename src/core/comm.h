@@ -263,7 +263,8 @@ class Communicator final : public coll::ConnectionProvider {
     uint64_t lastSeq = 0;
     const char* algoName = "";
     // A rooted collective with call checks (WEFT_CHECK_CALLS): the call-check token lane
-    // (schedule.h, callTokenLane), alone in tokenPlan for the first call, then in plan too.
+    // (schedule.h, callTokenLane), alone in tokenPlan for the first call, then in plan too; with
+    // two ranks plan probes instead (ExecPlan::probePeers). tokensInPlan: the first call is done.
     coll::Lane tokenLane;
     coll::ExecPlan tokenPlan;
     bool tokensInPlan = false;

@@ -136,8 +136,16 @@ Status Communicator::runRootedPlan(coll::ExecPlan* plan, uint64_t stamp, const s
     // none of them makes, while the token lane is the same on every rank whatever the root.
     bool connected = tokenPlan_.connected;
     for (const auto& key : coll::connectionsOf(*plan)) connected = connected && get(key) != nullptr;
+    // Two ranks probe instead of running tokens beside the data (Communicator::runCachedPlan);
+    // the probe lane connects with the data lanes, in the first call too.
+    if (nRanks_ == 2) {
+      const int peer = 1 - rank_;
+      plan->probePeers = {peer};
+      connected = connected && get({peer, true, coll::kCallProbeLane}) != nullptr &&
+                  get({peer, false, coll::kCallProbeLane}) != nullptr;
+    }
     if (connected) {
-      coll::addCallTokenTrack(plan, &tokenLane_, callToken_);
+      if (nRanks_ > 2) coll::addCallTokenTrack(plan, &tokenLane_, callToken_);
     } else {
       WEFT_TRY(runCallTokens(stamp, what));
     }

@@ -191,6 +191,19 @@ TEST_P(CallMismatch, Root) {
       "root 0)");
 }
 
+// Each of two ranks names the other the root of a broadcast: both only receive, and no data
+// message shows the disagreement.
+TEST_P(CallMismatch, RootBroadcastBothReceive) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 300;
+        auto buf = bytes(count * 4);
+        return weftBroadcast(buf.data(), buf.data(), count, weftFloat32, 1 - r.rank, r.comm, nullptr);
+      },
+      "rank 1 called broadcast #1 (count 300, float, root 0) while rank 0 called broadcast #1 (count 300, float, "
+      "root 1)");
+}
+
 // WEFT_CHECK_SENDS=1 for the scope: sends wait for their receivers.
 struct CheckSends {
   CheckSends() { setenv("WEFT_CHECK_SENDS", "1", 1); }
