@@ -9,8 +9,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -282,7 +284,7 @@ class Communicator final : public coll::ConnectionProvider {
   // Gather and scatter (comm_rooted.cc): the root exchanges one block with every rank, as direct
   // sends and receives stamped as the collective they are, with the call-check token lane.
   Status runRootedExchange(const CollCall& call);
-  Status runRootedPlan(coll::ExecPlan* plan, uint64_t stamp, const std::string& what);
+  Status runRootedPlan(const CollCall& call, coll::ExecPlan* plan, uint64_t stamp, const std::string& what);
   // A gather's or scatter's moves on this rank as sends and receives (the root's own block as a
   // send to itself and a receive from it), for the cost model.
   std::vector<P2pCall> rootedMessages(const CollCall& call) const;
@@ -377,6 +379,9 @@ class Communicator final : public coll::ConnectionProvider {
   coll::Lane tokenLane_;
   coll::ExecPlan tokenPlan_;
   std::string tokenWhat_;
+  // Two ranks: the (kind, root) of every gather and scatter that ran here, whose FIFOs therefore
+  // exist on both ranks (runRootedPlan).
+  std::set<std::pair<int, int>> rootedRun_;
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   // Collectives only: the number in their stamps and CallRecords. Send/recv groups are left out

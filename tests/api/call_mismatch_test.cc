@@ -204,6 +204,71 @@ TEST_P(CallMismatch, RootBroadcastBothReceive) {
       "root 1)");
 }
 
+// A rooted collective of `count` floats per block with `root`, on buffers large enough for any
+// of them on two ranks.
+weftResult_t rootedCall(const std::string& kind, Rank& r, size_t count, int root) {
+  auto in = bytes(count * 4 * 2), out = bytes(count * 4 * 2);
+  if (kind == "broadcast") return weftBroadcast(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
+  if (kind == "reduce") return weftReduce(in.data(), out.data(), count, weftFloat32, weftSum, root, r.comm, nullptr);
+  if (kind == "gather") return weftGather(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
+  return weftScatter(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
+}
+
+// "broadcast #3 (count 64, float, root 1)"
+std::string rootedText(const std::string& kind, int seq, size_t count, int root) {
+  return kind + " #" + std::to_string(seq) + " (count " + std::to_string(count) + ", float" +
+         (kind == "reduce" ? ", sum" : "") + ", root " + std::to_string(root) + ")";
+}
+
+// Two ranks after agreeing calls of both roots (their FIFOs exist, so the calls run without the
+// token lane and a stalled rank probes its peer, Communicator::runCachedPlan): both ranks naming
+// the other the root, or both naming themselves, fail every rank, for every rooted collective.
+TEST_P(CallMismatch, RootsOfTwoRanksAfterAgreeingCalls) {
+  for (const std::string kind : {"broadcast", "reduce", "gather", "scatter"}) {
+    for (bool bothSelf : {false, true}) {
+      SCOPED_TRACE(kind + (bothSelf ? ": each names itself the root" : ": each names the other the root"));
+      expectEveryRankFails(
+          [&](Rank& r) {
+            for (int root = 0; root < 2; ++root) {
+              weftResult_t agreed = rootedCall(kind, r, 64, root);
+              if (agreed != weftSuccess) return agreed;
+            }
+            return rootedCall(kind, r, 64, bothSelf ? r.rank : 1 - r.rank);
+          },
+          "rank 1 called " + rootedText(kind, 3, 64, bothSelf ? 1 : 0) + " while rank 0 called " +
+              rootedText(kind, 3, 64, bothSelf ? 0 : 1));
+    }
+  }
+}
+
+// Two ranks, counts that differ after agreeing calls of both counts (the stamps differ; the
+// receiver refuses the message and the sender, waiting for it to be taken, fails with it); and a
+// count only one rank called before: that rank runs its data lanes, the other runs the token lane
+// alone (its first call of that shape), and the one finds the other's token.
+TEST_P(CallMismatch, CountsOfTwoRanksAfterAgreeingCalls) {
+  for (const std::string kind : {"broadcast", "reduce", "gather", "scatter"}) {
+    for (int root = 0; root < 2; ++root) {
+      SCOPED_TRACE(kind + ", root " + std::to_string(root));
+      expectEveryRankFails(
+          [&](Rank& r) {
+            for (size_t count : {size_t{64}, size_t{65}}) {
+              weftResult_t agreed = rootedCall(kind, r, count, root);
+              if (agreed != weftSuccess) return agreed;
+            }
+            return rootedCall(kind, r, r.rank == 1 ? 65 : 64, root);
+          },
+          "rank 1 called " + rootedText(kind, 3, 65, root) + " while rank 0 called " + rootedText(kind, 3, 64, root));
+      expectEveryRankFails(
+          [&](Rank& r) {
+            weftResult_t agreed = rootedCall(kind, r, 64, root);
+            if (agreed != weftSuccess) return agreed;
+            return rootedCall(kind, r, r.rank == 1 ? 66 : 64, root);
+          },
+          "rank 1 called " + rootedText(kind, 2, 66, root) + " while rank 0 called " + rootedText(kind, 2, 64, root));
+    }
+  }
+}
+
 // WEFT_CHECK_SENDS=1 for the scope: sends wait for their receivers.
 struct CheckSends {
   CheckSends() { setenv("WEFT_CHECK_SENDS", "1", 1); }
