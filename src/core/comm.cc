@@ -368,7 +368,7 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens) {
   // token lane is the same on every rank whatever the root, so its FIFOs always meet, and the
   // stamps fail every rank of a disagreeing call before any of them connects its data lanes.
   coll::ExecPlan& tokens = cached->tokenPlan;
-  if (nRanks_ == 2) plan.probePeers = {1 - rank_};  // connected with the data lanes, below
+  if (probesForTokens()) plan.probePeers = {1 - rank_};  // connected with the data lanes, below
   if (tokens.tracks.empty()) {
     cached->tokenLane = coll::callTokenLane(nRanks_, rank_);
     coll::addCallTokenTrack(&tokens, &cached->tokenLane, callToken_);
@@ -385,9 +385,9 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens) {
   if (s.isOk()) s = coll::runHostPlan(plan, this);
   if (!s.isOk()) return s;
   cached->tokensInPlan = true;
-  // Two ranks: later calls probe instead (below). More: they run the tokens beside the data (the
-  // FIFOs exist now, so nothing waits in connect).
-  if (nRanks_ == 2) return Status::ok();
+  // Two host ranks: later calls probe instead (below). Else they run the tokens beside the data
+  // (the FIFOs exist now, so nothing waits in connect).
+  if (probesForTokens()) return Status::ok();
   coll::addCallTokenTrack(&plan, &cached->tokenLane, callToken_);
   return coll::connectPlan(&plan, this);
 }
@@ -412,6 +412,17 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens) {
 // (call_mismatch.cc). The checks on a stall cost nothing until a rank waits a health-check
 // interval (2 ms), and agreeing ranks pay only the sender's wait for its last message to be
 // taken, where the token lane made both ranks wait for a message from the other.
+//
+// Only where no rank has a GPU: a rank on device buffers runs the tokens alone on every rooted
+// call (runCallTokens, before it enqueues), and a peer on host buffers that probed instead would
+// take its token for a message of another call.
+bool Communicator::probesForTokens() const {
+  if (nRanks_ != 2) return false;
+  for (const auto& p : peers()) {
+    if (p.device >= 0) return false;
+  }
+  return true;
+}
 
 Status Communicator::pairSelfCalls(const std::vector<P2pCall>& calls,
                                    std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const {

@@ -276,6 +276,9 @@ class Communicator final : public coll::ConnectionProvider {
   // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
   // `withTokens`.
   Status runCachedPlan(CachedOp* cached, bool withTokens);
+  // Whether rooted host collectives check calls with probes instead of the token lane beside the
+  // data: two ranks, neither with a GPU (comm.cc, after runCachedPlan).
+  bool probesForTokens() const;
   // The call-check token lane (schedule.h, callTokenLane) alone on the host, carrying `stamp`:
   // before a rooted call on device buffers is enqueued, so that no rank enqueues (and connects
   // the lanes of) a call whose peers named another root; before a gather or scatter whose FIFOs

@@ -137,22 +137,23 @@ Status Communicator::runRootedPlan(const CollCall& call, coll::ExecPlan* plan, u
     // none of them makes, while the token lane is the same on every rank whatever the root.
     bool connected = tokenPlan_.connected;
     for (const auto& key : coll::connectionsOf(*plan)) connected = connected && get(key) != nullptr;
-    // Two ranks probe instead of running tokens beside the data (Communicator::runCachedPlan);
+    // Two host ranks probe instead of running tokens beside the data (Communicator::runCachedPlan);
     // the probe lane connects with the data lanes, in the first call too. Both must then take
     // the same branch: one running the tokens alone while the other probes would find the token
     // a message of its call it does not read, and fail. The FIFOs that exist are not the same on
     // both (connect() adds receiving ends to sending ones only), the calls made so far are.
     const std::pair<int, int> shape{static_cast<int>(call.kind), call.root};
-    if (nRanks_ == 2) {
+    const bool probes = probesForTokens();
+    if (probes) {
       plan->probePeers = {1 - rank_};
       connected = rootedRun_.count(shape) != 0;
     }
     if (connected) {
-      if (nRanks_ > 2) coll::addCallTokenTrack(plan, &tokenLane_, callToken_);
+      if (!probes) coll::addCallTokenTrack(plan, &tokenLane_, callToken_);
     } else {
       WEFT_TRY(runCallTokens(stamp, what));
     }
-    if (nRanks_ == 2) rootedRun_.insert(shape);
+    if (probes) rootedRun_.insert(shape);
   }
   coll::stampPlan(plan, stamp);
   WEFT_TRY(coll::connectPlan(plan, this));
