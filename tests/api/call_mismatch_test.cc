@@ -205,9 +205,9 @@ TEST_P(CallMismatch, RootBroadcastBothReceive) {
 }
 
 // A rooted collective of `count` floats per block with `root`, on buffers large enough for any
-// of them on two ranks.
+// of them on up to four ranks.
 weftResult_t rootedCall(const std::string& kind, Rank& r, size_t count, int root) {
-  auto in = bytes(count * 4 * 2), out = bytes(count * 4 * 2);
+  auto in = bytes(count * 4 * 4), out = bytes(count * 4 * 4);
   if (kind == "broadcast") return weftBroadcast(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
   if (kind == "reduce") return weftReduce(in.data(), out.data(), count, weftFloat32, weftSum, root, r.comm, nullptr);
   if (kind == "gather") return weftGather(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
@@ -266,6 +266,24 @@ TEST_P(CallMismatch, CountsOfTwoRanksAfterAgreeingCalls) {
           },
           "rank 1 called " + rootedText(kind, 2, 66, root) + " while rank 0 called " + rootedText(kind, 2, 64, root));
     }
+  }
+}
+
+// Three ranks (the token lane beside the data once the FIFOs exist): rank 2 names another root
+// after agreeing calls of every root, for every rooted collective.
+TEST_P(CallMismatch, RootAmongThreeAfterAgreeingCalls) {
+  for (const std::string kind : {"broadcast", "reduce", "gather", "scatter"}) {
+    SCOPED_TRACE(kind);
+    expectEveryRankFails(
+        [&](Rank& r) {
+          for (int root = 0; root < 3; ++root) {
+            weftResult_t agreed = rootedCall(kind, r, 32, root);
+            if (agreed != weftSuccess) return agreed;
+          }
+          return rootedCall(kind, r, 32, r.rank == 2 ? 1 : 0);
+        },
+        "rank 2 called " + rootedText(kind, 4, 32, 1) + " while rank 0 called " + rootedText(kind, 4, 32, 0), 3,
+        {0, 1});
   }
 }
 
