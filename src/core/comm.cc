@@ -361,6 +361,12 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens) {
   coll::ExecPlan& plan = cached->plan;
   if (!withTokens || cached->tokensInPlan) {
     Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);
+    // A probing pair's call that moves nothing (count 0) gives neither rank evidence of the
+    // other's call: its tokens run alone, as on the first call (which connected them).
+    if (s.isOk() && withTokens && !plan.probePeers.empty() && plan.keys.empty()) {
+      coll::stampPlan(&cached->tokenPlan, plan.stamp);
+      s = coll::runHostPlan(cached->tokenPlan, this);
+    }
     return s.isOk() ? coll::runHostPlan(plan, this) : s;
   }
   // The first call of this shape: the tokens go alone, before the data lanes connect. A rank
@@ -406,8 +412,9 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens) {
 //   - both only receive (each named the other the root): both stall, and each sends the other a
 //     probe of its call; a rank finding a probe of its call from the rank it sends nothing to
 //     fails (ExecPlan::probePeers);
-//   - one runs the token lane alone (its first call of that shape) and the other does not: the
-//     other finds the token in its stray check (stalled, or waiting for its message to be taken).
+//   - one runs the token lane alone (its first call of that shape, or a call of count 0, which
+//     moves nothing and so always runs them) and the other does not: the other finds the token in
+//     its stray check (stalled, or waiting for its message to be taken).
 // Every failure aborts the connections, so the peer fails too, and both name both calls
 // (call_mismatch.cc). The checks on a stall cost nothing until a rank waits a health-check
 // interval (2 ms), and agreeing ranks pay only the sender's wait for its last message to be

@@ -146,7 +146,9 @@ Status Communicator::runRootedPlan(const CollCall& call, coll::ExecPlan* plan, u
     const bool probes = probesForTokens();
     if (probes) {
       plan->probePeers = {1 - rank_};
-      connected = rootedRun_.count(shape) != 0;
+      // A call that moves nothing (count 0) runs the tokens alone: nothing else would give
+      // either rank evidence of the other's call.
+      connected = rootedRun_.count(shape) != 0 && !plan->tracks.empty();
     }
     if (connected) {
       if (!probes) coll::addCallTokenTrack(plan, &tokenLane_, callToken_);

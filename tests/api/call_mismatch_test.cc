@@ -269,6 +269,23 @@ TEST_P(CallMismatch, CountsOfTwoRanksAfterAgreeingCalls) {
   }
 }
 
+// Two ranks, count 0 against a count after agreeing calls of both: the rank with nothing to move
+// runs the token lane alone (probes would leave it without evidence), and its peer finds the token.
+TEST_P(CallMismatch, CountZeroOfTwoRanksAfterAgreeingCalls) {
+  for (const std::string kind : {"broadcast", "reduce", "gather", "scatter"}) {
+    SCOPED_TRACE(kind);
+    expectEveryRankFails(
+        [&](Rank& r) {
+          for (size_t count : {size_t{0}, size_t{5}}) {
+            weftResult_t agreed = rootedCall(kind, r, count, 0);
+            if (agreed != weftSuccess) return agreed;
+          }
+          return rootedCall(kind, r, r.rank == 1 ? 5 : 0, 0);
+        },
+        "rank 1 called " + rootedText(kind, 3, 5, 0) + " while rank 0 called " + rootedText(kind, 3, 0, 0));
+  }
+}
+
 // Three ranks (the token lane beside the data once the FIFOs exist): rank 2 names another root
 // after agreeing calls of every root, for every rooted collective.
 TEST_P(CallMismatch, RootAmongThreeAfterAgreeingCalls) {
