@@ -285,6 +285,7 @@ class Executor {
         nextCheck = now + kHealthCheckIntervalNs;
         bool expired = static_cast<double>(now - stallSince) / 1e9 > plan_.timeoutS;
         WEFT_TRY(blame_.check(tracks, expired, static_cast<double>(now - stallSince) / 1e9));
+        if (!plan_.probePeers.empty()) WEFT_TRY(probeStalled(tracks));
       }
     }
   }
@@ -451,7 +452,8 @@ class Executor {
       if (start == 0) start = now, nextCheck = now + kHealthCheckIntervalNs;
       if (now < nextCheck) continue;
       nextCheck = now + kHealthCheckIntervalNs;
-      if (!plan_.yieldToIncoming) WEFT_TRY(findStrayMessage());
+      if (!plan_.yieldToIncoming) WEFT_TRY(findStrayMessage(false));
+      WEFT_TRY(readProbes());
       WEFT_TRY(blame_.check(tracks, false, 0));
       for (Connection* c : plan_.senders) {
         Status peer = c->checkPeer();
@@ -478,15 +480,83 @@ class Executor {
     return false;
   }
 
-  Status findStrayMessage() {
+  // A message of this call on a receiving end of this rank: its sender made another call. Once
+  // this rank's steps are done, on any end; while they run (skipOwn), on the ends the plan does
+  // not read.
+  Status findStrayMessage(bool skipOwn) {
     if (!plan_.checkStamps) return Status::ok();
     receivers_.clear();
     provider_->collectiveReceivers(&receivers_);
     for (const auto& [peer, conn] : receivers_) {
+      if (skipOwn && readsFrom(conn)) continue;
       size_t bytes = 0;
       uint64_t stamp = 0;
       if (conn->tryRecv(&bytes, &stamp) == nullptr || stampSeq(stamp) != plan_.collectiveSeq) continue;
-      return callMismatch(peer, stamp, plan_.stamp, "a message this rank, done with its part, did not expect");
+      return callMismatch(peer, stamp, plan_.stamp,
+                          skipOwn ? "a message on a FIFO this rank does not read in this call"
+                                  : "a message this rank, done with its part, did not expect");
+    }
+    return Status::ok();
+  }
+
+  bool readsFrom(const Connection* conn) const {
+    for (const auto& key : plan_.keys) {
+      if (!key.send && provider_->get(key) == conn) return true;
+    }
+    return false;
+  }
+
+  bool sendsTo(int peer) const {
+    for (const auto& key : plan_.keys) {
+      if (key.send && key.peer == peer) return true;
+    }
+    return false;
+  }
+
+  // The plan stalled for a health-check interval (ExecPlan::probePeers): probe each peer this
+  // rank waits for data from (once per call), then read the peers' probes and look for messages
+  // of this call where this rank does not read. Why this completes the checks of a two-rank
+  // rooted collective: see ExecPlan::probePeers and Communicator::runCachedPlan.
+  Status probeStalled(const std::vector<TrackState>& tracks) {
+    if (probed_.size() != plan_.probePeers.size()) probed_.assign(plan_.probePeers.size(), 0);
+    for (size_t i = 0; i < plan_.probePeers.size(); ++i) {
+      if (probed_[i] || !waitsForDataFrom(tracks, plan_.probePeers[i])) continue;
+      void* slot = plan_.probeSends[i]->trySendSlot();
+      if (slot == nullptr) continue;  // earlier probes fill the FIFO: the peer drops them when it looks
+      *static_cast<char*>(slot) = 0;
+      plan_.probeSends[i]->postSend(1, plan_.stamp);
+      probed_[i] = 1;
+    }
+    WEFT_TRY(readProbes());
+    return findStrayMessage(true);
+  }
+
+  static bool waitsForDataFrom(const std::vector<TrackState>& tracks, int peer) {
+    for (const auto& t : tracks) {
+      if (!t.done && t.waitingRecv && currentStep(t).recvPeer == peer) return true;
+    }
+    return false;
+  }
+
+  // Probes of earlier calls are dropped, so are those of this call from a peer this rank sends to
+  // (the peer waits for what this rank sends); one of this call from a peer this rank sends
+  // nothing to means that both wait for each other: their calls differ. Later calls' stay.
+  Status readProbes() {
+    for (size_t i = 0; i < plan_.probeRecvs.size(); ++i) {
+      Connection* in = plan_.probeRecvs[i];
+      size_t bytes = 0;
+      uint64_t stamp = 0;
+      while (in->tryRecv(&bytes, &stamp) != nullptr) {
+        const uint32_t seq = stampSeq(stamp);
+        // Collective sequences count modulo 2^31 (call_stamp.h): earlier = behind by up to 2^30.
+        const bool earlier = seq != plan_.collectiveSeq && ((seq - plan_.collectiveSeq) & 0x40000000u) != 0;
+        if (!earlier && seq != plan_.collectiveSeq) break;
+        if (!earlier && !sendsTo(plan_.probePeers[i])) {
+          return callMismatch(plan_.probePeers[i], stamp, plan_.stamp,
+                              "it waits for data from this rank, which sends it none in this call");
+        }
+        in->releaseRecv();
+      }
     }
     return Status::ok();
   }
@@ -544,6 +614,7 @@ class Executor {
   std::vector<char> bounce_;         // referenced bytes a reduction reads
   std::set<Connection*> lent_;       // connections that carried references
   std::vector<std::pair<int, Connection*>> receivers_;  // findStrayMessage's
+  std::vector<char> probed_;         // per probe peer: probed in this call
 };
 
 }  // namespace
@@ -562,6 +633,30 @@ std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan) {
   }
   return std::vector<ConnectionKey>(keys.begin(), keys.end());
 }
+
+namespace {
+
+// Both directions of the probe lane with every probe peer (ExecPlan::probePeers); not in
+// plan->keys: probes are never waited for.
+Status connectProbes(ExecPlan* plan, ConnectionProvider* provider) {
+  plan->probeSends.clear();
+  plan->probeRecvs.clear();
+  if (plan->probePeers.empty()) return Status::ok();
+  std::vector<ConnectionKey> keys;
+  for (int peer : plan->probePeers) {
+    keys.push_back({peer, false, kCallProbeLane});
+    keys.push_back({peer, true, kCallProbeLane});
+  }
+  Status connected = provider->connect(keys, Deadline::afterSeconds(plan->timeoutS));
+  if (!connected.isOk()) return std::move(connected).withPrefix(plan->what() + ": ");
+  for (int peer : plan->probePeers) {
+    plan->probeSends.push_back(provider->get({peer, true, kCallProbeLane}));
+    plan->probeRecvs.push_back(provider->get({peer, false, kCallProbeLane}));
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Status connectPlan(ExecPlan* plan, ConnectionProvider* provider) {
   plan->keys = connectionsOf(*plan);
@@ -587,6 +682,7 @@ Status connectPlan(ExecPlan* plan, ConnectionProvider* provider) {
       }
     }
   }
+  WEFT_TRY(connectProbes(plan, provider));
   std::set<Connection*> senders;
   for (const auto& key : plan->keys) {
     if (key.send) senders.insert(provider->get(key));

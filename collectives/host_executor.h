@@ -142,6 +142,18 @@ struct ExecPlan {
   bool yieldToIncoming = false;
   uint32_t collectiveSeq = 0;
   uint64_t stamp = 0;  // a collective's (stampPlan)
+  // Two-rank rooted collectives checked without the token lane (src/core: every call of a shape
+  // after its first): the peers this rank may probe on FIFO lane kCallProbeLane (connectPlan
+  // connects both directions into probeSends / probeRecvs, in this order). A rank stalled for a
+  // health-check interval while it waits for data from such a peer sends it one probe stamped
+  // with the call; a rank that finds a probe of its own call from a peer it sends nothing to
+  // fails with a call mismatch (both ranks only receive: they named each other the root), and
+  // drops probes of earlier calls, or of this call from a peer it sends to (that peer is only
+  // slow). While stalled it also fails on a message of its call waiting on a receiving end this
+  // plan does not read (the peer sends on other lanes, or runs the token lane alone).
+  std::vector<int> probePeers;
+  std::vector<Connection*> probeSends;
+  std::vector<Connection*> probeRecvs;
   // How long the executor may wait with nothing moving (connecting included) before it fails
   // with weftTimeout. A large collective that keeps moving never times out.
   double timeoutS = 1800;

@@ -154,6 +154,12 @@ inline int64_t iterationsFor(int64_t maxStepCount, int64_t sliceElems) {
 // Its steps read Buf::kSend and write Buf::kRecv at offset 0: the executor binds them to a token
 // of its own, never the user's buffers. FIFO lane kCallTokenLane lies above every schedule lane.
 constexpr int kCallTokenLane = kMaxScheduleChannels * 4;
+// The call-check probe lane (ExecPlan::probePeers, host_executor.h): one-byte messages a stalled
+// rank of a two-rank rooted collective sends to the peer it waits for. Like the token lane, its
+// FIFOs are small and carry nothing of the user's.
+constexpr int kCallProbeLane = kCallTokenLane + 1;
+// The FIFO lanes of the call checks (tokens, probes): two small slots each.
+constexpr bool isCallCheckLane(int lane) { return lane == kCallTokenLane || lane == kCallProbeLane; }
 Lane callTokenLane(int nRanks, int rank);
 
 // Human-readable dump (weft-topo --schedule, test failures).

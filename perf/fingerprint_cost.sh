@@ -15,7 +15,10 @@
 # and ITERS_64M (default 20) the timed iterations. COLL (default allreduce) and NP (default 2)
 # pick the collective and the ranks (broadcast/reduce: the call-check token lane's cost), SIZES
 # (default "8 67108864") the sizes; the 64 MiB figure is bytes / time (the bus bandwidth of 2
-# ranks only).
+# ranks only). RT_PRIO (default none) runs each weft-perf under `chrt -f RT_PRIO` (SCHED_FIFO; as
+# root): on a machine whose cores other builds keep busy, the ranks then keep theirs for the run
+# (the kernel still leaves others 5% of each second), so that 8 B times are the library's and
+# not the scheduler's. Only with no more ranks than cores: ranks sharing one would spin in turn.
 set -euo pipefail
 
 # summarise RAW: the latency (us) at 8 B, the bus bandwidth (GB/s) at 64 MiB; out of place and
@@ -63,7 +66,7 @@ raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) CPUs"
-echo "# ${COLL:-allreduce}, ${NP:-2} ranks; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# ${COLL:-allreduce}, ${NP:-2} ranks${RT_PRIO:+, SCHED_FIFO priority $RT_PRIO}; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # run TRANSPORT SIZE VARIANT BLOCK SLOT: one weft-perf process pair; records the out-of-place
 # and in-place time (us) and bus bandwidth (GB/s).
@@ -73,7 +76,9 @@ run() {
   [ "$transport" = socket ] && net=(--weft-net)
   if [ "$size" = 8 ]; then iters=(-n "${ITERS_8B:-100000}" -w 2000); else iters=(-n "${ITERS_64M:-20}" -w 3); fi
   local line
-  line=$(WEFT_CHECK_CALLS=$check "$perf" "${COLL:-allreduce}" -np "${NP:-2}" "${net[@]}" -b "$size" -e "$size" "${iters[@]}" |
+  local prio=()
+  [ -n "${RT_PRIO:-}" ] && prio=(chrt -f "$RT_PRIO")
+  line=$(WEFT_CHECK_CALLS=$check "${prio[@]}" "$perf" "${COLL:-allreduce}" -np "${NP:-2}" "${net[@]}" -b "$size" -e "$size" "${iters[@]}" |
          awk '!/^#/ && NF >= 13 { print $6, $8, $10, $12, $9 + $13 }')
   [ -n "$line" ] || { echo "fingerprint_cost.sh: no result from $transport $size $variant" >&2; exit 1; }
   set -- $line

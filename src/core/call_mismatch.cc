@@ -167,7 +167,10 @@ void Communicator::noteCallMismatch(int peer, uint64_t theirs, uint64_t ours) {
 void Communicator::collectiveReceivers(std::vector<std::pair<int, Connection*>>* out) {
   std::lock_guard<std::mutex> lock(connMutex_);
   for (auto& [key, conn] : conns_) {
-    if (!key.send && key.lane < coll::kDeviceFifoLaneBase) out->emplace_back(key.peer, conn.get());
+    // Probes are not messages of a call's data (host_executor.cc reads them on their own).
+    if (!key.send && key.lane < coll::kDeviceFifoLaneBase && key.lane != coll::kCallProbeLane) {
+      out->emplace_back(key.peer, conn.get());
+    }
   }
 }
 

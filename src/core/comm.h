@@ -9,8 +9,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -263,7 +265,8 @@ class Communicator final : public coll::ConnectionProvider {
     uint64_t lastSeq = 0;
     const char* algoName = "";
     // A rooted collective with call checks (WEFT_CHECK_CALLS): the call-check token lane
-    // (schedule.h, callTokenLane), alone in tokenPlan for the first call, then in plan too.
+    // (schedule.h, callTokenLane), alone in tokenPlan for the first call, then in plan too; with
+    // two ranks plan probes instead (ExecPlan::probePeers). tokensInPlan: the first call is done.
     coll::Lane tokenLane;
     coll::ExecPlan tokenPlan;
     bool tokensInPlan = false;
@@ -273,6 +276,9 @@ class Communicator final : public coll::ConnectionProvider {
   // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
   // `withTokens`.
   Status runCachedPlan(CachedOp* cached, bool withTokens);
+  // Whether rooted host collectives check calls with probes instead of the token lane beside the
+  // data: two ranks, neither with a GPU (comm.cc, after runCachedPlan).
+  bool probesForTokens() const;
   // The call-check token lane (schedule.h, callTokenLane) alone on the host, carrying `stamp`:
   // before a rooted call on device buffers is enqueued, so that no rank enqueues (and connects
   // the lanes of) a call whose peers named another root; before a gather or scatter whose FIFOs
@@ -281,7 +287,7 @@ class Communicator final : public coll::ConnectionProvider {
   // Gather and scatter (comm_rooted.cc): the root exchanges one block with every rank, as direct
   // sends and receives stamped as the collective they are, with the call-check token lane.
   Status runRootedExchange(const CollCall& call);
-  Status runRootedPlan(coll::ExecPlan* plan, uint64_t stamp, const std::string& what);
+  Status runRootedPlan(const CollCall& call, coll::ExecPlan* plan, uint64_t stamp, const std::string& what);
   // A gather's or scatter's moves on this rank as sends and receives (the root's own block as a
   // send to itself and a receive from it), for the cost model.
   std::vector<P2pCall> rootedMessages(const CollCall& call) const;
@@ -392,6 +398,9 @@ class Communicator final : public coll::ConnectionProvider {
   coll::Lane tokenLane_;
   coll::ExecPlan tokenPlan_;
   std::string tokenWhat_;
+  // Two ranks: the (kind, root) of every gather and scatter that ran here, whose FIFOs therefore
+  // exist on both ranks (runRootedPlan).
+  std::set<std::pair<int, int>> rootedRun_;
   std::vector<char> scratch_;  // Buf::kScratch of the schedules, grown as needed
   uint64_t seq_ = 0;
   // Collectives only: the number in their stamps and CallRecords. Send/recv groups are left out

@@ -123,24 +123,39 @@ Status Communicator::runRootedExchange(const CollCall& call) {
   plan.checkStamps = checkCalls_;
   // The root of a scatter only sends: it returns once the ranks took its blocks (they may refuse one).
   plan.waitForConsumers = checkCalls_;
-  Status s = runRootedPlan(&plan, stamp, what);
+  Status s = runRootedPlan(call, &plan, stamp, what);
   if (!s.isOk()) return fail(std::move(s));
   if (moves.copyTo != nullptr) std::memmove(moves.copyTo, moves.copyFrom, moves.bytes);
   return Status::ok();
 }
 
-Status Communicator::runRootedPlan(coll::ExecPlan* plan, uint64_t stamp, const std::string& what) {
+Status Communicator::runRootedPlan(const CollCall& call, coll::ExecPlan* plan, uint64_t stamp,
+                                   const std::string& what) {
   if (checkCalls_ && nRanks_ > 1) {
     // Beside the data once every FIFO the call uses exists (nothing can wait in connect then);
     // before, alone: a rank whose peers named another root would wait in connect for a FIFO
     // none of them makes, while the token lane is the same on every rank whatever the root.
     bool connected = tokenPlan_.connected;
     for (const auto& key : coll::connectionsOf(*plan)) connected = connected && get(key) != nullptr;
+    // Two host ranks probe instead of running tokens beside the data (Communicator::runCachedPlan);
+    // the probe lane connects with the data lanes, in the first call too. Both must then take
+    // the same branch: one running the tokens alone while the other probes would find the token
+    // a message of its call it does not read, and fail. The FIFOs that exist are not the same on
+    // both (connect() adds receiving ends to sending ones only), the calls made so far are.
+    const std::pair<int, int> shape{static_cast<int>(call.kind), call.root};
+    const bool probes = probesForTokens();
+    if (probes) {
+      plan->probePeers = {1 - rank_};
+      // A call that moves nothing (count 0) runs the tokens alone: nothing else would give
+      // either rank evidence of the other's call.
+      connected = rootedRun_.count(shape) != 0 && !plan->tracks.empty();
+    }
     if (connected) {
-      coll::addCallTokenTrack(plan, &tokenLane_, callToken_);
+      if (!probes) coll::addCallTokenTrack(plan, &tokenLane_, callToken_);
     } else {
       WEFT_TRY(runCallTokens(stamp, what));
     }
+    if (probes) rootedRun_.insert(shape);
   }
   coll::stampPlan(plan, stamp);
   WEFT_TRY(coll::connectPlan(plan, this));

@@ -191,6 +191,119 @@ TEST_P(CallMismatch, Root) {
       "root 0)");
 }
 
+// Each of two ranks names the other the root of a broadcast: both only receive, and no data
+// message shows the disagreement.
+TEST_P(CallMismatch, RootBroadcastBothReceive) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        const size_t count = 300;
+        auto buf = bytes(count * 4);
+        return weftBroadcast(buf.data(), buf.data(), count, weftFloat32, 1 - r.rank, r.comm, nullptr);
+      },
+      "rank 1 called broadcast #1 (count 300, float, root 0) while rank 0 called broadcast #1 (count 300, float, "
+      "root 1)");
+}
+
+// A rooted collective of `count` floats per block with `root`, on buffers large enough for any
+// of them on up to four ranks.
+weftResult_t rootedCall(const std::string& kind, Rank& r, size_t count, int root) {
+  auto in = bytes(count * 4 * 4), out = bytes(count * 4 * 4);
+  if (kind == "broadcast") return weftBroadcast(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
+  if (kind == "reduce") return weftReduce(in.data(), out.data(), count, weftFloat32, weftSum, root, r.comm, nullptr);
+  if (kind == "gather") return weftGather(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
+  return weftScatter(in.data(), out.data(), count, weftFloat32, root, r.comm, nullptr);
+}
+
+// "broadcast #3 (count 64, float, root 1)"
+std::string rootedText(const std::string& kind, int seq, size_t count, int root) {
+  return kind + " #" + std::to_string(seq) + " (count " + std::to_string(count) + ", float" +
+         (kind == "reduce" ? ", sum" : "") + ", root " + std::to_string(root) + ")";
+}
+
+// Two ranks after agreeing calls of both roots (their FIFOs exist, so the calls run without the
+// token lane and a stalled rank probes its peer, Communicator::runCachedPlan): both ranks naming
+// the other the root, or both naming themselves, fail every rank, for every rooted collective.
+TEST_P(CallMismatch, RootsOfTwoRanksAfterAgreeingCalls) {
+  for (const std::string kind : {"broadcast", "reduce", "gather", "scatter"}) {
+    for (bool bothSelf : {false, true}) {
+      SCOPED_TRACE(kind + (bothSelf ? ": each names itself the root" : ": each names the other the root"));
+      expectEveryRankFails(
+          [&](Rank& r) {
+            for (int root = 0; root < 2; ++root) {
+              weftResult_t agreed = rootedCall(kind, r, 64, root);
+              if (agreed != weftSuccess) return agreed;
+            }
+            return rootedCall(kind, r, 64, bothSelf ? r.rank : 1 - r.rank);
+          },
+          "rank 1 called " + rootedText(kind, 3, 64, bothSelf ? 1 : 0) + " while rank 0 called " +
+              rootedText(kind, 3, 64, bothSelf ? 0 : 1));
+    }
+  }
+}
+
+// Two ranks, counts that differ after agreeing calls of both counts (the stamps differ; the
+// receiver refuses the message and the sender, waiting for it to be taken, fails with it); and a
+// count only one rank called before: that rank runs its data lanes, the other runs the token lane
+// alone (its first call of that shape), and the one finds the other's token.
+TEST_P(CallMismatch, CountsOfTwoRanksAfterAgreeingCalls) {
+  for (const std::string kind : {"broadcast", "reduce", "gather", "scatter"}) {
+    for (int root = 0; root < 2; ++root) {
+      SCOPED_TRACE(kind + ", root " + std::to_string(root));
+      expectEveryRankFails(
+          [&](Rank& r) {
+            for (size_t count : {size_t{64}, size_t{65}}) {
+              weftResult_t agreed = rootedCall(kind, r, count, root);
+              if (agreed != weftSuccess) return agreed;
+            }
+            return rootedCall(kind, r, r.rank == 1 ? 65 : 64, root);
+          },
+          "rank 1 called " + rootedText(kind, 3, 65, root) + " while rank 0 called " + rootedText(kind, 3, 64, root));
+      expectEveryRankFails(
+          [&](Rank& r) {
+            weftResult_t agreed = rootedCall(kind, r, 64, root);
+            if (agreed != weftSuccess) return agreed;
+            return rootedCall(kind, r, r.rank == 1 ? 66 : 64, root);
+          },
+          "rank 1 called " + rootedText(kind, 2, 66, root) + " while rank 0 called " + rootedText(kind, 2, 64, root));
+    }
+  }
+}
+
+// Two ranks, count 0 against a count after agreeing calls of both: the rank with nothing to move
+// runs the token lane alone (probes would leave it without evidence), and its peer finds the token.
+TEST_P(CallMismatch, CountZeroOfTwoRanksAfterAgreeingCalls) {
+  for (const std::string kind : {"broadcast", "reduce", "gather", "scatter"}) {
+    SCOPED_TRACE(kind);
+    expectEveryRankFails(
+        [&](Rank& r) {
+          for (size_t count : {size_t{0}, size_t{5}}) {
+            weftResult_t agreed = rootedCall(kind, r, count, 0);
+            if (agreed != weftSuccess) return agreed;
+          }
+          return rootedCall(kind, r, r.rank == 1 ? 5 : 0, 0);
+        },
+        "rank 1 called " + rootedText(kind, 3, 5, 0) + " while rank 0 called " + rootedText(kind, 3, 0, 0));
+  }
+}
+
+// Three ranks (the token lane beside the data once the FIFOs exist): rank 2 names another root
+// after agreeing calls of every root, for every rooted collective.
+TEST_P(CallMismatch, RootAmongThreeAfterAgreeingCalls) {
+  for (const std::string kind : {"broadcast", "reduce", "gather", "scatter"}) {
+    SCOPED_TRACE(kind);
+    expectEveryRankFails(
+        [&](Rank& r) {
+          for (int root = 0; root < 3; ++root) {
+            weftResult_t agreed = rootedCall(kind, r, 32, root);
+            if (agreed != weftSuccess) return agreed;
+          }
+          return rootedCall(kind, r, 32, r.rank == 2 ? 1 : 0);
+        },
+        "rank 2 called " + rootedText(kind, 4, 32, 1) + " while rank 0 called " + rootedText(kind, 4, 32, 0), 3,
+        {0, 1});
+  }
+}
+
 // WEFT_CHECK_SENDS=1 for the scope: sends wait for their receivers.
 struct CheckSends {
   CheckSends() { setenv("WEFT_CHECK_SENDS", "1", 1); }
