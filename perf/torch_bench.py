@@ -147,6 +147,9 @@ def worker(rank, n, store, args):
     torch.set_num_threads(1)
     import weft_torch  # noqa: F401
 
+    if args.shm_allocator:  # before any model: DDP's buckets (and Gloo's) come from the pool
+        weft_torch.use_shared_memory_allocator()
+
     dist.init_process_group("weft", init_method="file://" + store, rank=rank, world_size=n,
                             timeout=datetime.timedelta(seconds=600))
     gloo = dist.new_group(backend="gloo")
@@ -170,6 +173,9 @@ def main():
     p.add_argument("--bucket-view", action="store_true", help="DDP(gradient_as_bucket_view=True): no gradient copies")
     p.add_argument("--ddp-steps", type=int, default=5)
     p.add_argument("--ddp-blocks", type=int, default=3)
+    p.add_argument("--shm-allocator", action="store_true",
+                   help="weft_torch.use_shared_memory_allocator(): large CPU tensors (DDP's buckets) in registered "
+                        "shared memory, so weft's all-reduces on them run zero-copy (both libraries use the allocator)")
     p.add_argument("--no-allreduce", action="store_true")
     p.add_argument("--no-ddp", action="store_true")
     args = p.parse_args()

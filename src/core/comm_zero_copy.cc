@@ -179,6 +179,9 @@ Status Communicator::runZeroCopy(const CollCall& call, const coll::ScheduleParam
                           rank_);
   }
   zeroCopyCalls.fetch_add(1, std::memory_order_relaxed);
+  // What tests and users read (WEFT_DEBUG=TRACE WEFT_DEBUG_SUBSYS=COLL) to see the path taken.
+  WEFT_LOG(kTrace, kColl, "rank %d: %s #%llu ran zero-copy (%zu bytes)", rank_, coll::collName(call.kind),
+           static_cast<unsigned long long>(collSeq_), std::max(sendBytes, recvBytes));
   *done = true;
   return Status::ok();
 }

@@ -4,8 +4,47 @@
 #include <torch/python.h>
 
 #include "process_group.h"
+#include "shared_memory_allocator.h"
 
 namespace py = pybind11;
+
+namespace {
+
+// The shared-memory CPU allocator (shared_memory_allocator.h); weft_torch/__init__.py wraps these.
+void bindAllocator(py::module_& m) {
+  using weft_torch::SharedMemoryAllocator;
+  m.def(
+      "use_shared_memory_allocator",
+      [](size_t threshold, size_t arena, size_t max) {
+        weft_torch::SharedMemoryOptions o;
+        o.thresholdBytes = threshold;
+        o.arenaBytes = arena;
+        o.maxBytes = max;
+        SharedMemoryAllocator::instance().install(o);
+      },
+      py::arg("threshold_bytes"), py::arg("arena_bytes"), py::arg("max_bytes"));
+  m.def("restore_cpu_allocator", [] { SharedMemoryAllocator::instance().uninstall(); });
+  m.def("release_unused_shared_memory", [] { return SharedMemoryAllocator::instance().releaseUnused(); });
+  m.def("shared_memory_allocator_stats", [] {
+    const weft_torch::SharedMemoryStats s = SharedMemoryAllocator::instance().stats();
+    py::dict d;
+    d["installed"] = s.installed;
+    d["arenas"] = s.arenas;
+    d["arena_bytes"] = s.arenaBytes;
+    d["live_blocks"] = s.liveBlocks;
+    d["live_bytes"] = s.liveBytes;
+    d["served"] = s.served;
+    d["reused"] = s.reused;
+    d["forwarded"] = s.forwarded;
+    d["fallbacks"] = s.fallbacks;
+    d["last_fallback"] = s.lastFallback;
+    d["communicators"] = s.communicators;
+    d["registrations"] = s.registrations;
+    return d;
+  });
+}
+
+}  // namespace
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Weft's torch.distributed backend (import weft_torch to register it as \"weft\")";
@@ -21,6 +60,7 @@ PYBIND11_MODULE(_C, m) {
         return version;
       },
       "Weft's version code: major*10000 + minor*100 + patch");
+  bindAllocator(m);
 #ifdef WEFT_TORCH_CUDA
   m.attr("with_cuda") = true;
 #else

@@ -1,5 +1,7 @@
 #include "process_group.h"
 
+#include "shared_memory_allocator.h"
+
 #include <ATen/ATen.h>
 #include <c10/util/StringUtil.h>
 
@@ -155,11 +157,15 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
                              " could not join the communicator: " + weftGetLastError(nullptr));
   }
   queue_ = std::make_shared<WorkQueue>([this](const std::vector<Call*>& calls) { runGroup(calls); });
+  // Tensors from the shared-memory allocator (when installed) are registered with this
+  // communicator, so that collectives on them can run zero-copy.
+  SharedMemoryAllocator::instance().attach(comm_);
   init();
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
   queue_->shutdown();  // runs what is queued (each call ends by its deadline at the latest)
+  SharedMemoryAllocator::instance().detach(comm_);  // the arenas (and tensors in them) stay
   weftResult_t state = weftSuccess;
   if (weftCommGetAsyncError(comm_, &state) == weftSuccess && state == weftSuccess) {
     (void)weftCommDestroy(comm_);
