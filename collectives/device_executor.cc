@@ -101,7 +101,8 @@ Status deviceFifosOf(const DeviceProgram& program, ConnectionProvider* provider,
 }
 
 Status DeviceTables::create(device::Runtime* runtime, const DeviceProgram& program,
-                            const std::vector<device::FifoView>& fifos, std::unique_ptr<DeviceTables>* out) {
+                            const std::vector<device::FifoView>& fifos, device::Stream stream,
+                            std::unique_ptr<DeviceTables>* out) {
   if (fifos.size() != program.fifos.size()) {
     return WEFT_ERROR(weftInternalError, "device tables: %zu FIFO views for %zu FIFOs", fifos.size(),
                       program.fifos.size());
@@ -110,16 +111,24 @@ Status DeviceTables::create(device::Runtime* runtime, const DeviceProgram& progr
   const size_t stepsOffset = alignUp(lanesBytes, 64);
   const size_t stepsBytes = program.steps.size() * sizeof(device::LaneStep);
   const size_t fifosOffset = alignUp(stepsOffset + stepsBytes, 64);
-  const size_t total = fifosOffset + fifos.size() * sizeof(device::FifoView);
+  const size_t total = std::max<size_t>(fifosOffset + fifos.size() * sizeof(device::FifoView), 64);
   std::unique_ptr<DeviceTables> t(new DeviceTables());
   t->runtime_ = runtime;
-  WEFT_TRY(runtime->allocHost(std::max<size_t>(total, 64), &t->memory_));
-  char* base = static_cast<char*>(t->memory_);
-  if (lanesBytes) std::memcpy(base, program.lanes.data(), lanesBytes);
-  if (stepsBytes) std::memcpy(base + stepsOffset, program.steps.data(), stepsBytes);
-  if (!fifos.empty()) std::memcpy(base + fifosOffset, fifos.data(), fifos.size() * sizeof(device::FifoView));
+  WEFT_TRY(runtime->allocHost(total, &t->host_));
+  char* host = static_cast<char*>(t->host_);
+  if (lanesBytes) std::memcpy(host, program.lanes.data(), lanesBytes);
+  if (stepsBytes) std::memcpy(host + stepsOffset, program.steps.data(), stepsBytes);
+  if (!fifos.empty()) std::memcpy(host + fifosOffset, fifos.data(), fifos.size() * sizeof(device::FifoView));
+  WEFT_TRY(runtime->allocDevice(total, &t->device_));
+  // Asynchronous, from pinned memory: no device-wide synchronization while lanes may run.
+  WEFT_TRY(runtime->copyAsync(t->device_, host, total, device::CopyKind::kHostToDevice, stream));
+  const char* base = static_cast<const char*>(t->device_);
+  int32_t most = 0;
+  for (const device::LaneDesc& d : program.lanes) most = std::max(most, d.nSteps);
   t->base_.nLanes = static_cast<int32_t>(program.lanes.size());
+  t->base_.maxLaneSteps = most;
   t->base_.lanes = reinterpret_cast<const device::LaneDesc*>(base);
+  t->base_.hostLanes = reinterpret_cast<const device::LaneDesc*>(host);
   t->base_.steps = reinterpret_cast<const device::LaneStep*>(base + stepsOffset);
   t->base_.fifos = reinterpret_cast<const device::FifoView*>(base + fifosOffset);
   t->base_.nFifos = static_cast<int32_t>(fifos.size());
@@ -129,7 +138,10 @@ Status DeviceTables::create(device::Runtime* runtime, const DeviceProgram& progr
 }
 
 DeviceTables::~DeviceTables() {
-  if (memory_ != nullptr) (void)runtime_->freeHost(memory_);
+  // The device path destroys tables only when no launch that reads them can run (evict and
+  // destroy synchronize first).
+  if (device_ != nullptr) (void)runtime_->freeDevice(device_);
+  if (host_ != nullptr) (void)runtime_->freeHost(host_);
 }
 
 device::LaneLaunch DeviceTables::launch() const { return base_; }

@@ -64,12 +64,17 @@ Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, siz
 Status deviceFifosOf(const DeviceProgram& program, ConnectionProvider* provider,
                      std::vector<device::FifoView>* out);
 
-// A program's tables in memory the device reads (the runtime's pinned host memory), kept for as
-// long as launches or captured graphs may use them.
+// A program's tables in device memory, kept for as long as launches or captured graphs may use
+// them: built once per cached plan in pinned host memory (which stays, as the runtime's host
+// copy of the lane table, LaneLaunch::hostLanes) and copied to the device on `stream`, the
+// stream the plan's first launch runs on, so no launch reads them across PCIe at every step and
+// poll, and no call copies them again. A launch on another stream must come after that one (the
+// device path's do: a captured launch follows a launch of its shape on the path's stream).
 class DeviceTables {
  public:
   static Status create(device::Runtime* runtime, const DeviceProgram& program,
-                       const std::vector<device::FifoView>& fifos, std::unique_ptr<DeviceTables>* out);
+                       const std::vector<device::FifoView>& fifos, device::Stream stream,
+                       std::unique_ptr<DeviceTables>* out);
   ~DeviceTables();
   DeviceTables(const DeviceTables&) = delete;
   DeviceTables& operator=(const DeviceTables&) = delete;
@@ -81,7 +86,8 @@ class DeviceTables {
  private:
   DeviceTables() = default;
   device::Runtime* runtime_ = nullptr;
-  void* memory_ = nullptr;
+  void* host_ = nullptr;    // pinned: the copy's source, and the lane table the runtime checks
+  void* device_ = nullptr;  // what the lanes read
   device::LaneLaunch base_;
 };
 

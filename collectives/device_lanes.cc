@@ -16,7 +16,7 @@ using kernel::PreMulSumSteps;
 
 // One host thread is a lane's whole block.
 struct HostLaneCtx {
-  uint32_t shared = 0;
+  kernel::LaneTurn shared{};
   std::vector<uint64_t> room = std::vector<uint64_t>(kernel::kLaneStageMaxBytes / sizeof(uint64_t));
   void* stage() { return room.data(); }
   size_t stageBytes() const { return room.size() * sizeof(uint64_t); }
@@ -24,7 +24,7 @@ struct HostLaneCtx {
   size_t nthreads() const { return 1; }
   bool leader() const { return true; }
   void barrier() {}
-  uint32_t& word() { return shared; }
+  kernel::LaneTurn& turn() { return shared; }
 };
 
 template <typename T>

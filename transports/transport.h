@@ -172,7 +172,15 @@ class Transport {
   // True for transports whose connections are read by the device executor (deviceFifo()): they
   // serve only its FIFOs, and the host executor's never.
   virtual bool forDevices() const { return false; }
-  // The receiving side of an edge creates its FIFO; returns at once.
+  // Called for every sending end of a connect before any receiving end is made; never waits.
+  // A transport whose receiver needs something of the sender's to make its end (p2p: where the
+  // sender's credits are) offers it here; its connectSend prepares itself when this was not called.
+  virtual Status prepareSend(const ConnectRequest& req) {
+    (void)req;
+    return Status::ok();
+  }
+  // The receiving side of an edge creates its FIFO; waits at most for what its sender offers in
+  // prepareSend (nothing, for most transports).
   virtual Status connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) = 0;
   // The sending side attaches to the FIFO its peer creates, waiting until req.deadline for it.
   virtual Status connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) = 0;

@@ -4,7 +4,7 @@
 // reduce-copy ones, and it changes with lane_program.cuh, not with them.
 //
 // Block b of a launch runs lane b of lane_program.cuh with its threads; the leader is thread 0
-// and the lane's shared word sits in the block's shared memory.
+// and the lane's shared turn sits in the block's shared memory.
 #include <cstddef>
 #include <cstdint>
 
@@ -26,14 +26,14 @@ constexpr int kMaxThreadsPerLane = kTargetThreadsPerBlock;
 
 // The threads of one block as lane_program.cuh's Ctx.
 struct BlockLane {
-  uint32_t* shared;  // the block's word
+  LaneTurn* shared;  // the block's turn
   void* room;        // the block's dynamic shared memory, for laneStage
   size_t roomBytes;
   WEFT_DEVICE size_t tid() const { return threadIdx.x; }
   WEFT_DEVICE size_t nthreads() const { return blockDim.x; }
   WEFT_DEVICE bool leader() const { return threadIdx.x == 0; }
   WEFT_DEVICE void barrier() const { __syncthreads(); }
-  WEFT_DEVICE uint32_t& word() const { return *shared; }
+  WEFT_DEVICE LaneTurn& turn() const { return *shared; }
   WEFT_DEVICE void* stage() const { return room; }
   WEFT_DEVICE size_t stageBytes() const { return roomBytes; }
 };
@@ -41,21 +41,19 @@ struct BlockLane {
 template <typename T, typename Steps>
 WEFT_GLOBAL void __launch_bounds__(kMaxThreadsPerLane) laneKernel(device::LaneLaunch launch, Steps steps,
                                                                     size_t stageBytes) {
-  __shared__ uint32_t word;
+  __shared__ LaneTurn turn;
   extern __shared__ uint64_t weftLaneRoom[];  // laneStage's tables, as many bytes as the launch gave
-  BlockLane ctx{&word, weftLaneRoom, stageBytes};
+  BlockLane ctx{&turn, weftLaneRoom, stageBytes};
   runLane<T>(launch, static_cast<int>(blockIdx.x), steps, ctx);
 }
 
 namespace {
 
-// Shared memory for laneStage: enough for the launch's longest lane, at most kLaneStageMaxBytes
-// (a longer lane reads the launch's tables). The lane table is in pinned host memory, which the
-// host reads (the runtime has checked it).
+// Shared memory for laneStage: enough for the launch's longest lane (maxLaneSteps; the lane
+// table itself is in device memory), at most kLaneStageMaxBytes (a longer lane reads the
+// launch's tables). None when the launch does not say.
 size_t laneStageRoom(const device::LaneLaunch& launch) {
-  int32_t most = 0;
-  for (int32_t i = 0; i < launch.nLanes; ++i) most = launch.lanes[i].nSteps > most ? launch.lanes[i].nSteps : most;
-  const size_t bytes = laneStageBytes(most);
+  const size_t bytes = laneStageBytes(launch.maxLaneSteps);
   return bytes <= kLaneStageMaxBytes ? bytes : kLaneStageMaxBytes;
 }
 
@@ -123,7 +121,7 @@ unsigned defaultLaneThreads() {
 bool validLaunch(const device::LaneLaunch& l) {
   if (dataTypeSize(l.type) == 0 || !(isValidRedOp(l.op) || l.op == device::kLaneOpPreMulSum)) return false;
   if (l.op == weftAvg && l.divisor < 1) return false;
-  if (l.nLanes < 1 || l.threadsPerLane < 0 || l.threadsPerLane > kMaxThreadsPerLane) return false;
+  if (l.nLanes < 1 || l.maxLaneSteps < 0 || l.threadsPerLane < 0 || l.threadsPerLane > kMaxThreadsPerLane) return false;
   return l.lanes != nullptr && l.steps != nullptr && l.error != nullptr && (l.nFifos == 0 || l.fifos != nullptr);
 }
 

@@ -33,17 +33,46 @@ namespace kernel {
 // How often (in polls) a waiting leader looks at the abort flags and the clock.
 constexpr uint32_t kPollsPerCheck = 128;
 
-// The leader's value, seen by every thread of the lane. Ctx provides tid(), nthreads(),
-// leader(), barrier(), word(), a uint32_t the lane's threads share, and stage() / stageBytes(),
+// What the leader tells the lane's threads before a step moves data: whether the waits ended
+// well (a LaneErrorCode), and the positions of the step's incoming and outgoing slots.
+// Plain data (no initializers): blocks keep one in shared memory.
+struct LaneTurn {
+  uint32_t code;  // LaneErrorCode
+  uint64_t in;    // the incoming FIFO's count (its slot: in % nSlots)
+  uint64_t out;   // the outgoing FIFO's
+};
+
+// The leader's turn, seen by every thread of the lane. Ctx provides tid(), nthreads(),
+// leader(), barrier(), turn(), a LaneTurn the lane's threads share, and stage() / stageBytes(),
 // the room the lane's threads share for laneStage (null / 0: none).
 template <typename Ctx>
-WEFT_HOST_DEVICE inline uint32_t laneAgree(Ctx& ctx, uint32_t leaderValue) {
-  if (ctx.leader()) ctx.word() = leaderValue;
+WEFT_HOST_DEVICE inline LaneTurn laneAgree(Ctx& ctx, const LaneTurn& leaders) {
+  if (ctx.leader()) ctx.turn() = leaders;
   ctx.barrier();
-  const uint32_t v = ctx.word();
+  const LaneTurn v = ctx.turn();
   ctx.barrier();
   return v;
 }
+
+// The leader's copy of one side's count of the FIFO a lane's steps last used in one direction:
+// read from FifoView::cursor (this rank's memory) when a step turns to another FIFO, kept in a
+// register while the steps stay on it, as a ring's do, and stored back at every post (a store
+// into this rank's memory, which nothing waits for: the next launch, and the host's
+// allSendsConsumed, read it there).
+struct LaneCursor {
+  int32_t fifo = -1;
+  uint64_t count = 0;
+  WEFT_HOST_DEVICE uint64_t at(int32_t index, const device::FifoView& f) {
+    if (index != fifo) {
+      fifo = index;
+      count = *f.cursor;  // written by this side only
+    }
+    return count;
+  }
+  WEFT_HOST_DEVICE void advance(const device::FifoView& f) {
+    *f.cursor = ++count;
+  }
+};
 
 // Leader: polls ready() (relaxed loads, platform.h) until it holds or the wait must end;
 // returns a LaneErrorCode. Once ready() holds, one acquire fence orders what the peer wrote
@@ -128,10 +157,6 @@ WEFT_HOST_DEVICE inline T laneScalar(const device::LaneLaunch& launch) {
   return s;
 }
 
-// Runs lane `lane` of `launch` to its end or its first failure. Steps is reduce_copy.cuh's
-// policy for the launch's op: it picks the combining step of each schedule step from whether
-// the step is final (avg divides there) and whether it reads this rank's own input (the send
-// buffer: a premul-sum multiplies it there, once).
 // The slot a receive found: the call's stamp (when checked; another call's stamp comes first,
 // since its size may differ too but the call is what is wrong), then the byte count.
 WEFT_HOST_DEVICE inline uint32_t laneCheckSlot(const device::FifoView& in, uint64_t c, uint64_t bytes,
@@ -154,31 +179,31 @@ WEFT_HOST_DEVICE inline uint32_t laneCheckSlot(const device::FifoView& in, uint6
 // Leader, after the block's barrier: publishes the outgoing slot (its size and stamp, then head)
 // and hands the incoming one back (tail), behind one release fence for the whole step: the
 // slice every thread wrote, and the incoming slot every thread read, come before either counter.
-WEFT_HOST_DEVICE inline void laneRelease(const device::FifoView* in, const device::FifoView* out, uint64_t bytes,
-                                         uint64_t stamp) {
+// Head lives in the receiver's memory and tail (the sender's credits) in the sender's: each is a
+// store across the link that nothing waits for, while each side polls its own memory.
+WEFT_HOST_DEVICE inline void laneRelease(const device::FifoView* in, const device::FifoView* out, LaneCursor* inAt,
+                                         LaneCursor* outAt, uint64_t bytes, uint64_t stamp) {
   if (out != nullptr) {
-    const uint64_t c = *out->cursor;
+    const uint64_t c = outAt->count;
     weftStoreRelaxed(&out->sizes[c % out->nSlots], bytes);
     if (out->stamps != nullptr) weftStoreRelaxed(&out->stamps[c % out->nSlots], stamp);
   }
   if (in == nullptr && out == nullptr) return;
   weftReleaseFence();
   if (out != nullptr) {
-    const uint64_t c = *out->cursor;
-    weftStoreRelaxed(out->head, c + 1);
-    *out->cursor = c + 1;
+    weftStoreRelaxed(out->head, outAt->count + 1);
+    outAt->advance(*out);
   }
   if (in != nullptr) {
-    const uint64_t c = *in->cursor;
-    weftStoreRelaxed(in->tail, c + 1);
-    *in->cursor = c + 1;
+    weftStoreRelaxed(in->tail, inAt->count + 1);
+    inAt->advance(*in);
   }
 }
 
 // The tables a lane reads at every step of every slice: its steps and, per step s, the FIFO views
-// it receives from (views[2s]) and sends to (views[2s + 1]). The launch's tables sit in pinned
-// host memory: read there at every step and poll they would cross PCIe each time, so a lane
-// copies its own into the block's shared memory once, at its start (laneStage).
+// it receives from (views[2s]) and sends to (views[2s + 1]). The launch's tables sit in device
+// memory (DeviceTables); a lane copies its own into the block's shared memory once, at its
+// start (laneStage), so that its steps read them at shared-memory latency.
 struct LaneTables {
   const device::LaneStep* steps;
   const device::FifoView* views;  // null: the views are the launch's (launch.fifos[step.recvFifo] ...)
@@ -217,6 +242,36 @@ WEFT_HOST_DEVICE inline const device::FifoView* laneFifo(const device::LaneLaunc
   return t.views != nullptr ? &t.views[2 * s + (outgoing ? 1 : 0)] : &launch.fifos[index];
 }
 
+// Leader: waits for the step's incoming slot (the peer's head past our count) and for a free
+// outgoing one (our count less our credits below nSlots), checks the incoming slot, and records
+// a failure; returns the turn every thread of the lane then follows.
+WEFT_HOST_DEVICE inline LaneTurn laneAcquire(const device::LaneLaunch& launch, int lane, int32_t s, int64_t it,
+                                             const device::LaneStep& st, const device::FifoView* in,
+                                             const device::FifoView* out, LaneCursor* inAt, LaneCursor* outAt,
+                                             uint64_t bytes, uint64_t wantStamp) {
+  LaneTurn turn{device::kLaneOk, 0, 0};
+  uint64_t detail = 0;
+  int fifo = -1;
+  if (in != nullptr) {
+    fifo = st.recvFifo;
+    const uint64_t c = turn.in = inAt->at(st.recvFifo, *in);
+    turn.code = laneWait(launch, *in, [&] { return weftLoadRelaxed(in->head) > c; }, &detail);
+    if (turn.code == device::kLaneOk) turn.code = laneCheckSlot(*in, c, bytes, wantStamp, &detail);
+  }
+  if (turn.code == device::kLaneOk && out != nullptr) {
+    fifo = st.sendFifo;
+    const uint64_t c = turn.out = outAt->at(st.sendFifo, *out);
+    turn.code = laneWait(launch, *out, [&] { return c - weftLoadRelaxed(out->tail) < out->nSlots; }, &detail);
+  }
+  if (turn.code != device::kLaneOk) laneFail(launch, turn.code, lane, s, it, fifo, detail);
+  return turn;
+}
+
+// Runs lane `lane` of `launch` to its end or its first failure. Steps is reduce_copy.cuh's
+// policy for the launch's op: it picks the combining step of each schedule step from whether
+// the step is final (avg divides there) and whether it reads this rank's own input (the send
+// buffer: a premul-sum multiplies it there, once). The loop's cursors (step, slice, FIFO
+// counts) live in registers; the threads learn the slots' positions from the leader's turn.
 template <typename T, typename Steps, typename Ctx>
 WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane, const Steps& steps, Ctx& ctx) {
   const T scalar = Steps::kScalesOwn ? laneScalar<T>(launch) : T();
@@ -225,6 +280,7 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
   const device::LaneBuffers& b = launch.buffers[desc.buffers];
   char* const bufs[3] = {const_cast<char*>(static_cast<const char*>(b.sendbuff)), static_cast<char*>(b.recvbuff),
                          static_cast<char*>(b.scratch)};
+  LaneCursor inAt, outAt;  // the leader's
   for (int64_t it = 0; it < desc.iterations; ++it) {
     for (int32_t s = 0; s < desc.nSteps; ++s) {
       const device::LaneStep st = tables.steps[s];
@@ -233,34 +289,18 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
       const int64_t n = st.count - first < desc.sliceElems ? st.count - first : desc.sliceElems;
       const uint64_t bytes = static_cast<uint64_t>(n) * sizeof(T);
       const StepKind kind = decodeStepKind(st.kind);
-      const bool receives = stepReceives(kind);
-      const bool sends = stepSends(kind);
-      const device::FifoView* in = receives ? laneFifo(launch, tables, s, st.recvFifo, false) : nullptr;
-      const device::FifoView* out = sends ? laneFifo(launch, tables, s, st.sendFifo, true) : nullptr;
+      const device::FifoView* in = stepReceives(kind) ? laneFifo(launch, tables, s, st.recvFifo, false) : nullptr;
+      const device::FifoView* out = stepSends(kind) ? laneFifo(launch, tables, s, st.sendFifo, true) : nullptr;
 
-      uint32_t code = device::kLaneOk;
-      if (ctx.leader()) {
-        uint64_t detail = 0;
-        int fifo = -1;
-        if (in != nullptr) {
-          fifo = st.recvFifo;
-          const uint64_t c = *in->cursor;
-          code = laneWait(launch, *in, [&] { return weftLoadRelaxed(in->head) > c; }, &detail);
-          if (code == device::kLaneOk) code = laneCheckSlot(*in, c, bytes, b.recvStamp, &detail);
-        }
-        if (code == device::kLaneOk && out != nullptr) {
-          fifo = st.sendFifo;
-          const uint64_t c = *out->cursor;
-          code = laneWait(launch, *out, [&] { return c - weftLoadRelaxed(out->tail) < out->nSlots; }, &detail);
-        }
-        if (code != device::kLaneOk) laneFail(launch, code, lane, s, it, fifo, detail);
-      }
-      if (laneAgree(ctx, code) != device::kLaneOk) return;
+      LaneTurn turn{device::kLaneOk, 0, 0};
+      if (ctx.leader()) turn = laneAcquire(launch, lane, s, it, st, in, out, &inAt, &outAt, bytes, b.recvStamp);
+      turn = laneAgree(ctx, turn);
+      if (turn.code != device::kLaneOk) return;
 
       char* src = bufs[st.srcBuf] + static_cast<size_t>(st.srcOffset + first) * sizeof(T);
       char* dst = bufs[st.dstBuf] + static_cast<size_t>(st.dstOffset + first) * sizeof(T);
-      const StepOperands o = stepOperands(kind, src, in != nullptr ? laneSlot(*in, *in->cursor) : nullptr, dst,
-                                          out != nullptr ? laneSlot(*out, *out->cursor) : nullptr);
+      const StepOperands o = stepOperands(kind, src, in != nullptr ? laneSlot(*in, turn.in) : nullptr, dst,
+                                          out != nullptr ? laneSlot(*out, turn.out) : nullptr);
       const bool own = stepReads(kind) && st.srcBuf == kLaneBufSend;
       // A copy onto itself moves nothing, unless it multiplies this rank's input in place.
       if (!(kind == StepKind::kCopy && src == dst && !(Steps::kScalesOwn && own))) {
@@ -268,7 +308,7 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
                       static_cast<size_t>(n), ctx.tid(), ctx.nthreads());
       }
       ctx.barrier();  // every thread's share is written (and the incoming slot read)
-      if (ctx.leader()) laneRelease(in, out, bytes, b.sendStamp);
+      if (ctx.leader()) laneRelease(in, out, &inAt, &outAt, bytes, b.sendStamp);
     }
   }
 }

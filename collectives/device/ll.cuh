@@ -74,23 +74,29 @@ WEFT_HOST_DEVICE inline void llScatterWord(void* dst, size_t nbytes, size_t i, u
   for (size_t b = 0; b < kLLDataBytes && at + b < nbytes; ++b) p[at + b] = static_cast<unsigned char>(word >> (8 * b));
 }
 
-// One 8-byte store of a whole line (volatile: the peer polls it).
-WEFT_HOST_DEVICE inline void llStoreLine(volatile uint64_t* line, uint32_t data, uint32_t flag) {
-  *line = llMakeLine(data, flag);
+// One 8-byte store of a whole line, which another agent (the peer GPU, or the host) polls: at
+// system scope (platform.h: a system-scope atomic on AMD GPUs, so that the line goes past the
+// caches to the fine-grained memory the peer reads; volatile on NVIDIA; a relaxed atomic on the
+// host), never torn.
+WEFT_HOST_DEVICE inline void llStoreLine(uint64_t* line, uint32_t data, uint32_t flag) {
+  weftStoreSystem(line, llMakeLine(data, flag));
 }
 
-// One 8-byte load of a line: true, with its data, if it carries `flag`.
-WEFT_HOST_DEVICE inline bool llTryLoadLine(const volatile uint64_t* line, uint32_t flag, uint32_t* data) {
-  const uint64_t v = *line;
+// One 8-byte load of a line another agent writes (system scope, as above): true, with its data,
+// if it carries `flag`.
+WEFT_HOST_DEVICE inline bool llTryLoadLine(const uint64_t* line, uint32_t flag, uint32_t* data) {
+  const uint64_t v = weftLoadSystem(line);
   if (llLineFlag(v) != flag) return false;
   *data = llLineData(v);
   return true;
 }
 
-WEFT_HOST_DEVICE inline bool llReady(const volatile uint64_t* line, uint32_t flag) { return llLineFlag(*line) == flag; }
+WEFT_HOST_DEVICE inline bool llReady(const uint64_t* line, uint32_t flag) {
+  return llLineFlag(weftLoadSystem(line)) == flag;
+}
 
 // Writes the lines of nbytes at src, flagged `flag`, to `lines` (thread tid's share).
-WEFT_HOST_DEVICE inline void llPack(volatile uint64_t* lines, const void* src, size_t nbytes, uint32_t flag, size_t tid,
+WEFT_HOST_DEVICE inline void llPack(uint64_t* lines, const void* src, size_t nbytes, uint32_t flag, size_t tid,
                                     size_t nthreads) {
   const size_t n = llLineCount(nbytes);
   for (size_t i = tid; i < n; i += nthreads) llStoreLine(lines + i, llGatherWord(src, nbytes, i), flag);
@@ -99,7 +105,7 @@ WEFT_HOST_DEVICE inline void llPack(volatile uint64_t* lines, const void* src, s
 // Copies the data of the lines of thread tid's share that carry `flag` to dst (nbytes in all)
 // and returns how many of its lines do not yet: the caller polls again (against its deadline)
 // until that is 0. Lines already taken are taken again, harmlessly.
-WEFT_HOST_DEVICE inline size_t llTryUnpack(void* dst, const volatile uint64_t* lines, size_t nbytes, uint32_t flag,
+WEFT_HOST_DEVICE inline size_t llTryUnpack(void* dst, const uint64_t* lines, size_t nbytes, uint32_t flag,
                                            size_t tid, size_t nthreads) {
   const size_t n = llLineCount(nbytes);
   size_t pending = 0;

@@ -141,26 +141,35 @@ WEFT_HOST_DEVICE inline void reduceCopyElements(const Step& step, int nSrcs, con
   }
 }
 
+// The pair type the device adds natively for T, where it does: __hadd2 takes either.
+template <typename T>
+struct NativePair;
 #if WEFT_NATIVE_HALF2
-struct alignas(16) HalfPairs {
-  __half2 v[4];
+template <>
+struct NativePair<Half> {
+  using type = __half2;
 };
-WEFT_DEVICE inline void addPairs(Pack<Half>& acc, const Pack<Half>& x) {
-  HalfPairs a = bitCast<HalfPairs>(acc);
-  const HalfPairs b = bitCast<HalfPairs>(x);
-  WEFT_UNROLL for (int i = 0; i < 4; ++i) a.v[i] = __hadd2(a.v[i], b.v[i]);
-  acc = bitCast<Pack<Half>>(a);
-}
 #endif
 #if WEFT_NATIVE_BF162
-struct alignas(16) BFloat16Pairs {
-  __nv_bfloat162 v[4];
+template <>
+struct NativePair<BFloat16> {
+  using type = __nv_bfloat162;
 };
-WEFT_DEVICE inline void addPairs(Pack<BFloat16>& acc, const Pack<BFloat16>& x) {
-  BFloat16Pairs a = bitCast<BFloat16Pairs>(acc);
-  const BFloat16Pairs b = bitCast<BFloat16Pairs>(x);
-  WEFT_UNROLL for (int i = 0; i < 4; ++i) a.v[i] = __hadd2(a.v[i], b.v[i]);
-  acc = bitCast<Pack<BFloat16>>(a);
+#endif
+#if WEFT_NATIVE_HALF2 || WEFT_NATIVE_BF162
+// A pack of T seen as the pairs one instruction each adds.
+template <typename T>
+struct alignas(16) PackPairs {
+  using Pair = typename NativePair<T>::type;
+  static constexpr int kPairs = static_cast<int>(kPackBytes / sizeof(Pair));
+  Pair v[kPairs];
+};
+template <typename T>
+WEFT_DEVICE inline void addPairs(Pack<T>& acc, const Pack<T>& x) {
+  PackPairs<T> a = bitCast<PackPairs<T>>(acc);
+  const PackPairs<T> b = bitCast<PackPairs<T>>(x);
+  WEFT_UNROLL for (int i = 0; i < PackPairs<T>::kPairs; ++i) a.v[i] = __hadd2(a.v[i], b.v[i]);
+  acc = bitCast<Pack<T>>(a);
 }
 #endif
 

@@ -632,10 +632,11 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       if (key.send && key.lane < coll::kCallTokenLane) keys.push_back({key.peer, false, key.lane});
     }
   }
-  // Receiving ends first: making them never waits, so every rank's sending ends find them.
-  for (int phase = 0; phase < 2; ++phase) {
+  // Sending ends prepare first (never waiting: the p2p transport offers the sender's credits),
+  // then receiving ends (which wait at most for those), then sending ends attach to them.
+  for (int phase = 0; phase < 3; ++phase) {
     for (const auto& key : keys) {
-      if (key.send != (phase == 1)) continue;
+      if (key.send != (phase != 1)) continue;
       {
         std::lock_guard<std::mutex> lock(connMutex_);
         if (conns_.count(key)) continue;
@@ -661,6 +662,10 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       req.exchange = bootstrap_.get();
       req.abort = &stopWaits_;
       if (forDevice && !bridged) req.runtime = devicePath_->runtime();
+      if (phase == 0) {
+        WEFT_TRY(transport->prepareSend(req));
+        continue;
+      }
       std::unique_ptr<Connection> conn;
       WEFT_TRY(key.send ? transport->connectSend(req, &conn) : transport->connectRecv(req, &conn));
       if (bridged) {

@@ -134,7 +134,7 @@ Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, const std::ve
   Status s = provider->connect(launch->program.fifos, Deadline::afterSeconds(static_cast<double>(timeoutNs_) / 1e9));
   std::vector<device::FifoView> fifos;
   if (s.isOk()) s = coll::deviceFifosOf(launch->program, provider, &fifos);
-  if (s.isOk()) s = coll::DeviceTables::create(runtime_, launch->program, fifos, &launch->tables);
+  if (s.isOk()) s = coll::DeviceTables::create(runtime_, launch->program, fifos, stream_, &launch->tables);
   if (!s.isOk()) {
     if (launch->scratch) (void)runtime_->freeDevice(launch->scratch);
     return std::move(s).withPrefix(calls.front().what + ": ");

@@ -126,8 +126,17 @@ Status checkLaneLaunch(const LaneLaunch& l) {
                       "lane launch: threadsPerLane is %d; it must be 1 to %d, or 0 for the default", l.threadsPerLane,
                       kMaxThreadsPerLane);
   }
+  if (l.maxLaneSteps < 0) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: maxLaneSteps is %d; it must be 0 (unknown) or more",
+                      l.maxLaneSteps);
+  }
+  const LaneDesc* lanes = l.hostLanes != nullptr ? l.hostLanes : l.lanes;  // where the host reads them
   for (int32_t i = 0; i < l.nLanes; ++i) {
-    const LaneDesc& d = l.lanes[i];
+    const LaneDesc& d = lanes[i];
+    if (l.maxLaneSteps > 0 && d.nSteps > l.maxLaneSteps) {
+      return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has %d steps, more than maxLaneSteps %d", i,
+                        d.nSteps, l.maxLaneSteps);
+    }
     if (d.firstStep < 0 || d.nSteps < 0) {
       return WEFT_ERROR(weftInvalidArgument,
                         "lane launch: lane %d has firstStep %d and nSteps %d; neither may be negative", i, d.firstStep,

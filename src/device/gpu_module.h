@@ -16,7 +16,9 @@ class Runtime;
 // Bump on any change to device.h's Runtime, DeviceProps, PointerInfo, IpcHandle or to
 // kernel_api.h. A module may be built with another value (tests do) by defining it.
 #ifndef WEFT_GPU_MODULE_ABI
-#define WEFT_GPU_MODULE_ABI 7  // 6: eventCreate takes an EventKind; 7: allocDeviceShared / allocHostShared
+// 6: eventCreate takes an EventKind; 7: allocDeviceShared / allocHostShared; 8: LaneLaunch's
+// maxLaneSteps and hostLanes (lane tables in device memory).
+#define WEFT_GPU_MODULE_ABI 8
 #endif
 constexpr int kGpuModuleAbi = WEFT_GPU_MODULE_ABI;
 

@@ -199,9 +199,11 @@ class GpuRuntime final : public Runtime {
     *out = nullptr;
     if (bytes == 0) return Status::ok();
     WEFT_GPU_TRY(Malloc, (out, bytes), "%s", bytesText(bytes).c_str());
+    ownDevice_.add(*out, bytes);
     return Status::ok();
   }
   Status freeDevice(void* ptr) override {
+    if (ptr != nullptr) ownDevice_.remove(ptr);
     WEFT_GPU_TRY(Free, (ptr), "%p", ptr);
     return Status::ok();
   }
@@ -389,22 +391,23 @@ class GpuRuntime final : public Runtime {
   }
 
   Status launchLanes(const LaneLaunch& launch, Stream stream) override {
-    // checkLaneLaunch reads the lane table on the host, so it must be memory the host reads. The
-    // tables the library made (allocHost) are known without asking the driver.
-    if (launch.lanes != nullptr && !ownPinned_.contains(launch.lanes)) {
+    // checkLaneLaunch reads the lane table on the host (hostLanes, else lanes), so that must be
+    // memory the host reads. The tables the library made (allocHost, allocDevice) are known
+    // without asking the driver.
+    const LaneDesc* checked = launch.hostLanes != nullptr ? launch.hostLanes : launch.lanes;
+    if (checked != nullptr && !ownPinned_.contains(checked)) {
       PointerInfo lanes;
-      WEFT_TRY(pointerInfo(launch.lanes, &lanes));
+      WEFT_TRY(pointerInfo(checked, &lanes));
       if (lanes.kind == MemoryKind::kDevice) {
         return WEFT_ERROR(weftInvalidArgument,
                           "lane launch: the lane table %p is in device memory, which the runtime cannot check before "
-                          "the launch; put it in pinned host memory (allocHost)",
-                          static_cast<const void*>(launch.lanes));
+                          "the launch; give a copy in pinned host memory (allocHost) as hostLanes",
+                          static_cast<const void*>(checked));
       }
-      WEFT_TRY(checkLaneLaunch(launch));
-      WEFT_TRY(checkReachable(launch.lanes, lanes, "lane launch", "lanes"));
-    } else {
-      WEFT_TRY(checkLaneLaunch(launch));
+      if (launch.hostLanes == nullptr) WEFT_TRY(checkReachable(launch.lanes, lanes, "lane launch", "lanes"));
     }
+    WEFT_TRY(checkLaneLaunch(launch));
+    if (launch.hostLanes != nullptr) WEFT_TRY(checkReachable(launch.lanes, "lane launch", "lanes"));
     WEFT_TRY(checkReachable(launch.steps, "lane launch", "steps"));
     if (launch.nFifos > 0) WEFT_TRY(checkReachable(launch.fifos, "lane launch", "fifos"));
     WEFT_TRY(checkReachable(launch.error, "lane launch", "error"));
@@ -546,7 +549,7 @@ class GpuRuntime final : public Runtime {
     return checkReachable(ptr, "reduce-copy", what);
   }
   Status checkReachable(const void* ptr, const char* launch, const char* what) const {
-    if (ownPinned_.contains(ptr)) return Status::ok();  // our allocHost: pinned, mapped
+    if (ownPinned_.contains(ptr) || ownDevice_.contains(ptr)) return Status::ok();  // our allocHost / allocDevice
     PointerInfo info;
     WEFT_TRY(pointerInfo(ptr, &info));
     return checkReachable(ptr, info, launch, what);
@@ -584,6 +587,7 @@ class GpuRuntime final : public Runtime {
   std::vector<DeviceLimits> devices_;
   std::string description_;
   OwnAllocations ownPinned_;  // allocHost's, until freeHost
+  OwnAllocations ownDevice_;  // allocDevice's, until freeDevice (the lane tables among them)
 };
 
 // "CUDA runtime 13.0, driver 12.8; 8 devices: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, warp 32), ...".

@@ -129,9 +129,10 @@ constexpr weftRedOp_t kLaneOpPreMulSum = static_cast<weftRedOp_t>(weftNumOps);
 
 // One launch of the lane program: every lane of one collective, or of up to kMaxFusedOps
 // collectives (or sends and receives) of one group that share type and op (each lane names its collective's buffers).
-// Passed by value to the kernel, so a graph that captured it replays it as it was; the tables it
-// points to must be readable by the device (device memory or pinned host memory) and stay
-// unchanged while any launch (or captured graph) that uses them may run.
+// Passed by value to the kernel, so a graph that captured it replays it as it was: the per-call
+// parts (buffers, scalar, op) travel in it; the tables it points to (lanes, steps, FIFO views)
+// are the plan's, copied once into device memory (collectives/device_executor.h, DeviceTables),
+// and must stay unchanged while any launch (or captured graph) that uses them may run.
 struct LaneLaunch {
   weftDataType_t type = weftFloat32;
   weftRedOp_t op = weftSum;  // weftSum..weftAvg, or kLaneOpPreMulSum
@@ -143,7 +144,13 @@ struct LaneLaunch {
   const void* scalar = nullptr;
   uint64_t scalarValue = 0;
   int32_t nLanes = 0;
-  const LaneDesc* lanes = nullptr;
+  // The most steps of any lane: sizes the shared memory each block stages its lane's steps and
+  // FIFO views into (lane_kernels.cu). 0: unknown, the lanes read the tables where they are.
+  int32_t maxLaneSteps = 0;
+  const LaneDesc* lanes = nullptr;  // device-readable (device memory, or pinned host memory)
+  // The same lane table where the host reads it (pinned host memory), for the runtime's checks
+  // before the launch; null when `lanes` itself is host memory.
+  const LaneDesc* hostLanes = nullptr;
   const LaneStep* steps = nullptr;
   const FifoView* fifos = nullptr;
   int32_t nFifos = 0;

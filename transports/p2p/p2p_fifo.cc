@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cinttypes>
+#include <thread>
 #include <utility>
 
 #include "base/log.h"
@@ -15,6 +17,11 @@ namespace {
 size_t roundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 uint32_t abortValue(int culprit) { return culprit >= 0 ? static_cast<uint32_t>(culprit) + 2 : 1; }
+
+// How long a closing sender waits for its receiver's last credits: a receiver that is still
+// running posts them within microseconds of the sender's last slot; one that failed or went
+// away never does, and its sender's block is then kept rather than released.
+constexpr double kLastCreditsSeconds = 0.1;
 
 }  // namespace
 
@@ -105,6 +112,74 @@ Status checkOffer(const P2pOffer& offer, const ConnectRequest& req) {
   return Status::ok();
 }
 
+Status checkCredits(const P2pCredits& credits, const CreditsExpect& want) {
+  if (credits.magic != kCreditsMagic || credits.version != kOfferVersion) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: rank %d answered the GPU peer-to-peer handshake for lane %d with something else "
+                      "(magic 0x%016" PRIx64 ", version %u); every rank must run the same Weft build",
+                      want.selfRank, want.peerRank, want.lane, credits.magic, credits.version);
+  }
+  if (credits.failed != 0) {
+    return WEFT_ERROR(weftRemoteError,
+                      "rank %d could not make its end of the GPU peer-to-peer FIFO to rank %d (lane %d); see its log "
+                      "for the cause",
+                      want.peerRank, want.selfRank, want.lane);
+  }
+  if (credits.senderRank != want.peerRank || credits.receiverRank != want.selfRank || credits.lane != want.lane ||
+      credits.device != want.peerDevice) {
+    return WEFT_ERROR(weftInternalError,
+                      "rank %d: the GPU peer-to-peer credits from rank %d (device %d) for lane %d name the FIFO from "
+                      "rank %d (device %d) to rank %d, lane %d; this is a bug in Weft",
+                      want.selfRank, want.peerRank, want.peerDevice, want.lane, credits.senderRank, credits.device,
+                      credits.receiverRank, credits.lane);
+  }
+  const bool bad = want.sameProcess ? credits.sameProcess != 1 || credits.pointer == 0 || credits.pointer % kLineBytes
+                                    : credits.sameProcess != 0 || credits.pointer != 0;
+  if (bad) {
+    return WEFT_ERROR(weftInternalError,
+                      "rank %d: rank %d's GPU peer-to-peer credits (sameProcess %u, address 0x%" PRIx64
+                      ") do not describe a sender in %s, which needs %s; this is a bug in Weft",
+                      want.selfRank, want.peerRank, credits.sameProcess, credits.pointer,
+                      want.sameProcess ? "this process" : "another process",
+                      want.sameProcess ? "a line-aligned address" : "an IPC handle and address 0");
+  }
+  return Status::ok();
+}
+
+Status DeviceScope::enter(int device) {
+  WEFT_TRY(runtime_->getDevice(&saved_));
+  if (saved_ == device) return Status::ok();
+  WEFT_TRY(runtime_->setDevice(device));
+  switched_ = saved_ >= 0;
+  return Status::ok();
+}
+
+Status mapPeerMemory(device::Runtime* runtime, const PeerMemory& peer, const char* what, DeviceMemory* out) {
+  if (peer.sameProcess) {
+    void* ptr = reinterpret_cast<void*>(peer.pointer);
+    device::PointerInfo info;
+    Status s = runtime->pointerInfo(ptr, &info);
+    if (!s.isOk() || info.kind != device::MemoryKind::kDevice || info.device != peer.peerDevice) {
+      return WEFT_ERROR(weftInternalError,
+                        "rank %d: rank %d's GPU peer-to-peer handshake names %p, which the %s runtime does not know "
+                        "as memory of device %d (%s); this is a bug in Weft",
+                        peer.selfRank, peer.peerRank, ptr, runtime->name(), peer.peerDevice,
+                        s.isOk() ? device::memoryKindName(info.kind) : s.message().c_str());
+    }
+    *out = DeviceMemory(runtime, ptr, DeviceMemory::Kind::kBorrowed);
+    return Status::ok();
+  }
+  void* ptr = nullptr;
+  Status s = runtime->ipcImport(*peer.ipc, &ptr);
+  if (!s.isOk()) {
+    return std::move(s).withPrefix("rank " + std::to_string(peer.selfRank) + ": mapping rank " +
+                                   std::to_string(peer.peerRank) + "'s GPU peer-to-peer " + what +
+                                   " (IPC handle from pid " + std::to_string(peer.pid) + "): ");
+  }
+  *out = DeviceMemory(runtime, ptr, DeviceMemory::Kind::kImported);
+  return Status::ok();
+}
+
 DeviceMemory::DeviceMemory(DeviceMemory&& o) noexcept
     : runtime_(o.runtime_), ptr_(std::exchange(o.ptr_, nullptr)), kind_(std::exchange(o.kind_, Kind::kNone)) {}
 
@@ -118,6 +193,11 @@ DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept {
   return *this;
 }
 
+char* DeviceMemory::retire() {
+  kind_ = Kind::kNone;
+  return static_cast<char*>(std::exchange(ptr_, nullptr));
+}
+
 void DeviceMemory::reset() {
   void* ptr = std::exchange(ptr_, nullptr);
   Kind kind = std::exchange(kind_, Kind::kNone);
@@ -128,16 +208,41 @@ void DeviceMemory::reset() {
   }
 }
 
-P2pConnection::P2pConnection(const Setup& setup, DeviceMemory block, DeviceMemory cursor)
+P2pConnection::P2pConnection(const Setup& setup, DeviceMemory block, DeviceMemory own, DeviceMemory senderBlock)
     : setup_(setup),
       layout_(p2pLayout(setup.nSlots, setup.slotBytes)),
       block_(std::move(block)),
-      cursor_(std::move(cursor)) {}
+      own_(std::move(own)),
+      senderBlock_(std::move(senderBlock)) {}
 
 P2pConnection::~P2pConnection() {
   // The lane program must be done with the FIFO by now: the executor owns the launches.
-  cursor_.reset();
+  if (setup_.role == Role::kSender && !awaitLastCredits()) {
+    // The receiver may still post into it (after a failure its lanes stop when they see it):
+    // kept for the life of the process rather than released under a post.
+    WEFT_LOG(kInfo, kP2p,
+             "rank %d: rank %d has not read every message sent to it over GPU peer memory; keeping the FIFO's "
+             "credits (%p, where it would post) until the process ends",
+             setup_.selfRank, setup_.peerRank, static_cast<void*>(own_.retire()));
+  }
+  senderBlock_.reset();
+  own_.reset();
   block_.reset();
+}
+
+bool P2pConnection::awaitLastCredits() const {
+  // Only this side's memory is read: the receiver's block (abort flags included) may be gone.
+  const Deadline deadline = Deadline::afterSeconds(kLastCreditsSeconds);
+  while (!allSendsConsumed()) {
+    if (deadline.expired()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+uint64_t* P2pConnection::credits() const {
+  char* base = setup_.role == Role::kSender ? own_.get() : senderBlock_.get();
+  return base != nullptr ? reinterpret_cast<uint64_t*>(base + P2pSenderLayout::kCreditsOffset) : nullptr;
 }
 
 uint32_t* P2pConnection::selfAbortFlag() const {
@@ -173,8 +278,8 @@ bool P2pConnection::allSendsConsumed() const {
   if (setup_.role != Role::kSender) return true;
   uint64_t tail = 0;
   uint64_t posted = 0;
-  Status s = readWord(block_.get() + P2pLayout::kTailOffset, &tail, sizeof(tail), "the tail counter");
-  if (s.isOk()) s = readWord(cursor_.get(), &posted, sizeof(posted), "this side's cursor");
+  Status s = readWord(credits(), &tail, sizeof(tail), "this side's credits");
+  if (s.isOk()) s = readWord(own_.get() + P2pSenderLayout::kCursorOffset, &posted, sizeof(posted), "this side's cursor");
   if (!s.isOk()) {
     WEFT_LOG(kWarn, kP2p, "%s", s.message().c_str());
     return false;
@@ -228,8 +333,8 @@ bool P2pConnection::deviceFifo(device::FifoView* out) {
   out->sizes = reinterpret_cast<uint64_t*>(base + P2pLayout::kSizesOffset);
   out->stamps = reinterpret_cast<uint64_t*>(base + layout_.stampsOffset);
   out->head = reinterpret_cast<uint64_t*>(base + P2pLayout::kHeadOffset);
-  out->tail = reinterpret_cast<uint64_t*>(base + P2pLayout::kTailOffset);
-  out->cursor = reinterpret_cast<uint64_t*>(cursor_.get());
+  out->tail = credits();  // on the sender's GPU: the sender polls it, the receiver posts it
+  out->cursor = reinterpret_cast<uint64_t*>(own_.get());  // P2pSenderLayout::kCursorOffset: 0
   out->selfAbort = selfAbortFlag();
   out->peerAbort = peerAbortFlag();
   out->peer = setup_.peerRank;

@@ -16,31 +16,6 @@ namespace weft {
 namespace p2p {
 namespace {
 
-// Makes `device` the calling thread's current device for the scope (allocations, IPC imports
-// and peer access all act on it), and restores the previous one on the way out.
-class DeviceScope {
- public:
-  explicit DeviceScope(device::Runtime* runtime) : runtime_(runtime) {}
-  ~DeviceScope() {
-    if (switched_) (void)runtime_->setDevice(saved_);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
-  [[nodiscard]] Status enter(int device) {
-    WEFT_TRY(runtime_->getDevice(&saved_));
-    if (saved_ == device) return Status::ok();
-    WEFT_TRY(runtime_->setDevice(device));
-    switched_ = saved_ >= 0;
-    return Status::ok();
-  }
-
- private:
-  device::Runtime* runtime_;
-  int saved_ = -1;
-  bool switched_ = false;
-};
-
 std::string hostOf(const PeerInfo& p) { return std::string(p.hostName, strnlen(p.hostName, sizeof(p.hostName))); }
 
 Status checkRequest(const ConnectRequest& req, bool sender) {
@@ -118,12 +93,13 @@ Status allocZeroed(device::Runtime* runtime, size_t bytes, device::Stream stream
 // legacy default stream (cudaMemset) could run after the peer's first writes, in a job whose
 // default stream is busy, and wipe them. A stream of our own, non-blocking, waits for nothing
 // else: no device-wide synchronization while lanes of this process may be spinning.
-// The sender's own cursor goes the same way (block: null).
-Status allocFifoMemory(device::Runtime* runtime, size_t blockBytes, DeviceMemory* block, DeviceMemory* cursor) {
+// The sender's own block (cursor and credits, P2pSenderLayout) goes the same way (block: null).
+Status allocFifoMemory(device::Runtime* runtime, size_t blockBytes, DeviceMemory* block, size_t ownBytes,
+                       DeviceMemory* own) {
   device::Stream stream = nullptr;
   WEFT_TRY(runtime->streamCreate(&stream));
   Status s = block != nullptr ? allocZeroed(runtime, blockBytes, stream, block) : Status::ok();
-  if (s.isOk()) s = allocZeroed(runtime, sizeof(uint64_t), stream, cursor);
+  if (s.isOk()) s = allocZeroed(runtime, ownBytes, stream, own);
   Status synced = runtime->streamSynchronize(stream);
   Status destroyed = runtime->streamDestroy(stream);
   if (s.isOk()) s = std::move(synced);
@@ -131,14 +107,35 @@ Status allocFifoMemory(device::Runtime* runtime, size_t blockBytes, DeviceMemory
   return s;
 }
 
-// The receiver's end: the FIFO block and cursor on this rank's device, and the offer that
-// describes them to the sender.
-Status makeReceiverEnd(const ConnectRequest& req, P2pOffer* offer, DeviceMemory* block, DeviceMemory* cursor) {
+// The receiver's mapping of the sender's block (its credits), from the P2pCredits the sender
+// offered in prepareSend (or its connectSend), waiting for it until req.deadline.
+Status takeSenderCredits(const ConnectRequest& req, DeviceMemory* senderBlock) {
+  if (req.abort != nullptr && req.abort->load(std::memory_order_relaxed)) {
+    return WEFT_ERROR(weftRemoteError, "rank %d: aborted while waiting for rank %d's GPU peer-to-peer credits",
+                      req.self.rank, req.peer.rank);
+  }
+  P2pCredits credits;
+  Status got = req.exchange->recv(req.peer.rank, kCreditsTagBase + req.lane, &credits, sizeof(credits), req.deadline);
+  if (!got.isOk()) return std::move(got).withPrefix("p2p transport: waiting for the FIFO credits' address: ");
+  const bool sameProcess = req.self.processHash == req.peer.processHash;
+  WEFT_TRY(checkCredits(credits, {req.self.rank, req.peer.rank, req.lane, req.peer.device, sameProcess}));
+  PeerMemory peer{req.self.rank, req.peer.rank, req.peer.device, sameProcess, credits.pointer, &credits.ipc,
+                  credits.pid};
+  return mapPeerMemory(req.runtime, peer, "FIFO credits", senderBlock);
+}
+
+// The receiver's end: the FIFO block and cursor on this rank's device, the sender's block
+// mapped, and the offer that describes the FIFO to the sender.
+Status makeReceiverEnd(const ConnectRequest& req, P2pOffer* offer, DeviceMemory* block, DeviceMemory* cursor,
+                       DeviceMemory* senderBlock) {
   DeviceScope scope(req.runtime);
   WEFT_TRY(scope.enter(req.self.device));
   WEFT_TRY(checkPeerPath(req, req.peer.device, req.self.device, false));
+  // The receiver posts the sender's credits on the sender's GPU.
+  WEFT_TRY(checkPeerPath(req, req.self.device, req.peer.device, true));
   const P2pLayout layout = p2pLayout(req.nSlots, req.slotBytes);
-  WEFT_TRY(allocFifoMemory(req.runtime, layout.totalBytes, block, cursor));
+  WEFT_TRY(allocFifoMemory(req.runtime, layout.totalBytes, block, sizeof(uint64_t), cursor));
+  WEFT_TRY(takeSenderCredits(req, senderBlock));
   const bool sameProcess = req.self.processHash == req.peer.processHash;
   if (sameProcess) {
     offer->pointer = reinterpret_cast<uint64_t>(block->get());
@@ -154,28 +151,34 @@ Status makeReceiverEnd(const ConnectRequest& req, P2pOffer* offer, DeviceMemory*
 // The sender's view of the receiver's block: the same pointer within a process, an IPC mapping
 // across processes.
 Status mapReceiverBlock(const ConnectRequest& req, const P2pOffer& offer, DeviceMemory* block) {
-  if (offer.sameProcess == 1) {
-    void* ptr = reinterpret_cast<void*>(offer.pointer);
-    device::PointerInfo info;
-    Status s = req.runtime->pointerInfo(ptr, &info);
-    if (!s.isOk() || info.kind != device::MemoryKind::kDevice || info.device != req.peer.device) {
-      return WEFT_ERROR(weftInternalError,
-                        "rank %d: rank %d's GPU peer-to-peer handshake names %p, which the %s runtime does not know "
-                        "as memory of device %d (%s); this is a bug in Weft",
-                        req.self.rank, req.peer.rank, ptr, req.runtime->name(), req.peer.device,
-                        s.isOk() ? device::memoryKindName(info.kind) : s.message().c_str());
-    }
-    *block = DeviceMemory(req.runtime, ptr, DeviceMemory::Kind::kBorrowed);
-    return Status::ok();
+  PeerMemory peer{req.self.rank, req.peer.rank, req.peer.device, offer.sameProcess == 1, offer.pointer, &offer.ipc,
+                  offer.pid};
+  return mapPeerMemory(req.runtime, peer, "FIFO", block);
+}
+
+// The sender's block (cursor and credits) on its own GPU, and the P2pCredits that tells the
+// receiver where it is; on failure the receiver is told at once (failed = 1), rather than left
+// to wait for its credits until its deadline.
+Status makeSenderEnd(const ConnectRequest& req, bool sameProcess, DeviceMemory* own) {
+  P2pCredits credits;
+  credits.magic = kCreditsMagic;
+  credits.version = kOfferVersion;
+  credits.senderRank = req.self.rank;
+  credits.receiverRank = req.peer.rank;
+  credits.lane = req.lane;
+  credits.device = req.self.device;
+  credits.pid = static_cast<int32_t>(getpid());
+  Status made = allocFifoMemory(req.runtime, 0, nullptr, P2pSenderLayout::kBytes, own);
+  if (made.isOk() && sameProcess) {
+    credits.sameProcess = 1;
+    credits.pointer = reinterpret_cast<uint64_t>(own->get());
+  } else if (made.isOk()) {
+    made = req.runtime->ipcExport(own->get(), &credits.ipc);
   }
-  void* ptr = nullptr;
-  Status s = req.runtime->ipcImport(offer.ipc, &ptr);
-  if (!s.isOk()) {
-    return std::move(s).withPrefix("rank " + std::to_string(req.self.rank) + ": mapping rank " +
-                                   std::to_string(req.peer.rank) + "'s GPU peer-to-peer FIFO (IPC handle from pid " +
-                                   std::to_string(offer.pid) + "): ");
-  }
-  *block = DeviceMemory(req.runtime, ptr, DeviceMemory::Kind::kImported);
+  if (!made.isOk()) credits.failed = 1;
+  Status sent = req.exchange->send(req.peer.rank, kCreditsTagBase + req.lane, &credits, sizeof(credits));
+  WEFT_TRY(made);
+  if (!sent.isOk()) return std::move(sent).withPrefix("p2p transport: sending the FIFO credits' address: ");
   return Status::ok();
 }
 
@@ -216,7 +219,8 @@ Status P2pTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<Conn
   offer.slotBytes = req.slotBytes;
   DeviceMemory block;
   DeviceMemory cursor;
-  Status made = makeReceiverEnd(req, &offer, &block, &cursor);
+  DeviceMemory senderBlock;
+  Status made = makeReceiverEnd(req, &offer, &block, &cursor, &senderBlock);
   if (!made.isOk()) {
     // Tell the sender at once rather than let it wait for an offer until its deadline.
     P2pOffer refusal;
@@ -250,12 +254,38 @@ Status P2pTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<Conn
            "slots of %s)",
            req.self.rank, req.peer.rank, req.lane, req.self.device, req.peer.device,
            offer.sameProcess ? "same process" : "IPC", req.nSlots, formatBytes(req.slotBytes).c_str());
-  *out = std::make_unique<P2pConnection>(setup, std::move(block), std::move(cursor));
+  *out = std::make_unique<P2pConnection>(setup, std::move(block), std::move(cursor), std::move(senderBlock));
+  return Status::ok();
+}
+
+Status P2pTransport::prepareSend(const ConnectRequest& req) {
+  WEFT_TRY(checkRequest(req, true));
+  DeviceScope scope(req.runtime);
+  WEFT_TRY(scope.enter(req.self.device));
+  DeviceMemory own;
+  WEFT_TRY(makeSenderEnd(req, req.self.processHash == req.peer.processHash, &own));
+  std::lock_guard<std::mutex> lock(mu_);
+  prepared_[{req.self.rank, req.peer.rank, req.lane}] = std::move(own);
   return Status::ok();
 }
 
 Status P2pTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) {
   WEFT_TRY(checkRequest(req, true));
+  DeviceMemory own;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = prepared_.find({req.self.rank, req.peer.rank, req.lane});
+    if (it != prepared_.end()) {
+      own = std::move(it->second);
+      prepared_.erase(it);
+    }
+  }
+  // Not prepared (a caller that connects one end at a time): offer the credits now; the
+  // receiver, in another thread or process, waits for them before it offers its block.
+  if (own.get() == nullptr) {
+    WEFT_TRY(prepareSend(req));
+    return connectSend(req, out);
+  }
   DeviceScope scope(req.runtime);
   WEFT_TRY(scope.enter(req.self.device));
   WEFT_TRY(checkPeerPath(req, req.self.device, req.peer.device, true));
@@ -268,11 +298,8 @@ Status P2pTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Conn
   Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
   if (!got.isOk()) return std::move(got).withPrefix("p2p transport: waiting for the FIFO's address: ");
   WEFT_TRY(checkOffer(offer, req));
-
   DeviceMemory block;
   WEFT_TRY(mapReceiverBlock(req, offer, &block));
-  DeviceMemory cursor;
-  WEFT_TRY(allocFifoMemory(req.runtime, 0, nullptr, &cursor));
 
   P2pConnection::Setup setup;
   setup.role = P2pConnection::Role::kSender;
@@ -291,7 +318,7 @@ Status P2pTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Conn
            "slots of %s)",
            req.self.rank, req.peer.rank, req.lane, req.self.device, req.peer.device,
            offer.sameProcess ? "same process" : "IPC", req.nSlots, formatBytes(req.slotBytes).c_str());
-  *out = std::make_unique<P2pConnection>(setup, std::move(block), std::move(cursor));
+  *out = std::make_unique<P2pConnection>(setup, std::move(block), std::move(own), DeviceMemory());
   return Status::ok();
 }
 

@@ -10,6 +10,7 @@
 //  - the launch shape (whole warps, bounded blocks).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -548,6 +550,43 @@ TEST(LLTest, ReadyOnlyWithTheExpectedFlag) {
   llPack(lines.data(), next, sizeof next, 8u, 3, 4);
   EXPECT_EQ(llTryUnpack(out, lines.data(), sizeof out, 8u, 0, 1), 0u);
   EXPECT_EQ(std::memcmp(out, next, sizeof out), 0);
+}
+
+// Two agents at once (host threads standing for two GPUs): the sender reuses the same lines for
+// 200 messages, each flagged with its own step, while the receiver polls them. Every line is
+// seen whole (data and flag from one store, platform.h's system-scope accesses) and only for
+// its own step, never the previous message's data under a new flag.
+TEST(LLTest, ReusedLinesBetweenTwoAgentsAreSeenWhole) {
+  constexpr size_t kWords = 61;  // 244 bytes: the last line of a 243-byte message is padded
+  constexpr size_t kBytes = kWords * 4 - 1;
+  constexpr uint32_t kMessages = 200;
+  std::vector<uint64_t> lines(llLineCount(kBytes), 0);
+  std::atomic<uint32_t> taken{0};
+  auto word = [](uint32_t m, size_t i) { return static_cast<uint32_t>(m * 2654435761u + i * 40503u); };
+  std::thread sender([&] {
+    std::vector<uint32_t> src(kWords);
+    for (uint32_t m = 1; m <= kMessages; ++m) {
+      while (taken.load(std::memory_order_acquire) < m - 1) std::this_thread::yield();  // the slot is free
+      for (size_t i = 0; i < kWords; ++i) src[i] = word(m, i);
+      for (size_t t = 0; t < 3; ++t) llPack(lines.data(), src.data(), kBytes, m, t, 3);
+    }
+  });
+  std::vector<uint32_t> got(kWords);
+  bool exact = true;
+  for (uint32_t m = 1; m <= kMessages && exact; ++m) {
+    std::fill(got.begin(), got.end(), 0u);
+    while (llTryUnpack(got.data(), lines.data(), kBytes, m, 0, 1) != 0) std::this_thread::yield();
+    for (size_t i = 0; i < kWords; ++i) {
+      const uint32_t want = i + 1 < kWords ? word(m, i) : word(m, i) & 0x00FFFFFFu;  // 3 bytes of the last word
+      if (got[i] != want) {
+        ADD_FAILURE() << "message " << m << ", word " << i << ": " << got[i] << " instead of " << want;
+        exact = false;
+      }
+    }
+    taken.store(m, std::memory_order_release);
+  }
+  if (!exact) taken.store(kMessages, std::memory_order_release);
+  sender.join();
 }
 
 // ---- launch shape ----

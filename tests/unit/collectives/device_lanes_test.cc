@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -20,6 +22,7 @@
 #include "collectives/device/pack.cuh"
 #include "collectives/device_executor.h"
 #include "collectives/schedule.h"
+#include "device/gpu_loader.h"
 
 namespace weft {
 namespace coll {
@@ -118,6 +121,18 @@ class LaneWorld {
     for (auto& t : threads) t.join();
   }
 
+  // Runs every rank with `threads` host threads per lane, as a GPU block runs a lane: the leader
+  // waits and posts, the others follow its turn (int32 sums only).
+  void runThreaded(size_t threads);
+  // Every FIFO drained, with both sides' cursors written back: posted == head == tail == released.
+  bool fifosSettled(uint64_t* posted) const {
+    for (const auto& [key, f] : fifos_) {
+      if (f->head != f->sendCursor || f->tail != f->recvCursor || f->head != f->tail) return false;
+      *posted += f->head;
+    }
+    return true;
+  }
+
   const device::LaneError& error(int rank) const { return errors_[static_cast<size_t>(rank)]; }
   const DeviceProgram& program(int rank) const { return programs_[static_cast<size_t>(rank)]; }
   device::FifoView& view(int rank, size_t i) { return views_[static_cast<size_t>(rank)][i]; }
@@ -133,6 +148,61 @@ class LaneWorld {
   std::map<std::tuple<int, int, int>, std::unique_ptr<HostFifo>> fifos_;
   uint32_t abort_ = 0;
 };
+
+// The threads of one lane's block on the host: a barrier over `n` threads and the block's
+// shared turn and staging room.
+struct HostBlock {
+  explicit HostBlock(size_t threads) : n(threads) {}
+  void barrier() {
+    std::unique_lock<std::mutex> lock(mu);
+    const uint64_t gen = generation;
+    if (++arrived == n) {
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+    } else {
+      cv.wait(lock, [&] { return generation != gen; });
+    }
+  }
+  size_t n;
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t arrived = 0;
+  uint64_t generation = 0;
+  kernel::LaneTurn turn{};
+  std::vector<uint64_t> room = std::vector<uint64_t>(kernel::kLaneStageMaxBytes / sizeof(uint64_t));
+};
+
+struct BlockThreadCtx {
+  HostBlock* block;
+  size_t t;
+  size_t tid() const { return t; }
+  size_t nthreads() const { return block->n; }
+  bool leader() const { return t == 0; }
+  void barrier() { block->barrier(); }
+  kernel::LaneTurn& turn() { return block->turn; }
+  void* stage() { return block->room.data(); }
+  size_t stageBytes() const { return block->room.size() * sizeof(uint64_t); }
+};
+
+void LaneWorld::runThreaded(size_t threads) {
+  std::vector<std::unique_ptr<HostBlock>> blocks;
+  std::vector<std::thread> pool;
+  for (int r = 0; r < nRanks_; ++r) {
+    const device::LaneLaunch& l = launches_[static_cast<size_t>(r)];
+    for (int lane = 0; lane < l.nLanes; ++lane) {
+      blocks.push_back(std::make_unique<HostBlock>(threads));
+      HostBlock* b = blocks.back().get();
+      for (size_t t = 0; t < threads; ++t) {
+        pool.emplace_back([&l, lane, b, t] {
+          BlockThreadCtx ctx{b, t};
+          kernel::runLane<int32_t>(l, lane, kernel::PairwiseSteps<int32_t, OpSum<int32_t>>{}, ctx);
+        });
+      }
+    }
+  }
+  for (auto& t : pool) t.join();
+}
 
 int32_t inputOf(int rank, int64_t i) { return static_cast<int32_t>((rank * 31 + i * 7) % 97) - 40; }
 
@@ -376,6 +446,84 @@ TEST(DeviceLanes, LaneStageCopiesTheStepsAndTheirFifos) {
   EXPECT_EQ(t.views, nullptr);
   EXPECT_EQ(t.steps, l.steps + desc.firstStep);
   EXPECT_EQ(kernel::laneFifo(l, t, 0, 2, false), &fifos[2]);
+}
+
+// Several threads per lane, as on a GPU: only the leader reads and writes the FIFO cursors (kept
+// in registers across steps); the others take the slots' positions from its turn. The result is
+// the reference's, and every FIFO ends drained with both sides' cursors written back.
+TEST(DeviceLanes, SeveralThreadsPerLaneFollowTheLeadersTurn) {
+  for (int algo = 0; algo < 2; ++algo) {
+    ScheduleParams p;
+    p.kind = CollKind::kAllReduce;
+    p.algo = algo == 0 ? Algo::kRing : Algo::kTree;
+    p.nRanks = 3;
+    p.count = 1001;
+    p.nChannels = 2;
+    SCOPED_TRACE(algoName(p.algo));
+    LaneWorld world(p.nRanks, 2, 64);
+    world.append(p, sizeof(int32_t));
+    world.finish(weftInt32, weftSum, 20ull * 1000 * 1000 * 1000);
+    std::vector<std::vector<int32_t>> send(3), recv(3), scratch(3);
+    for (int r = 0; r < 3; ++r) {
+      for (int64_t i = 0; i < p.count; ++i) send[static_cast<size_t>(r)].push_back(inputOf(r, i));
+      recv[static_cast<size_t>(r)].assign(static_cast<size_t>(p.count), 0);
+      scratch[static_cast<size_t>(r)].assign(static_cast<size_t>(scratchBufferCount(p)) + 1, 0);
+      world.setBuffers(r, 0, send[static_cast<size_t>(r)].data(), recv[static_cast<size_t>(r)].data(),
+                       scratch[static_cast<size_t>(r)].data());
+    }
+    world.runThreaded(3);
+    uint64_t posted = 0;
+    for (int r = 0; r < 3; ++r) {
+      ASSERT_EQ(world.error(r).code, device::kLaneOk) << describeLaneError(world.error(r), world.program(r));
+      EXPECT_EQ(recv[static_cast<size_t>(r)], expected(p, r, false)) << "rank " << r;
+    }
+    EXPECT_TRUE(world.fifosSettled(&posted));
+    EXPECT_GT(posted, 0u);
+  }
+}
+
+// A plan's tables go to device memory once (from a pinned copy, which stays as the lane table
+// the runtime checks); the launch says how long the longest lane is, for the kernel's staging.
+TEST(DeviceTables, LiveInDeviceMemoryWithAPinnedCopyOfTheLanes) {
+  ScheduleParams p;
+  p.kind = CollKind::kAllReduce;
+  p.nRanks = 4;
+  p.count = 1000;
+  p.nChannels = 2;
+  DeviceProgram prog;
+  ASSERT_TRUE(appendToProgram(&prog, buildSchedule(p, 1), sizeof(float), 256).isOk());
+  std::vector<device::FifoView> fifos(prog.fifos.size());
+  for (size_t i = 0; i < fifos.size(); ++i) fifos[i].peer = static_cast<int32_t>(100 + i);
+  device::Runtime* rt = &device::emulatedRuntime();
+  device::Stream stream = nullptr;
+  ASSERT_TRUE(rt->streamCreate(&stream).isOk());
+  std::unique_ptr<DeviceTables> tables;
+  Status made = DeviceTables::create(rt, prog, fifos, stream, &tables);
+  ASSERT_TRUE(made.isOk()) << made.message();
+  ASSERT_TRUE(rt->streamSynchronize(stream).isOk());
+  const device::LaneLaunch l = tables->launch();
+  for (const void* table : {static_cast<const void*>(l.lanes), static_cast<const void*>(l.steps),
+                            static_cast<const void*>(l.fifos)}) {
+    device::PointerInfo info;
+    ASSERT_TRUE(rt->pointerInfo(table, &info).isOk());
+    EXPECT_EQ(info.kind, device::MemoryKind::kDevice) << device::memoryKindName(info.kind);
+  }
+  device::PointerInfo host;
+  ASSERT_TRUE(rt->pointerInfo(l.hostLanes, &host).isOk());
+  EXPECT_EQ(host.kind, device::MemoryKind::kPinnedHost) << device::memoryKindName(host.kind);
+  // The emulated device's memory is the host's: the copies can be compared in place.
+  ASSERT_EQ(l.nLanes, static_cast<int32_t>(prog.lanes.size()));
+  int32_t most = 0;
+  for (size_t i = 0; i < prog.lanes.size(); ++i) {
+    EXPECT_EQ(l.lanes[i].firstStep, prog.lanes[i].firstStep);
+    EXPECT_EQ(l.hostLanes[i].nSteps, prog.lanes[i].nSteps);
+    most = std::max(most, prog.lanes[i].nSteps);
+  }
+  EXPECT_EQ(l.maxLaneSteps, most);
+  for (size_t i = 0; i < prog.steps.size(); ++i) EXPECT_EQ(l.steps[i].count, prog.steps[i].count) << i;
+  for (size_t i = 0; i < fifos.size(); ++i) EXPECT_EQ(l.fifos[i].peer, fifos[i].peer) << i;
+  tables.reset();
+  ASSERT_TRUE(rt->streamDestroy(stream).isOk());
 }
 
 // A ring of 56 ranks gives each lane 111 steps, more than kLaneStageMaxBytes holds: those lanes

@@ -216,6 +216,33 @@ TEST(HostRuntimeLanes, WithoutARunnerTheLaunchIsAnInternalError) {
   EXPECT_EQ(hostRuntime().launchLanes(l, nullptr).code(), weftInvalidArgument);
 }
 
+// The lane table the runtime checks is hostLanes when set (the host's copy of a table in device
+// memory), and maxLaneSteps, when given, bounds every lane's steps (the kernel sizes its shared
+// memory by it).
+TEST(LaneLaunchArgs, HostLanesAreTheOnesChecked) {
+  Tables t;
+  Tables device;  // stands for the device copy, which the host must not need to read
+  device.lanes[1].sliceElems = 0;
+  LaneLaunch l = device.launch();
+  l.hostLanes = t.lanes.data();
+  EXPECT_TRUE(checkLaneLaunch(l).isOk());
+  t.lanes[2].buffers = 5;
+  expectRejected(l, "lane 2 names buffers 5");
+}
+
+TEST(LaneLaunchArgs, MaxLaneStepsBoundsEveryLane) {
+  Tables t;
+  LaneLaunch l = t.launch();
+  l.maxLaneSteps = 2;
+  EXPECT_TRUE(checkLaneLaunch(l).isOk());
+  l.maxLaneSteps = 0;  // unknown: no bound
+  EXPECT_TRUE(checkLaneLaunch(l).isOk());
+  l.maxLaneSteps = 1;
+  expectRejected(l, "lane 0 has 2 steps, more than maxLaneSteps 1");
+  l.maxLaneSteps = -1;
+  expectRejected(l, "maxLaneSteps is -1");
+}
+
 TEST(HostRuntimeLanes, RunsToTheEndAndLeavesFailuresInTheLaunch) {
   RunnerScope scope(timingOutRunner);
   gRuns = 0;

@@ -282,7 +282,9 @@ Status connectLane(const TransportCase& tc, size_t nSlots, size_t slotBytes, int
     w->tag = shmtest::uniqueTag();
   }
   const int pid = getpid();
-  // The receiving end first, as the communicator does: making it never waits.
+  // As the communicator does: the sending end prepares (never waiting), the receiving end is
+  // made (waiting at most for what the sender prepared), the sending end attaches.
+  WEFT_TRY(w->transport[0]->prepareSend(makeRequest(tc, w->tag, 0, pid, pid, nSlots, slotBytes, &w->ex0, lane)));
   WEFT_TRY(w->transport[1]->connectRecv(makeRequest(tc, w->tag, 1, pid, pid, nSlots, slotBytes, &w->ex1, lane), recv));
   WEFT_TRY(w->transport[0]->connectSend(makeRequest(tc, w->tag, 0, pid, pid, nSlots, slotBytes, &w->ex0, lane), send));
   WEFT_TRY(maybeBridge(tc, false, nSlots, slotBytes, w, recv));

@@ -1,7 +1,8 @@
 // A device runtime over host memory with pretend devices, for testing the GPU peer-to-peer
 // transport on machines without a GPU: allocations remember their device, IPC handles carry
 // the pointer (so "another process" is this one), peer access can be refused, allocations can
-// be made to fail, and every allocation and IPC mapping is counted so tests can see leaks.
+// be made to fail, and every allocation and IPC mapping is counted so tests can see leaks
+// (memory freed while imported counts until its last import closes).
 #ifndef WEFT_TESTS_UNIT_TRANSPORTS_P2P_FAKE_RUNTIME_H_
 #define WEFT_TESTS_UNIT_TRANSPORTS_P2P_FAKE_RUNTIME_H_
 
@@ -111,8 +112,12 @@ class FakeRuntime final : public device::Runtime {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = allocs_.find(ptr);
     if (it == allocs_.end()) return Status::error(weftInvalidArgument, "fake: freeDevice of an unknown pointer");
+    // Like a driver's reference count: memory still imported elsewhere goes when the last
+    // importer closes it (each end of a p2p FIFO imports the other's block).
     if (imports_.count(ptr) != 0 && imports_[ptr] > 0) {
-      return Status::error(weftInvalidUsage, "fake: freeDevice of memory still imported");
+      if (it->second.freed) return Status::error(weftInvalidUsage, "fake: freeDevice twice");
+      it->second.freed = true;
+      return Status::ok();
     }
     std::free(ptr);
     allocs_.erase(it);
@@ -202,6 +207,11 @@ class FakeRuntime final : public device::Runtime {
       return Status::error(weftInvalidArgument, "fake: ipcClose of a pointer that was not imported");
     }
     --it->second;
+    auto a = allocs_.find(ptr);
+    if (it->second == 0 && a != allocs_.end() && a->second.freed) {
+      std::free(ptr);
+      allocs_.erase(a);
+    }
     return Status::ok();
   }
 
@@ -225,6 +235,7 @@ class FakeRuntime final : public device::Runtime {
   struct Alloc {
     size_t bytes = 0;
     int device = -1;
+    bool freed = false;  // freed by its owner while imported: goes at the last ipcClose
   };
   static constexpr char kIpcMagic[9] = "FAKEIPC!";
 

@@ -89,7 +89,17 @@ struct Pair {
     r.runtime = &rt;
     return r;
   }
-  Status connectRecv() { return transport.connectRecv(request(1), &recv); }
+  // The sender offers its credits first (as the communicator's connect does), so that the
+  // receiver, which waits for them, can be made on this thread before the sender attaches.
+  bool prepared = false;
+  Status prepareSend() {
+    prepared = true;
+    return transport.prepareSend(request(0));
+  }
+  Status connectRecv() {
+    if (!prepared) WEFT_TRY(prepareSend());
+    return transport.connectRecv(request(1), &recv);
+  }
   Status connectSend() { return transport.connectSend(request(0), &send); }
   void connect() {
     Status r = connectRecv();
@@ -183,15 +193,23 @@ TEST_P(P2pPairTest, BothEndsSeeOneFifo) {
   EXPECT_EQ(p.rt.deviceOf(s.data + (p.nSlots - 1) * s.stride + p.slotBytes - 1), p.recvDevice);
   EXPECT_EQ(p.rt.deviceOf(r.cursor), p.recvDevice);
   EXPECT_EQ(p.rt.deviceOf(s.cursor), p.sendDevice);
-  // Zeroed: counters, sizes, flags, cursors, slots.
+  // Each side polls only its own GPU's memory: the receiver head, the sender its credits (tail),
+  // which the receiver posts there.
+  EXPECT_EQ(p.rt.deviceOf(r.head), p.recvDevice);
+  EXPECT_EQ(p.rt.deviceOf(s.tail), p.sendDevice);
+  EXPECT_NE(reinterpret_cast<uintptr_t>(s.tail) / kLineBytes, reinterpret_cast<uintptr_t>(s.cursor) / kLineBytes);
+  // Zeroed: counters, sizes, flags, cursors, credits, slots.
   EXPECT_TRUE(p.rt.allZero(s.head, p2pLayout(p.nSlots, p.slotBytes).stampsOffset + p.nSlots * sizeof(uint64_t)));
   EXPECT_TRUE(p.rt.allZero(s.data, p.nSlots * s.stride));
   EXPECT_EQ(*s.cursor, 0u);
   EXPECT_EQ(*r.cursor, 0u);
+  EXPECT_EQ(*s.tail, 0u);
 
-  EXPECT_EQ(p.rt.exports(), p.ipc ? 1 : 0);
-  EXPECT_EQ(p.rt.liveImports(), p.ipc ? 1 : 0);
+  // Each end shares its block with the other: the receiver's FIFO, the sender's credits.
+  EXPECT_EQ(p.rt.exports(), p.ipc ? 2 : 0);
+  EXPECT_EQ(p.rt.liveImports(), p.ipc ? 2 : 0);
   EXPECT_EQ(p.rt.peerEnabled(p.sendDevice, p.recvDevice), !p.ipc && p.sendDevice != p.recvDevice);
+  EXPECT_EQ(p.rt.peerEnabled(p.recvDevice, p.sendDevice), !p.ipc && p.sendDevice != p.recvDevice);
   EXPECT_EQ(p.rt.liveAllocations(), 3u);  // the block and two cursors
   // Each polled by another agent while lanes run: memory shared with other agents (device.h).
   EXPECT_TRUE(p.rt.allocatedShared(r.head)) << "the FIFO block starts with head";
@@ -331,6 +349,7 @@ INSTANTIATE_TEST_SUITE_P(Geometries, P2pPairTest,
 TEST(P2pTransportTest, SenderWaitsForTheReceiversOffer) {
   Pair p;
   Status sent;
+  p.prepared = true;  // the sender offers its credits itself, in its thread
   std::thread sender([&] { sent = p.connectSend(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   Status r = p.connectRecv();
@@ -350,6 +369,7 @@ TEST(P2pTransportTest, LanesAreIndependent) {
   p.connect();
   ConnectRequest rr = p.request(1), rs = p.request(0);
   rr.lane = rs.lane = p.lane + 1;
+  ASSERT_TRUE(p.transport.prepareSend(rs).isOk());
   ASSERT_TRUE(p.transport.connectRecv(rr, &recv2).isOk());
   ASSERT_TRUE(p.transport.connectSend(rs, &send2).isOk());
   device::FifoView a, b;
@@ -426,6 +446,7 @@ TEST(P2pTransportTest, OneGpuNeedsNoPeerAccess) {
 
 TEST(P2pTransportTest, ReceiverFailureEndsTheSendersWaitAtOnce) {
   Pair p;
+  ASSERT_TRUE(p.prepareSend().isOk());
   p.rt.failAllocations(true);
   Status r = p.connectRecv();
   EXPECT_EQ(r.code(), weftUnhandledDeviceError);
@@ -478,8 +499,10 @@ TEST_P(P2pCorruptOfferTest, IsRefusedCleanly) {
   EXPECT_TRUE(contains(s.message(), c.says)) << s.message();
   EXPECT_TRUE(contains(s.message(), "rank 0")) << s.message();
   EXPECT_EQ(p.send, nullptr);
-  EXPECT_EQ(p.rt.liveAllocations(), receiverAllocations);
-  EXPECT_EQ(p.rt.liveImports(), 0);
+  // The sender's block went with its failed end (the fake keeps it while the receiver's IPC
+  // mapping of it lives); the sender mapped nothing.
+  EXPECT_EQ(p.rt.liveAllocations(), receiverAllocations - (p.ipc ? 0 : 1));
+  EXPECT_EQ(p.rt.liveImports(), p.ipc ? 1 : 0);  // the receiver's, of the sender's credits
   p.close();
   EXPECT_EQ(p.rt.liveAllocations(), 0u);
 }
@@ -505,6 +528,74 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param) {
       return std::string(std::get<0>(param.param).name) + (std::get<1>(param.param) ? "_ipc" : "_sameProcess");
     });
+
+// The receiver waits for the sender's credits before it offers its FIFO; a corrupt or refused
+// answer fails the receiving end with nothing of its own left allocated or imported.
+struct CreditsCorruption {
+  const char* name;
+  std::function<void(P2pCredits*)> change;
+  weftResult_t code;
+  const char* says;
+};
+void PrintTo(const CreditsCorruption& c, std::ostream* os) { *os << c.name; }
+
+class P2pCorruptCreditsTest : public ::testing::TestWithParam<std::tuple<CreditsCorruption, bool>> {};
+
+TEST_P(P2pCorruptCreditsTest, FailTheReceivingEndCleanly) {
+  const CreditsCorruption& c = std::get<0>(GetParam());
+  Pair p;
+  p.ipc = std::get<1>(GetParam());
+  ASSERT_TRUE(p.prepareSend().isOk());
+  const size_t senderAllocations = p.rt.liveAllocations();
+  P2pCredits credits;
+  ASSERT_TRUE(p.boxes.take(0, 1, kCreditsTagBase + p.lane, &credits, sizeof(credits)).isOk());
+  c.change(&credits);
+  p.boxes.put(0, 1, kCreditsTagBase + p.lane, &credits, sizeof(credits));
+  Status r = p.connectRecv();
+  EXPECT_EQ(r.code(), c.code) << r.message();
+  EXPECT_TRUE(contains(r.message(), c.says)) << r.message();
+  EXPECT_EQ(p.recv, nullptr);
+  EXPECT_EQ(p.rt.liveAllocations(), senderAllocations);
+  EXPECT_EQ(p.rt.liveImports(), 0);
+  // The receiver's refusal reaches the sender at once.
+  Status s = p.connectSend();
+  EXPECT_EQ(s.code(), weftRemoteError) << s.message();
+  EXPECT_EQ(p.send, nullptr);
+  p.close();
+  EXPECT_EQ(p.rt.liveAllocations(), 0u);  // connectSend took the prepared end and released it
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Credits, P2pCorruptCreditsTest,
+    ::testing::Combine(
+        ::testing::Values(
+            CreditsCorruption{"magic", [](P2pCredits* c) { c->magic ^= 1; }, weftInvalidUsage, "something else"},
+            CreditsCorruption{"version", [](P2pCredits* c) { c->version = 99; }, weftInvalidUsage, "version 99"},
+            CreditsCorruption{"failed", [](P2pCredits* c) { c->failed = 1; }, weftRemoteError, "could not make"},
+            CreditsCorruption{"lane", [](P2pCredits* c) { c->lane = 7; }, weftInternalError, "lane 7"},
+            CreditsCorruption{"device", [](P2pCredits* c) { c->device = 5; }, weftInternalError, "device 5"},
+            CreditsCorruption{"process", [](P2pCredits* c) { c->sameProcess ^= 1; }, weftInternalError,
+                              "do not describe a sender"},
+            CreditsCorruption{"pointer", [](P2pCredits* c) { c->pointer += 8; }, weftInternalError,
+                              "do not describe a sender"}),
+        ::testing::Bool()),
+    [](const auto& param) {
+      return std::string(std::get<0>(param.param).name) + (std::get<1>(param.param) ? "_ipc" : "_sameProcess");
+    });
+
+TEST(P2pTransportTest, SenderFailureReachesTheReceiverAtOnce) {
+  Pair p;
+  p.ipc = true;
+  p.rt.failAllocations(true);
+  EXPECT_EQ(p.prepareSend().code(), weftUnhandledDeviceError);
+  p.rt.failAllocations(false);
+  Status r = p.connectRecv();  // the sender's refusal is waiting: no wait for the deadline
+  EXPECT_EQ(r.code(), weftRemoteError) << r.message();
+  EXPECT_TRUE(contains(r.message(), "rank 0 could not make its end")) << r.message();
+  EXPECT_EQ(p.recv, nullptr);
+  EXPECT_EQ(p.rt.liveAllocations(), 0u);
+  EXPECT_EQ(p.rt.liveImports(), 0);
+}
 
 // Fields that only one of the two paths reads.
 TEST(P2pTransportTest, ForeignPointerIsRefused) {
@@ -533,22 +624,27 @@ TEST(P2pTransportTest, BadIpcHandleIsRefused) {
   Status s = p.connectSend();
   EXPECT_EQ(s.code(), weftUnhandledDeviceError);
   EXPECT_TRUE(contains(s.message(), "mapping rank 1's GPU peer-to-peer FIFO")) << s.message();
-  EXPECT_EQ(p.rt.liveImports(), 0);
-  EXPECT_EQ(p.rt.liveAllocations(), 2u);
+  EXPECT_EQ(p.rt.liveImports(), 1);       // the receiver's, of the sender's credits
+  EXPECT_EQ(p.rt.liveAllocations(), 3u);  // the receiver's two, and the sender's block it maps
   p.close();
+  EXPECT_EQ(p.rt.liveAllocations(), 0u);
 }
 
-TEST(P2pTransportTest, SenderCursorFailureReleasesTheImport) {
+// A sender that was not prepared makes its block in connectSend; when it cannot, nothing of it
+// stays, and the receiver is told (failed = 1) instead of waiting for its credits.
+TEST(P2pTransportTest, SenderAllocationFailureLeavesNothing) {
   Pair p;
   p.ipc = true;
-  ASSERT_TRUE(p.connectRecv().isOk());
   p.rt.failAllocations(true);
   Status s = p.connectSend();
   EXPECT_EQ(s.code(), weftUnhandledDeviceError);
-  EXPECT_EQ(p.rt.liveImports(), 0);
   p.rt.failAllocations(false);
-  p.close();
+  EXPECT_EQ(p.send, nullptr);
+  EXPECT_EQ(p.rt.liveImports(), 0);
   EXPECT_EQ(p.rt.liveAllocations(), 0u);
+  P2pCredits refusal;
+  ASSERT_TRUE(p.boxes.take(0, 1, kCreditsTagBase + p.lane, &refusal, sizeof(refusal)).isOk());
+  EXPECT_EQ(refusal.failed, 1u);
 }
 
 // The receiver watches the sender's process when the pid means something here.
@@ -567,6 +663,7 @@ TEST(P2pTransportTest, ReceiverSeesThePeerProcessExit) {
   p.ipc = true;
   ConnectRequest r = p.request(1);
   r.peer.pid = child;
+  ASSERT_TRUE(p.prepareSend().isOk());
   Status got = p.transport.connectRecv(r, &p.recv);
   ASSERT_TRUE(got.isOk()) << got.message();
   EXPECT_TRUE(p.recv->checkPeer().isOk());

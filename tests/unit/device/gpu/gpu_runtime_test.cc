@@ -652,6 +652,12 @@ TEST_F(GpuLanesTest, TheLaneTableMustBeReadableByTheHost) {
   s = rt_->launchLanes(l, nullptr);
   EXPECT_EQ(s.code(), weftInvalidArgument);
   EXPECT_NE(s.message().find("nBuffers is 0"), std::string::npos) << s.message();
+  // In device memory with a host copy (hostLanes, as DeviceTables gives): the copy is checked.
+  l.lanes = lane;
+  l.hostLanes = hostLane;
+  s = rt_->launchLanes(l, nullptr);
+  EXPECT_EQ(s.code(), weftInvalidArgument);
+  EXPECT_NE(s.message().find("nBuffers is 0"), std::string::npos) << s.message();
 }
 
 }  // namespace
