@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/params.h"
 #include "collectives/call_stamp.h"
 
 namespace weft {
@@ -75,6 +76,18 @@ struct StepIo {
   void* outSlot = nullptr;
 };
 
+// Whether a copy goes to the receive buffer with stores that bypass the caches: the step's
+// region there (all its slices) is at least WEFT_STREAM_STORE_BYTES (0: never), the output is
+// not the slot that forwards it (a peer reads that next), and source and output are apart.
+bool streamsInto(const LaneRun& run, const Step& step, const void* dst, const void* src, const StepIo& io) {
+  static const int64_t threshold = params::StreamStoreBytes();
+  if (threshold <= 0 || step.dstBuf != Buf::kRecv || dst == io.outSlot) return false;
+  if (static_cast<int64_t>(static_cast<size_t>(step.count) * run.elemSize) < threshold) return false;
+  const char* d = static_cast<const char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  return d + io.bytes <= s || s + io.bytes <= d;
+}
+
 // Moves one slice the way the step kind says (step_kind.h): the operands as the device lanes
 // see them; two sources reduce into every destination, one source is copied to each.
 // A premul-sum multiplies this rank's own input (scalesOwn: the step reads the send buffer).
@@ -94,7 +107,12 @@ void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const cha
   } else {
     // A copy onto itself (the same memory) moves nothing; a local copy may overlap.
     for (int d = 0; d < o.nDsts; ++d) {
-      if (o.dsts[d] != o.srcs[0]) std::memmove(o.dsts[d], o.srcs[0], io.bytes);
+      if (o.dsts[d] == o.srcs[0]) continue;
+      if (streamsInto(run, step, o.dsts[d], o.srcs[0], io)) {
+        copyStreaming(o.dsts[d], o.srcs[0], io.bytes);
+      } else {
+        std::memmove(o.dsts[d], o.srcs[0], io.bytes);
+      }
     }
   }
 }

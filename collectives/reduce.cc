@@ -8,9 +8,14 @@
 // variants of reduce_lowp.cc by default.
 #include "collectives/reduce.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "collectives/reduce_lowp.h"
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 namespace weft {
 namespace coll {
@@ -212,6 +217,35 @@ ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op) {
 ReduceFn reduceFunction(weftDataType_t type, weftRedOp_t op) {
   if (inTable(type, op)) return hostReduceTable().reduce[type][op];
   return reduceFunctionFor(type, op, defaultHostSimd());
+}
+
+void copyStreaming(void* dst, const void* src, size_t bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+#if defined(__x86_64__)
+  // Up to the destination's next 64-byte boundary by memcpy: the streaming stores are aligned.
+  const size_t head = (64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63;
+  if (bytes < head + 64) {
+    std::memcpy(d, s, bytes);
+    return;
+  }
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    const __m128i v2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    const __m128i v3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), v0);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), v1);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), v2);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), v3);
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+  _mm_sfence();
+#else
+  std::memcpy(d, s, bytes);
+#endif
 }
 
 }  // namespace coll

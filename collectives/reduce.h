@@ -198,6 +198,13 @@ ReduceCopyFn reduceCopyFunction(weftDataType_t type, weftRedOp_t op);
 using PreMulFn = void (*)(void* dst, void* dst2, const void* own, const void* in, size_t n, const void* scalar);
 PreMulFn preMulFunction(weftDataType_t type);
 
+// Copies `bytes` from src to dst (the two must not overlap) with non-temporal stores that
+// bypass the caches (x86-64: movntdq, 64 bytes a loop; the unaligned head and the tail by
+// memcpy; elsewhere all of it by memcpy), then fences them (sfence), so that a slot or flag
+// posted after it is ordered after the data. For outputs larger than the last-level cache,
+// whose lines would only evict what the next steps read (host_executor.cc, WEFT_STREAM_STORE_BYTES).
+void copyStreaming(void* dst, const void* src, size_t bytes);
+
 }  // namespace coll
 }  // namespace weft
 

@@ -23,9 +23,8 @@
 // GCC 12's AVX-512 conversion intrinsics pass _mm256_undefined_si256() as their merge source,
 // which -Wmaybe-uninitialized reports at every use; the value is never read.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define WEFT_TARGET_AVX2 __attribute__((target("avx2,f16c")))
-#define WEFT_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c")))
-#define WEFT_TARGET_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,avx512bf16")))
+// The whole-register FP8 sums, and the target attributes of the variants (WEFT_TARGET_*).
+#include "collectives/reduce_lowp_fp8.h"
 #else
 #define WEFT_LOWP_X86 0
 #endif
@@ -419,145 +418,6 @@ struct Fp8Avx512Cvt {
     }
   }
 };
-// FP8 sums 64 elements at a time without leaving registers, for blocks whose inputs are all
-// finite (E4M3: no NaN; E5M2: no infinity or NaN): the others, rare, go through the block
-// path. Each encoding becomes a half exactly (E4M3 as the value / 256: the sum of two scaled
-// values is the scaled sum, so nothing is multiplied back), two halves are added in float
-// (exact for E4M3; for E5M2 rounded once, as the block path does), the sum goes to half rounded
-// toward zero with a sticky last bit when the float had bits below the half's mantissa (the sums
-// that fall below half's normal range are multiples of the FP8 denormal step, exact in half),
-// and the half rounds to nearest even on its top bits, as in Fp8Avx512Cvt::narrow. E4M3
-// saturates; an E5M2 sum past the largest finite rounds to infinity through the same addition.
-// The results are those of the block path bit for bit (LowpExhaustive.Fp8FiniteSumsInFullBlocks).
-template <typename T>
-struct Fp8Avx512Sum {
-  static constexpr bool kE4M3 = std::is_same<T, Fp8E4M3>::value;
-  static constexpr int kDrop = kE4M3 ? 7 : 8;
-  // 32 encodings, zero-extended to 16 bits, to halves.
-  WEFT_TARGET_AVX512 static WEFT_INLINE __m512i toHalf(__m512i w) {
-    if constexpr (kE4M3) {
-      // S.EEEE.MMM << 7 puts E and M in a half's fields (bias 15 for 7: the value / 256); the
-      // sign lands on bit 14, and adding it once more first carries it to bit 15.
-      return _mm512_slli_epi16(_mm512_add_epi16(w, _mm512_and_si512(w, _mm512_set1_epi16(0x80))), 7);
-    } else {
-      return _mm512_slli_epi16(w, 8);
-    }
-  }
-  // 16 floats to halves rounded toward zero, and which were inexact (bits below the half's).
-  WEFT_TARGET_AVX512 static WEFT_INLINE __m256i towardZero(__m512 f, __mmask16* inexact) {
-    *inexact = _mm512_test_epi32_mask(_mm512_castps_si512(f), _mm512_set1_epi32(0x1FFF));
-    return _mm512_cvtps_ph(f, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  }
-  // 32 halves of a and of b: their sums as halves toward zero, with the inexact lanes.
-  WEFT_TARGET_AVX512 static WEFT_INLINE __m512i add(__m512i ha, __m512i hb, __mmask32* inexact) {
-    const __m512 lo =
-        _mm512_add_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(ha)), _mm512_cvtph_ps(_mm512_castsi512_si256(hb)));
-    const __m512 hi = _mm512_add_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(ha, 1)),
-                                    _mm512_cvtph_ps(_mm512_extracti64x4_epi64(hb, 1)));
-    __mmask16 inexactLo, inexactHi;
-    const __m256i l = towardZero(lo, &inexactLo), h = towardZero(hi, &inexactHi);
-    *inexact = _mm512_kunpackw(inexactHi, inexactLo);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(l), h, 1);
-  }
-  // 32 halves (toward zero, with their inexact lanes) to encodings in 16-bit lanes.
-  WEFT_TARGET_AVX512 static WEFT_INLINE __m512i toFp8(__m512i h, __mmask32 inexact) {
-    h = _mm512_mask_mov_epi16(h, inexact, _mm512_or_si512(h, _mm512_set1_epi16(1)));
-    const __m512i abs = _mm512_and_si512(h, _mm512_set1_epi16(0x7FFF));
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi16(abs, kDrop), _mm512_set1_epi16(1));
-    const __m512i bias = _mm512_set1_epi16((1 << (kDrop - 1)) - 1);
-    __m512i r = _mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(abs, bias), lsb), kDrop);
-    if constexpr (kE4M3) r = _mm512_min_epu16(r, _mm512_set1_epi16(0x7E));
-    return _mm512_ternarylogic_epi32(r, _mm512_srli_epi16(h, 8), _mm512_set1_epi16(0x80), 0xF8);  // r | sign
-  }
-  // Sums whole blocks of 64 from the start; returns how many elements it did.
-  template <typename Block>
-  WEFT_TARGET_AVX512 static WEFT_INLINE size_t run(uint8_t* dst, uint8_t* dst2, const uint8_t* a, const uint8_t* b,
-                                                   size_t n, const Block& block) {
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i magnitude = _mm512_set1_epi8(0x7F);
-    const __m512i special = _mm512_set1_epi8(kE4M3 ? 0x7F : 0x7C);
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-      const __m512i va = _mm512_loadu_si512(a + i), vb = _mm512_loadu_si512(b + i);
-      if ((_mm512_cmpge_epu8_mask(_mm512_and_si512(va, magnitude), special) |
-           _mm512_cmpge_epu8_mask(_mm512_and_si512(vb, magnitude), special)) != 0) {
-        block(i, 64);
-        continue;
-      }
-      __mmask32 inexact0, inexact1;
-      const __m512i s0 =
-          add(toHalf(_mm512_unpacklo_epi8(va, zero)), toHalf(_mm512_unpacklo_epi8(vb, zero)), &inexact0);
-      const __m512i s1 =
-          add(toHalf(_mm512_unpackhi_epi8(va, zero)), toHalf(_mm512_unpackhi_epi8(vb, zero)), &inexact1);
-      const __m512i out = _mm512_packus_epi16(toFp8(s0, inexact0), toFp8(s1, inexact1));
-      _mm512_storeu_si512(dst + i, out);
-      if (dst2 != nullptr) _mm512_storeu_si512(dst2 + i, out);
-    }
-    return i;
-  }
-};
-// The same sum on AVX2 and F16C, 32 elements at a time: no mask registers, so the sticky bit
-// goes into the float itself (bit 13, the half's last, set when any bit below it is) before
-// the conversion toward zero carries it over.
-template <typename T>
-struct Fp8Avx2Sum {
-  static constexpr bool kE4M3 = std::is_same<T, Fp8E4M3>::value;
-  static constexpr int kDrop = kE4M3 ? 7 : 8;
-  WEFT_TARGET_AVX2 static WEFT_INLINE __m256i toHalf(__m256i w) {
-    if constexpr (kE4M3) {
-      return _mm256_slli_epi16(_mm256_add_epi16(w, _mm256_and_si256(w, _mm256_set1_epi16(0x80))), 7);
-    } else {
-      return _mm256_slli_epi16(w, 8);
-    }
-  }
-  WEFT_TARGET_AVX2 static WEFT_INLINE __m128i towardZero(__m256 f) {
-    const __m256i bits = _mm256_castps_si256(f);
-    const __m256i low = _mm256_and_si256(bits, _mm256_set1_epi32(0x1FFF));
-    const __m256i sticky = _mm256_and_si256(_mm256_add_epi32(low, _mm256_set1_epi32(0x1FFF)), _mm256_set1_epi32(0x2000));
-    return _mm256_cvtps_ph(_mm256_castsi256_ps(_mm256_or_si256(bits, sticky)), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  }
-  // 16 halves of a and of b: their sums as halves toward zero, sticky in the last bit.
-  WEFT_TARGET_AVX2 static WEFT_INLINE __m256i add(__m256i ha, __m256i hb) {
-    const __m256 lo =
-        _mm256_add_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(ha)), _mm256_cvtph_ps(_mm256_castsi256_si128(hb)));
-    const __m256 hi =
-        _mm256_add_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(ha, 1)), _mm256_cvtph_ps(_mm256_extracti128_si256(hb, 1)));
-    return _mm256_set_m128i(towardZero(hi), towardZero(lo));
-  }
-  WEFT_TARGET_AVX2 static WEFT_INLINE __m256i toFp8(__m256i h) {
-    const __m256i abs = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(abs, kDrop), _mm256_set1_epi16(1));
-    const __m256i bias = _mm256_set1_epi16((1 << (kDrop - 1)) - 1);
-    __m256i r = _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(abs, bias), lsb), kDrop);
-    if constexpr (kE4M3) r = _mm256_min_epu16(r, _mm256_set1_epi16(0x7E));
-    return _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
-  }
-  template <typename Block>
-  WEFT_TARGET_AVX2 static WEFT_INLINE size_t run(uint8_t* dst, uint8_t* dst2, const uint8_t* a, const uint8_t* b,
-                                                 size_t n, const Block& block) {
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i magnitude = _mm256_set1_epi8(0x7F);
-    const __m256i belowSpecial = _mm256_set1_epi8(kE4M3 ? 0x7E : 0x7B);
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-      const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
-      const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
-      const __m256i special = _mm256_or_si256(_mm256_cmpgt_epi8(_mm256_and_si256(va, magnitude), belowSpecial),
-                                              _mm256_cmpgt_epi8(_mm256_and_si256(vb, magnitude), belowSpecial));
-      if (!_mm256_testz_si256(special, special)) {
-        block(i, 32);
-        continue;
-      }
-      const __m256i s0 = add(toHalf(_mm256_unpacklo_epi8(va, zero)), toHalf(_mm256_unpacklo_epi8(vb, zero)));
-      const __m256i s1 = add(toHalf(_mm256_unpackhi_epi8(va, zero)), toHalf(_mm256_unpackhi_epi8(vb, zero)));
-      const __m256i out = _mm256_packus_epi16(toFp8(s0), toFp8(s1));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), out);
-      if (dst2 != nullptr) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst2 + i), out);
-    }
-    return i;
-  }
-};
-
 // FP8 in the AVX2 variant: the portable blocks, and Fp8Avx2Sum for sums.
 template <typename T>
 struct Fp8Avx2Cvt : PortableCvt<T> {};
@@ -565,12 +425,20 @@ struct Fp8Avx2Cvt : PortableCvt<T> {};
 template <typename T>
 struct WholeRegisterSum<Fp8Avx2Cvt<T>> {
   static constexpr bool kHas = true;
-  using Sum = Fp8Avx2Sum<T>;
+  using Sum = lowp_fp8::Fp8Avx2Sum<T>;
 };
 template <typename T>
 struct WholeRegisterSum<Fp8Avx512Cvt<T>> {
   static constexpr bool kHas = true;
-  using Sum = Fp8Avx512Sum<T>;
+  using Sum = lowp_fp8::Fp8Avx512Sum<T>;
+};
+// FP8 in the VBMI variant: the AVX-512 blocks, and Fp8VbmiSum for sums.
+template <typename T>
+struct Fp8VbmiCvt : Fp8Avx512Cvt<T> {};
+template <typename T>
+struct WholeRegisterSum<Fp8VbmiCvt<T>> {
+  static constexpr bool kHas = true;
+  using Sum = lowp_fp8::Fp8VbmiSum<T>;
 };
 #endif  // WEFT_LOWP_X86
 
@@ -605,10 +473,13 @@ using Avx512Cvt =
                        std::conditional_t<std::is_same<T, BFloat16>::value, PortableCvt<T>, Fp8Avx512Cvt<T>>>;
 template <typename T>
 using Avx512Bf16Cvt = std::conditional_t<std::is_same<T, BFloat16>::value, BFloat16Avx512Cvt, Avx512Cvt<T>>;
+template <typename T>
+using Avx512VbmiCvt = std::conditional_t<sizeof(T) == 1, Fp8VbmiCvt<T>, Avx512Bf16Cvt<T>>;
 
 WEFT_LOWP_VARIANT(Avx2Variant, WEFT_TARGET_AVX2, Avx2Cvt);
 WEFT_LOWP_VARIANT(Avx512Variant, WEFT_TARGET_AVX512, Avx512Cvt);
 WEFT_LOWP_VARIANT(Avx512Bf16Variant, WEFT_TARGET_AVX512BF16, Avx512Bf16Cvt);
+WEFT_LOWP_VARIANT(Avx512VbmiVariant, WEFT_TARGET_AVX512VBMI, Avx512VbmiCvt);
 #endif
 
 // Calls pick.template operator()<T>() for the reduced-precision storage type of `type`.
@@ -680,6 +551,8 @@ Fn forVariant(HostSimd simd, Pick pick) {
       return pick.template operator()<Avx512Variant>();
     case HostSimd::kAvx512Bf16:
       return pick.template operator()<Avx512Bf16Variant>();
+    case HostSimd::kAvx512Vbmi:
+      return pick.template operator()<Avx512VbmiVariant>();
 #endif
     default:
       return pick.template operator()<PortableVariant>();
@@ -711,7 +584,9 @@ HostSimd detectHostSimd() {
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  if (avx512 && __builtin_cpu_supports("avx512bf16")) return HostSimd::kAvx512Bf16;
+  const bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+  if (bf16 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni")) return HostSimd::kAvx512Vbmi;
+  if (bf16) return HostSimd::kAvx512Bf16;
   if (avx512) return HostSimd::kAvx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return HostSimd::kAvx2;
 #endif
@@ -732,6 +607,8 @@ const char* hostSimdName(HostSimd simd) {
       return "avx512";
     case HostSimd::kAvx512Bf16:
       return "avx512-bf16";
+    case HostSimd::kAvx512Vbmi:
+      return "avx512-vbmi";
     default:
       return "invalid";
   }
@@ -754,7 +631,7 @@ HostSimd chosenHostSimd() {
              hostSimdName(bestHostSimd()));
     return bestHostSimd();
   }
-  WEFT_LOG(kWarn, kColl, "WEFT_HOST_SIMD=%s is not one of scalar, portable, avx2-f16c, avx512, avx512-bf16; using %s",
+  WEFT_LOG(kWarn, kColl, "WEFT_HOST_SIMD=%s is not one of scalar, portable, avx2-f16c, avx512, avx512-bf16, avx512-vbmi; using %s",
            asked.c_str(), hostSimdName(bestHostSimd()));
   return bestHostSimd();
 }

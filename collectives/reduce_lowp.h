@@ -17,7 +17,9 @@
 //    on 16 lanes, FP8 through the half conversions (widening exactly; narrowing by rounding to
 //    odd into half, then to nearest even: one exact rounding);
 //  - kAvx512Bf16: kAvx512 with BFloat16 rounded by vcvtneps2bf16, whose lanes with a float
-//    denormal input (which the instruction flushes to zero) are redone with the bit arithmetic.
+//    denormal input (which the instruction flushes to zero) are redone with the bit arithmetic;
+//  - kAvx512Vbmi: kAvx512Bf16 with the FP8 sum's byte work done by AVX-512 VBMI and GFNI
+//    (fp8 to half by GF(2) affine bit maps, the rounded halves' bytes gathered by vpermt2b).
 // kScalar is the element-wise loop of reduce.cc, the reference the others are tested against.
 // The variants are compiled in one file with target attributes, so the library still runs on
 // a CPU without them; hostSimdSupported() asks the CPU (and the OS, for the AVX state).
@@ -29,7 +31,7 @@
 namespace weft {
 namespace coll {
 
-enum class HostSimd : int { kScalar = 0, kPortable, kAvx2, kAvx512, kAvx512Bf16, kCount };
+enum class HostSimd : int { kScalar = 0, kPortable, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vbmi, kCount };
 
 const char* hostSimdName(HostSimd simd);
 

@@ -30,7 +30,7 @@ WEFT_PARAM(std::string, RootSecret, "ROOT_SECRET", "", "32 hex digits all ranks 
 WEFT_PARAM(std::string, HostId, "HOSTID", "", "names this rank's host: ranks with the same name share memory (default: hostname, boot id and network namespace)")
 
 // Algorithms and channels
-WEFT_PARAM(std::string, HostSimd, "HOST_SIMD", "", "host reduce kernels for half, bfloat16 and fp8: scalar (element by element), portable, avx2-f16c, avx512 or avx512-bf16 (default: the best this CPU runs; one it cannot run is warned about and the best used)")
+WEFT_PARAM(std::string, HostSimd, "HOST_SIMD", "", "host reduce kernels for half, bfloat16 and fp8: scalar (element by element), portable, avx2-f16c, avx512, avx512-bf16 or avx512-vbmi (default: the best this CPU runs; one it cannot run is warned about and the best used)")
 WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or Doubling (default: the tuner's, from the cost model)")
 WEFT_PARAM(int64_t, DoublingMaxBytes, "DOUBLING_MAX_BYTES", 8192, "largest all-reduce (bytes) for which the size rule picks recursive doubling")
 WEFT_PARAM_RANGE(DoublingMaxBytes, 0, INT64_MAX)
@@ -52,6 +52,8 @@ WEFT_PARAM(int64_t, ZeroCopyMinBytes, "ZERO_COPY_MIN_BYTES", 262144, "smallest c
 WEFT_PARAM_RANGE(ZeroCopyMinBytes, 1, 1LL << 40)
 WEFT_PARAM(bool, ZeroCopyStage, "ZERO_COPY_STAGE", false, "1: an all-reduce on buffers this rank did not register still runs zero-copy when the others can: this rank copies the blocks its peers work on into shared memory it lends them, and the results back (off by default: slower than the FIFOs on the VM measured, perf/RESULTS.md)")
 WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different processes read each other's buffers with process_vm_readv (single-copy across processes; off by default: slower than two copies at slot size on the machines measured)")
+WEFT_PARAM(int64_t, StreamStoreBytes, "STREAM_STORE_BYTES", 0, "host collectives copy into the receive buffer with non-temporal (cache-bypassing) stores when the step's region there is at least this many bytes; 0: never")
+WEFT_PARAM_RANGE(StreamStoreBytes, 0, INT64_MAX)
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
 WEFT_PARAM_RANGE(Buffsize, 4096, 1LL << 30)
 WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")

@@ -38,6 +38,10 @@ TEST(Params, ParsesIntegersWithSizeSuffixesAndBooleans) {
     EnvVar v("WEFT_TIMEOUT_S", "0x10");
     EXPECT_EQ(params::TimeoutS(), 16);
   }
+  {
+    EnvVar v("WEFT_STREAM_STORE_BYTES", "64M");
+    EXPECT_EQ(params::StreamStoreBytes(), 64 << 20);
+  }
   for (const char* yes : {"1", "true", "YES", "on"}) {
     EnvVar v("WEFT_SHM_DISABLE", yes);
     EXPECT_TRUE(params::ShmDisable()) << yes;
@@ -79,6 +83,7 @@ TEST(Params, OutOfRangeValuesAreWarnedAboutWithTheValueUsed) {
        "WEFT_MIN_NCHANNELS=1000 is above the largest allowed value; using 32"},
       {"WEFT_MAX_NCHANNELS", "-3", params::MaxNChannels, 1, "WEFT_MAX_NCHANNELS=-3 is below"},
       {"WEFT_EMULATED_DEVICES", "9", params::EmulatedDevices, 8, "WEFT_EMULATED_DEVICES=9 is above"},
+      {"WEFT_STREAM_STORE_BYTES", "-1", params::StreamStoreBytes, 0, "WEFT_STREAM_STORE_BYTES=-1 is below"},
   };
   for (const Case& c : cases) {
     EnvVar v(c.env, c.text);

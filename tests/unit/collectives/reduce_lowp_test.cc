@@ -22,7 +22,8 @@ namespace weft {
 namespace coll {
 namespace {
 
-const HostSimd kVectorVariants[] = {HostSimd::kPortable, HostSimd::kAvx2, HostSimd::kAvx512, HostSimd::kAvx512Bf16};
+const HostSimd kVectorVariants[] = {HostSimd::kPortable, HostSimd::kAvx2, HostSimd::kAvx512, HostSimd::kAvx512Bf16,
+                                    HostSimd::kAvx512Vbmi};
 const weftDataType_t kLowpTypes[] = {weftFloat16, weftBfloat16, weftFloat8e4m3, weftFloat8e5m2};
 const weftRedOp_t kOps[] = {weftSum, weftProd, weftMax, weftMin, weftAvg};
 
@@ -224,9 +225,9 @@ TEST(LowpExhaustive, Fp8AllPairsEveryOpAndVariant) {
 
 // Every pair of finite FP8 encodings (E5M2: infinities left out too), laid out so that nearly
 // every block of 64 holds no special value: the AVX-512 variants sum such blocks in whole
-// registers (Fp8Avx512Sum), the others through the block path. The pairs of the test above
-// put a NaN or an infinity in most blocks of 64, and would miss that path. Sum and avg by one
-// (which is a sum).
+// registers (Fp8Avx512Sum; avx512-vbmi: Fp8VbmiSum), the others through the block path. The
+// pairs of the test above put a NaN or an infinity in most blocks of 64, and would miss that
+// path. Sum and avg by one (which is a sum).
 TEST(LowpExhaustive, Fp8FiniteSumsInFullBlocks) {
   for (weftDataType_t type : {weftFloat8e4m3, weftFloat8e5m2}) {
     const uint32_t special = type == weftFloat8e4m3 ? 0x7F : 0x7C;  // magnitudes from here on

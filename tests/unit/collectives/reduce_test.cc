@@ -479,6 +479,28 @@ TEST(ReduceCopy, BothOutputsEqualTheSingleOutputReduction) {
   EXPECT_EQ(reduceCopyFunction(static_cast<weftDataType_t>(99), weftSum), nullptr);
 }
 
+// copyStreaming: every size around the 64-byte loop and every destination alignment gives the
+// source's bytes, and nothing outside the destination range is written.
+TEST(CopyStreaming, EverySizeAndAlignmentCopiesExactly) {
+  std::vector<uint8_t> src(4096 + 200);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (size_t bytes : {0, 1, 15, 63, 64, 65, 127, 128, 129, 191, 1000, 4096 + 77}) {
+    for (size_t dstOff = 0; dstOff < 64; dstOff += 5) {
+      for (size_t srcOff : {0, 3}) {
+        std::vector<uint8_t> dst(bytes + 256, 0xEE);
+        uint8_t* d = dst.data() + 64 + dstOff;
+        copyStreaming(d, src.data() + srcOff, bytes);
+        ASSERT_EQ(std::memcmp(d, src.data() + srcOff, bytes), 0) << bytes << " bytes, dst +" << dstOff;
+        for (uint8_t* p = dst.data(); p < dst.data() + dst.size(); ++p) {
+          if (p < d || p >= d + bytes) {
+            ASSERT_EQ(*p, 0xEE) << bytes << " bytes, dst +" << dstOff;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace coll
 }  // namespace weft
