@@ -2,7 +2,9 @@
 // buffers, under `mpirun -np 2` (or more). For each size the two libraries alternate in blocks
 // of iterations (MPI first in even blocks, Weft first in odd ones) so that drift of the
 // machine (frequency, other load, page cache) hits both equally. Both results are verified
-// after the timing. Flags: -b -e -f -n -w as in weft-perf (defaults 8 B .. 64 MiB, x4).
+// after the timing. Flags: -b -e -f -n -w as in weft-perf (defaults 8 B .. 64 MiB, x4); -R 1
+// takes both buffers from weftMemAlloc and registers them with weftCommRegister (Weft's
+// zero-copy path; MPI runs on the same memory).
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1  // the C API only: no C++ bindings
 #endif
@@ -33,6 +35,28 @@ double busBw(size_t bytes, double sec, int n) {
   return sec > 0 ? static_cast<double>(bytes) / 1e9 / sec * busBwFactor(Collective::kAllReduce, n) : 0.0;
 }
 
+// -R 1: both buffers from weftMemAlloc, registered with the communicator.
+struct RegisteredBuffers {
+  void* mem[2] = {nullptr, nullptr};
+  void* handle[2] = {nullptr, nullptr};
+  weftResult_t allocate(weftComm_t comm, size_t bytes, float** send, float** recv) {
+    for (int i = 0; i < 2; ++i) {
+      weftResult_t r = weftMemAlloc(&mem[i], bytes);
+      if (r == weftSuccess) r = weftCommRegister(comm, mem[i], bytes, &handle[i]);
+      if (r != weftSuccess) return r;
+    }
+    *send = static_cast<float*>(mem[0]);
+    *recv = static_cast<float*>(mem[1]);
+    return weftSuccess;
+  }
+  void release(weftComm_t comm) {
+    for (int i = 0; i < 2; ++i) {
+      if (handle[i] != nullptr) (void)weftCommDeregister(comm, handle[i]);
+      if (mem[i] != nullptr) (void)weftMemFree(mem[i]);
+    }
+  }
+};
+
 void die(int rank, const char* what, weftResult_t r, weftComm_t comm) {
   std::fprintf(stderr, "weft-bench-mpi: rank %d: %s failed: %s: %s\n", rank, what, weftGetErrorString(r),
                weftGetLastError(comm));
@@ -49,7 +73,7 @@ int main(int argc, char** argv) {
   const ParseResult parsed = parseOptions(argc, argv, &o);
   if (!parsed.ok || o.help) {
     std::fprintf(parsed.ok ? stdout : stderr,
-                 "%s%susage: %s [-b minbytes] [-e maxbytes] [-f factor | -i step] [-n iters] [-w warmup]\n"
+                 "%s%susage: %s [-b minbytes] [-e maxbytes] [-f factor | -i step] [-n iters] [-w warmup] [-R 0|1]\n"
                  "  run under mpirun: compares MPI_Allreduce with weftAllReduce (float, sum)\n",
                  parsed.ok ? "" : ("weft-bench-mpi: " + parsed.error + "\n").c_str(), parsed.ok ? "" : "\n", argv[0]);
     return parsed.ok ? 0 : 2;
@@ -71,7 +95,19 @@ int main(int argc, char** argv) {
   if (r != weftSuccess) die(rank, "weftCommInitRank", r, nullptr);
 
   const size_t maxCount = o.maxBytes / sizeof(float);
-  std::vector<float> send(maxCount > 0 ? maxCount : 1), recv(maxCount > 0 ? maxCount : 1);
+  RegisteredBuffers registered;
+  std::vector<float> sendVec, recvVec;
+  float* sendData = nullptr;
+  float* recvData = nullptr;
+  if (o.localRegister) {
+    r = registered.allocate(comm, (maxCount > 0 ? maxCount : 1) * sizeof(float), &sendData, &recvData);
+    if (r != weftSuccess) die(rank, "weftMemAlloc / weftCommRegister", r, comm);
+  } else {
+    sendVec.resize(maxCount > 0 ? maxCount : 1);
+    recvVec.resize(maxCount > 0 ? maxCount : 1);
+    sendData = sendVec.data();
+    recvData = recvVec.data();
+  }
   const int blockIters = (o.iters + kBlocks - 1) / kBlocks;
 
   if (rank == 0) {
@@ -93,11 +129,11 @@ int main(int argc, char** argv) {
     const int icount = static_cast<int>(count);
     auto runMpi = [&](int iters) {
       for (int i = 0; i < iters; ++i)
-        MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(sendData, recvData, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     };
     auto runWeft = [&](int iters) {
       for (int i = 0; i < iters; ++i) {
-        const weftResult_t wr = weftAllReduce(send.data(), recv.data(), count, weftFloat32, weftSum, comm, nullptr);
+        const weftResult_t wr = weftAllReduce(sendData, recvData, count, weftFloat32, weftSum, comm, nullptr);
         if (wr != weftSuccess) die(rank, "weftAllReduce", wr, comm);
       }
     };
@@ -105,7 +141,7 @@ int main(int argc, char** argv) {
     d.nranks = n;
     d.rank = rank;
     d.counts = collCounts(Collective::kAllReduce, bytes, sizeof(float), n);
-    fillInput(d, send.data(), 0, count);
+    fillInput(d, sendData, 0, count);
     runMpi(o.warmupIters);
     runWeft(o.warmupIters);
 
@@ -129,13 +165,13 @@ int main(int argc, char** argv) {
     // Verify both on fresh inputs.
     int64_t wrong[2] = {0, 0};
     d.rep = 1;
-    fillInput(d, send.data(), 0, count);
-    fillSentinel(weftFloat32, recv.data(), count);
-    MPI_Allreduce(send.data(), recv.data(), icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    wrong[0] = countWrong(d, recv.data());
-    fillSentinel(weftFloat32, recv.data(), count);
+    fillInput(d, sendData, 0, count);
+    fillSentinel(weftFloat32, recvData, count);
+    MPI_Allreduce(sendData, recvData, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    wrong[0] = countWrong(d, recvData);
+    fillSentinel(weftFloat32, recvData, count);
     runWeft(1);
-    wrong[1] = countWrong(d, recv.data());
+    wrong[1] = countWrong(d, recvData);
     MPI_Allreduce(MPI_IN_PLACE, wrong, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     wrongTotal += wrong[0] + wrong[1];
 
@@ -155,6 +191,7 @@ int main(int argc, char** argv) {
   }
   if (rank == 0)
     std::printf("# wrong elements: %lld %s\n", static_cast<long long>(wrongTotal), wrongTotal ? "FAILED" : "OK");
+  registered.release(comm);
   weftCommDestroy(comm);
   MPI_Finalize();
   return wrongTotal ? 1 : 0;

@@ -10,7 +10,8 @@
 #   perf/mpi_compare.sh [runs] [build dir]     (default 3 runs, build dir "build")
 #   perf/mpi_compare.sh summary DIR            (the tables of a saved output folder again)
 #
-# RANKS (default "2 4") picks the rank counts. Raw outputs go to OUT (default a new folder
+# RANKS (default "2 4") picks the rank counts; REGISTER=1 runs weft-bench-mpi -R 1 (both buffers
+# from weftMemAlloc, registered: Weft's zero-copy path from WEFT_ZERO_COPY_MIN_BYTES up). Raw outputs go to OUT (default a new folder
 # under /tmp), one file per rank count and run. The first lines record the CPU model and the
 # load average: figures are comparable only within one run of this script.
 set -euo pipefail
@@ -51,21 +52,23 @@ bench=$build/perf/weft-bench-mpi
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "$0: runs must be a positive number, not '$runs'" >&2; exit 2; }
 [[ -x $bench ]] || { echo "$0: $bench not found: build weft-bench-mpi first (needs Open MPI)" >&2; exit 2; }
 command -v mpirun >/dev/null || { echo "$0: mpirun not found (apt-get install openmpi-bin)" >&2; exit 2; }
+reg=${REGISTER:-0}
+[[ $reg == 0 || $reg == 1 ]] || { echo "$0: REGISTER must be 0 or 1, not '$reg'" >&2; exit 2; }
 out=${OUT:-$(mktemp -d /tmp/weft-mpi-compare.XXXXXX)}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 echo "# $(date -u '+%F %T UTC'); $(lscpu | sed -n 's/^Model name: *//p'); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# raw outputs in $out"
+echo "# raw outputs in $out; registered buffers (-R): $reg"
 for run in $(seq 1 "$runs"); do
   for np in ${RANKS:-2 4}; do
     f=$out/np$np.run$run.txt
     if [[ $np -le $(nproc) ]]; then bind=(--bind-to core); else bind=(--oversubscribe --bind-to none); fi
     max=256M; [[ $np -gt 2 ]] && max=64M
     # small sizes many iterations, large ones few (the time of one run stays near a minute)
-    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -b 8 -e 64K -f 8 -n 4000 -w 400 > "$f"
-    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -b 256K -e 4M -f 4 -n 200 -w 20 | grep -v '^#' >> "$f"
-    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -b 16M -e "$max" -f 4 -n 12 -w 2 | grep -v '^#' >> "$f"
+    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 8 -e 64K -f 8 -n 4000 -w 400 > "$f"
+    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 256K -e 4M -f 4 -n 200 -w 20 | grep -v '^#' >> "$f"
+    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 16M -e "$max" -f 4 -n 12 -w 2 | grep -v '^#' >> "$f"
     echo "# run $run, $np ranks done ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg))"
   done
 done
