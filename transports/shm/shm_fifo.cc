@@ -1,5 +1,6 @@
 #include "transports/shm/shm_fifo.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -92,30 +93,50 @@ Status checkGeometry(const FifoSpec& spec) {
   return Status::ok();
 }
 
+// The creator of the FIFO segment `name` as its header says: *ready false while the header is
+// not complete (being created, or not a FIFO); false when the segment cannot be read.
+bool segmentOwner(const char* name, bool* ready, int* owner, uint64_t* ownerPidNs) {
+  int fd = shm_open(name, O_RDONLY, 0);
+  if (fd < 0) return false;
+  Fd guard(fd);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(FifoHeader)) return false;
+  void* p = mmap(nullptr, sizeof(FifoHeader), PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return false;
+  Mapping map(p, sizeof(FifoHeader));
+  const auto* h = static_cast<const FifoHeader*>(p);
+  *ready = h->magic.load(std::memory_order_acquire) == kFifoMagic;
+  *owner = h->receiverPid;
+  *ownerPidNs = h->receiverPidNs;
+  return true;
+}
+
+// Once per process, before its first FIFO (removeFifosOfDeadProcesses).
+void sweepDeadOwners(int selfRank) {
+  static std::once_flag once;
+  std::call_once(once, [selfRank] {
+    const size_t removed = removeFifosOfDeadProcesses();
+    if (removed > 0) {
+      WEFT_LOG(kInfo, kShm, "rank %d: removed %zu shared-memory FIFO segments left by processes that no longer run",
+               selfRank, removed);
+    }
+  });
+}
+
 // Creating with O_EXCL found `name` already there. A segment whose creator still runs belongs
 // to someone else (two communicators with one tag): an error. Anything else is left over from a
 // crashed run and is replaced.
 Status removeStale(const FifoSpec& spec) {
   const char* name = spec.name.c_str();
-  int fd = shm_open(name, O_RDONLY, 0);
-  if (fd >= 0) {
-    Fd guard(fd);
-    struct stat st;
-    if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= sizeof(FifoHeader)) {
-      void* p = mmap(nullptr, sizeof(FifoHeader), PROT_READ, MAP_SHARED, fd, 0);
-      if (p != MAP_FAILED) {
-        Mapping map(p, sizeof(FifoHeader));
-        const auto* h = static_cast<const FifoHeader*>(p);
-        bool ready = h->magic.load(std::memory_order_acquire) == kFifoMagic;
-        int owner = h->receiverPid;
-        if (ready && owner != getpid() && h->receiverPidNs == pidNamespace() && processAlive(owner)) {
-          return WEFT_ERROR(weftInvalidUsage,
-                            "rank %d: the shared-memory FIFO %s from rank %d already exists and belongs to the "
-                            "running process %d; do two communicators on this host use the same tag?",
-                            spec.selfRank, name, spec.peerRank, owner);
-        }
-      }
-    }
+  bool ready = false;
+  int owner = 0;
+  uint64_t ownerNs = 0;
+  if (segmentOwner(name, &ready, &owner, &ownerNs) && ready && owner != getpid() && ownerNs == pidNamespace() &&
+      processAlive(owner)) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: the shared-memory FIFO %s from rank %d already exists and belongs to the running "
+                      "process %d; do two communicators on this host use the same tag?",
+                      spec.selfRank, name, spec.peerRank, owner);
   }
   WEFT_LOG(kInfo, kShm, "rank %d: replacing the stale shared-memory segment %s (left by an earlier run)", spec.selfRank,
            name);
@@ -128,6 +149,25 @@ Status removeStale(const FifoSpec& spec) {
 }
 
 }  // namespace
+
+size_t removeFifosOfDeadProcesses() {
+  const uint64_t ownNs = pidNamespace();
+  DIR* dir = ownNs != 0 ? opendir("/dev/shm") : nullptr;  // namespace unknown: nothing is known to be ours
+  if (dir == nullptr) return 0;
+  size_t removed = 0;
+  while (const dirent* e = readdir(dir)) {
+    const std::string name = std::string("/") + e->d_name;
+    if (name.rfind("/weft-", 0) != 0 || name.rfind("/weft-mem-", 0) == 0) continue;
+    bool ready = false;
+    int owner = 0;
+    uint64_t ownerNs = 0;
+    if (!segmentOwner(name.c_str(), &ready, &owner, &ownerNs) || !ready) continue;
+    if (owner <= 0 || owner == getpid() || ownerNs != ownNs || processAlive(owner)) continue;
+    removed += shm_unlink(name.c_str()) == 0 ? 1 : 0;
+  }
+  closedir(dir);
+  return removed;
+}
 
 FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
   FifoLayout l;
@@ -291,6 +331,7 @@ int placeOnNode(void* base, size_t bytes, const FifoSpec& spec) {
 
 Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint64_t freeBytes) {
   WEFT_TRY(checkGeometry(spec));
+  sweepDeadOwners(spec.selfRank);
   const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
   if (Status space = checkShmSpace(freeBytes, layout.totalBytes, spec.selfRank, spec.peerRank); !space.isOk()) {
     markNoSpace(spec.name);

@@ -99,6 +99,13 @@ FifoLayout fifoLayout(size_t nSlots, size_t slotBytes);
 // shared-memory name replaced (and an over-long tag replaced by its hash).
 std::string fifoName(const std::string& commTag, int sender, int receiver, int lane);
 
+// Removes the FIFO segments in /dev/shm whose creator was a process of this pid namespace that
+// no longer runs (a receiver killed, or ended by _exit, before its sender attached: nobody else
+// would ever unlink them); returns how many. Segments of live processes, of other namespaces,
+// half-made ones and anything that is not a FIFO (weftMemAlloc's /weft-mem-*) are left alone.
+// ShmFifo::create runs it once per process.
+size_t removeFifosOfDeadProcesses();
+
 // Free bytes in /dev/shm, or UINT64_MAX when that cannot be told.
 uint64_t shmFreeBytes();
 // Ok when `needBytes` fit in `freeBytes`; otherwise an error saying what to do about it.

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -166,6 +167,34 @@ TEST(ShmFifo, SmallMessagesTravelInTheDescriptorAndZeroBytesPointAtTheSlot) {
     EXPECT_EQ(fromSlot, n == 0 || n > kInlineBytes) << n << " bytes";
     p.recv->releaseRecv();
   }
+}
+
+// A receiver that dies before its sender attached leaves its segment; the next process's sweep
+// removes it, and keeps the segments of live processes (this one's).
+TEST(ShmFifo, SegmentsOfDeadCreatorsAreSweptAndLiveOnesKept) {
+  const std::string deadTag = uniqueTag(), liveTag = uniqueTag();
+  std::unique_ptr<ShmFifo> live;
+  ASSERT_TRUE(ShmFifo::create(spec(liveTag, false, 2, 64), &live).isOk());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::unique_ptr<ShmFifo> orphan;
+    const bool ok = ShmFifo::create(spec(deadTag, false, 2, 64), &orphan).isOk();
+    _exit(ok ? 0 : 1);  // no destructor: the segment stays, as after a kill
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string dead = fifoName(deadTag, 0, 1, 0), kept = fifoName(liveTag, 0, 1, 0);
+  auto exists = [](const std::string& name) {
+    int fd = shm_open(name.c_str(), O_RDONLY, 0);
+    if (fd >= 0) close(fd);
+    return fd >= 0;
+  };
+  ASSERT_TRUE(exists(dead)) << "the dead child's segment is left behind";
+  EXPECT_GE(removeFifosOfDeadProcesses(), 1u);
+  EXPECT_FALSE(exists(dead)) << "swept";
+  EXPECT_TRUE(exists(kept)) << "this live process's FIFO is kept";
 }
 
 TEST(ShmFifo, LayoutAlignsSlotsAndData) {
