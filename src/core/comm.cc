@@ -11,6 +11,7 @@
 #include "collectives/datatypes.h"
 #include "collectives/device_executor.h"
 #include "collectives/reduce.h"
+#include "core/bootstrap_tags.h"
 #include "core/host_memory.h"
 #include "device/device.h"
 #include "topology/tuner.h"
@@ -27,10 +28,6 @@ constexpr int kP2pLane = 0;
 // Call-check tokens and probes (coll::isCallCheckLane) are one byte: their FIFOs take 2 slots of
 // the smallest size WEFT_BUFFSIZE allows.
 constexpr size_t kCallTokenSlotBytes = 4096;
-// Bootstrap tags used by the communicator itself.
-constexpr int kSplitTagBase = 0x5000;
-constexpr int kReadersRowTag = 0x4f01;
-constexpr int kReadersColumnTag = 0x4f02;
 // Schedules kept per communicator (they are rebuilt cheaply when evicted).
 constexpr size_t kMaxCachedSchedules = 64;
 
@@ -171,17 +168,19 @@ Status Communicator::exchangeReaders(const std::vector<uint8_t>& canRead) {
   const Deadline deadline = Deadline::afterSeconds(settings_.timeoutS);
   std::vector<uint8_t> column(n);
   if (rank_ != 0) {
-    WEFT_TRY(bootstrap_->send(0, kReadersRowTag, canRead.data(), n, deadline));
-    WEFT_TRY(bootstrap_->recv(0, kReadersColumnTag, column.data(), n, deadline));
+    WEFT_TRY(bootstrap_->send(0, bootstrap_tags::kReadersRow, canRead.data(), n, deadline));
+    WEFT_TRY(bootstrap_->recv(0, bootstrap_tags::kReadersColumn, column.data(), n, deadline));
   } else {
     std::vector<uint8_t> matrix(n * n);
     std::copy(canRead.begin(), canRead.end(), matrix.begin());
     for (size_t p = 1; p < n; ++p) {
-      WEFT_TRY(bootstrap_->recv(static_cast<int>(p), kReadersRowTag, &matrix[p * n], n, deadline));
+      WEFT_TRY(bootstrap_->recv(static_cast<int>(p), bootstrap_tags::kReadersRow, &matrix[p * n], n, deadline));
     }
     for (size_t p = n; p-- > 0;) {
       for (size_t r = 0; r < n; ++r) column[r] = matrix[r * n + p];
-      if (p > 0) WEFT_TRY(bootstrap_->send(static_cast<int>(p), kReadersColumnTag, column.data(), n, deadline));
+      if (p > 0) {
+        WEFT_TRY(bootstrap_->send(static_cast<int>(p), bootstrap_tags::kReadersColumn, column.data(), n, deadline));
+      }
     }
   }
   peerReadsMe_.assign(n, false);
@@ -581,7 +580,7 @@ Status Communicator::split(int color, int key, const weftConfig_t* config, std::
   Deadline deadline = Deadline::afterSeconds(settings_.timeoutS);
   Status s = bootstrap_->allGather(&mine, all.data(), sizeof(Entry), deadline);
   if (!s.isOk()) return fail(std::move(s));
-  int tag = kSplitTagBase + static_cast<int>(splits_++);
+  int tag = bootstrap_tags::sequenceTag(bootstrap_tags::kSplitBase, splits_++);
   out->reset();
   if (color == WEFT_SPLIT_NOCOLOR) return Status::ok();
 

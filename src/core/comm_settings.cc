@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/params.h"
+#include "core/bootstrap_tags.h"
 #include "core/comm.h"
 #include "core/comm_topology.h"
 #include "topology/tuner.h"
@@ -14,7 +15,7 @@ namespace weft {
 namespace core {
 namespace {
 
-constexpr int kSettingsTag = 0x4f00;  // beside comm.cc's tags (0x4f01, 0x4f02, 0x5000 + ...)
+using bootstrap_tags::kSettings;
 
 }  // namespace
 
@@ -43,9 +44,9 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   CommSettings first = mine;
   const Deadline deadline = Deadline::afterSeconds(static_cast<double>(mine.timeoutS));
   if (rank_ == 0) {
-    for (int p = 1; p < nRanks_; ++p) WEFT_TRY(bootstrap_->send(p, kSettingsTag, &mine, sizeof(mine), deadline));
+    for (int p = 1; p < nRanks_; ++p) WEFT_TRY(bootstrap_->send(p, kSettings, &mine, sizeof(mine), deadline));
   } else {
-    WEFT_TRY(bootstrap_->recv(0, kSettingsTag, &first, sizeof(first), deadline));
+    WEFT_TRY(bootstrap_->recv(0, kSettings, &first, sizeof(first), deadline));
   }
   settings_ = first;
   settings_.timeoutS = mine.timeoutS;  // each rank keeps its own patience

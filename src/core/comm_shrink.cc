@@ -14,13 +14,13 @@
 
 #include "base/log.h"
 #include "base/os.h"
+#include "core/bootstrap_tags.h"
 #include "core/comm.h"
 
 namespace weft {
 namespace core {
 namespace {
 
-constexpr int kShrinkTagBase = 0x6000;
 
 struct ShrinkOffer {
   weftUniqueId id;
@@ -47,7 +47,7 @@ Status Communicator::shrink(const std::vector<int>& excluded, const weftConfig_t
   }
   const int newRank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   const uint64_t listHash = hashBytes(excluded.data(), excluded.size() * sizeof(int)) ^ excluded.size();
-  const int tag = kShrinkTagBase + static_cast<int>(shrinks_++);
+  const int tag = bootstrap_tags::sequenceTag(bootstrap_tags::kShrinkBase, shrinks_++);
   const Deadline deadline = Deadline::afterSeconds(settings_.timeoutS);
   const int nMembers = static_cast<int>(members.size());
   auto disagreement = [&](int who) {

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "collectives/algorithms.h"
+#include "core/bootstrap_tags.h"
 #include "device/device.h"
 #include "topology/detect.h"
 #include "topology/topo_file.h"
@@ -27,8 +28,8 @@ namespace core {
 namespace {
 
 // Bootstrap tags (comm.cc uses 0x4f00..0x4f02).
-constexpr int kTopoDescTag = 0x4f10;
-constexpr int kTopoTableTag = 0x4f11;
+constexpr int kTopoDescTag = bootstrap_tags::kTopoDescription;
+constexpr int kTopoTableTag = bootstrap_tags::kTopoTable;
 
 // This process's CPU mask in NCCL's notation: 32-bit hex groups, most significant first.
 std::string processAffinity() {

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "core/bootstrap.h"
+#include "core/bootstrap_tags.h"
 #include "core/bootstrap_wire.h"
 #include "core/liveness_record.h"
 #include "core/liveness_udp.h"
@@ -54,7 +55,7 @@ const LivenessRecord* mapPeerRecord(const RecordAddress& a, int rank, int peer, 
   return record;
 }
 
-constexpr int kAddressesTag = 0x4f20;
+constexpr int kAddressesTag = bootstrap_tags::kLivenessAddresses;
 
 // The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
 int nearestRemoteOf(const std::vector<PeerInfo>& peers, int from, int step) {
