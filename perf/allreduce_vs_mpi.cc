@@ -17,11 +17,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "perf/collectives.h"
 #include "perf/expected.h"
 #include "perf/options.h"
+#include "perf/rank_buffers.h"
 #include "perf/sizes.h"
 #include "weft/weft.h"
 
@@ -34,28 +37,6 @@ constexpr int kBlocks = 4;  // blocks per library per size; the order flips ever
 double busBw(size_t bytes, double sec, int n) {
   return sec > 0 ? static_cast<double>(bytes) / 1e9 / sec * busBwFactor(Collective::kAllReduce, n) : 0.0;
 }
-
-// -R 1: both buffers from weftMemAlloc, registered with the communicator.
-struct RegisteredBuffers {
-  void* mem[2] = {nullptr, nullptr};
-  void* handle[2] = {nullptr, nullptr};
-  weftResult_t allocate(weftComm_t comm, size_t bytes, float** send, float** recv) {
-    for (int i = 0; i < 2; ++i) {
-      weftResult_t r = weftMemAlloc(&mem[i], bytes);
-      if (r == weftSuccess) r = weftCommRegister(comm, mem[i], bytes, &handle[i]);
-      if (r != weftSuccess) return r;
-    }
-    *send = static_cast<float*>(mem[0]);
-    *recv = static_cast<float*>(mem[1]);
-    return weftSuccess;
-  }
-  void release(weftComm_t comm) {
-    for (int i = 0; i < 2; ++i) {
-      if (handle[i] != nullptr) (void)weftCommDeregister(comm, handle[i]);
-      if (mem[i] != nullptr) (void)weftMemFree(mem[i]);
-    }
-  }
-};
 
 void die(int rank, const char* what, weftResult_t r, weftComm_t comm) {
   std::fprintf(stderr, "weft-bench-mpi: rank %d: %s failed: %s: %s\n", rank, what, weftGetErrorString(r),
@@ -95,13 +76,26 @@ int main(int argc, char** argv) {
   if (r != weftSuccess) die(rank, "weftCommInitRank", r, nullptr);
 
   const size_t maxCount = o.maxBytes / sizeof(float);
-  RegisteredBuffers registered;
+  // -R 1: weft-perf's buffers from weftMemAlloc (RankBuffers), registered for the life of the
+  // communicator (which frees the handles).
+  std::unique_ptr<RankBuffers> registered;
   std::vector<float> sendVec, recvVec;
   float* sendData = nullptr;
   float* recvData = nullptr;
   if (o.localRegister) {
-    r = registered.allocate(comm, (maxCount > 0 ? maxCount : 1) * sizeof(float), &sendData, &recvData);
-    if (r != weftSuccess) die(rank, "weftMemAlloc / weftCommRegister", r, comm);
+    const size_t bytes = (maxCount > 0 ? maxCount : 1) * sizeof(float);
+    std::string error;
+    if (!RankBuffers::make(bytes, nullptr, &registered, &error, true)) {
+      std::fprintf(stderr, "weft-bench-mpi: rank %d: %s\n", rank, error.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (char* p : {registered->send(), registered->recv()}) {
+      void* handle = nullptr;
+      r = weftCommRegister(comm, p, bytes, &handle);
+      if (r != weftSuccess) die(rank, "weftCommRegister", r, comm);
+    }
+    sendData = reinterpret_cast<float*>(registered->send());
+    recvData = reinterpret_cast<float*>(registered->recv());
   } else {
     sendVec.resize(maxCount > 0 ? maxCount : 1);
     recvVec.resize(maxCount > 0 ? maxCount : 1);
@@ -191,7 +185,6 @@ int main(int argc, char** argv) {
   }
   if (rank == 0)
     std::printf("# wrong elements: %lld %s\n", static_cast<long long>(wrongTotal), wrongTotal ? "FAILED" : "OK");
-  registered.release(comm);
   weftCommDestroy(comm);
   MPI_Finalize();
   return wrongTotal ? 1 : 0;
