@@ -83,19 +83,20 @@ Status runHostLanes(Communicator* impl, const std::vector<PendingOp>& device, co
 
 // Runs one communicator's share of a group: collectives in call order (device ones enqueued,
 // fused where they can be), then every send and receive concurrently.
-Status runOps(weftComm* comm, const std::vector<PendingOp>& ops) {
+Status runOps(weftComm* comm, const PendingOp* begin, const PendingOp* end) {
   Communicator* impl = comm->impl.get();
   std::vector<P2pCall> p2p, deviceP2p;
   weftStream_t p2pStream = nullptr;
   std::vector<PendingOp> device;
   if (impl->hostRunsLanes()) {
-    for (const PendingOp& op : ops) {
-      if (op.isP2p) deviceP2p.push_back(op.p2p);
-      if (!op.isP2p) device.push_back(op);
+    for (const PendingOp* op = begin; op != end; ++op) {
+      if (op->isP2p) deviceP2p.push_back(op->p2p);
+      if (!op->isP2p) device.push_back(*op);
     }
     return runHostLanes(impl, device, deviceP2p);
   }
-  for (const PendingOp& op : ops) {
+  for (const PendingOp* it = begin; it != end; ++it) {
+    const PendingOp& op = *it;
     if (op.stream != nullptr && op.isP2p) {
       if (p2pStream != nullptr && op.stream != p2pStream) {
         return Call(comm, "weftGroupEnd")
@@ -122,9 +123,9 @@ Status runOps(weftComm* comm, const std::vector<PendingOp>& ops) {
 }
 
 // Runs ops now; a failure is recorded while the call is still in flight (see InFlight).
-weftResult_t runNow(weftComm* comm, const std::vector<PendingOp>& ops) {
+weftResult_t runNow(weftComm* comm, const PendingOp* begin, const PendingOp* end) {
   InFlight inFlight(comm);
-  Status s = runOps(comm, ops);
+  Status s = runOps(comm, begin, end);
   return s.isOk() ? weftSuccess : reportOpFailure(comm, s);
 }
 
@@ -178,7 +179,7 @@ weftResult_t runGroup(const std::vector<PendingOp>& ops) {
     for (const auto& op : ops) {
       if (op.comm == comms[i]) mine.push_back(op);
     }
-    results[i] = runNow(comms[i], mine);
+    results[i] = runNow(comms[i], mine.data(), mine.data() + mine.size());
   };
   if (comms.size() == 1) {
     runShare(0);
@@ -231,14 +232,7 @@ weftResult_t submit(weftComm* comm, const PendingOp& op) {
     tlsGroup.ops.push_back(op);
     return weftSuccess;
   }
-  // A collective on host buffers alone (the commonest call, and the one whose latency counts at
-  // 8 B): straight to the communicator, without the group's bookkeeping.
-  if (op.stream == nullptr && !op.isP2p && !comm->impl->hostRunsLanes()) {
-    InFlight inFlight(comm);
-    Status s = comm->impl->runCollective(op.coll);
-    return s.isOk() ? weftSuccess : reportOpFailure(comm, s);
-  }
-  return runNow(comm, {op});
+  return runNow(comm, &op, &op + 1);  // no container: nothing allocated on the path of a small call
 }
 
 weftResult_t groupStart() {
