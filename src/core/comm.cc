@@ -203,8 +203,8 @@ Status Communicator::readPeerMemory(int peer, uint64_t address, void* dst, size_
 
 coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize, bool hostMemory) {
   ParamsMemo& m = paramsMemo_;
-  if (m.valid && m.kind == call.kind && m.count == call.count && m.elemSize == elemSize && m.root == call.root &&
-      m.hostMemory == hostMemory) {
+  if (m.valid && m.params.kind == call.kind && m.params.count == static_cast<int64_t>(call.count) &&
+      m.params.root == call.root && m.elemSize == elemSize && m.hostMemory == hostMemory) {
     return m.params;
   }
   m.valid = false;
@@ -222,7 +222,7 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
       topology_->tuner.choose(call.kind, p.count * static_cast<int64_t>(elemSize), hostMemory);
   p.algo = coll::algoSupported(call.kind, choice.algo) ? choice.algo : coll::collTraits(call.kind).defaultAlgo;
   p.nChannels = choice.channels;
-  m = ParamsMemo{true, call.kind, call.count, elemSize, call.root, hostMemory, p};
+  m = ParamsMemo{true, elemSize, hostMemory, p};
   return p;
 }
 

@@ -379,14 +379,11 @@ class Communicator final : public coll::ConnectionProvider {
   std::map<OpKey, std::unique_ptr<CachedOp>> ops_;
   CachedOp* lastOp_ = nullptr;
   OpKey lastOpKey_;
-  // paramsFor's latest answer and what it was for: a training loop repeats one call, and the
-  // tuner's table is fixed at init.
+  // paramsFor's latest answer (its kind, count and root are the call's) and the rest of what it
+  // was for: a training loop repeats one call, and the tuner's table is fixed at init.
   struct ParamsMemo {
     bool valid = false;
-    coll::CollKind kind{};
-    size_t count = 0;
     size_t elemSize = 0;
-    int root = 0;
     bool hostMemory = false;
     coll::ScheduleParams params;
   };
