@@ -1,5 +1,5 @@
 // The FIFO of the shared-memory transport: nSlots slots of slotBytes bytes in one POSIX
-// shared-memory segment, a descriptor line per slot (its sequence number, byte count and stamp,
+// shared-memory segment, a descriptor per slot (its sequence number, byte count and stamp,
 // and the bytes themselves when they fit: SlotDesc) that the receiver polls, and a tail counter
 // the receiver advances. The receiver creates the segment (ShmFifo::create, returns at once); the
 // sender waits for it and attaches (ShmFifo::attach) and then unlinks its name, so nothing is
@@ -8,8 +8,8 @@
 // The hot paths (trySendSlot, postSend, tryRecv, releaseRecv) are inline: a few loads and
 // stores, no syscalls, no locks. A message crosses between cores as one descriptor when it is
 // small (the descriptor holds everything the receiver reads), and as the descriptor plus the
-// slot's lines otherwise; the receiver never reads a separate head counter first (that was one
-// more serial cache miss per message). The sender keeps a cached copy of the receiver's tail and
+// slot's lines otherwise; there is no head counter for the receiver to read first (version 2's
+// was one more serial cache miss per message). The sender keeps a cached copy of the receiver's tail and
 // reads the real one only when its cached view says the FIFO is full.
 //
 // ShmTransport (shm_transport.h) wraps one ShmFifo per connection; tests use it directly.
@@ -30,7 +30,7 @@ namespace weft {
 namespace shm {
 
 constexpr uint64_t kFifoMagic = 0x314d485354464557ull;  // "WEFTSHM1" in memory order
-constexpr uint32_t kFifoVersion = 3;  // 3: per-slot descriptor lines (2: stamps after the sizes)
+constexpr uint32_t kFifoVersion = 4;  // 4: no head counter; 3: slot descriptors; 2: stamps after the sizes
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kMaxSlots = 1u << 16;
@@ -64,10 +64,8 @@ struct FifoHeader {
   alignas(kCacheLine) std::atomic<uint32_t> senderAbort;
   std::atomic<uint32_t> receiverAbort;
 
-  // Written by the sender only: slots posted (for diagnostics and tests; the receiver polls the
-  // descriptors).
-  alignas(kCacheLine) std::atomic<uint64_t> head;
-  // Written by the receiver only.
+  // Slots released: written by the receiver only. (What the sender posted is in the slot
+  // descriptors' seq fields; nothing else counts it.)
   alignas(kCacheLine) std::atomic<uint64_t> tail;
 };
 static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the header ends on a cache line");
@@ -164,7 +162,6 @@ class ShmFifo {
     if (bytes != 0 && bytes <= kInlineBytes) std::memcpy(d.inlineData, data_ + sendIndex_ * stride_, bytes);
     if (++sendIndex_ == nSlots_) sendIndex_ = 0;
     d.seq.store(++head_, std::memory_order_release);
-    header_->head.store(head_, std::memory_order_relaxed);
   }
 
   // Receiver: the oldest filled slot and its byte count, or nullptr when none is ready.
@@ -216,7 +213,7 @@ class ShmFifo {
   size_t slotBytes_ = 0;
   size_t stride_ = 0;
 
-  // Sender state (only the sender writes head).
+  // Sender state: messages posted, and the receiver's tail as last read.
   uint64_t head_ = 0;
   uint64_t cachedTail_ = 0;
   size_t sendIndex_ = 0;
