@@ -14,13 +14,13 @@
 #include <tuple>
 #include <vector>
 
-#include "common/call_check_bounds.h"
+#include "fixtures/call_check_bounds.h"
 #include "harness.h"
 
 namespace weft_test {
 namespace {
 
-using weft::call_checks::kFailWithinSeconds;
+using weft_test::kFailWithinSeconds;
 
 constexpr int kRanks = 2;
 constexpr size_t kMessageBytes = 1024;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/socket.h"
+#include "fixtures/fake_interface.h"
 #include "fixtures/port_holder.h"
 
 namespace weft {
@@ -285,13 +286,7 @@ TEST(Socket, ListenOnABusyPortFails) {
 
 // ---- interface choice ----------------------------------------------------------------------
 
-NetInterface fake(const char* name, const char* host, bool loopback = false) {
-  NetInterface i;
-  i.name = name;
-  EXPECT_TRUE(SocketAddress::fromHostPort(host, 0, &i.address).isOk()) << host;
-  i.loopback = loopback;
-  return i;
-}
+using weft_test::fakeInterface;
 
 std::vector<std::string> names(const std::vector<NetInterface>& list) {
   std::vector<std::string> out;
@@ -303,9 +298,9 @@ using Names = std::vector<std::string>;
 
 const std::vector<NetInterface>& fakeHost() {
   static const std::vector<NetInterface> list = {
-      fake("lo", "127.0.0.1", true), fake("lo", "::1", true), fake("eth0", "fe80::1"),
-      fake("eth0", "10.0.0.1"),      fake("eth1", "fd00::5"), fake("docker0", "172.17.0.1"),
-      fake("ib0", "192.168.1.1"),    fake("ib1", "fe80::2"),  fake("eth10", "10.0.10.1"),
+      fakeInterface("lo", "127.0.0.1", true), fakeInterface("lo", "::1", true), fakeInterface("eth0", "fe80::1"),
+      fakeInterface("eth0", "10.0.0.1"),      fakeInterface("eth1", "fd00::5"), fakeInterface("docker0", "172.17.0.1"),
+      fakeInterface("ib0", "192.168.1.1"),    fakeInterface("ib1", "fe80::2"),  fakeInterface("eth10", "10.0.10.1"),
   };
   return list;
 }
@@ -318,11 +313,11 @@ TEST(Interfaces, DefaultPicksTheFirstRealIPv4Interface) {
 }
 
 TEST(Interfaces, DefaultFallsBack) {
-  std::vector<NetInterface> v6 = {fake("lo", "127.0.0.1", true), fake("eth1", "fd00::5")};
+  std::vector<NetInterface> v6 = {fakeInterface("lo", "127.0.0.1", true), fakeInterface("eth1", "fd00::5")};
   EXPECT_EQ(names(matchInterfaces("", v6)), (Names{"eth1=fd00::5"}));
-  std::vector<NetInterface> docker = {fake("lo", "127.0.0.1", true), fake("docker0", "172.17.0.1")};
+  std::vector<NetInterface> docker = {fakeInterface("lo", "127.0.0.1", true), fakeInterface("docker0", "172.17.0.1")};
   EXPECT_EQ(names(matchInterfaces("", docker)), (Names{"docker0=172.17.0.1"}));
-  std::vector<NetInterface> lo = {fake("lo", "::1", true), fake("lo", "127.0.0.1", true), fake("eth0", "fe80::1")};
+  std::vector<NetInterface> lo = {fakeInterface("lo", "::1", true), fakeInterface("lo", "127.0.0.1", true), fakeInterface("eth0", "fe80::1")};
   EXPECT_EQ(names(matchInterfaces("", lo)), (Names{"lo=127.0.0.1"}));
   EXPECT_TRUE(matchInterfaces("", {}).empty());
 }
@@ -350,7 +345,7 @@ TEST(Interfaces, EqualsMatchesExactly) {
 }
 
 TEST(Interfaces, PrefersTheIPv4AddressOfAnInterface) {
-  std::vector<NetInterface> list = {fake("eth0", "fd00::1"), fake("eth0", "10.1.1.1"), fake("eth0", "10.1.1.2")};
+  std::vector<NetInterface> list = {fakeInterface("eth0", "fd00::1"), fakeInterface("eth0", "10.1.1.1"), fakeInterface("eth0", "10.1.1.2")};
   EXPECT_EQ(names(matchInterfaces("eth0", list)), (Names{"eth0=10.1.1.1"}));
 }
 

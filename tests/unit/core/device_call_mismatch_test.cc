@@ -24,14 +24,14 @@
 #include <tuple>
 #include <vector>
 
-#include "common/call_check_bounds.h"
 #include "device_routes.h"
 #include "device/device.h"
+#include "fixtures/call_check_bounds.h"
 #include "weft/weft.h"
 
 namespace {
 
-using weft::call_checks::kFailWithinSeconds;
+using weft_test::kFailWithinSeconds;
 
 // Before anything asks for the GPU runtime (it is chosen once per process).
 struct UseEmulatedDevice {

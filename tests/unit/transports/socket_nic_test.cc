@@ -8,22 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/fake_interface.h"
+
 namespace weft {
 namespace net {
 namespace {
 
-NetInterface fake(const char* name, const char* host, bool loopback = false) {
-  NetInterface i;
-  i.name = name;
-  EXPECT_TRUE(SocketAddress::fromHostPort(host, 0, &i.address).isOk()) << host;
-  i.loopback = loopback;
-  return i;
-}
+using weft_test::fakeInterface;
 
 const std::vector<NetInterface>& host() {
   static const std::vector<NetInterface> list = {
-      fake("lo", "127.0.0.1", true), fake("eth0", "198.18.0.1"), fake("nic0", "fe80::1"), fake("nic0", "198.18.1.1"),
-      fake("nic1", "fd00::7"),       fake("ib0", "198.18.3.1"),  fake("ib1", "fe80::9"),
+      fakeInterface("lo", "127.0.0.1", true), fakeInterface("eth0", "198.18.0.1"), fakeInterface("nic0", "fe80::1"), fakeInterface("nic0", "198.18.1.1"),
+      fakeInterface("nic1", "fd00::7"),       fakeInterface("ib0", "198.18.3.1"),  fakeInterface("ib1", "fe80::9"),
   };
   return list;
 }
