@@ -263,6 +263,9 @@ class Executor {
     // Reused across calls on this thread: no allocation on the path of a small collective.
     static thread_local std::vector<TrackState> tracks;
     tracks.assign(plan_.tracks.size(), TrackState());
+    if (plan_.waitForConsumers && plan_.stamp != 0) {
+      for (Connection* c : plan_.receivers) c->announceCall(plan_.stamp);
+    }
     for (size_t i = 0; i < tracks.size(); ++i) {
       tracks[i].track = &plan_.tracks[i];
       skipEmpty(tracks[i]);
@@ -448,8 +451,10 @@ class Executor {
   }
 
   // A collective's part is done here, but it returns only once the peers took every message it
-  // sent: a peer that made another call refuses one and aborts, and this rank fails with it
-  // instead of returning success. Meanwhile a message of this very call arriving means that its
+  // sent, or announced this very call (then they will take them: the same call reads the same
+  // FIFOs; not where this rank lent memory, which must be read before it returns): a peer that
+  // made another call refuses one and aborts, and this rank fails with it instead of returning
+  // success. Meanwhile a message of this very call arriving means that its
   // sender made another call (both ranks think they are the root of a broadcast, say).
   Status waitForConsumers(const std::vector<TrackState>& tracks) {
     Backoff backoff;
@@ -457,7 +462,7 @@ class Executor {
     for (;;) {
       bool pending = false;
       for (Connection* c : plan_.senders) {
-        if (!c->allSendsConsumed()) {
+        if (!c->allSendsConsumed() && !(plan_.stamp != 0 && c->peerAnnounced(plan_.stamp) && lent_.count(c) == 0)) {
           pending = true;
           break;
         }
@@ -701,11 +706,10 @@ Status connectPlan(ExecPlan* plan, ConnectionProvider* provider) {
     }
   }
   WEFT_TRY(connectProbes(plan, provider));
-  std::set<Connection*> senders;
-  for (const auto& key : plan->keys) {
-    if (key.send) senders.insert(provider->get(key));
-  }
+  std::set<Connection*> senders, receivers;
+  for (const auto& key : plan->keys) (key.send ? senders : receivers).insert(provider->get(key));
   plan->senders.assign(senders.begin(), senders.end());
+  plan->receivers.assign(receivers.begin(), receivers.end());
   plan->connected = true;
   return Status::ok();
 }

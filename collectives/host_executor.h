@@ -119,6 +119,7 @@ struct ExecPlan {
   std::function<std::string()> what;
   std::vector<ConnectionKey> keys;  // every connection it uses (set by connectPlan)
   std::vector<Connection*> senders;  // its sending connections, once each (set by connectPlan)
+  std::vector<Connection*> receivers;  // its receiving connections, once each (set by connectPlan)
   bool connected = false;
   // Single-copy: the send buffer stays unchanged for the whole operation (out of place), so a
   // send from it may pass a reference instead of the bytes, for slices of at least
@@ -132,8 +133,12 @@ struct ExecPlan {
   // Receivers refuse a message whose stamp is not theirs (WEFT_CHECK_CALLS).
   bool checkStamps = true;
   // A collective: the rank returns only once its peers took every message it sent (they may
-  // refuse one), and it looks for messages of this call it did not expect (a peer that made
-  // another call) while it waits. collectiveSeq: the call's sequence field (call_stamp.h).
+  // refuse one), or, where the transport can tell, once each receiver announced this very call
+  // (Connection::peerAnnounced: it runs the same call, so it will take them; not for messages
+  // that lent memory by reference, which must be read first); it looks for messages of this
+  // call it did not expect (a peer that made another call) while it waits. The rank announces
+  // the call on its own receiving connections when it starts. collectiveSeq: the call's
+  // sequence field (call_stamp.h).
   bool waitForConsumers = false;
   // A send/recv group waiting for its consumers: it stops waiting (and returns success) as soon as
   // a message waits on a receiving end of this rank, since its receiver may be blocked in a send

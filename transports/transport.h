@@ -138,6 +138,15 @@ class Connection {
 
   // Sender: true when the receiver has released every slot posted so far.
   virtual bool allSendsConsumed() const = 0;
+  // Receiver: this rank runs the collective stamped `stamp` (collectives/call_stamp.h: call
+  // number and fingerprint) and reads this connection in it. Sender: whether the receiver's
+  // latest announcement is `stamp`, i.e. it runs this very call (a later one announces another
+  // stamp). A sender that must not return before its receiver accepted its call may return on
+  // either this or allSendsConsumed() (host_executor.cc waitForConsumers); transports whose
+  // peers share no memory keep the defaults (never announced: the sender waits for its
+  // messages to be taken).
+  virtual void announceCall(uint64_t stamp) {}
+  virtual bool peerAnnounced(uint64_t stamp) const { return false; }
 
   // Ok while the peer is alive and has not failed; otherwise an error naming the peer
   // (weftRemoteError). Cheap enough to call every few milliseconds while waiting.

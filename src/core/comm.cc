@@ -408,9 +408,12 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens) {
 }
 // Why two ranks need no tokens once a shape's FIFOs exist. Each rank either sends to the other or
 // receives from it (or both, on different lanes); a sender returns only once the receiver took
-// every message (ExecPlan::waitForConsumers), and a receiver takes only a message stamped with
-// its own call, before it releases the slot. So a rank that returns has accepted the peer's
-// stamp, or had its own accepted by the peer: both made the same call. When they made different
+// every message or announced the very call the sender stamped them with (shared memory:
+// ExecPlan::waitForConsumers), and a receiver takes only a message stamped with its own call,
+// before it releases the slot. So a rank that returns has accepted the peer's stamp, or seen
+// the peer accept or announce its own: both made the same call. (An announcement comes at the
+// start of the receiver's call, so a sender in a loop of calls finds it there without waiting
+// for its message to cross and be taken.) When they made different
 // calls (count, type, op, root, collective, a skipped call: the stamps differ), one of:
 //   - one sends where the other reads: the reader refuses the message and fails; the sender's
 //     message is never taken, and it fails with the reader's abort;

@@ -37,9 +37,9 @@ namespace weft {
 namespace shm {
 
 constexpr uint64_t kFifoMagic = 0x314d485354464557ull;  // "WEFTSHM1" in memory order
-// 5: a ring of nDescs descriptors apart from the slots; 4: no head counter; 3: slot descriptors;
-// 2: stamps after the sizes
-constexpr uint32_t kFifoVersion = 5;
+// 6: a ring of nDescs message descriptors apart from the slots; 5: announced; 4: no head counter;
+// 3: slot descriptors; 2: stamps after the sizes
+constexpr uint32_t kFifoVersion = 6;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kMaxSlots = 1u << 16;
@@ -76,9 +76,11 @@ struct FifoHeader {
   alignas(kCacheLine) std::atomic<uint32_t> senderAbort;
   std::atomic<uint32_t> receiverAbort;
 
-  // Slots released: written by the receiver only. (What the sender posted is in the slot
-  // descriptors' seq fields; nothing else counts it.)
+  // Slots released, and the stamp of the call the receiver runs now (announce(); 0 none):
+  // written by the receiver only, read by the sender on one line. (What the sender posted is in
+  // the slot descriptors' seq fields; nothing else counts it.)
   alignas(kCacheLine) std::atomic<uint64_t> tail;
+  std::atomic<uint64_t> announced;
 };
 static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the header ends on a cache line");
 
@@ -221,6 +223,10 @@ class ShmFifo {
   }
   // Sender: true when the receiver has released every message posted so far.
   bool allSendsConsumed() const { return header_->tail.load(std::memory_order_acquire) == head_; }
+  // Receiver: this rank runs the call stamped `stamp` (call_stamp.h) and will read this FIFO in
+  // it. Sender: whether the receiver last announced `stamp` (Connection::peerAnnounced).
+  void announce(uint64_t stamp) { header_->announced.store(stamp, std::memory_order_release); }
+  bool peerAnnounced(uint64_t stamp) const { return header_->announced.load(std::memory_order_acquire) == stamp; }
   // True once the peer set its abort flag (cheap: one load).
   bool peerAborted() const {
     const std::atomic<uint32_t>& peer = role_ == Role::kSender ? header_->receiverAbort : header_->senderAbort;

@@ -24,6 +24,7 @@ class ShmSendConnection final : public Connection {
   bool peerAborted() const override { return fifo_->peerAborted(); }
   int peerAbortCulprit() const override { return fifo_->peerAbortCulprit(); }
   bool allSendsConsumed() const override { return fifo_->allSendsConsumed(); }
+  bool peerAnnounced(uint64_t stamp) const override { return fifo_->peerAnnounced(stamp); }
 
  private:
   std::unique_ptr<ShmFifo> fifo_;
@@ -43,6 +44,7 @@ class ShmRecvConnection final : public Connection {
   bool peerAborted() const override { return fifo_->peerAborted(); }
   int peerAbortCulprit() const override { return fifo_->peerAbortCulprit(); }
   bool allSendsConsumed() const override { return fifo_->allSendsConsumed(); }
+  void announceCall(uint64_t stamp) override { fifo_->announce(stamp); }
 
  private:
   std::unique_ptr<ShmFifo> fifo_;

@@ -260,6 +260,29 @@ TEST(ShmFifo, SmallMessagesTravelInTheDescriptorAndZeroBytesPointAtTheSlot) {
   }
 }
 
+// The receiver announces the call it runs; the sender sees that stamp, and only that one, until
+// the next announcement, whatever the slots do meanwhile.
+TEST(ShmFifo, TheSenderSeesTheCallTheReceiverAnnounced) {
+  std::string tag = uniqueTag();
+  Pair p = makePair(tag, 2, 64);
+  ASSERT_TRUE(p.recv && p.send);
+  EXPECT_FALSE(p.send->peerAnnounced(kTestStamp));
+  p.recv->announce(kTestStamp);
+  EXPECT_TRUE(p.send->peerAnnounced(kTestStamp));
+  EXPECT_FALSE(p.send->peerAnnounced(kTestStamp + 1));
+  ASSERT_NE(p.send->trySendSlot(), nullptr);
+  p.send->postSend(8, kTestStamp);
+  size_t bytes = 0;
+  uint64_t stamp = 0;
+  ASSERT_NE(p.recv->tryRecv(&bytes, &stamp), nullptr);
+  p.recv->releaseRecv();
+  EXPECT_TRUE(p.send->allSendsConsumed());
+  EXPECT_TRUE(p.send->peerAnnounced(kTestStamp));
+  p.recv->announce(kTestStamp + 1);
+  EXPECT_FALSE(p.send->peerAnnounced(kTestStamp));
+  EXPECT_TRUE(p.send->peerAnnounced(kTestStamp + 1));
+}
+
 // A receiver that dies before its sender attached leaves its segment; the next process's sweep
 // removes it, and keeps the segments of live processes (this one's).
 TEST(ShmFifo, SegmentsOfDeadCreatorsAreSweptAndLiveOnesKept) {
