@@ -172,9 +172,8 @@ size_t removeFifosOfDeadProcesses() {
 FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
   FifoLayout l;
   l.slotStride = roundUp(slotBytes, slotBytes >= kPageBytes ? kPageBytes : kCacheLine);
-  l.nDescs = descCount(nSlots);
   l.descsOffset = roundUp(sizeof(FifoHeader), alignof(SlotDesc));
-  l.dataOffset = roundUp(l.descsOffset + l.nDescs * sizeof(SlotDesc), kPageBytes);
+  l.dataOffset = roundUp(l.descsOffset + nSlots * sizeof(SlotDesc), kPageBytes);
   l.totalBytes = roundUp(l.dataOffset + nSlots * l.slotStride, kPageBytes);
   return l;
 }
@@ -254,12 +253,10 @@ ShmFifo::ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes)
     : role_(role), spec_(spec), base_(base), mappedBytes_(bytes) {
   header_ = static_cast<FifoHeader*>(base);
   nSlots_ = header_->nSlots;
-  nDescs_ = header_->nDescs;
   slotBytes_ = header_->slotBytes;
   stride_ = header_->slotStride;
   descs_ = reinterpret_cast<SlotDesc*>(static_cast<char*>(base) + header_->descsOffset);
   data_ = static_cast<char*>(base) + header_->dataOffset;
-  if (role == Role::kSender) slotUser_.assign(nSlots_, 0);
 }
 
 ShmFifo::~ShmFifo() {
@@ -284,7 +281,6 @@ void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
   h->nSlots = spec.nSlots;
   h->slotBytes = spec.slotBytes;
   h->slotStride = layout.slotStride;
-  h->nDescs = layout.nDescs;
   h->descsOffset = layout.descsOffset;
   h->dataOffset = layout.dataOffset;
   h->totalBytes = layout.totalBytes;
@@ -293,7 +289,7 @@ void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
   h->receiverPidNs = pidNamespace();
   h->senderRank = spec.peerRank;
   auto* descs = reinterpret_cast<char*>(base) + layout.descsOffset;
-  for (size_t i = 0; i < layout.nDescs; ++i) new (descs + i * sizeof(SlotDesc)) SlotDesc{{0}, 0, 0, {}};
+  for (size_t i = 0; i < spec.nSlots; ++i) new (descs + i * sizeof(SlotDesc)) SlotDesc{{0}, 0, 0, {}};
   h->magic.store(kFifoMagic, std::memory_order_release);
 }
 
@@ -447,7 +443,7 @@ Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<
           }
           const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
           if (h->totalBytes != bytes || layout.totalBytes != bytes || h->slotStride != layout.slotStride ||
-              h->nDescs != layout.nDescs || h->descsOffset != layout.descsOffset || h->dataOffset != layout.dataOffset) {
+              h->descsOffset != layout.descsOffset || h->dataOffset != layout.dataOffset) {
             return WEFT_ERROR(weftInternalError,
                               "rank %d: the shared-memory FIFO %s from rank %d has an inconsistent layout "
                               "(%zu B mapped, header says %" PRIu64 " B, expected %zu B)",
