@@ -12,7 +12,9 @@
 #
 # TYPES (default float,bfloat16,half,f8e4m3,f8e5m2; float first: the reference), BLOCKS (8),
 # SIZE (64M), ITERS (timed iterations per type and block, 4), FLOOR (0.80), PLACE (oop: out of
-# place, or ip), PRIO (1: the ranks at real-time priority, chrt -f 50, where chrt can).
+# place, or ip), PRIO (1: the ranks at real-time priority, chrt -f 50, where chrt can), CHECK
+# (1: a checked pass of every type before each run; 0 skips it). A run of 8 blocks takes minutes
+# on a loaded 2-vCPU machine: weft-perf fills every type's 64 MiB input before each section.
 # Raw outputs go to OUT (default a new folder under /tmp).
 set -euo pipefail
 
@@ -40,13 +42,16 @@ out=${OUT:-$(mktemp -d /tmp/weft-lowp-compare.XXXXXX)}
 mkdir -p "$out"
 
 echo "# $(date -u '+%F %T UTC'); $(lscpu | sed -n 's/^Model name: *//p'); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# weft-perf allreduce -np 2 -b $size -e $size -n $iters -w 1 -c 1 -d $mirrored -N $blocks ${prio[*]:+(under ${prio[*]})}"
+echo "# weft-perf allreduce -np 2 -b $size -e $size -n $iters -w 1 -c 0 -d $mirrored -N $blocks ${prio[*]:+(under ${prio[*]})}"
 echo "# busbw $place; per block: type / float; raw outputs in $out"
 col=$([[ $place == oop ]] && echo 8 || echo 12)
 for run in $(seq 1 "$runs"); do
   f=$out/run$run.txt
-  "${prio[@]}" "$perf" allreduce -np 2 -b "$size" -e "$size" -n "$iters" -w 1 -c 1 -d "$mirrored" -N "$blocks" > "$f"
-  grep -q '^# Out of bounds values : 0 OK' "$f" || { echo "$0: run $run: wrong results or a failed call, see $f" >&2; exit 1; }
+  # Every type checked once (the check of 64 MiB takes longer than its timing), then timed.
+  [[ ${CHECK:-1} == 0 ]] || "$perf" allreduce -np 2 -b "$size" -e "$size" -n 1 -w 0 -c 1 -d "$types" > "$out/check$run.txt" ||
+    { echo "$0: run $run: wrong results or a failed call, see $out/check$run.txt" >&2; exit 1; }
+  "${prio[@]}" "$perf" allreduce -np 2 -b "$size" -e "$size" -n "$iters" -w 1 -c 0 -d "$mirrored" -N "$blocks" > "$f" ||
+    { echo "$0: run $run: weft-perf failed, see $f" >&2; exit 1; }
   echo "## run $run ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg))"
   awk -v col="$col" -v floor="$floor" -v per=$((2 * $(tr ',' '\n' <<< "$types" | wc -l))) '
 function median(a, n,   i, j, t) {
