@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "collectives/call_stamp.h"
+#include "collectives/slot_stores.h"
 
 namespace weft {
 namespace coll {
@@ -91,15 +92,21 @@ bool streamsInto(const LaneRun& run, const Step& step, const void* dst, const vo
 // Moves one slice the way the step kind says (step_kind.h): the operands as the device lanes
 // see them; two sources reduce into every destination, one source is copied to each.
 // A premul-sum multiplies this rank's own input (scalesOwn: the step reads the send buffer).
-void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const char* src, char* dst, bool scalesOwn) {
+// streamSlot: write the outgoing slot with non-temporal stores (never for a premul-sum).
+void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const char* src, char* dst, bool scalesOwn,
+               bool streamSlot) {
   const StepOperands o = stepOperands(step.kind, src, io.inData, dst, io.outSlot);
   const size_t n = static_cast<size_t>(io.slice.count);
   const uint32_t divisor = step.final ? run.avgDivisor : 0;
+  streamSlot = streamSlot && !scalesOwn;
   if (scalesOwn) {
     run.preMul(o.dsts[0], o.nDsts > 1 ? o.dsts[1] : nullptr, o.srcs[0], o.nSrcs > 1 ? o.srcs[1] : nullptr, n,
                run.scalar);
   } else if (stepReduces(step.kind)) {
-    if (o.nDsts > 1) {
+    if (streamSlot) {
+      reduceStreamingSlot(run.reduce, o.nDsts > 1 ? o.dsts[0] : nullptr, io.outSlot, o.srcs[0], o.srcs[1], n, io.bytes,
+                          divisor);
+    } else if (o.nDsts > 1) {
       run.reduceCopy(o.dsts[0], o.dsts[1], o.srcs[0], o.srcs[1], n, divisor);
     } else {
       run.reduce(o.dsts[0], o.srcs[0], o.srcs[1], n, divisor);
@@ -108,7 +115,7 @@ void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const cha
     // A copy onto itself (the same memory) moves nothing; a local copy may overlap.
     for (int d = 0; d < o.nDsts; ++d) {
       if (o.dsts[d] == o.srcs[0]) continue;
-      if (streamsInto(run, step, o.dsts[d], o.srcs[0], io)) {
+      if ((streamSlot && o.dsts[d] == io.outSlot) || streamsInto(run, step, o.dsts[d], o.srcs[0], io)) {
         copyStreaming(o.dsts[d], o.srcs[0], io.bytes);
       } else {
         std::memmove(o.dsts[d], o.srcs[0], io.bytes);
@@ -335,7 +342,12 @@ class Executor {
     } else if (!scalesOwn && lendsSource(t, io)) {
       lend(io, src, run.sendStamp);
     } else {
-      applyStep(run, step, io, src, dst, scalesOwn);
+      // Large steps that fill a slot are timed for the choice of stores (slot_stores.h).
+      const bool timed = io.out != nullptr && io.bytes >= SlotStoreChooser::kMinBytes;
+      const bool stream = timed && threadSlotStores().streamNext(io.bytes);
+      const uint64_t start = timed ? nowNs() : 0;
+      applyStep(run, step, io, src, dst, scalesOwn, stream);
+      if (timed) threadSlotStores().record(stream, io.bytes, nowNs() - start);
       if (io.out) io.out->postSend(io.bytes, run.sendStamp);
     }
     if (io.in) io.in->releaseRecv();

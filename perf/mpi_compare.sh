@@ -10,6 +10,9 @@
 #   perf/mpi_compare.sh [runs] [build dir]     (default 3 runs, build dir "build")
 #   perf/mpi_compare.sh summary DIR            (the tables of a saved output folder again)
 #
+# PRIO=1 (default) runs rank counts up to the CPU count at real-time priority (chrt -f 50, where
+# chrt can: other processes on the machine then cannot preempt a polling rank); PRIO=0 does not.
+# LOCK=FILE takes flock FILE around each mpirun (a machine whose users share a timing lock).
 # RANKS (default "2 4") picks the rank counts; REGISTER=1 runs weft-bench-mpi -R 1 (both buffers
 # from weftMemAlloc, registered: Weft's zero-copy path from WEFT_ZERO_COPY_MIN_BYTES up). Raw outputs go to OUT (default a new folder
 # under /tmp), one file per rank count and run. The first lines record the CPU model and the
@@ -59,16 +62,19 @@ mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 echo "# $(date -u '+%F %T UTC'); $(lscpu | sed -n 's/^Model name: *//p'); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# raw outputs in $out; registered buffers (-R): $reg"
+echo "# raw outputs in $out; registered buffers (-R): $reg; real-time priority up to $(nproc) ranks (PRIO): ${PRIO:-1}"
 for run in $(seq 1 "$runs"); do
   for np in ${RANKS:-2 4}; do
     f=$out/np$np.run$run.txt
     if [[ $np -le $(nproc) ]]; then bind=(--bind-to core); else bind=(--oversubscribe --bind-to none); fi
+    launch=()
+    [[ -n ${LOCK:-} ]] && launch=(flock "$LOCK")
+    [[ ${PRIO:-1} == 1 && $np -le $(nproc) ]] && chrt -f 50 true 2>/dev/null && launch+=(chrt -f 50)
     max=256M; [[ $np -gt 2 ]] && max=64M
     # small sizes many iterations, large ones few (the time of one run stays near a minute)
-    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 8 -e 64K -f 8 -n 4000 -w 400 > "$f"
-    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 256K -e 4M -f 4 -n 200 -w 20 | grep -v '^#' >> "$f"
-    mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 16M -e "$max" -f 4 -n 12 -w 2 | grep -v '^#' >> "$f"
+    "${launch[@]}" mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 8 -e 64K -f 8 -n 4000 -w 400 > "$f"
+    "${launch[@]}" mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 256K -e 4M -f 4 -n 200 -w 20 | grep -v '^#' >> "$f"
+    "${launch[@]}" mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 16M -e "$max" -f 4 -n 12 -w 2 | grep -v '^#' >> "$f"
     echo "# run $run, $np ranks done ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg))"
   done
 done

@@ -13,6 +13,23 @@
 namespace weft::perf {
 namespace {
 
+// "float" or "float,half,bfloat16" (no empty names); *types is left alone on failure.
+bool typeList(const std::string& value, std::vector<weftDataType_t>* types) {
+  std::vector<weftDataType_t> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = value.find(',', start);
+    const std::string name = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    weftDataType_t t;
+    if (!typeFromName(name.c_str(), &t)) return false;
+    out.push_back(t);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  *types = out;
+  return true;
+}
+
 enum class Flag {
   kThreads,
   kGpus,
@@ -225,10 +242,11 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
         for (int i = 0; i < weftNumTypes; ++i) o->types.push_back(static_cast<weftDataType_t>(i));
         return "";
       }
-      weftDataType_t t;
-      if (!typeFromName(value.c_str(), &t))
-        return flagLabel(f) + " wants one of " + allTypeNames() + " or all, not '" + value + "'";
-      o->types = {t};
+      // A comma-separated list runs the types in that order, each cycle (-N) again, so that
+      // types measured side by side share the machine's state (perf/lowp_compare.sh).
+      if (!typeList(value, &o->types))
+        return flagLabel(f) + " wants one of " + allTypeNames() + ", a comma-separated list of them, or all, not '" +
+               value + "'";
       return "";
     }
     case Flag::kColl:
@@ -391,7 +409,7 @@ std::string usageText(const char* prog) {
          "  -o,--op <op>            sum|prod|min|max|avg|all (sum)\n"
          "  -d,--datatype <type>    " +
          allTypeNames() +
-         "|all (float)\n"
+         "|all, or a list: float,half (float)\n"
          "  -r,--root <rank>        root of broadcast/reduce, -1 for every rank in turn (0)\n"
          "  -a,--average <0-3>      combine ranks' times: 0 rank 0, 1 avg, 2 min, 3 max (1)\n"
          "  -T,--timeout <s>        seconds any wait may take (0: WEFT_TIMEOUT_S)\n"

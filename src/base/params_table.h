@@ -54,6 +54,7 @@ WEFT_PARAM(bool, ZeroCopyStage, "ZERO_COPY_STAGE", false, "1: an all-reduce on b
 WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different processes read each other's buffers with process_vm_readv (single-copy across processes; off by default: slower than two copies at slot size on the machines measured)")
 WEFT_PARAM(int64_t, StreamStoreBytes, "STREAM_STORE_BYTES", 0, "host collectives copy into the receive buffer with non-temporal (cache-bypassing) stores when the step's region there is at least this many bytes; 0: never")
 WEFT_PARAM_RANGE(StreamStoreBytes, 0, INT64_MAX)
+WEFT_PARAM(std::string, SlotStores, "SLOT_STORES", "auto", "how host collectives write the FIFO slots a peer reads (steps of 64 KiB and up): cached (normal stores), streaming (non-temporal stores: the lines go to memory; faster between cores that share no cache) or auto (each thread measures both as it runs and uses the faster)")
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")
 WEFT_PARAM_RANGE(Buffsize, 4096, 1LL << 30)
 WEFT_PARAM(int64_t, NSlots, "NSLOTS", 4, "slots in each connection's FIFO")

@@ -184,6 +184,22 @@ TEST(PerfOptions, OpsAndTypes) {
   }
 }
 
+TEST(PerfOptions, TypeListsKeepTheirOrder) {
+  Options o;
+  ASSERT_TRUE(parse({"-d", "float,bf16,half,f8e4m3"}, &o).ok);
+  EXPECT_EQ(o.types, (std::vector<weftDataType_t>{weftFloat32, weftBfloat16, weftFloat16, weftFloat8e4m3}));
+  Options twice;
+  ASSERT_TRUE(parse({"--datatype=half,half"}, &twice).ok);
+  EXPECT_EQ(twice.types, (std::vector<weftDataType_t>{weftFloat16, weftFloat16}));
+  for (const char* bad : {"float,", ",float", "float,,half", "float,half17", "float,all"}) {
+    Options t;
+    const ParseResult r = parse({"-d", bad}, &t);
+    EXPECT_FALSE(r.ok) << bad;
+    EXPECT_NE(r.error.find(std::string("'") + bad + "'"), std::string::npos) << r.error;
+    EXPECT_EQ(t.types, std::vector<weftDataType_t>{weftFloat32}) << bad;
+  }
+}
+
 TEST(PerfOptions, CollectiveChoice) {
   Options o;
   ASSERT_TRUE(parse({"alltoall", "-b", "1K"}, &o).ok);
