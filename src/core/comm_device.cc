@@ -62,6 +62,7 @@ void Communicator::limitDeviceLanes() {
   int onGpus = 0;
   for (const auto& p : peers()) onGpus += p.device >= 0 ? 1 : 0;
   mixed_ = onGpus > 0 && onGpus < nRanks_;
+  hostRanksOnly_ = onGpus == 0;
   if (mixed_ && rank_ == 0) {
     WEFT_LOG(kInfo, kInit,
              "mixed communicator: ranks %s on host memory, ranks %s on GPUs; every call runs the lane program (host "
