@@ -68,6 +68,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   nRanks_ = nRanks;
   setLogRank(rank);
   params::warnUnknownOnce();
+  sweepDeadHostMemoryOnce();  // weftMemAlloc's segments that killed processes left (host_memory.h)
   coll::registerHostLaneRunner();  // the host and emulated runtimes run device launches on threads
   name_ = config && config->commName ? config->commName : "";
   int64_t timeoutS = config && config->timeoutS > 0 ? config->timeoutS : params::TimeoutS();
