@@ -364,11 +364,11 @@ Status Communicator::runCollective(const CollCall& call) {
   // A rooted collective's ranks may finish without hearing from every peer: with call checks,
   // the token lane (or, with two ranks, the probes) makes each rank's completion depend on every
   // rank's stamp (runCachedPlan). The others need it where the data cannot: a call of count 0
-  // (nothing moves: it would return at once whatever its peers called) and, among host ranks, the
-  // first call of a shape (before its FIFOs connect, so that a peer in a call of count 0 finds
+  // (nothing moves: it would return at once whatever its peers called) and, among host ranks on
+  // one host, the first call of a shape (before its FIFOs connect, so that a peer in a call of count 0 finds
   // this rank on the token lane instead of leaving it waiting in connect).
   const bool rooted = coll::collRooted(call.kind);
-  const bool withTokens = checkCalls_ && nRanks_ > 1 && (rooted || hostRanksOnly_);
+  const bool withTokens = checkCalls_ && nRanks_ > 1 && (rooted || hostRanksOnOneHost_);
   Status s = runCachedPlan(cached, withTokens, rooted);
   if (!s.isOk()) return fail(std::move(s));
   return Status::ok();

@@ -440,7 +440,7 @@ class Communicator final : public coll::ConnectionProvider {
                        std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const;
   int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
   bool mixed_ = false;      // mixed(): set at init from the peers' devices
-  bool hostRanksOnly_ = false;  // no rank has a GPU: set at init beside mixed_
+  bool hostRanksOnOneHost_ = false;  // no rank has a GPU, all on one host: set at init beside mixed_
 
   // Premul-sum ops: value = weftNumOps + (redOpTag() << kRedOpIndexBits) + index.
   static constexpr int kRedOpIndexBits = 20;

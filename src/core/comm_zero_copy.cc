@@ -133,7 +133,7 @@ Status Communicator::gatherOffers(const CollCall& call, const void* mine, void* 
   cached->algoName = "zero-copy handshake";
   if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
   // Its first call runs the call-check tokens first, as a collective's does (comm.cc, runCollective).
-  return runCachedPlan(cached, checkCalls_ && nRanks_ > 1 && hostRanksOnly_);
+  return runCachedPlan(cached, checkCalls_ && nRanks_ > 1 && hostRanksOnOneHost_);
 }
 
 Status Communicator::runZeroCopy(const CollCall& call, const coll::ScheduleParams& params, size_t elemSize,
