@@ -314,6 +314,7 @@ class Executor {
         bool expired = static_cast<double>(now - stallSince) / 1e9 > plan_.timeoutS;
         WEFT_TRY(blame_.check(tracks, expired, static_cast<double>(now - stallSince) / 1e9));
         if (!plan_.probePeers.empty()) WEFT_TRY(probeStalled(tracks));
+        else if (plan_.findStraysWhenStalled) WEFT_TRY(findStrayMessage(true));
       }
     }
   }

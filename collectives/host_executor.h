@@ -159,6 +159,13 @@ struct ExecPlan {
   std::vector<int> probePeers;
   std::vector<Connection*> probeSends;
   std::vector<Connection*> probeRecvs;
+  // The last (or only) plan of its call (src/core: a collective's data, or the token lane alone
+  // for a call of count 0): stalled for a health-check interval, the rank fails on a message of
+  // its call waiting on a receiving end this plan does not read (a peer in a call of count 0 runs
+  // the token lane alone; a peer that called more sends data where this one reads tokens). Not
+  // for an earlier phase of a call (the tokens before a shape's first data, the zero-copy
+  // handshake): agreeing peers may already send the next phase's messages.
+  bool findStraysWhenStalled = false;
   // How long the executor may wait with nothing moving (connecting included) before it fails
   // with weftTimeout. A large collective that keeps moving never times out.
   double timeoutS = 1800;

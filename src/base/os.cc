@@ -1,9 +1,11 @@
 #include "base/os.h"
 
+#include <dirent.h>
 #include <linux/mempolicy.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -173,6 +176,57 @@ bool processAlive(int pid) {
   if (paren == std::string::npos || paren + 2 >= line.size()) return true;
   char state = line[paren + 2];
   return state != 'Z' && state != 'X';
+}
+
+uint64_t processPidNamespace() {
+  static const uint64_t ns = [] {
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : uint64_t{0};
+  }();
+  return ns;
+}
+
+bool creatorGone(int pid, uint64_t pidNs) {
+  return pid > 0 && pidNs != 0 && pidNs == processPidNamespace() && pid != getpid() && !processAlive(pid);
+}
+
+namespace {
+
+// Whether the maps of one process (/proc/<pid>/maps, open as f) list `path`: "... /dev/shm/name",
+// or once unlinked "... /dev/shm/name (deleted)".
+bool mapsList(FILE* f, const std::string& path) {
+  char* line = nullptr;
+  size_t capacity = 0;
+  bool found = false;
+  ssize_t n;
+  while (!found && (n = getline(&line, &capacity, f)) > 0) {
+    std::string text(line, static_cast<size_t>(n));
+    const size_t at = text.find(path);
+    const size_t after = at + path.size();
+    found = at != std::string::npos && (after == text.size() || text[after] == ' ' || text[after] == '\n');
+  }
+  std::free(line);
+  return found;
+}
+
+}  // namespace
+
+bool mappedByLiveProcess(const std::string& path) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return true;  // nothing can be told: assume it is
+  bool mapped = false;
+  while (const dirent* e = mapped ? nullptr : readdir(proc)) {
+    const std::string pid = e->d_name;
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    // Gone meanwhile, or not readable: another user's, or not dumpable (setuid, a container's
+    // init), which no Weft rank is.
+    FILE* f = std::fopen(("/proc/" + pid + "/maps").c_str(), "r");
+    if (f == nullptr) continue;
+    mapped = mapsList(f, path);
+    std::fclose(f);
+  }
+  closedir(proc);
+  return mapped;
 }
 
 std::string formatBytes(uint64_t bytes) {

@@ -73,6 +73,16 @@ void initProcessStatics();
 int usableCpus();
 // True when a process with this pid exists on this host.
 bool processAlive(int pid);
+// The inode of this process's pid namespace, 0 when unknown: two processes' pids compare only
+// when it is equal (containers that share /dev/shm may have separate pid namespaces).
+uint64_t processPidNamespace();
+// Whether the process that recorded (`pid`, `pidNs`) has provably ended: it ran in this pid
+// namespace (a known one), is not this process, and no process with its pid runs now.
+bool creatorGone(int pid, uint64_t pidNs);
+// Whether a running process maps the file `path` (a "/dev/shm/..." segment), as /proc tells.
+// Processes whose mappings this one may not read (another user's, or not dumpable: setuid
+// programs, a container's init) are not ranks of this user's jobs and are not looked at.
+bool mappedByLiveProcess(const std::string& path);
 
 // Asks the kernel to place the pages of the mapping [addr, addr + bytes) on NUMA node `node`,
 // preferred rather than required (other nodes take over when it is full). On a shared mapping

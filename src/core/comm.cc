@@ -68,6 +68,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   nRanks_ = nRanks;
   setLogRank(rank);
   params::warnUnknownOnce();
+  sweepDeadHostMemoryOnce();  // weftMemAlloc's segments that killed processes left (host_memory.h)
   coll::registerHostLaneRunner();  // the host and emulated runtimes run device launches on threads
   name_ = config && config->commName ? config->commName : "";
   int64_t timeoutS = config && config->timeoutS > 0 ? config->timeoutS : params::TimeoutS();
@@ -340,6 +341,9 @@ Status Communicator::runCollective(const CollCall& call) {
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_);
   coll::stampPlan(&plan, stamp);
   plan.checkStamps = checkCalls_;
+  // The call's last plan (not the zero-copy handshake's): a peer's token or data of this call
+  // where it does not read shows a disagreement (rooted calls have their own checks, below).
+  plan.findStraysWhenStalled = checkCalls_ && !coll::collRooted(call.kind);
   // Only where a rank may finish without hearing from every peer (coll_traits.h).
   plan.waitForConsumers = checkCalls_ && !coll::collTraits(call.kind).everyResultNeedsEveryRank;
   // Out of place, nothing writes the send buffer during the call: peers may read it directly.
@@ -359,88 +363,15 @@ Status Communicator::runCollective(const CollCall& call) {
   if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
   // A rooted collective's ranks may finish without hearing from every peer: with call checks,
   // the token lane (or, with two ranks, the probes) makes each rank's completion depend on every
-  // rank's stamp (runCachedPlan).
-  bool withTokens = checkCalls_ && coll::collRooted(call.kind) && nRanks_ > 1;
-  Status s = runCachedPlan(cached, withTokens);
+  // rank's stamp (runCachedPlan). The others need it where the data cannot: a call of count 0
+  // (nothing moves: it would return at once whatever its peers called) and, among host ranks on
+  // one host, the first call of a shape (before its FIFOs connect, so that a peer in a call of count 0 finds
+  // this rank on the token lane instead of leaving it waiting in connect).
+  const bool rooted = coll::collRooted(call.kind);
+  const bool withTokens = checkCalls_ && nRanks_ > 1 && (rooted || hostRanksOnOneHost_);
+  Status s = runCachedPlan(cached, withTokens, rooted);
   if (!s.isOk()) return fail(std::move(s));
   return Status::ok();
-}
-
-Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens) {
-  coll::ExecPlan& plan = cached->plan;
-  if (!withTokens || cached->tokensInPlan) {
-    Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);
-    // A probing pair's call that moves nothing (count 0) gives neither rank evidence of the
-    // other's call: its tokens run alone, as on the first call (which connected them).
-    if (s.isOk() && withTokens && !plan.probePeers.empty() && plan.keys.empty()) {
-      coll::stampPlan(&cached->tokenPlan, plan.stamp);
-      s = coll::runHostPlan(cached->tokenPlan, this);
-    }
-    return s.isOk() ? coll::runHostPlan(plan, this) : s;
-  }
-  // The first call of this shape: the tokens go alone, before the data lanes connect. A rank
-  // whose peers named another root would wait in connect for a FIFO none of them makes; the
-  // token lane is the same on every rank whatever the root, so its FIFOs always meet, and the
-  // stamps fail every rank of a disagreeing call before any of them connects its data lanes.
-  coll::ExecPlan& tokens = cached->tokenPlan;
-  if (probesForTokens()) plan.probePeers = {1 - rank_};  // connected with the data lanes, below
-  if (tokens.tracks.empty()) {
-    cached->tokenLane = coll::callTokenLane(nRanks_, rank_);
-    coll::addCallTokenTrack(&tokens, &cached->tokenLane, callToken_);
-    tokens.what = plan.what;
-    tokens.timeoutS = plan.timeoutS;
-  }
-  coll::stampPlan(&tokens, plan.stamp);
-  tokens.checkStamps = plan.checkStamps;
-  Status s = tokens.connected ? Status::ok() : coll::connectPlan(&tokens, this);
-  if (s.isOk()) s = coll::runHostPlan(tokens, this);
-  if (s.isOk() && (!plan.connected || plan.probeRecvs.size() != plan.probePeers.size())) {
-    s = coll::connectPlan(&plan, this);
-  }
-  if (s.isOk()) s = coll::runHostPlan(plan, this);
-  if (!s.isOk()) return s;
-  cached->tokensInPlan = true;
-  // Two host ranks: later calls probe instead (below). Else they run the tokens beside the data
-  // (the FIFOs exist now, so nothing waits in connect).
-  if (probesForTokens()) return Status::ok();
-  coll::addCallTokenTrack(&plan, &cached->tokenLane, callToken_);
-  return coll::connectPlan(&plan, this);
-}
-// Why two ranks need no tokens once a shape's FIFOs exist. Each rank either sends to the other or
-// receives from it (or both, on different lanes); a sender returns only once the receiver took
-// every message or announced the very call the sender stamped them with (shared memory:
-// ExecPlan::waitForConsumers), and a receiver takes only a message stamped with its own call,
-// before it releases the slot. So a rank that returns has accepted the peer's stamp, or seen
-// the peer accept or announce its own: both made the same call. (An announcement comes at the
-// start of the receiver's call, so a sender in a loop of calls finds it there without waiting
-// for its message to cross and be taken.) When they made different
-// calls (count, type, op, root, collective, a skipped call: the stamps differ), one of:
-//   - one sends where the other reads: the reader refuses the message and fails; the sender's
-//     message is never taken, and it fails with the reader's abort;
-//   - both send to each other: each, waiting for its message to be taken, finds the other's
-//     message of its call number in the receiving end connect() adds (the stray check);
-//   - one sends on a FIFO the other does not read (other lanes): the reader stalls and finds it
-//     there (the stray check while stalled, ExecPlan::probePeers);
-//   - both only receive (each named the other the root): both stall, and each sends the other a
-//     probe of its call; a rank finding a probe of its call from the rank it sends nothing to
-//     fails (ExecPlan::probePeers);
-//   - one runs the token lane alone (its first call of that shape, or a call of count 0, which
-//     moves nothing and so always runs them) and the other does not: the other finds the token in
-//     its stray check (stalled, or waiting for its message to be taken).
-// Every failure aborts the connections, so the peer fails too, and both name both calls
-// (call_mismatch.cc). The checks on a stall cost nothing until a rank waits a health-check
-// interval (2 ms), and agreeing ranks pay only the sender's wait for its last message to be
-// taken, where the token lane made both ranks wait for a message from the other.
-//
-// Only where no rank has a GPU: a rank on device buffers runs the tokens alone on every rooted
-// call (runCallTokens, before it enqueues), and a peer on host buffers that probed instead would
-// take its token for a message of another call.
-bool Communicator::probesForTokens() const {
-  if (nRanks_ != 2) return false;
-  for (const auto& p : peers()) {
-    if (p.device >= 0) return false;
-  }
-  return true;
 }
 
 Status Communicator::pairSelfCalls(const std::vector<P2pCall>& calls,

@@ -264,9 +264,11 @@ class Communicator final : public coll::ConnectionProvider {
     CollCall lastCall;
     uint64_t lastSeq = 0;
     const char* algoName = "";
-    // A rooted collective with call checks (WEFT_CHECK_CALLS): the call-check token lane
-    // (schedule.h, callTokenLane), alone in tokenPlan for the first call, then in plan too; with
-    // two ranks plan probes instead (ExecPlan::probePeers). tokensInPlan: the first call is done.
+    // With call checks (WEFT_CHECK_CALLS): the call-check token lane (schedule.h,
+    // callTokenLane), alone in tokenPlan for the first call of the shape. A rooted collective
+    // then has it in plan too (with two ranks plan probes instead, ExecPlan::probePeers); the
+    // others run it alone again only when plan moves nothing (count 0). tokensInPlan: the first
+    // call is done.
     coll::Lane tokenLane;
     coll::ExecPlan tokenPlan;
     bool tokensInPlan = false;
@@ -274,10 +276,10 @@ class Communicator final : public coll::ConnectionProvider {
   using OpKey = std::tuple<int, int, int, int, int64_t, int64_t>;
   CachedOp* cachedOp(const coll::ScheduleParams& params, size_t elemSize);
   // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
-  // `withTokens`.
-  Status runCachedPlan(CachedOp* cached, bool withTokens);
+  // `withTokens` (comm.cc: first call of a shape, calls of count 0, and rooted collectives).
+  Status runCachedPlan(CachedOp* cached, bool withTokens, bool rooted = false);
   // Whether rooted host collectives check calls with probes instead of the token lane beside the
-  // data: two ranks, neither with a GPU (comm.cc, after runCachedPlan).
+  // data: two ranks, neither with a GPU (comm_call_tokens.cc, after runCachedPlan).
   bool probesForTokens() const;
   // The call-check token lane (schedule.h, callTokenLane) alone on the host, carrying `stamp`:
   // before a rooted call on device buffers is enqueued, so that no rank enqueues (and connects
@@ -438,6 +440,7 @@ class Communicator final : public coll::ConnectionProvider {
                        std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const;
   int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
   bool mixed_ = false;      // mixed(): set at init from the peers' devices
+  bool hostRanksOnOneHost_ = false;  // no rank has a GPU, all on one host: set at init beside mixed_
 
   // Premul-sum ops: value = weftNumOps + (redOpTag() << kRedOpIndexBits) + index.
   static constexpr int kRedOpIndexBits = 20;

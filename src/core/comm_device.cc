@@ -62,6 +62,10 @@ void Communicator::limitDeviceLanes() {
   int onGpus = 0;
   for (const auto& p : peers()) onGpus += p.device >= 0 ? 1 : 0;
   mixed_ = onGpus > 0 && onGpus < nRanks_;
+  // Call checks with the token lane on every count-0 call and first call of a shape (comm.cc,
+  // runCollective): only there, where the lane's FIFOs are shared memory or loopback; across
+  // hosts they would add connections the rings do not make (between NICs of other rails).
+  hostRanksOnOneHost_ = onGpus == 0 && nNodes_ == 1;
   if (mixed_ && rank_ == 0) {
     WEFT_LOG(kInfo, kInit,
              "mixed communicator: ranks %s on host memory, ranks %s on GPUs; every call runs the lane program (host "

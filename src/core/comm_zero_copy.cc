@@ -124,6 +124,7 @@ Status Communicator::gatherOffers(const CollCall& call, const void* mine, void* 
   bindBuffers(&plan, mine, all, scratch_.data(), nullptr, nullptr, 0);
   coll::stampPlan(&plan, stamp ^ kHandshakeStampBits);
   plan.checkStamps = checkCalls_;
+  plan.findStraysWhenStalled = false;  // peers done with it send the call's data meanwhile
   plan.waitForConsumers = false;
   plan.sendBufferStable = false;
   plan.peersReadReferences = false;
@@ -131,7 +132,8 @@ Status Communicator::gatherOffers(const CollCall& call, const void* mine, void* 
   cached->lastSeq = seq_;
   cached->algoName = "zero-copy handshake";
   if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
-  return runCachedPlan(cached, false);
+  // Its first call runs the call-check tokens first, as a collective's does (comm.cc, runCollective).
+  return runCachedPlan(cached, checkCalls_ && nRanks_ > 1 && hostRanksOnOneHost_);
 }
 
 Status Communicator::runZeroCopy(const CollCall& call, const coll::ScheduleParams& params, size_t elemSize,

@@ -1,6 +1,7 @@
 // Shared host allocations (host_memory.h): this process's own, and its mappings of its peers'.
 #include "core/host_memory.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "base/log.h"
 #include "base/os.h"
 
 namespace weft {
@@ -25,6 +27,17 @@ struct Segment {
   uint64_t id = 0;
   size_t bytes = 0;
 };
+
+// Written after the memory, in a page of its own that nobody maps: who created the segment, so
+// that a later process can tell one left by a killed process (removeHostMemoryOfDeadProcesses).
+struct SegmentTrailer {
+  uint64_t magic = 0;
+  int64_t pid = 0;
+  uint64_t pidNs = 0;
+};
+constexpr uint64_t kTrailerMagic = 0x776566746d656d31ull;  // "weftmem1"
+
+size_t pageBytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
 struct SharedTables {
   std::mutex mutex;
@@ -38,9 +51,11 @@ SharedTables& tables() {
   return *t;
 }
 
+constexpr char kSegmentPrefix[] = "/weft-mem-";
+
 std::string segmentName(uint64_t owner, uint64_t id) {
   char name[64];
-  std::snprintf(name, sizeof(name), "/weft-mem-%016" PRIx64 "-%" PRIu64, owner, id);
+  std::snprintf(name, sizeof(name), "%s%016" PRIx64 "-%" PRIu64, kSegmentPrefix, owner, id);
   return name;
 }
 
@@ -62,7 +77,12 @@ Status mapNamed(const std::string& name, size_t bytes, bool create, char** out) 
   }
   struct stat st {};
   int err = 0;
-  if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
+  // The trailer lies past the memory: the segment is a page longer than what is mapped.
+  const SegmentTrailer trailer{kTrailerMagic, getpid(), processPidNamespace()};
+  if (create && ftruncate(fd, static_cast<off_t>(bytes + pageBytes())) != 0) err = errno;
+  if (create && err == 0 && pwrite(fd, &trailer, sizeof(trailer), static_cast<off_t>(bytes)) != sizeof(trailer)) {
+    err = errno != 0 ? errno : EIO;
+  }
   if (!create && fstat(fd, &st) != 0) err = errno;
   if (!create && err == 0 && static_cast<uint64_t>(st.st_size) < bytes) err = EINVAL;
   void* p = err == 0 ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
@@ -79,12 +99,55 @@ Status mapNamed(const std::string& name, size_t bytes, bool create, char** out) 
   return Status::ok();
 }
 
+// The trailer of segment `name`; false when it cannot be read or is not (yet) there.
+bool readTrailer(const std::string& name, SegmentTrailer* out) {
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) return false;
+  struct stat st {};
+  const size_t page = pageBytes();
+  bool ok = fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= page && st.st_size % page == 0 &&
+            pread(fd, out, sizeof(*out), st.st_size - static_cast<off_t>(page)) == sizeof(*out);
+  close(fd);
+  return ok && out->magic == kTrailerMagic;
+}
+
 }  // namespace
+
+size_t removeHostMemoryOfDeadProcesses() {
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return 0;
+  size_t removed = 0;
+  const std::string prefix = kSegmentPrefix + 1;  // without the '/'
+  while (const dirent* e = readdir(dir)) {
+    const std::string file = e->d_name;
+    if (file.compare(0, prefix.size(), prefix) != 0) continue;
+    SegmentTrailer t;
+    if (!readTrailer("/" + file, &t) || !creatorGone(static_cast<int>(t.pid), t.pidNs)) continue;
+    // A forked child of the creator holds the allocation too and may offer it to peers, who open
+    // it by name: kept while any process maps it (peers' mappings would survive the unlink).
+    if (mappedByLiveProcess("/dev/shm/" + file)) continue;
+    removed += shm_unlink(("/" + file).c_str()) == 0 ? 1 : 0;
+  }
+  closedir(dir);
+  return removed;
+}
+
+void sweepDeadHostMemoryOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const size_t removed = removeHostMemoryOfDeadProcesses();
+    if (removed > 0) {
+      WEFT_LOG(kInfo, kShm, "removed %zu shared host memory segments (weftMemAlloc) left by processes that no longer run",
+               removed);
+    }
+  });
+}
 
 Status allocSharedHost(size_t bytes, void** out) {
   static const bool atExit = std::atexit(unlinkLeftovers) == 0;
   (void)atExit;
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  sweepDeadHostMemoryOnce();
+  const size_t page = pageBytes();
   const size_t rounded = (bytes + page - 1) / page * page;
   SharedTables& t = tables();
   uint64_t id = 0;

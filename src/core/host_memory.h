@@ -9,6 +9,9 @@
 // (ptrace_scope 1, Ubuntu's default) denies between sibling ranks; /dev/shm is what the FIFOs
 // already need. The name is unlinked when the memory is freed (and at exit for what was not);
 // peers' mappings stay valid after that, as POSIX keeps the memory until its last unmap.
+// A process killed before it unlinks leaves its names behind: every segment is a page longer
+// than its memory, and that unmapped page records the creator (pid, pid namespace), so that a
+// later process removes what dead processes left (removeHostMemoryOfDeadProcesses).
 #ifndef WEFT_CORE_HOST_MEMORY_H_
 #define WEFT_CORE_HOST_MEMORY_H_
 
@@ -39,6 +42,14 @@ bool findSharedHost(const void* p, size_t bytes, SharedSpan* out);
 // owns it, else a (cached) mapping of the owner's segment. The span comes from a peer: a range
 // outside the segment, or a segment that is not there, is an error.
 Status mapSharedHost(const SharedSpan& span, char** out);
+
+// Removes the segments (/dev/shm/weft-mem-*) whose creator ran in this pid namespace and no
+// longer runs, and which no running process maps (a forked child of the creator may still offer
+// its allocation to peers, who open it by name); returns how many. Segments of live processes,
+// of other namespaces or users, and half-made ones are left alone.
+size_t removeHostMemoryOfDeadProcesses();
+// The same once per process: at its first allocation, and when a communicator is created.
+void sweepDeadHostMemoryOnce();
 
 // A growable buffer of shared host memory that frees itself (a communicator's staging area).
 class SharedHostBuffer {

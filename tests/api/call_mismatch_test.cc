@@ -283,6 +283,143 @@ TEST_P(CallMismatch, CountZeroOfTwoRanksAfterAgreeingCalls) {
   }
 }
 
+// A non-rooted collective of `count` floats (per block where the collective has blocks), on
+// buffers large enough for any of them on up to four ranks.
+weftResult_t unrootedCall(const std::string& kind, Rank& r, size_t count) {
+  auto in = bytes(count * 4 * 4), out = bytes(count * 4 * 4);
+  if (kind == "allreduce") return weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, r.comm, nullptr);
+  if (kind == "allgather") return weftAllGather(in.data(), out.data(), count, weftFloat32, r.comm, nullptr);
+  if (kind == "reducescatter") {
+    return weftReduceScatter(in.data(), out.data(), count, weftFloat32, weftSum, r.comm, nullptr);
+  }
+  return weftAllToAll(in.data(), out.data(), count, weftFloat32, r.comm, nullptr);
+}
+
+// "allreduce #3 (count 64, float, sum)"
+std::string unrootedText(const std::string& kind, int seq, size_t count) {
+  const bool reduces = kind == "allreduce" || kind == "reducescatter";
+  return kind + " #" + std::to_string(seq) + " (count " + std::to_string(count) + ", float" + (reduces ? ", sum" : "") +
+         ")";
+}
+
+const char* const kUnrootedKinds[] = {"allreduce", "allgather", "reducescatter", "alltoall"};
+
+// A non-rooted collective of count 0 moves nothing: it used to return success at once on its
+// rank whatever the peers called. It runs the call-check token lane alone now, so both ranks of
+// count 0 against 1000 fail naming both calls: on the first call of the shape (the peer runs the
+// tokens before connecting its FIFOs), and after agreeing calls of both counts (the peer, waiting
+// for data, finds the token where it does not read). Either rank may be the one with count 0.
+TEST_P(CallMismatch, CountZeroAgainstCountUnrooted) {
+  for (const std::string kind : kUnrootedKinds) {
+    for (int zeroRank = 0; zeroRank < 2; ++zeroRank) {
+      for (bool agreedBefore : {false, true}) {
+        SCOPED_TRACE(kind + ": rank " + std::to_string(zeroRank) + " calls count 0" +
+                     (agreedBefore ? ", after agreeing calls of counts 0 and 1000" : ""));
+        const int seq = agreedBefore ? 3 : 1;
+        expectEveryRankFails(
+            [&](Rank& r) {
+              if (agreedBefore) {
+                for (size_t count : {size_t{0}, size_t{1000}}) {
+                  weftResult_t agreed = unrootedCall(kind, r, count);
+                  if (agreed != weftSuccess) return agreed;
+                }
+              }
+              return unrootedCall(kind, r, r.rank == zeroRank ? 0 : 1000);
+            },
+            "rank 1 called " + unrootedText(kind, seq, zeroRank == 1 ? 0 : 1000) + " while rank 0 called " +
+                unrootedText(kind, seq, zeroRank == 0 ? 0 : 1000));
+      }
+    }
+  }
+}
+
+// Count 0 on both ranks, but different collectives (or the same collective with another type):
+// the stamps on the token lane differ.
+TEST_P(CallMismatch, CountZeroOfAnotherCollective) {
+  expectEveryRankFails(
+      [](Rank& r) { return unrootedCall(r.rank == 0 ? "allreduce" : "allgather", r, 0); },
+      "rank 1 called allgather #1 (count 0, float) while rank 0 called allreduce #1 (count 0, float, sum)");
+  expectEveryRankFails(
+      [](Rank& r) {
+        float x = 0;
+        return weftAllReduce(&x, &x, 0, r.rank == 0 ? weftFloat32 : weftFloat64, weftSum, r.comm, nullptr);
+      },
+      "rank 1 called allreduce #1 (count 0, double, sum) while rank 0 called allreduce #1 (count 0, float, sum)");
+  // Against a rooted collective of count 0 (which runs the token lane alone too).
+  expectEveryRankFails(
+      [](Rank& r) {
+        if (r.rank == 1) return rootedCall("broadcast", r, 0, 0);
+        return unrootedCall("alltoall", r, 0);
+      },
+      "rank 1 called broadcast #1 (count 0, float, root 0) while rank 0 called alltoall #1 (count 0, float)");
+}
+
+// Four ranks, one of which calls count 0 (first call, and after agreeing calls of both counts).
+TEST_P(CallMismatch, CountZeroAmongFour) {
+  for (const std::string kind : kUnrootedKinds) {
+    for (bool agreedBefore : {false, true}) {
+      SCOPED_TRACE(kind + (agreedBefore ? ", after agreeing calls" : ""));
+      const int seq = agreedBefore ? 3 : 1;
+      expectEveryRankFails(
+          [&](Rank& r) {
+            if (agreedBefore) {
+              for (size_t count : {size_t{1000}, size_t{0}}) {
+                weftResult_t agreed = unrootedCall(kind, r, count);
+                if (agreed != weftSuccess) return agreed;
+              }
+            }
+            return unrootedCall(kind, r, r.rank == 2 ? 0 : 1000);
+          },
+          "rank 2 called " + unrootedText(kind, seq, 0) + " while rank 0 called " + unrootedText(kind, seq, 1000), 4,
+          {0, 1, 3});
+    }
+  }
+}
+
+// A count-0 call inside a group against a call of count 1000 in the peer's group: the group fails
+// on both ranks, naming both calls.
+TEST_P(CallMismatch, CountZeroInsideAGroup) {
+  expectEveryRankFails(
+      [](Rank& r) {
+        auto in = bytes(1000 * 4), out = bytes(1000 * 4);
+        if (weftGroupStart() != weftSuccess) return weftInternalError;
+        weftResult_t queued = weftAllReduce(in.data(), out.data(), r.rank == 1 ? 0 : 1000, weftFloat32, weftSum,
+                                            r.comm, nullptr);
+        if (queued == weftSuccess) {
+          queued = weftAllGather(in.data(), out.data(), 8, weftFloat32, r.comm, nullptr);
+        }
+        weftResult_t ended = weftGroupEnd();
+        return queued != weftSuccess ? queued : ended;
+      },
+      "rank 1 called allreduce #1 (count 0, float, sum) while rank 0 called allreduce #1 (count 1000, float, sum)");
+}
+
+// Agreeing calls of count 0, of every kind, between calls that move data, succeed on every rank
+// (two and four ranks), in a group too, and the data calls around them are right.
+TEST_P(CallMismatch, AgreeingCountZeroCallsSucceed) {
+  for (int n : {2, 4}) {
+    runRanks(
+        mode(), n,
+        [](Rank& r) {
+          for (int round = 0; round < 3; ++round) {
+            for (const std::string kind : kUnrootedKinds) {
+              ASSERT_EQ(unrootedCall(kind, r, 0), weftSuccess) << kind << ": " << weftGetLastError(r.comm);
+              ASSERT_EQ(rootedCall("reduce", r, 0, round % r.nranks), weftSuccess) << weftGetLastError(r.comm);
+              std::vector<float> in(64, static_cast<float>(r.rank + 1)), out(64, -1);
+              ASSERT_EQ(weftAllReduce(in.data(), out.data(), 64, weftFloat32, weftSum, r.comm, nullptr), weftSuccess)
+                  << weftGetLastError(r.comm);
+              const float sum = static_cast<float>(r.nranks * (r.nranks + 1) / 2);
+              EXPECT_EQ(std::count(out.begin(), out.end(), sum), 64);
+            }
+            ASSERT_EQ(weftGroupStart(), weftSuccess);
+            for (const std::string kind : kUnrootedKinds) ASSERT_EQ(unrootedCall(kind, r, 0), weftSuccess);
+            ASSERT_EQ(weftGroupEnd(), weftSuccess) << weftGetLastError(r.comm);
+          }
+        },
+        120);
+  }
+}
+
 // Three ranks (the token lane beside the data once the FIFOs exist): rank 2 names another root
 // after agreeing calls of every root, for every rooted collective.
 TEST_P(CallMismatch, RootAmongThreeAfterAgreeingCalls) {

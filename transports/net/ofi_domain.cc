@@ -5,10 +5,12 @@
 #include <rdma/fi_tagged.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/log.h"
 #include "base/params.h"
+#include "transports/net/ofi_shm_names.h"
 
 namespace weft {
 namespace net {
@@ -42,6 +44,14 @@ Status OfiDomain::open(int rank, std::shared_ptr<OfiDomain>* out, const std::str
   }
   OfiProviderChoice choice;
   WEFT_TRY(chooseOfiProvider(*api, params::OfiProvider(), params::SocketIfname(), rank, &choice, nic));
+  if (ofiShmProvider(choice.provider)) {
+    // Its segments carry names that tell whether their creator still runs (ofi_shm_names.h).
+    sweepOfiShmOnce(rank);
+    const std::string address = ofiShmSourceAddress();
+    std::free(choice.info->src_addr);
+    choice.info->src_addr = strdup(address.c_str());
+    choice.info->src_addrlen = address.size() + 1;
+  }
   std::shared_ptr<OfiDomain> domain(new OfiDomain(api, rank));
   WEFT_TRY(domain->openEndpoint(std::move(choice)));
   *out = std::move(domain);
