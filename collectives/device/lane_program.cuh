@@ -11,6 +11,13 @@
 // leader publishes the outgoing slot (byte count and stamp, one release fence, then head) and
 // hands the incoming one back (tail, behind the same fence).
 //
+// Small messages (LaneStep::ll, on FIFOs with an LL region) go as low-latency lines instead
+// (ll.cuh): the threads pack the slice, with the call stamp and byte count as header lines, into
+// the FIFO's LL slot, every line flagged with the message's count, and post nothing else; the
+// receiving leader waits for the header lines, and every thread then polls and unpacks its share
+// of the data lines. A receiver waits for a message by either protocol and refuses the one it
+// did not expect, so that ranks that chose differently fail instead of waiting for each other.
+//
 // Nothing waits for ever: the leader gives up after timeoutNs without progress, when the host
 // sets abortFlag, when a FIFO's peer sets its abort flag, or when another lane of the launch
 // failed. The first failure lands in LaneLaunch::error; the failing lane also sets this rank's
