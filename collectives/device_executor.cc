@@ -28,7 +28,7 @@ size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
 Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, size_t elemSize, size_t slotBytes,
-                       int fifoLaneBase) {
+                       int fifoLaneBase, uint64_t llMaxBytes) {
   if (program->nOps >= device::kMaxFusedOps) {
     return WEFT_ERROR(weftInternalError, "device program: a launch holds at most %d collectives (or sends and receives)",
                       device::kMaxFusedOps);
@@ -45,6 +45,7 @@ Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, siz
   const int laneBase =
       fifoLaneBase >= 0 ? fifoLaneBase : kDeviceFifoLaneBase + program->nOps * kDeviceFifoLanesPerOp;
   const int64_t sliceElems = static_cast<int64_t>(slotBytes / elemSize);
+  const int64_t llSliceElems = std::max<int64_t>(1, static_cast<int64_t>(device::llSliceBytes(slotBytes) / elemSize));
   const int64_t iterations = iterationsFor(schedule.maxStepCount, sliceElems);
   for (size_t l = 0; l < schedule.lanes.size(); ++l) {
     const Lane& lane = schedule.lanes[l];
@@ -52,6 +53,7 @@ Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, siz
     desc.firstStep = static_cast<int32_t>(program->steps.size());
     desc.buffers = program->nOps;
     desc.sliceElems = sliceElems;
+    desc.llSliceElems = static_cast<int32_t>(llSliceElems);
     desc.iterations = iterations;
     for (const Step& step : lane.steps) {
       if (step.count == 0) continue;  // moves nothing in any iteration, like its peer's step
@@ -63,6 +65,11 @@ Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, siz
       ls.srcOffset = step.srcOffset;
       ls.dstOffset = step.dstOffset;
       ls.count = step.count;
+      // Small messages go LL (LaneStep::ll): a choice both ends of each message make alike, from
+      // its size and the threshold every rank shares (WEFT_DEVICE_LL_MAX_BYTES).
+      const bool moves = stepReceives(step.kind) || stepSends(step.kind);
+      ls.ll = moves && static_cast<uint64_t>(step.count) * elemSize <= llMaxBytes ? 1 : 0;
+      if (ls.ll != 0) desc.iterations = std::max(desc.iterations, iterationsFor(step.count, llSliceElems));
       if (stepReceives(step.kind)) {
         ls.recvFifo = fifoIndex(program, &index, {step.recvPeer, false, laneBase + static_cast<int>(l)});
       }
@@ -177,6 +184,11 @@ std::string describeLaneError(const device::LaneError& error, const DeviceProgra
     case device::kLaneBadMessage:
       return where + ": a message of " + std::to_string(error.detail) + " bytes from " + peer +
              " where the schedule expects another size (the ranks called different collectives or counts)";
+    case device::kLaneBadProtocol:
+      return where + ": a message from " + peer + (error.detail != 0 ? " in low-latency lines" : " in a slot") +
+             " where the schedule expects " + (error.detail != 0 ? "a slot" : "low-latency lines") +
+             ", so of another size (the ranks called different collectives or counts, or their "
+             "WEFT_DEVICE_LL_MAX_BYTES differ)";
     case device::kLaneBadStamp:
       return where + ": a message of another call from " + peer + " (its call #" +
              std::to_string((error.detail >> 32) & 0x7fffffffu) +

@@ -56,8 +56,11 @@ struct DeviceProgram {
 // tables cannot hold.
 // fifoLaneBase >= 0 places the schedule's lane k on FIFO lane fifoLaneBase + k instead (sends and
 // receives: the i-th message between two ranks in one direction uses lane base + i on both).
+// Steps whose messages hold at most llMaxBytes (WEFT_DEVICE_LL_MAX_BYTES; 0: none) are marked
+// LL (LaneStep::ll): slices of at most device::llSliceBytes(slotBytes), sent as low-latency lines
+// on FIFOs with an LL region.
 Status appendToProgram(DeviceProgram* program, const RankSchedule& schedule, size_t elemSize, size_t slotBytes,
-                       int fifoLaneBase = -1);
+                       int fifoLaneBase = -1, uint64_t llMaxBytes = 0);
 
 // The FifoViews of a program's connections, from the provider (which must have connected them
 // as device connections): an error names a connection that has no device FIFO.

@@ -11,6 +11,13 @@
 // leader publishes the outgoing slot (byte count and stamp, one release fence, then head) and
 // hands the incoming one back (tail, behind the same fence).
 //
+// Small messages (LaneStep::ll, on FIFOs with an LL region) go as low-latency lines instead
+// (ll.cuh): the threads pack the slice, with the call stamp and byte count as header lines, into
+// the FIFO's LL slot, every line flagged with the message's count, and post nothing else; the
+// receiving leader waits for the header lines, and every thread then polls and unpacks its share
+// of the data lines. A receiver waits for a message by either protocol and refuses the one it
+// did not expect, so that ranks that chose differently fail instead of waiting for each other.
+//
 // Nothing waits for ever: the leader gives up after timeoutNs without progress, when the host
 // sets abortFlag, when a FIFO's peer sets its abort flag, or when another lane of the launch
 // failed. The first failure lands in LaneLaunch::error; the failing lane also sets this rank's
@@ -21,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "collectives/device/ll.cuh"
 #include "collectives/device/reduce_copy.cuh"
 #include "collectives/step_kind.h"
 #include "device/kernel_api.h"
@@ -74,6 +82,29 @@ struct LaneCursor {
   }
 };
 
+// A waiting thread's look around, every kPollsPerCheck polls: kLaneOk to poll on, or why the
+// wait must end (the host aborted, another lane failed, the FIFO's peer failed, no progress
+// for timeoutNs since *start, which the first look sets).
+WEFT_HOST_DEVICE inline uint32_t laneWaitCheck(const device::LaneLaunch& launch, const device::FifoView& fifo,
+                                               uint64_t* start, uint64_t* detail) {
+  if (launch.abortFlag != nullptr && weftLoadAcquire32(launch.abortFlag) != 0) return device::kLaneAborted;
+  if (weftLoadAcquire32(&launch.error->code) != device::kLaneOk) return device::kLaneSiblingFailed;
+  const uint32_t peer = fifo.peerAbort != nullptr ? weftLoadAcquire32(fifo.peerAbort) : 0;
+  if (peer != 0) {
+    *detail = peer;
+    return device::kLanePeerAborted;
+  }
+  if (launch.timeoutNs != 0) {
+    const uint64_t now = weftNowNs();
+    if (*start == 0) {
+      *start = now;
+    } else if (now - *start > launch.timeoutNs) {
+      return device::kLaneTimeout;
+    }
+  }
+  return device::kLaneOk;
+}
+
 // Leader: polls ready() (relaxed loads, platform.h) until it holds or the wait must end;
 // returns a LaneErrorCode. Once ready() holds, one acquire fence orders what the peer wrote
 // before its counter (the slot's data, size and stamp) before what this lane reads next.
@@ -83,21 +114,8 @@ WEFT_HOST_DEVICE inline uint32_t laneWait(const device::LaneLaunch& launch, cons
   uint64_t start = 0;
   for (uint32_t polls = 1; !ready(); ++polls) {
     if (polls % kPollsPerCheck == 0) {
-      if (launch.abortFlag != nullptr && weftLoadAcquire32(launch.abortFlag) != 0) return device::kLaneAborted;
-      if (weftLoadAcquire32(&launch.error->code) != device::kLaneOk) return device::kLaneSiblingFailed;
-      const uint32_t peer = fifo.peerAbort != nullptr ? weftLoadAcquire32(fifo.peerAbort) : 0;
-      if (peer != 0) {
-        *detail = peer;
-        return device::kLanePeerAborted;
-      }
-      if (launch.timeoutNs != 0) {
-        const uint64_t now = weftNowNs();
-        if (start == 0) {
-          start = now;
-        } else if (now - start > launch.timeoutNs) {
-          return device::kLaneTimeout;
-        }
-      }
+      const uint32_t code = laneWaitCheck(launch, fifo, &start, detail);
+      if (code != device::kLaneOk) return code;
     }
     weftSpinPause();
   }
@@ -111,7 +129,8 @@ WEFT_HOST_DEVICE inline uint32_t laneWait(const device::LaneLaunch& launch, cons
 // both calls.
 WEFT_HOST_DEVICE inline uint32_t laneAbortValue(const device::LaneLaunch& launch, uint32_t code, int fifo,
                                                 uint64_t detail) {
-  if ((code == device::kLaneBadStamp || code == device::kLaneBadMessage) && fifo >= 0 && launch.fifos[fifo].peer >= 0) {
+  if ((code == device::kLaneBadStamp || code == device::kLaneBadMessage || code == device::kLaneBadProtocol) &&
+      fifo >= 0 && launch.fifos[fifo].peer >= 0) {
     return (static_cast<uint32_t>(launch.fifos[fifo].peer) | device::kLaneCulpritCallMismatch) + 2;
   }
   if (code == device::kLanePeerAborted && detail >= 2 && ((detail - 2) & device::kLaneCulpritCallMismatch) != 0) {
@@ -157,18 +176,40 @@ WEFT_HOST_DEVICE inline T laneScalar(const device::LaneLaunch& launch) {
   return s;
 }
 
-// The slot a receive found: the call's stamp (when checked; another call's stamp comes first,
-// since its size may differ too but the call is what is wrong), then the byte count.
+WEFT_HOST_DEVICE inline uint64_t* laneLLSlot(const device::FifoView& f, uint64_t count) {
+  return f.ll + (count % f.nSlots) * (f.llStride / sizeof(uint64_t));
+}
+
+// Whether the message at count c has arrived, by either protocol: its LL header lines carry its
+// flag, or head passed c. A step waits for both whatever protocol it expects, so that a peer
+// that chose the other one is found out (laneCheckSlot) instead of waited for.
+WEFT_HOST_DEVICE inline bool laneArrived(const device::FifoView& in, uint64_t c) {
+  if (weftLoadRelaxed(in.head) > c) return true;
+  uint64_t stamp, nbytes;
+  return in.ll != nullptr && llTryHeader(laneLLSlot(in, c), llFlag(c), &stamp, &nbytes);
+}
+
+// The message a receive found (after laneWait's fence): the call's stamp (when checked; another
+// call's stamp comes first, since its protocol and size may differ too but the call is what is
+// wrong), then its protocol (LL where the step expects a slot, or the reverse: the ranks'
+// WEFT_DEVICE_LL_MAX_BYTES differ), then its byte count. LL headers are seen before head: a
+// sender that posted a later slot fenced its earlier LL lines before that head.
 WEFT_HOST_DEVICE inline uint32_t laneCheckSlot(const device::FifoView& in, uint64_t c, uint64_t bytes,
-                                               uint64_t wantStamp, uint64_t* detail) {
-  if (wantStamp != 0 && in.stamps != nullptr) {
-    const uint64_t stamp = weftLoadRelaxed(&in.stamps[c % in.nSlots]);  // after laneWait's fence
-    if (stamp != wantStamp) {
-      *detail = stamp;
-      return device::kLaneBadStamp;
-    }
+                                               uint64_t wantStamp, bool wantLL, uint64_t* detail) {
+  uint64_t stamp = 0, found = 0;
+  const bool isLL = in.ll != nullptr && llTryHeader(laneLLSlot(in, c), llFlag(c), &stamp, &found);
+  if (!isLL) {
+    if (in.stamps != nullptr) stamp = weftLoadRelaxed(&in.stamps[c % in.nSlots]);
+    found = weftLoadRelaxed(&in.sizes[c % in.nSlots]);
   }
-  const uint64_t found = weftLoadRelaxed(&in.sizes[c % in.nSlots]);
+  if (wantStamp != 0 && (isLL || in.stamps != nullptr) && stamp != wantStamp) {
+    *detail = stamp;
+    return device::kLaneBadStamp;
+  }
+  if (isLL != wantLL) {
+    *detail = isLL ? 1 : 0;
+    return device::kLaneBadProtocol;
+  }
   if (found != bytes) {
     *detail = found;
     return device::kLaneBadMessage;
@@ -176,24 +217,47 @@ WEFT_HOST_DEVICE inline uint32_t laneCheckSlot(const device::FifoView& in, uint6
   return device::kLaneOk;
 }
 
+// Every thread of a lane whose step receives an LL message at count c: copies its share of the
+// data lines into `stage` (nbytes) as their flags arrive, polling with the leader's checks; then
+// the lane agrees on the outcome (a failing thread records it, laneFail). True: go on.
+template <typename Ctx>
+WEFT_HOST_DEVICE inline bool laneUnpackLL(const device::LaneLaunch& launch, int lane, int32_t s, int64_t it,
+                                          int32_t fifo, const device::FifoView& in, uint64_t c, void* stage,
+                                          size_t nbytes, Ctx& ctx) {
+  const uint64_t* data = laneLLSlot(in, c) + device::kLLHeaderLines;
+  uint64_t start = 0, detail = 0;
+  uint32_t code = device::kLaneOk;
+  for (uint32_t polls = 1; llTryUnpack(stage, data, nbytes, llFlag(c), ctx.tid(), ctx.nthreads()) != 0; ++polls) {
+    if (polls % kPollsPerCheck == 0) {
+      code = laneWaitCheck(launch, in, &start, &detail);
+      if (code != device::kLaneOk) break;
+    }
+    weftSpinPause();
+  }
+  if (code != device::kLaneOk) laneFail(launch, code, lane, s, it, fifo, detail);
+  ctx.barrier();  // every thread's lines are in the stage, or its failure recorded
+  LaneTurn v{device::kLaneOk, 0, 0};
+  if (ctx.leader()) v.code = weftLoadAcquire32(&launch.error->code);
+  return laneAgree(ctx, v).code == device::kLaneOk;
+}
+
 // Leader, after the block's barrier: publishes the outgoing slot (its size and stamp, then head)
 // and hands the incoming one back (tail), behind one release fence for the whole step: the
 // slice every thread wrote, and the incoming slot every thread read, come before either counter.
 // Head lives in the receiver's memory and tail (the sender's credits) in the sender's: each is a
-// store across the link that nothing waits for, while each side polls its own memory.
+// store across the link that nothing waits for, while each side polls its own memory. An LL
+// message (outLL) was posted by its lines: it moves only this side's count, with no fence.
 WEFT_HOST_DEVICE inline void laneRelease(const device::FifoView* in, const device::FifoView* out, LaneCursor* inAt,
-                                         LaneCursor* outAt, uint64_t bytes, uint64_t stamp) {
-  if (out != nullptr) {
+                                         LaneCursor* outAt, uint64_t bytes, uint64_t stamp, bool outLL) {
+  const device::FifoView* post = outLL ? nullptr : out;
+  if (post != nullptr) {
     const uint64_t c = outAt->count;
-    weftStoreRelaxed(&out->sizes[c % out->nSlots], bytes);
-    if (out->stamps != nullptr) weftStoreRelaxed(&out->stamps[c % out->nSlots], stamp);
+    weftStoreRelaxed(&post->sizes[c % post->nSlots], bytes);
+    if (post->stamps != nullptr) weftStoreRelaxed(&post->stamps[c % post->nSlots], stamp);
   }
-  if (in == nullptr && out == nullptr) return;
-  weftReleaseFence();
-  if (out != nullptr) {
-    weftStoreRelaxed(out->head, outAt->count + 1);
-    outAt->advance(*out);
-  }
+  if (in != nullptr || post != nullptr) weftReleaseFence();
+  if (post != nullptr) weftStoreRelaxed(post->head, outAt->count + 1);
+  if (out != nullptr) outAt->advance(*out);
   if (in != nullptr) {
     weftStoreRelaxed(in->tail, inAt->count + 1);
     inAt->advance(*in);
@@ -210,8 +274,8 @@ struct LaneTables {
 };
 
 // Shared memory a lane of nSteps steps stages into, and the most a launch gives a block (a
-// lane that needs more reads the launch's tables, as before): 24 KiB stages 102 steps (a ring
-// all-reduce of 51 ranks) and leaves room for two blocks on a 64 KiB CU.
+// lane that needs more reads the launch's tables, as before): 24 KiB stages 87 steps (a ring
+// all-reduce of 44 ranks) and leaves room for two blocks on a 64 KiB CU.
 constexpr size_t kLaneStageMaxBytes = 24 * 1024;
 WEFT_HOST_DEVICE constexpr size_t laneStageBytes(int64_t nSteps) {
   return static_cast<size_t>(nSteps) * (sizeof(device::LaneStep) + 2 * sizeof(device::FifoView));
@@ -255,8 +319,9 @@ WEFT_HOST_DEVICE inline LaneTurn laneAcquire(const device::LaneLaunch& launch, i
   if (in != nullptr) {
     fifo = st.recvFifo;
     const uint64_t c = turn.in = inAt->at(st.recvFifo, *in);
-    turn.code = laneWait(launch, *in, [&] { return weftLoadRelaxed(in->head) > c; }, &detail);
-    if (turn.code == device::kLaneOk) turn.code = laneCheckSlot(*in, c, bytes, wantStamp, &detail);
+    turn.code = laneWait(launch, *in, [&] { return laneArrived(*in, c); }, &detail);
+    const bool wantLL = st.ll != 0 && in->ll != nullptr;
+    if (turn.code == device::kLaneOk) turn.code = laneCheckSlot(*in, c, bytes, wantStamp, wantLL, &detail);
   }
   if (turn.code == device::kLaneOk && out != nullptr) {
     fifo = st.sendFifo;
@@ -284,9 +349,10 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
   for (int64_t it = 0; it < desc.iterations; ++it) {
     for (int32_t s = 0; s < desc.nSteps; ++s) {
       const device::LaneStep st = tables.steps[s];
-      const int64_t first = it * desc.sliceElems;
+      const int64_t slice = st.ll != 0 ? desc.llSliceElems : desc.sliceElems;
+      const int64_t first = it * slice;
       if (first >= st.count) continue;  // this step's regions are done; its peer's step is empty too
-      const int64_t n = st.count - first < desc.sliceElems ? st.count - first : desc.sliceElems;
+      const int64_t n = st.count - first < slice ? st.count - first : slice;
       const uint64_t bytes = static_cast<uint64_t>(n) * sizeof(T);
       const StepKind kind = decodeStepKind(st.kind);
       const device::FifoView* in = stepReceives(kind) ? laneFifo(launch, tables, s, st.recvFifo, false) : nullptr;
@@ -297,10 +363,18 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
       turn = laneAgree(ctx, turn);
       if (turn.code != device::kLaneOk) return;
 
+      // An LL message is unpacked into the slot its count names, and one to send is assembled in
+      // the sender's stage; the step then reads and writes slots as it does without LL.
+      char* inSlot = in != nullptr ? laneSlot(*in, turn.in) : nullptr;
+      if (in != nullptr && st.ll != 0 && in->ll != nullptr &&
+          !laneUnpackLL(launch, lane, s, it, st.recvFifo, *in, turn.in, inSlot, bytes, ctx)) {
+        return;
+      }
+      const bool outLL = out != nullptr && st.ll != 0 && out->ll != nullptr;
+      char* outSlot = out == nullptr ? nullptr : outLL ? out->llStage : laneSlot(*out, turn.out);
       char* src = bufs[st.srcBuf] + static_cast<size_t>(st.srcOffset + first) * sizeof(T);
       char* dst = bufs[st.dstBuf] + static_cast<size_t>(st.dstOffset + first) * sizeof(T);
-      const StepOperands o = stepOperands(kind, src, in != nullptr ? laneSlot(*in, turn.in) : nullptr, dst,
-                                          out != nullptr ? laneSlot(*out, turn.out) : nullptr);
+      const StepOperands o = stepOperands(kind, src, inSlot, dst, outSlot);
       const bool own = stepReads(kind) && st.srcBuf == kLaneBufSend;
       // A copy onto itself moves nothing, unless it multiplies this rank's input in place.
       if (!(kind == StepKind::kCopy && src == dst && !(Steps::kScalesOwn && own))) {
@@ -308,7 +382,11 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
                       static_cast<size_t>(n), ctx.tid(), ctx.nthreads());
       }
       ctx.barrier();  // every thread's share is written (and the incoming slot read)
-      if (ctx.leader()) laneRelease(in, out, &inAt, &outAt, bytes, b.sendStamp);
+      if (outLL) {
+        llPackMessage(laneLLSlot(*out, turn.out), outSlot, bytes, b.sendStamp, llFlag(turn.out), ctx.tid(),
+                      ctx.nthreads());
+      }
+      if (ctx.leader()) laneRelease(in, out, &inAt, &outAt, bytes, b.sendStamp, outLL);
     }
   }
 }

@@ -23,14 +23,16 @@
 #include <cstring>
 
 #include "collectives/device/pack.cuh"
+#include "device/kernel_api.h"
 #include "device/platform.h"
 
 namespace weft {
 namespace coll {
 namespace kernel {
 
-constexpr size_t kLLDataBytes = 4;  // data bytes per line
-constexpr size_t kLLLineBytes = 8;
+constexpr size_t kLLDataBytes = device::kLLDataBytes;  // data bytes per line
+constexpr size_t kLLLineBytes = device::kLLLineBytes;
+static_assert(kLLDataBytes == 4 && kLLLineBytes == 8, "a line is one 8-byte store: 4 data bytes and the flag");
 
 WEFT_HOST_DEVICE inline uint64_t llMakeLine(uint32_t data, uint32_t flag) {
   return (static_cast<uint64_t>(flag) << 32) | data;
@@ -118,6 +120,42 @@ WEFT_HOST_DEVICE inline size_t llTryUnpack(void* dst, const uint64_t* lines, siz
     }
   }
   return pending;
+}
+
+// ---- LL messages on a FIFO (kernel_api.h, FifoView::ll) ------------------------------------
+// A message of nbytes at count c of a FIFO is one LL slot: kLLHeaderLines header lines (the call
+// stamp's low and high words, then nbytes) and the data lines, every one flagged llFlag(c).
+
+// The flag of the message a FIFO carries at count c: 1..2^32-1, never 0 (the zeroed region).
+// The previous use of the same LL slot was at c - k * nSlots for some k >= 1, whose flag differs
+// unless k * nSlots is a multiple of 2^32 - 1: the slot would have to carry no LL message for
+// over four billion uses in a row (2^32 - 1 = 3 x 5 x 17 x 257 x 65537).
+WEFT_HOST_DEVICE inline uint32_t llFlag(uint64_t count) { return static_cast<uint32_t>(count % 0xffffffffull) + 1; }
+
+// Line i of an LL message: the header's words first, then the data's.
+WEFT_HOST_DEVICE inline uint32_t llMessageWord(const void* src, size_t nbytes, uint64_t stamp, size_t i) {
+  if (i == 0) return static_cast<uint32_t>(stamp);
+  if (i == 1) return static_cast<uint32_t>(stamp >> 32);
+  if (i == 2) return static_cast<uint32_t>(nbytes);
+  return llGatherWord(src, nbytes, i - device::kLLHeaderLines);
+}
+
+// Writes the whole LL message (header and data lines, thread tid's share) to the LL slot `lines`.
+WEFT_HOST_DEVICE inline void llPackMessage(uint64_t* lines, const void* src, size_t nbytes, uint64_t stamp,
+                                           uint32_t flag, size_t tid, size_t nthreads) {
+  const size_t n = device::kLLHeaderLines + llLineCount(nbytes);
+  for (size_t i = tid; i < n; i += nthreads) llStoreLine(lines + i, llMessageWord(src, nbytes, stamp, i), flag);
+}
+
+// True, with the stamp and byte count, once every header line of the LL slot carries `flag`.
+WEFT_HOST_DEVICE inline bool llTryHeader(const uint64_t* lines, uint32_t flag, uint64_t* stamp, uint64_t* nbytes) {
+  uint32_t lo, hi, n;
+  if (!llTryLoadLine(lines, flag, &lo) || !llTryLoadLine(lines + 1, flag, &hi) || !llTryLoadLine(lines + 2, flag, &n)) {
+    return false;
+  }
+  *stamp = static_cast<uint64_t>(hi) << 32 | lo;
+  *nbytes = n;
+  return true;
 }
 
 }  // namespace kernel

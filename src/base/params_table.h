@@ -42,6 +42,8 @@ WEFT_PARAM(int64_t, MaxNChannels, "MAX_NCHANNELS", 4, "most channels (parallel r
 WEFT_PARAM_RANGE(MaxNChannels, 1, 32)
 WEFT_PARAM(int64_t, DeviceMaxNChannels, "DEVICE_MAX_NCHANNELS", 32, "most channels a collective on device buffers uses: one per 32 KiB of a rank's part of the data, never fewer than the tuner's, within the rank's share of the GPU's resident blocks")
 WEFT_PARAM_RANGE(DeviceMaxNChannels, 1, 32)
+WEFT_PARAM(int64_t, DeviceLLMaxBytes, "DEVICE_LL_MAX_BYTES", 16384, "largest message (bytes of one step of one channel) a collective or send on device buffers sends with the low-latency protocol (data and flag in every 8-byte line: no separate counter or fence, half the bandwidth) between GPUs that write each other's memory; 0: never")
+WEFT_PARAM_RANGE(DeviceLLMaxBytes, 0, 1048576)
 
 // Transports
 WEFT_PARAM(bool, ShmDisable, "SHM_DISABLE", false, "1: never use the shared-memory transport")

@@ -96,6 +96,9 @@ struct CommSettings {
   // (comm_zero_copy.cc); 0: never (WEFT_ZERO_COPY=0, WEFT_SHM_DISABLE=1).
   int64_t zeroCopyMinBytes = 0;
   int32_t deviceMaxChannels = 32;  // WEFT_DEVICE_MAX_NCHANNELS (collectives/device_executor.h deviceChannels)
+  // WEFT_DEVICE_LL_MAX_BYTES: both ends of a device message must choose the same protocol, so
+  // every rank takes rank 0's (coll::appendToProgram).
+  int64_t deviceLLMaxBytes = 16384;
 };
 
 // Fills in the device this thread uses (comm_device.cc): -1 without a GPU runtime, or while a

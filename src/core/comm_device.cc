@@ -96,15 +96,19 @@ Status Communicator::ensureDevicePath() {
   std::lock_guard<std::mutex> lock(connMutex_);
   if (devicePath_) return Status::ok();
   // A host rank of a mixed communicator runs the lane program on CPU threads, over host memory.
-  if (hostRunsLanes()) return DevicePath::create(&device::hostRuntime(), -1, rank_, settings_.timeoutS, &devicePath_);
-  device::Runtime* runtime = device::gpuRuntime();
-  if (runtime == nullptr || device() < 0) {
+  device::Runtime* runtime = hostRunsLanes() ? &device::hostRuntime() : device::gpuRuntime();
+  if (!hostRunsLanes() && (runtime == nullptr || device() < 0)) {
     return WEFT_ERROR(weftInvalidUsage,
                       "rank %d: device buffers and a stream were given, but this rank has no GPU (%s)", rank_,
                       runtime == nullptr ? "no GPU backend loaded; WEFT_DEBUG=INFO says why"
                                          : "no device was current when the communicator was made");
   }
-  return DevicePath::create(runtime, device(), rank_, settings_.timeoutS, &devicePath_);
+  WEFT_TRY(DevicePath::create(runtime, hostRunsLanes() ? -1 : device(), rank_, settings_.timeoutS, &devicePath_));
+  // Every rank marks the same messages LL (the threshold is rank 0's): on FIFOs between GPUs that
+  // write each other's memory (p2p) they go as LL lines; on staged ones (the device bridge, host
+  // ranks) in slots, at the LL messages' size, as their peers expect.
+  devicePath_->setLLMaxBytes(static_cast<uint64_t>(std::max<int64_t>(0, settings_.deviceLLMaxBytes)));
+  return Status::ok();
 }
 
 Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream) {

@@ -38,6 +38,7 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   mine.sizeRuleSet = sizeRuleParamsSet() ? 1 : 0;
   mine.zeroCopyMinBytes = params::ZeroCopy() && !params::ShmDisable() ? params::ZeroCopyMinBytes() : 0;
   mine.deviceMaxChannels = static_cast<int32_t>(params::DeviceMaxNChannels());
+  mine.deviceLLMaxBytes = params::DeviceLLMaxBytes();
 
   // Rank 0's settings are everyone's: it sends them to each rank (an all-gather would put every
   // rank's in every rank, memory that grows with the square of the rank count).
@@ -53,10 +54,11 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
   if (std::memcmp(&first.nSlots, &mine.nSlots, sizeof(int32_t) * 3) != 0 || first.slotBytes != mine.slotBytes ||
       first.treeMaxBytes != mine.treeMaxBytes || first.doublingMaxBytes != mine.doublingMaxBytes ||
       first.sizeRuleSet != mine.sizeRuleSet || first.zeroCopyMinBytes != mine.zeroCopyMinBytes ||
-      first.deviceMaxChannels != mine.deviceMaxChannels || std::strncmp(first.algo, mine.algo, sizeof(mine.algo)) != 0) {
+      first.deviceMaxChannels != mine.deviceMaxChannels || first.deviceLLMaxBytes != mine.deviceLLMaxBytes ||
+      std::strncmp(first.algo, mine.algo, sizeof(mine.algo)) != 0) {
     WEFT_LOG(kWarn, kEnv,
-             "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/DEVICE_MAX_NCHANNELS/TREE_MAX_BYTES/ALGO/"
-             "ZERO_COPY* differ from rank 0's; "
+             "rank %d: WEFT_BUFFSIZE/NSLOTS/MIN_NCHANNELS/MAX_NCHANNELS/DEVICE_MAX_NCHANNELS/DEVICE_LL_MAX_BYTES/"
+             "TREE_MAX_BYTES/ALGO/ZERO_COPY* differ from rank 0's; "
              "using rank 0's values (set them the same on every rank)",
              rank_);
   }

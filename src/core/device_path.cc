@@ -38,6 +38,7 @@ weftResult_t resultOf(uint32_t code) {
     case device::kLaneTimeout:
       return weftTimeout;
     case device::kLaneBadMessage:
+    case device::kLaneBadProtocol:
     case device::kLaneBadStamp:
       return weftInvalidUsage;
     default:
@@ -126,7 +127,7 @@ Status DevicePath::launchFor(const std::vector<DeviceCall>& calls, const std::ve
   for (size_t i = 0; i < calls.size(); ++i) {
     const DeviceCall& c = calls[i];
     WEFT_TRY(coll::appendToProgram(&launch->program, *c.schedule, elemSize, slotBytes,
-                                   fifoLanes.empty() ? -1 : fifoLanes[i]));
+                                   fifoLanes.empty() ? -1 : fifoLanes[i], llMaxBytes_));
     launch->scratchOffsets.push_back(scratchBytes);
     scratchBytes += alignUp(c.scratchBytes);
   }
@@ -283,6 +284,7 @@ Status DevicePath::asyncError() const {
              "or raise WEFT_TIMEOUT_S";
       break;
     case device::kLaneBadMessage:
+    case device::kLaneBadProtocol:
       hint = "; every rank must call the same collectives with the same counts and types";
       break;
     case device::kLaneBadStamp:
@@ -302,7 +304,7 @@ bool DevicePath::callMismatch(int* peer, uint64_t* theirs) const {
   const uint32_t code = __atomic_load_n(&error_->code, __ATOMIC_ACQUIRE);
   *peer = -1;
   *theirs = 0;
-  if (code == device::kLaneBadStamp || code == device::kLaneBadMessage) {
+  if (code == device::kLaneBadStamp || code == device::kLaneBadMessage || code == device::kLaneBadProtocol) {
     const int fifo = error_->fifo;
     if (last_ != nullptr && fifo >= 0 && static_cast<size_t>(fifo) < last_->program.fifos.size()) {
       *peer = last_->program.fifos[static_cast<size_t>(fifo)].peer;

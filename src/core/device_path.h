@@ -69,6 +69,10 @@ class DevicePath {
 
   device::Runtime* runtime() const { return runtime_; }
   int device() const { return device_; }
+  // Messages of at most this many bytes go as low-latency lines (WEFT_DEVICE_LL_MAX_BYTES,
+  // coll::appendToProgram; 0, the default: none). Set before the first enqueue: launches built
+  // before keep what they were built with.
+  void setLLMaxBytes(uint64_t bytes) { llMaxBytes_ = bytes; }
 
   // Enqueues `calls` (one type and op, at most device::kMaxFusedOps) as one launch after the
   // work already queued on `stream`; the first launch of a shape connects its FIFOs through the
@@ -132,6 +136,7 @@ class DevicePath {
   int device_ = -1;
   int rank_ = -1;
   uint64_t timeoutNs_ = 0;
+  uint64_t llMaxBytes_ = 0;
   device::Stream stream_ = nullptr;
   device::Event userReady_ = nullptr;
   device::Event done_ = nullptr;

@@ -224,7 +224,7 @@ Status checkLaunchPolls(const LaneLaunch& launch) {
     const std::pair<const char*, const void*> fields[] = {
         {"the slots", f.data},       {"the sizes", f.sizes},    {"the stamps", f.stamps},
         {"head", f.head},            {"tail", f.tail},          {"the cursor", f.cursor},
-        {"its abort flag", f.selfAbort}, {"the peer's abort flag", f.peerAbort}};
+        {"its abort flag", f.selfAbort}, {"the peer's abort flag", f.peerAbort}, {"the LL lines", f.ll}};
     for (const auto& [what, ptr] : fields) WEFT_TRY(checkPolled(what, i, f.peer, ptr));
   }
   return Status::ok();

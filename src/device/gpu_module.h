@@ -17,8 +17,9 @@ class Runtime;
 // kernel_api.h. A module may be built with another value (tests do) by defining it.
 #ifndef WEFT_GPU_MODULE_ABI
 // 6: eventCreate takes an EventKind; 7: allocDeviceShared / allocHostShared; 8: LaneLaunch's
-// maxLaneSteps and hostLanes (lane tables in device memory).
-#define WEFT_GPU_MODULE_ABI 8
+// maxLaneSteps and hostLanes (lane tables in device memory); 9: the LL protocol (FifoView's LL
+// region and stage, LaneStep::ll, LaneDesc::llSliceElems, kLaneBadProtocol).
+#define WEFT_GPU_MODULE_ABI 9
 #endif
 constexpr int kGpuModuleAbi = WEFT_GPU_MODULE_ABI;
 

@@ -56,7 +56,40 @@ struct FifoView {
   const uint32_t* peerAbort = nullptr;  // set by the peer when it fails
   int32_t peer = -1;                    // the other rank, for messages
   int32_t reserved = 0;
+  // The FIFO's low-latency (LL) region (collectives/device/ll.cuh), in the receiver's memory:
+  // nSlots LL slots of llStride bytes, each kLLHeaderLines header lines (the call stamp's low and
+  // high words, the byte count) then the data lines of at most llSliceBytes(slotBytes) bytes,
+  // every line flagged with the message's flag (llFlag of its count). A message at count c goes
+  // either to slot c % nSlots (sizes, stamps, then head) or, with LL, to LL slot c % nSlots; the
+  // count and the credits (tail) are the FIFO's either way. Null: the FIFO has no LL region, and
+  // every message on it uses the slots (both ends of a FIFO see the same, the transport's choice).
+  uint64_t* ll = nullptr;
+  uint64_t llStride = 0;
+  // The sender's: llSliceBytes(slotBytes) of its own memory where an LL message is assembled
+  // before its lines go across (null on the receiver's side; it unpacks into slot c % nSlots,
+  // which the sender cannot write until that message is released).
+  char* llStage = nullptr;
 };
+
+// The LL protocol's geometry, for the transports that lay out LL regions and the executor that
+// slices messages for them (the line format itself is collectives/device/ll.cuh's).
+constexpr uint64_t kLLDataBytes = 4;   // data bytes per line
+constexpr uint64_t kLLLineBytes = 8;   // data and flag
+constexpr uint64_t kLLHeaderLines = 3;  // stamp (low word, high word), byte count
+// The most data bytes one LL message carries: 8 KiB, 16 KiB of lines, 4 lines for each thread
+// of a 512-thread block (NCCL's LL moves 8 lines of 8 data bytes per thread and step).
+constexpr uint64_t kLLSliceMaxBytes = 8192;
+// The data bytes of one LL message on FIFOs of slotBytes slots: at most a slot, so that the
+// receiver can unpack it into the slot the message's count names.
+constexpr uint64_t llSliceBytes(uint64_t slotBytes) {
+  return slotBytes < kLLSliceMaxBytes ? slotBytes : kLLSliceMaxBytes;
+}
+// Bytes of one LL slot (FifoView::llStride) for FIFOs of slotBytes slots: header and data lines,
+// in whole 128-byte lines.
+constexpr uint64_t llSlotBytes(uint64_t slotBytes) {
+  return ((kLLHeaderLines + (llSliceBytes(slotBytes) + kLLDataBytes - 1) / kLLDataBytes) * kLLLineBytes + 127) / 128 *
+         128;
+}
 
 // One step of a lane (collectives::Step, flattened; kinds and buffers keep their enum values).
 struct LaneStep {
@@ -66,7 +99,10 @@ struct LaneStep {
   uint8_t final = 0;   // the result is complete: avg divides here
   int32_t recvFifo = -1;  // index into LaneLaunch::fifos, when the step receives
   int32_t sendFifo = -1;  // index into LaneLaunch::fifos, when the step sends
-  int32_t reserved = 0;
+  // 1: the step's messages are small (count x element size at most WEFT_DEVICE_LL_MAX_BYTES):
+  // they go in LaneDesc::llSliceElems slices, with the LL protocol on FIFOs that have an LL
+  // region (FifoView::ll). Both ends of a message decide it from its size, which they share.
+  int32_t ll = 0;
   int64_t srcOffset = 0;  // elements
   int64_t dstOffset = 0;
   int64_t count = 0;
@@ -76,9 +112,9 @@ struct LaneDesc {
   int32_t firstStep = 0;  // index into LaneLaunch::steps
   int32_t nSteps = 0;
   int32_t buffers = 0;  // index into LaneLaunch::buffers: the collective this lane belongs to
-  int32_t reserved = 0;
+  int32_t llSliceElems = 1;  // the slices of its LL steps (LaneStep::ll): at most llSliceBytes(slotBytes)
   int64_t sliceElems = 1;  // at most one slot
-  int64_t iterations = 0;  // every lane of a launch has the same
+  int64_t iterations = 0;  // enough for every step's slices
 };
 
 // Why a lane stopped early. The first lane to fail records itself in LaneLaunch::error.
@@ -90,6 +126,7 @@ enum LaneErrorCode : uint32_t {
   kLaneBadMessage = 4,   // a slot held another byte count than the step expects
   kLaneSiblingFailed = 5,  // another lane of this launch failed first
   kLaneBadStamp = 6,       // a slot carried another call's stamp (collectives/call_stamp.h)
+  kLaneBadProtocol = 7,    // a message came with the LL protocol where the step expects a slot, or the reverse
 };
 
 // Added to the culprit a failing lane writes to its FIFOs' selfAbort (culprit + 2) when the
@@ -105,7 +142,8 @@ struct LaneError {
   int32_t fifo = -1;        // the FIFO it waited on or read from
   int64_t iteration = -1;
   uint64_t detail = 0;      // kLaneBadMessage: the byte count found; kLanePeerAborted: the peer's flag;
-                            // kLaneBadStamp: the stamp found
+                            // kLaneBadStamp: the stamp found; kLaneBadProtocol: 1 when the message
+                            // came with LL, 0 when in a slot
 };
 
 // The user's buffers of one collective of a launch.

@@ -30,7 +30,9 @@ P2pLayout p2pLayout(size_t nSlots, size_t slotBytes) {
   l.stride = roundUp(slotBytes, kLineBytes);
   l.stampsOffset = roundUp(P2pLayout::kSizesOffset + nSlots * sizeof(uint64_t), kLineBytes);
   l.dataOffset = roundUp(l.stampsOffset + nSlots * sizeof(uint64_t), kLineBytes);
-  l.totalBytes = l.dataOffset + nSlots * l.stride;
+  l.llOffset = l.dataOffset + nSlots * l.stride;
+  l.llStride = device::llSlotBytes(slotBytes);
+  l.totalBytes = l.llOffset + nSlots * l.llStride;
   return l;
 }
 
@@ -339,6 +341,9 @@ bool P2pConnection::deviceFifo(device::FifoView* out) {
   out->peerAbort = peerAbortFlag();
   out->peer = setup_.peerRank;
   out->reserved = 0;
+  out->ll = reinterpret_cast<uint64_t*>(base + layout_.llOffset);
+  out->llStride = layout_.llStride;
+  out->llStage = setup_.role == Role::kSender ? own_.get() + P2pSenderLayout::kStageOffset : nullptr;
   return true;
 }
 

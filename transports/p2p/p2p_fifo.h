@@ -23,7 +23,7 @@
 // receiver posted the last credits into its block: the receiver posts them after the sender's
 // lanes are done, and a post into released memory would fault its GPU. When that does not come
 // within 0.1 s (a failure on either side, the peer gone or late), the block is kept for the life
-// of the process rather than released (256 bytes of device memory).
+// of the process rather than released (256 bytes of device memory and the LL stage, 8 KiB).
 #ifndef WEFT_TRANSPORTS_P2P_P2P_FIFO_H_
 #define WEFT_TRANSPORTS_P2P_P2P_FIFO_H_
 
@@ -50,15 +50,18 @@ constexpr int kMaxLanes = 1 << 20;
 // (the communicator's split 0x5000 and up, the network transports 0x6e000 + lane).
 constexpr int kOfferTagBase = 1 << 20;
 constexpr uint64_t kOfferMagic = 0x3150325054464557ull;  // "WEFTP2P1" in memory order
-// 2: the block holds per-slot stamps; 3: the credits (tail) live on the sender's GPU.
-constexpr uint32_t kOfferVersion = 3;
+// 2: the block holds per-slot stamps; 3: the credits (tail) live on the sender's GPU; 4: the
+// block ends with an LL region, the sender's block with its LL stage.
+constexpr uint32_t kOfferVersion = 4;
 // Bootstrap tag of the sender's P2pCredits for lane L: kCreditsTagBase + L, above the offers'.
 constexpr int kCreditsTagBase = kOfferTagBase + kMaxLanes;
 constexpr uint64_t kCreditsMagic = 0x3143325054464557ull;  // "WEFTP2C1" in memory order
 
 // Byte offsets within the receiver's block. Header lines: head (sender writes), the sender's
 // abort flag, the receiver's abort flag; then sizes[nSlots]; then stamps[nSlots] (what each
-// slot was posted with, FifoView::stamps); then the slots.
+// slot was posted with, FifoView::stamps); then the slots; then the LL region (FifoView::ll:
+// nSlots LL slots of device::llSlotBytes(slotBytes)), which the sender writes lines into and
+// the receiver polls, in its own memory like head.
 struct P2pLayout {
   static constexpr size_t kHeadOffset = 0 * kLineBytes;
   static constexpr size_t kSenderAbortOffset = 1 * kLineBytes;
@@ -67,14 +70,20 @@ struct P2pLayout {
   size_t stride = 0;  // slotBytes rounded up to a line
   size_t stampsOffset = 0;
   size_t dataOffset = 0;
+  size_t llOffset = 0;
+  size_t llStride = 0;
   size_t totalBytes = 0;
 };
 // The sender's block on its own GPU: its cursor, and its credits (FifoView::tail), which the
-// receiver writes and the sender polls; each on its own line.
+// receiver writes and the sender polls; each on its own line; then its LL stage
+// (FifoView::llStage, device::llSliceBytes(slotBytes)).
 struct P2pSenderLayout {
   static constexpr size_t kCursorOffset = 0;
   static constexpr size_t kCreditsOffset = kLineBytes;
-  static constexpr size_t kBytes = 2 * kLineBytes;
+  static constexpr size_t kStageOffset = 2 * kLineBytes;
+  static size_t bytes(size_t slotBytes) {
+    return kStageOffset + (device::llSliceBytes(slotBytes) + kLineBytes - 1) / kLineBytes * kLineBytes;
+  }
 };
 // The layout for this geometry; the caller has checked it (checkGeometry).
 P2pLayout p2pLayout(size_t nSlots, size_t slotBytes);

@@ -168,7 +168,7 @@ Status makeSenderEnd(const ConnectRequest& req, bool sameProcess, DeviceMemory* 
   credits.lane = req.lane;
   credits.device = req.self.device;
   credits.pid = static_cast<int32_t>(getpid());
-  Status made = allocFifoMemory(req.runtime, 0, nullptr, P2pSenderLayout::kBytes, own);
+  Status made = allocFifoMemory(req.runtime, 0, nullptr, P2pSenderLayout::bytes(req.slotBytes), own);
   if (made.isOk() && sameProcess) {
     credits.sameProcess = 1;
     credits.pointer = reinterpret_cast<uint64_t>(own->get());

@@ -536,10 +536,11 @@ TEST(EmulatedRuntime, LaunchRefusesPolledMemoryNotSharedWithOtherAgents) {
   // Field i of the launch, placed at byte 64 * i of `base`.
   auto at = [](void* base, int i) { return static_cast<char*>(base) + 64 * i; };
   const char* names[] = {"the slots", "the sizes", "the stamps", "head", "tail", "the cursor",
-                         "its abort flag", "the peer's abort flag", "the abort flag", "the error record"};
+                         "its abort flag", "the peer's abort flag", "the abort flag", "the error record",
+                         "the LL lines"};
   RunnerScope scope(&failingRunner);
   for (void* privateBase : {privateDevice, privateHost}) {
-    for (int odd = -1; odd < 10; ++odd) {
+    for (int odd = -1; odd < 11; ++odd) {
       OneLane t;
       LaneLaunch launch = t.launch();
       // Everything shared (device memory for the FIFO, pinned host memory for the flags), but
@@ -557,6 +558,8 @@ TEST(EmulatedRuntime, LaunchRefusesPolledMemoryNotSharedWithOtherAgents) {
       f.cursor = reinterpret_cast<uint64_t*>(place(5, sharedDevice));
       f.selfAbort = reinterpret_cast<uint32_t*>(place(6, sharedHost));
       f.peerAbort = reinterpret_cast<uint32_t*>(place(7, page));  // registered: coherent
+      f.ll = reinterpret_cast<uint64_t*>(place(10, sharedDevice));  // the receiver polls the lines
+      f.llStride = 128;
       f.peer = 3;
       launch.fifos = &f;
       launch.nFifos = 1;
@@ -576,7 +579,7 @@ TEST(EmulatedRuntime, LaunchRefusesPolledMemoryNotSharedWithOtherAgents) {
       EXPECT_TRUE(contains(s, privateBase == privateDevice ? "device memory from allocDevice"
                                                              : "pinned host memory from allocHost"))
           << s.message();
-      EXPECT_EQ(contains(s, "FIFO 0 (rank 3)"), odd < 8) << s.message();
+      EXPECT_EQ(contains(s, "FIFO 0 (rank 3)"), odd < 8 || odd == 10) << s.message();
       EXPECT_EQ(gRuns, 0) << "refused before any lane runs";
     }
   }

@@ -683,14 +683,23 @@ TEST(P2pTransportTest, LayoutRoundsSlotsToLines) {
   EXPECT_EQ(l.stride, 128u);
   EXPECT_EQ(l.stampsOffset, P2pLayout::kSizesOffset + 128);
   EXPECT_EQ(l.dataOffset, P2pLayout::kSizesOffset + 256);
-  EXPECT_EQ(l.totalBytes, l.dataOffset + 128);
+  EXPECT_EQ(l.llOffset, l.dataOffset + 128);
+  EXPECT_EQ(l.llStride, 128u);  // 3 header lines and 1 data line
+  EXPECT_EQ(l.totalBytes, l.llOffset + 128);
   l = p2pLayout(17, 128);
   EXPECT_EQ(l.stride, 128u);
   EXPECT_EQ(l.stampsOffset, P2pLayout::kSizesOffset + 256);  // 136 B of sizes
   EXPECT_EQ(l.dataOffset, P2pLayout::kSizesOffset + 512);    // 136 B of stamps
-  EXPECT_EQ(l.totalBytes, l.dataOffset + 17 * 128);
+  EXPECT_EQ(l.llOffset, l.dataOffset + 17 * 128);
+  EXPECT_EQ(l.llStride, 384u);  // 3 + 32 lines: 280 B
+  EXPECT_EQ(l.totalBytes, l.llOffset + 17 * 384);
   l = p2pLayout(8, 129);
   EXPECT_EQ(l.stride, 256u);
+  // LL slots hold at most 8 KiB of data, whatever the slot: 3 + 2048 lines, 16408 B.
+  l = p2pLayout(4, 1 << 18);
+  EXPECT_EQ(l.llStride, 16512u);
+  EXPECT_EQ(l.totalBytes, l.llOffset + 4 * 16512);
+  EXPECT_EQ(P2pSenderLayout::bytes(1 << 18), 2 * kLineBytes + 8192);
   EXPECT_TRUE(checkGeometry(kMaxSlots, kMaxSlotBytes, 0).isOk());
   EXPECT_FALSE(checkGeometry(kMaxSlots + 1, 1, 0).isOk());
   EXPECT_FALSE(checkGeometry(1, 0, 0).isOk());
