@@ -172,10 +172,12 @@ struct HostCostParams {
   double laneUs = 0.5;          // one more FIFO polled per step
   double fifoBytes = 1 << 20;   // one connection's FIFO (WEFT_BUFFSIZE's default)
   double refillUs = 300;        // one wait for the reader to free a FIFO
-  // A ring all-reduce of two ranks on one host: measured here at 35 us or more for every size up to 8 KiB
-  // (fastest of 6, two sessions), where recursive doubling takes 0.3-2 us and the tree 0.5-3 us;
-  // the cause (likely a back-off sleep between its two dependent steps) is not found yet.
-  double ringPairUs = 35;
+  // A ring all-reduce of two ranks on one host pays for its two dependent exchanges: once
+  // measured at 35 us up to 8 KiB (a back-off sleep since gone); in session 11 (2026-11-25,
+  // weft-perf -np 2 with WEFT_ALGO forced) it took 3.0-3.4 us at 8 KiB against doubling's 1.8-2.4,
+  // 23-24 us at 64 KiB against 14-16, was level at 128 KiB and ahead from 512 KiB (1 MiB: 86-112
+  // against 103-161 us). 10 us puts the switch at 512 KiB (perf/RESULTS.md, "The 1-4 MiB band").
+  double ringPairUs = 10;
 };
 
 struct HostCostInput {
