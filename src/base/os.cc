@@ -4,6 +4,7 @@
 #include <linux/mempolicy.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -227,6 +228,19 @@ bool mappedByLiveProcess(const std::string& path) {
   }
   closedir(proc);
   return mapped;
+}
+
+size_t unlinkShmSegments(const std::string& prefix, const std::function<bool(const std::string& name)>& leftOver) {
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return 0;
+  size_t removed = 0;
+  while (const dirent* e = readdir(dir)) {
+    const std::string name = std::string("/") + e->d_name;
+    if (name.compare(1, prefix.size(), prefix) != 0 || !leftOver(name)) continue;
+    removed += shm_unlink(name.c_str()) == 0 ? 1 : 0;
+  }
+  closedir(dir);
+  return removed;
 }
 
 std::string formatBytes(uint64_t bytes) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace weft {
@@ -83,6 +84,10 @@ bool creatorGone(int pid, uint64_t pidNs);
 // Processes whose mappings this one may not read (another user's, or not dumpable: setuid
 // programs, a container's init) are not ranks of this user's jobs and are not looked at.
 bool mappedByLiveProcess(const std::string& path);
+// Unlinks the /dev/shm segments whose file name starts with `prefix` and for which
+// `leftOver("/" + file name)` (the shm_open name) says so; returns how many went. The dead-creator
+// sweeps of the FIFOs, weftMemAlloc and libfabric's shm provider use it.
+size_t unlinkShmSegments(const std::string& prefix, const std::function<bool(const std::string& name)>& leftOver);
 
 // Asks the kernel to place the pages of the mapping [addr, addr + bytes) on NUMA node `node`,
 // preferred rather than required (other nodes take over when it is full). On a shared mapping

@@ -1,7 +1,6 @@
 // Shared host allocations (host_memory.h): this process's own, and its mappings of its peers'.
 #include "core/host_memory.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -114,22 +113,13 @@ bool readTrailer(const std::string& name, SegmentTrailer* out) {
 }  // namespace
 
 size_t removeHostMemoryOfDeadProcesses() {
-  DIR* dir = opendir("/dev/shm");
-  if (dir == nullptr) return 0;
-  size_t removed = 0;
-  const std::string prefix = kSegmentPrefix + 1;  // without the '/'
-  while (const dirent* e = readdir(dir)) {
-    const std::string file = e->d_name;
-    if (file.compare(0, prefix.size(), prefix) != 0) continue;
+  return unlinkShmSegments(kSegmentPrefix + 1, [](const std::string& name) {
     SegmentTrailer t;
-    if (!readTrailer("/" + file, &t) || !creatorGone(static_cast<int>(t.pid), t.pidNs)) continue;
     // A forked child of the creator holds the allocation too and may offer it to peers, who open
     // it by name: kept while any process maps it (peers' mappings would survive the unlink).
-    if (mappedByLiveProcess("/dev/shm/" + file)) continue;
-    removed += shm_unlink(("/" + file).c_str()) == 0 ? 1 : 0;
-  }
-  closedir(dir);
-  return removed;
+    return readTrailer(name, &t) && creatorGone(static_cast<int>(t.pid), t.pidNs) &&
+           !mappedByLiveProcess("/dev/shm" + name);
+  });
 }
 
 void sweepDeadHostMemoryOnce() {

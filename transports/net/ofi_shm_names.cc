@@ -1,7 +1,5 @@
 #include "transports/net/ofi_shm_names.h"
 
-#include <dirent.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -31,23 +29,15 @@ std::string ofiShmSourceAddress() {
 }
 
 size_t removeOfiShmOfDeadProcesses() {
-  DIR* dir = opendir("/dev/shm");
-  if (dir == nullptr) return 0;
   const std::string prefix = kNamePrefix;
-  size_t removed = 0;
-  while (const dirent* e = readdir(dir)) {
-    const std::string file = e->d_name;
-    if (file.compare(0, prefix.size(), prefix) != 0) continue;
+  return unlinkShmSegments(prefix, [&prefix](const std::string& name) {
     uint64_t pidNs = 0;
     int pid = 0;
     unsigned n = 0;
     // The provider may append ":<uid>:<index>" to the name it was given.
-    if (std::sscanf(file.c_str() + prefix.size(), "%" SCNu64 "-%d-%u", &pidNs, &pid, &n) != 3) continue;
-    if (!creatorGone(pid, pidNs) || mappedByLiveProcess("/dev/shm/" + file)) continue;
-    removed += shm_unlink(("/" + file).c_str()) == 0 ? 1 : 0;
-  }
-  closedir(dir);
-  return removed;
+    return std::sscanf(name.c_str() + 1 + prefix.size(), "%" SCNu64 "-%d-%u", &pidNs, &pid, &n) == 3 &&
+           creatorGone(pid, pidNs) && !mappedByLiveProcess("/dev/shm" + name);
+  });
 }
 
 void sweepOfiShmOnce(int rank) {

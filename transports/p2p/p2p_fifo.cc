@@ -46,14 +46,6 @@ Status checkGeometry(size_t nSlots, size_t slotBytes, int selfRank) {
   return Status::ok();
 }
 
-uint64_t pidNamespace() {
-  static const uint64_t ns = [] {
-    struct stat st;
-    return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : uint64_t{0};
-  }();
-  return ns;
-}
-
 Status checkOffer(const P2pOffer& offer, const ConnectRequest& req) {
   const int self = req.self.rank;
   const int peer = req.peer.rank;

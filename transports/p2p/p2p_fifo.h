@@ -143,10 +143,6 @@ struct CreditsExpect {
 // Ok when `credits` is what the sender described by `want` must have sent.
 Status checkCredits(const P2pCredits& credits, const CreditsExpect& want);
 
-// The inode of this process's pid namespace (0: unknown): pids of two processes mean something
-// to each other only when it is equal.
-uint64_t pidNamespace();
-
 // Makes `device` the calling thread's current device for the scope (allocations, IPC imports
 // and peer access all act on it), and restores the previous one on the way out.
 class DeviceScope {

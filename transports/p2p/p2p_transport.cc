@@ -212,7 +212,7 @@ Status P2pTransport::connectRecv(const ConnectRequest& req, std::unique_ptr<Conn
   offer.senderRank = req.peer.rank;
   offer.lane = req.lane;
   offer.pid = static_cast<int32_t>(getpid());
-  offer.pidNamespace = pidNamespace();
+  offer.pidNamespace = processPidNamespace();
   offer.processHash = req.self.processHash;
   offer.device = req.self.device;
   offer.nSlots = req.nSlots;
@@ -310,7 +310,7 @@ Status P2pTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Conn
   setup.nSlots = req.nSlots;
   setup.slotBytes = req.slotBytes;
   const bool comparable = offer.sameProcess == 0 && offer.pid > 0 && offer.pid != getpid() && offer.pidNamespace != 0 &&
-                          offer.pidNamespace == pidNamespace();
+                          offer.pidNamespace == processPidNamespace();
   setup.peerPid = comparable ? offer.pid : 0;
   setup.peerHost = hostOf(req.peer);
   WEFT_LOG(kInfo, kP2p,

@@ -1,6 +1,5 @@
 #include "transports/shm/shm_fifo.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -24,16 +23,6 @@ namespace shm {
 namespace {
 
 size_t roundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
-
-// The inode of this process's pid namespace: two processes compare pids only when it is equal
-// (containers that share /dev/shm and a host name may still have separate pid namespaces).
-uint64_t pidNamespace() {
-  static const uint64_t ns = [] {
-    struct stat st;
-    return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : uint64_t{0};
-  }();
-  return ns;
-}
 
 // Closes a descriptor on every path out.
 class Fd {
@@ -131,7 +120,7 @@ Status removeStale(const FifoSpec& spec) {
   bool ready = false;
   int owner = 0;
   uint64_t ownerNs = 0;
-  if (segmentOwner(name, &ready, &owner, &ownerNs) && ready && owner != getpid() && ownerNs == pidNamespace() &&
+  if (segmentOwner(name, &ready, &owner, &ownerNs) && ready && owner != getpid() && ownerNs == processPidNamespace() &&
       processAlive(owner)) {
     return WEFT_ERROR(weftInvalidUsage,
                       "rank %d: the shared-memory FIFO %s from rank %d already exists and belongs to the running "
@@ -151,22 +140,13 @@ Status removeStale(const FifoSpec& spec) {
 }  // namespace
 
 size_t removeFifosOfDeadProcesses() {
-  const uint64_t ownNs = pidNamespace();
-  DIR* dir = ownNs != 0 ? opendir("/dev/shm") : nullptr;  // namespace unknown: nothing is known to be ours
-  if (dir == nullptr) return 0;
-  size_t removed = 0;
-  while (const dirent* e = readdir(dir)) {
-    const std::string name = std::string("/") + e->d_name;
-    if (name.rfind("/weft-", 0) != 0 || name.rfind("/weft-mem-", 0) == 0) continue;
+  return unlinkShmSegments("weft-", [](const std::string& name) {
+    if (name.rfind("/weft-mem-", 0) == 0) return false;  // weftMemAlloc's (host_memory.cc)
     bool ready = false;
     int owner = 0;
     uint64_t ownerNs = 0;
-    if (!segmentOwner(name.c_str(), &ready, &owner, &ownerNs) || !ready) continue;
-    if (owner <= 0 || owner == getpid() || ownerNs != ownNs || processAlive(owner)) continue;
-    removed += shm_unlink(name.c_str()) == 0 ? 1 : 0;
-  }
-  closedir(dir);
-  return removed;
+    return segmentOwner(name.c_str(), &ready, &owner, &ownerNs) && ready && creatorGone(owner, ownerNs);
+  });
 }
 
 FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
@@ -286,7 +266,7 @@ void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
   h->totalBytes = layout.totalBytes;
   h->receiverRank = spec.selfRank;
   h->receiverPid = getpid();
-  h->receiverPidNs = pidNamespace();
+  h->receiverPidNs = processPidNamespace();
   h->senderRank = spec.peerRank;
   auto* descs = reinterpret_cast<char*>(base) + layout.descsOffset;
   for (size_t i = 0; i < spec.nSlots; ++i) new (descs + i * sizeof(SlotDesc)) SlotDesc{{0}, 0, 0, {}};
@@ -455,12 +435,12 @@ Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<
             WEFT_LOG(kWarn, kShm, "rank %d: shm_unlink(%s) failed: %s", spec.selfRank, name, errnoText(err).c_str());
           }
           h->senderPid.store(getpid(), std::memory_order_relaxed);
-          h->senderPidNs.store(pidNamespace(), std::memory_order_relaxed);
+          h->senderPidNs.store(processPidNamespace(), std::memory_order_relaxed);
           h->senderAttached.store(1, std::memory_order_release);
 
           std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kSender, spec, map.release(), bytes));
           int peer = h->receiverPid;
-          fifo->peerPidComparable_ = peer != getpid() && h->receiverPidNs == pidNamespace();
+          fifo->peerPidComparable_ = peer != getpid() && h->receiverPidNs == processPidNamespace();
           *out = std::move(fifo);
           WEFT_LOG(kTrace, kShm, "rank %d: attached to %s after %.3f s", spec.selfRank, name,
                    static_cast<double>(nowNs() - startNs) / 1e9);
@@ -487,7 +467,7 @@ int ShmFifo::peerPidToCheck() const {
   if (role_ == Role::kSender) return peerPidComparable_ ? header_->receiverPid : 0;
   if (header_->senderAttached.load(std::memory_order_acquire) != 0) {
     int pid = header_->senderPid.load(std::memory_order_relaxed);
-    bool comparable = pid != getpid() && header_->senderPidNs.load(std::memory_order_relaxed) == pidNamespace();
+    bool comparable = pid != getpid() && header_->senderPidNs.load(std::memory_order_relaxed) == processPidNamespace();
     return comparable ? pid : 0;
   }
   return peerPidComparable_ ? spec_.peerPid : 0;
