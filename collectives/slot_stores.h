@@ -48,6 +48,8 @@ class SlotStoreChooser {
 
   // Whether a step that writes `bytes` into a slot should use non-temporal stores.
   bool streamNext(size_t bytes);
+  // Whether it chooses by measuring (auto): only then are steps timed for record().
+  bool measures() const { return mode_ == SlotStores::kAuto; }
   // The step chosen by streamNext(bytes) took `ns`.
   void record(bool streamed, size_t bytes, uint64_t ns);
 
