@@ -18,6 +18,8 @@ namespace weft {
 namespace coll {
 namespace {
 
+using testing::AlgoCase;
+using testing::kAlgos;
 using testing::LaneWorld;
 
 constexpr uint64_t kTimeoutNs = 20ull * 1000 * 1000 * 1000;
@@ -96,20 +98,6 @@ TEST(DeviceLanesLL, EveryTypeAndOpMatchesTheSlotProtocolBitForBit) {
     }
   }
 }
-
-struct AlgoCase {
-  CollKind kind;
-  Algo algo;
-};
-
-const AlgoCase kAlgos[] = {
-    {CollKind::kAllReduce, Algo::kRing},    {CollKind::kAllReduce, Algo::kTree},
-    {CollKind::kAllReduce, Algo::kRecursiveDoubling},
-    {CollKind::kAllGather, Algo::kRing},    {CollKind::kReduceScatter, Algo::kRing},
-    {CollKind::kBroadcast, Algo::kRing},    {CollKind::kBroadcast, Algo::kTree},
-    {CollKind::kReduce, Algo::kRing},       {CollKind::kReduce, Algo::kTree},
-    {CollKind::kAllToAll, Algo::kPairwise},
-};
 
 TEST(DeviceLanesLL, EveryAlgorithmMatchesTheSlotProtocol) {
   for (const AlgoCase& a : kAlgos) {

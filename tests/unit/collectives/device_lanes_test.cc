@@ -32,6 +32,8 @@ namespace {
 using testing::BlockThreadCtx;
 using testing::HostBlock;
 using testing::HostFifo;
+using testing::AlgoCase;
+using testing::kAlgos;
 using testing::LaneWorld;
 
 int32_t inputOf(int rank, int64_t i) { return static_cast<int32_t>((rank * 31 + i * 7) % 97) - 40; }
@@ -60,20 +62,6 @@ std::vector<int32_t> expected(const ScheduleParams& p, int rank, bool max) {
   }
   return out;
 }
-
-struct AlgoCase {
-  CollKind kind;
-  Algo algo;
-};
-
-const AlgoCase kAlgos[] = {
-    {CollKind::kAllReduce, Algo::kRing},    {CollKind::kAllReduce, Algo::kTree},
-    {CollKind::kAllReduce, Algo::kRecursiveDoubling},
-    {CollKind::kAllGather, Algo::kRing},    {CollKind::kReduceScatter, Algo::kRing},
-    {CollKind::kBroadcast, Algo::kRing},    {CollKind::kBroadcast, Algo::kTree},
-    {CollKind::kReduce, Algo::kRing},       {CollKind::kReduce, Algo::kTree},
-    {CollKind::kAllToAll, Algo::kPairwise},
-};
 
 // Runs one collective on every rank and checks every rank's receive buffer.
 void checkCollective(const ScheduleParams& p, bool max, size_t nSlots, size_t slotBytes) {
