@@ -400,10 +400,11 @@ double predictHostTime(const HostCostInput& in) {
   if (in.nHosts > 1) dataUs = std::max(dataUs, w.sent / (p.netGBs * 1e3));
   const double alpha = in.nHosts > 1 ? p.alphaNetUs : p.alphaShmUs;
   const int lanes = std::max(1, in.channels);
-  // What a rank sends beyond its FIFOs' capacity waits for the reader to free slots.
-  const double refills = std::max(0.0, w.sent / (lanes * p.fifoBytes) - 1);
   // More ranks than CPUs: they take turns, and everything but the call's own work stretches.
   const double share = std::max(1.0, in.ranksPerCpu);
+  // What a rank sends beyond its FIFOs' capacity waits for the reader to free slots; only a
+  // reader without a CPU of its own makes that a wait of its own.
+  const double refills = share > 1 ? std::max(0.0, w.sent / (lanes * p.fifoBytes) - 1) : 0.0;
   const bool ringPair = in.collective == coll::CollKind::kAllReduce && in.algorithm == coll::Algo::kRing && n == 2;
   const double pairUs = ringPair && in.nHosts == 1 ? p.ringPairUs : 0;
   return p.callUs + share * (w.hops * (alpha + (lanes - 1) * p.laneUs) + dataUs + refills * p.refillUs + pairUs);

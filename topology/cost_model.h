@@ -149,9 +149,12 @@ Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll:
 //   lanes  every channel is one more FIFO the thread polls per step (channels split the data but
 //          not the thread: one CPU moves every byte).
 //   share  more ranks than CPUs on a host (ranksPerCpu > 1) stretch all of the above alike.
-//   refill what a rank sends beyond the capacity of its FIFOs (fifoBytes per channel) waits for
-//          the reader to free slots: one wait (refillUs, mostly the reader being scheduled) per
-//          FIFO-full. More channels, more capacity, fewer waits.
+//   refill with more ranks than CPUs, what a rank sends beyond the capacity of its FIFOs
+//          (fifoBytes per channel) waits for the reader to free slots: one wait (refillUs, the
+//          reader being scheduled) per FIFO-full. More channels, more capacity, fewer waits.
+//          A reader with a CPU of its own polls and frees each slot as it reads it: no wait
+//          beyond the copies already counted (2 ranks at real-time priority, 1-16 MiB: one
+//          channel 3-15 % ahead of four, perf/RESULTS.md "Medium sizes on the Intel VM").
 // Calibrated on the 2-vCPU development VM (AMD EPYC, shared with other builds, load 10-14),
 // from weft-perf allreduce -np 2 and -np 4 with WEFT_ALGO=ring|tree|doubling forced, taking the
 // fastest of 6 timings per size (3 runs, in and out of place) as the undisturbed cost:
@@ -171,13 +174,16 @@ struct HostCostParams {
   double netGBs = 1.5;          // one socket stream (not calibrated here)
   double laneUs = 0.5;          // one more FIFO polled per step
   double fifoBytes = 1 << 20;   // one connection's FIFO (WEFT_BUFFSIZE's default)
-  double refillUs = 300;        // one wait for the reader to free a FIFO
+  double refillUs = 300;        // one wait for a descheduled reader to free a FIFO
   // A ring all-reduce of two ranks on one host pays for its two dependent exchanges: once
-  // measured at 35 us up to 8 KiB (a back-off sleep since gone); in session 11 (2026-11-25,
-  // weft-perf -np 2 with WEFT_ALGO forced) it took 3.0-3.4 us at 8 KiB against doubling's 1.8-2.4,
-  // 23-24 us at 64 KiB against 14-16, was level at 128 KiB and ahead from 512 KiB (1 MiB: 86-112
-  // against 103-161 us). 10 us puts the switch at 512 KiB (perf/RESULTS.md, "The 1-4 MiB band").
-  double ringPairUs = 10;
+  // measured at 35 us up to 8 KiB (a back-off sleep since gone), then 10 us (session 11, AMD
+  // EPYC VM: switch at 512 KiB). Re-measured in session 12 (Intel Xeon VM, weft-bench-mpi at
+  // real-time priority, WEFT_ALGO forced): the ring is ahead from 48 KiB (64 KiB: 5.0-5.9 GB/s
+  // against doubling's 4.3-4.6; 128-256 KiB: 5.1-5.7 against 4.6-5.0), but behind from 24 to
+  // 40 KiB (about 2 against 4 GB/s: steps under ~22 KiB run at half speed there, for doubling
+  // too below 24 KiB). 2.5 us puts the switch between 64 and 128 KiB, clear of that band
+  // (perf/RESULTS.md, "Medium sizes on the Intel VM").
+  double ringPairUs = 2.5;
 };
 
 struct HostCostInput {

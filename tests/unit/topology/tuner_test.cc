@@ -274,28 +274,61 @@ TEST(Tuner, HostRanksAcrossHostsKeepTheSizeRule) {
   EXPECT_EQ(t.hostWhy(), "");
 }
 
-// Four ranks on a host of two CPUs take turns: the same choices, every time but the call's
-// fixed cost twice as long.
+// pcie4Gpu with the CPUs of `mask` (its other CPU nodes emptied).
+System hostWithCpus(const std::string& mask) {
+  System sys = machines::pcie4Gpu();
+  for (int cpu : sys.nodesOfType(NodeType::kCpu)) sys.nodes[static_cast<size_t>(cpu)].cpu.affinity = "";
+  sys.nodes[static_cast<size_t>(sys.nodesOfType(NodeType::kCpu)[0])].cpu.affinity = mask;
+  return sys;
+}
+
+// Four ranks on a host of two CPUs take turns: every time but the call's fixed cost twice as
+// long, and, where a rank sends more than its FIFOs hold, a wait for the descheduled reader
+// per FIFO-full on top, which more channels shorten. Ranks with CPUs of their own have no such
+// wait: the same algorithms, never more channels.
 TEST(Tuner, MoreRanksThanCpusStretchTheHostModel) {
-  System two = machines::pcie4Gpu();
-  System many = two;
-  for (int cpu : two.nodesOfType(NodeType::kCpu)) two.nodes[static_cast<size_t>(cpu)].cpu.affinity = "";
-  two.nodes[static_cast<size_t>(two.nodesOfType(NodeType::kCpu)[0])].cpu.affinity = "00000003";
-  for (int cpu : many.nodesOfType(NodeType::kCpu)) many.nodes[static_cast<size_t>(cpu)].cpu.affinity = "ffff,ffffffff";
-  const GlobalSystem g2 = communicator(two, 1, 4, false);
-  const GlobalSystem gMany = communicator(many, 1, 4, false);
+  const GlobalSystem g2 = communicator(hostWithCpus("00000003"), 1, 4, false);
+  const GlobalSystem gMany = communicator(hostWithCpus("ffff,ffffffff"), 1, 4, false);
   const Tuner shared = build(&g2, 4);
   const Tuner own = build(&gMany, 4);
   ASSERT_EQ(shared.model(), TunerModel::kHost);
+  ASSERT_EQ(own.model(), TunerModel::kHost);
   const double callUs = HostCostParams().callUs;
+  bool moreChannels = false;
   for (CollKind kind : tunedCollectives()) {
     for (int k = 0; k <= 30; ++k) {
       const TunerChoice a = shared.choose(kind, tunerClassBytes(k));
       const TunerChoice b = own.choose(kind, tunerClassBytes(k));
       EXPECT_EQ(a.algo, b.algo) << collName(kind) << " 2^" << k;
-      EXPECT_EQ(a.channels, b.channels) << collName(kind) << " 2^" << k;
-      EXPECT_NEAR(a.predictedUs - callUs, 2 * (b.predictedUs - callUs), 1e-6 * a.predictedUs);
+      EXPECT_GE(a.channels, b.channels) << collName(kind) << " 2^" << k;
+      moreChannels = moreChannels || a.channels > b.channels;
+      if (k <= 18) {  // 256 KiB: no rank sends more than one FIFO holds
+        EXPECT_EQ(a.channels, b.channels) << collName(kind) << " 2^" << k;
+        EXPECT_NEAR(a.predictedUs - callUs, 2 * (b.predictedUs - callUs), 1e-6 * a.predictedUs);
+      } else {
+        EXPECT_GE(a.predictedUs - callUs, 2 * (b.predictedUs - callUs) * (1 - 1e-9)) << collName(kind) << " 2^" << k;
+      }
     }
+  }
+  EXPECT_TRUE(moreChannels) << "the readers' waits never paid for a channel";
+  EXPECT_EQ(shared.choose(CollKind::kAllReduce, 64 << 20).channels, 4);
+}
+
+// Two ranks, a CPU each (the 2-vCPU development VM, measured at real-time priority in session
+// 12, perf/RESULTS.md "Medium sizes on the Intel VM"): recursive doubling up to 64 KiB, then
+// the ring on one channel (ahead of doubling from 128 KiB, and of 2 and 4 channels at 1-16
+// MiB, where the model once chose 2 and 4 for the readers' waits).
+TEST(Tuner, TwoRanksWithACpuEachUseOneRingFrom128KiB) {
+  const GlobalSystem g = communicator(hostWithCpus("00000003"), 1, 2, false);
+  const Tuner t = build(&g, 2);
+  ASSERT_EQ(t.model(), TunerModel::kHost) << t.why();
+  for (int k = 0; k <= 16; ++k) {
+    EXPECT_EQ(t.choose(CollKind::kAllReduce, tunerClassBytes(k)).algo, Algo::kRecursiveDoubling) << "2^" << k;
+  }
+  for (int k = 17; k <= 28; ++k) {
+    const TunerChoice c = t.choose(CollKind::kAllReduce, tunerClassBytes(k));
+    EXPECT_EQ(c.algo, Algo::kRing) << "2^" << k;
+    EXPECT_EQ(c.channels, 1) << "2^" << k;
   }
 }
 
