@@ -61,8 +61,8 @@ TEST(SlotStores, AutoMeasuresBothThenKeepsTheFaster) {
   c.record(false, kBig, 400000);
   EXPECT_TRUE(c.streamNext(kBig));  // then streaming
   c.record(true, kBig, 100000);
-  // Streaming 4x faster: it is used, and cached is tried once per 16 x 4 steps.
-  const int n = 64 * 10;
+  // Streaming 4x faster: it is used, and cached is tried once per kExploreEvery x 4 steps.
+  const int n = SlotStoreChooser::kExploreEvery * 4 * 10;
   EXPECT_EQ(drive(c, n, 400000, 100000), n - 10);
   EXPECT_NEAR(c.nsPerKiB(true), 100000.0 / 256, 1e-6);
 }
@@ -70,12 +70,13 @@ TEST(SlotStores, AutoMeasuresBothThenKeepsTheFaster) {
 TEST(SlotStores, AutoTriesTheOtherWayAtARateSetByTheRatio) {
   SlotStoreChooser c(SlotStores::kAuto);
   drive(c, 2, 100000, 150000);  // measured: cached faster by 1.5x
-  const int n = 24 * 20;
-  EXPECT_EQ(drive(c, n, 100000, 150000), 20);  // one try every 16 x 1.5 steps
-  // However far apart, a try at least every 16 x 16 steps.
+  const int every = SlotStoreChooser::kExploreEvery * 3 / 2;
+  EXPECT_EQ(drive(c, every * 20, 100000, 150000), 20);  // one try every kExploreEvery x 1.5 steps
+  // However far apart, a try at least every kExploreEvery x kMaxRatio steps.
   SlotStoreChooser far(SlotStores::kAuto);
   drive(far, 2, 100, 1000000);
-  EXPECT_EQ(drive(far, 256 * 4, 100, 1000000), 4);
+  const int most = static_cast<int>(SlotStoreChooser::kExploreEvery * SlotStoreChooser::kMaxRatio);
+  EXPECT_EQ(drive(far, most * 4, 100, 1000000), 4);
 }
 
 TEST(SlotStores, AutoFollowsAChangeOfPlacement) {
