@@ -153,8 +153,9 @@ Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll:
 //          (fifoBytes per channel) waits for the reader to free slots: one wait (refillUs, the
 //          reader being scheduled) per FIFO-full. More channels, more capacity, fewer waits.
 //          A reader with a CPU of its own polls and frees each slot as it reads it: no wait
-//          beyond the copies already counted (2 ranks at real-time priority, 1-16 MiB: one
-//          channel 3-15 % ahead of four, perf/RESULTS.md "Medium sizes on the Intel VM").
+//          beyond the copies already counted (2 ranks at real-time priority: one channel
+//          level with four at 8 MiB, 4-30 % ahead at 1, 2, 4 and 16 MiB; perf/RESULTS.md,
+//          "Medium sizes on the Intel VM").
 // Calibrated on the 2-vCPU development VM (AMD EPYC, shared with other builds, load 10-14),
 // from weft-perf allreduce -np 2 and -np 4 with WEFT_ALGO=ring|tree|doubling forced, taking the
 // fastest of 6 timings per size (3 runs, in and out of place) as the undisturbed cost:
