@@ -202,7 +202,7 @@ Status Communicator::readPeerMemory(int peer, uint64_t address, void* dst, size_
                     rank_, bytes, peer, p.pid, errnoText(err).c_str());
 }
 
-coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize, bool hostMemory) {
+const coll::ScheduleParams& Communicator::paramsFor(const CollCall& call, size_t elemSize, bool hostMemory) {
   ParamsMemo& m = paramsMemo_;
   if (m.valid && m.params.kind == call.kind && m.params.count == static_cast<int64_t>(call.count) &&
       m.params.root == call.root && m.elemSize == elemSize && m.hostMemory == hostMemory) {
@@ -224,7 +224,7 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   p.algo = coll::algoSupported(call.kind, choice.algo) ? choice.algo : coll::collTraits(call.kind).defaultAlgo;
   p.nChannels = choice.channels;
   m = ParamsMemo{true, elemSize, hostMemory, p};
-  return p;
+  return m.params;
 }
 
 void Communicator::makeRoomForOps(size_t n) {
@@ -301,7 +301,7 @@ Status Communicator::runCollective(const CollCall& call) {
   // No rank finishes a collective without every other: all of them are involved.
   WatchedOp watched(liveness_.get(), opNumber_, nullptr);
   size_t elemSize = coll::dataTypeSize(call.type);
-  coll::ScheduleParams params = paramsFor(call, elemSize, true);
+  const coll::ScheduleParams& params = paramsFor(call, elemSize, true);
   bool reduces = coll::collReduces(call.kind);
   // A premul-sum multiplies each rank's input where it enters (the executor's preMul) and sums.
   weftRedOp_t op = call.op;

@@ -299,8 +299,9 @@ class Communicator final : public coll::ConnectionProvider {
   // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
   // evict nothing (their pointers stay valid together).
   void makeRoomForOps(size_t n);
-  // The tuner's choice for the call (hostMemory: on host buffers, run by the host executor).
-  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize, bool hostMemory = false);
+  // The tuner's choice for the call (hostMemory: on host buffers, run by the host executor). The
+  // reference is to the memo: valid until the next paramsFor (a copy costs a vector's per call).
+  const coll::ScheduleParams& paramsFor(const CollCall& call, size_t elemSize, bool hostMemory = false);
   Status fail(Status status);
   // Zero-copy collectives (comm_zero_copy.cc). Candidate: a call every rank takes to the
   // handshake (a function of the call and of what all ranks agreed at init); runZeroCopy then
