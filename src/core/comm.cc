@@ -227,6 +227,14 @@ const coll::ScheduleParams& Communicator::paramsFor(const CollCall& call, size_t
   return m.params;
 }
 
+const Communicator::ReduceMemo& Communicator::reduceFunctions(weftDataType_t type, weftRedOp_t op) {
+  ReduceMemo& m = reduceMemo_;
+  if (!m.valid || m.type != type || m.op != op) {
+    m = ReduceMemo{true, type, op, coll::reduceFunction(type, op), coll::reduceCopyFunction(type, op)};
+  }
+  return m;
+}
+
 void Communicator::makeRoomForOps(size_t n) {
   if (ops_.size() + n <= kMaxCachedSchedules) return;
   ops_.clear();
@@ -314,8 +322,12 @@ Status Communicator::runCollective(const CollCall& call) {
     op = weftSum;
     preMul = coll::preMulFunction(call.type);
   }
-  coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, op) : nullptr;
-  coll::ReduceCopyFn reduceCopy = reduces ? coll::reduceCopyFunction(call.type, op) : nullptr;
+  coll::ReduceFn reduce = nullptr;
+  coll::ReduceCopyFn reduceCopy = nullptr;
+  if (reduces) {
+    const ReduceMemo& fns = reduceFunctions(call.type, op);
+    reduce = fns.reduce, reduceCopy = fns.reduceCopy;
+  }
   uint32_t divisor = (reduces && op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
   const uint64_t stamp = stampCollective(call, static_cast<int>(params.algo));
   // Buffers every rank registered and can address: no FIFO copies (comm_zero_copy.cc).

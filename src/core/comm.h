@@ -394,6 +394,18 @@ class Communicator final : public coll::ConnectionProvider {
     coll::ScheduleParams params;
   };
   ParamsMemo paramsMemo_;
+  // The reduce functions of the latest (type, op) runCollective asked for: the table look-ups
+  // cost ~75 instructions a call (reduceFunctions).
+  struct ReduceMemo {
+    bool valid = false;
+    weftDataType_t type = weftFloat32;
+    weftRedOp_t op = weftSum;
+    coll::ReduceFn reduce = nullptr;
+    coll::ReduceCopyFn reduceCopy = nullptr;
+  };
+  ReduceMemo reduceMemo_;
+  // reduceFunction and reduceCopyFunction (reduce.h) of a built-in op, remembered.
+  const ReduceMemo& reduceFunctions(weftDataType_t type, weftRedOp_t op);
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
   // runCallTokens' lane and plan (made by its first call); gather and scatter run the same lane
