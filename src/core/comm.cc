@@ -260,6 +260,8 @@ Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, si
   op->plan = coll::planCollective(op->schedule, elemSize, static_cast<size_t>(settings_.slotBytes));
   op->plan.timeoutS = settings_.timeoutS;
   op->scratchBytes = static_cast<size_t>(coll::scratchBufferCount(p)) * elemSize;
+  op->sendBytes = static_cast<size_t>(coll::sendBufferCount(p)) * elemSize;
+  op->recvBytes = static_cast<size_t>(coll::recvBufferCount(p)) * elemSize;
   lastOpKey_ = key;
   return lastOp_ = ops_.emplace(key, std::move(op)).first->second.get();
 }
@@ -344,7 +346,7 @@ Status Communicator::runCollective(const CollCall& call) {
   if (coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count))) {
     // In place, the blocks a rank receives would overwrite blocks it has yet to send: send
     // from a copy.
-    size_t bytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
+    const size_t bytes = cached->sendBytes;
     staging_.resize(std::max(staging_.size(), bytes));
     std::memcpy(staging_.data(), call.sendbuff, bytes);
     sendbuff = staging_.data();
@@ -364,14 +366,13 @@ Status Communicator::runCollective(const CollCall& call) {
   bool copiesAsIs = coll::collTraits(call.kind).peersReadSendBuffer;
   const char* sb = static_cast<const char*>(sendbuff);
   const char* rb = static_cast<const char*>(call.recvbuff);
-  size_t sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
-  size_t recvBytes = static_cast<size_t>(coll::recvBufferCount(params)) * elemSize;
-  plan.sendBufferStable = sb == nullptr || rb == nullptr || sb + sendBytes <= rb || rb + recvBytes <= sb;
+  plan.sendBufferStable =
+      sb == nullptr || rb == nullptr || sb + cached->sendBytes <= rb || rb + cached->recvBytes <= sb;
   plan.peersReadReferences = copiesAsIs;
   // Described only when something fails; the cached op remembers the call for that.
   cached->lastCall = call;
   cached->lastSeq = seq_;
-  cached->algoName = coll::algoName(params.algo);
+  cached->algoName = coll::algoName(params.algo);  // per call: the zero-copy handshake may share the shape
   if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
   // A rooted collective's ranks may finish without hearing from every peer: with call checks,
   // the token lane (or, with two ranks, the probes) makes each rank's completion depend on every

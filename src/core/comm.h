@@ -263,6 +263,10 @@ class Communicator final : public coll::ConnectionProvider {
     coll::RankSchedule schedule;
     coll::ExecPlan plan;
     size_t scratchBytes = 0;
+    // The bytes of the send and receive buffers a call of this shape spans (what the shape fixes
+    // is computed once, not at every call).
+    size_t sendBytes = 0;
+    size_t recvBytes = 0;
     // The latest call of this shape, for error messages.
     CollCall lastCall;
     uint64_t lastSeq = 0;
