@@ -100,7 +100,8 @@ class Call {
   // Host buffers on a communicator without GPU ranks.
   bool streamFits(weftStream_t stream) const { return stream == nullptr && !comm_->impl->mixed(); }
   static bool typeOpValid(weftDataType_t type, const weftRedOp_t* op) {
-    return coll::isValidDataType(static_cast<int>(type)) && (op == nullptr || coll::isValidRedOp(static_cast<int>(*op)));
+    return coll::isValidDataType(static_cast<int>(type)) &&
+           (op == nullptr || coll::isValidRedOp(static_cast<int>(*op)));
   }
   // The complete checks, with their sentences (call_context.cc).
   Status explainComm() const;

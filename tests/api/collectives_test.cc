@@ -87,9 +87,9 @@ TEST_P(Collectives, AllReduceEveryTypeAndOp) {
 // only the type (same element size), or only the op, must not run the remembered functions.
 TEST_P(Collectives, AllReduceChangingOnlyTypeOrOp) {
   const std::pair<weftDataType_t, weftRedOp_t> calls[] = {
-      {weftFloat32, weftSum}, {weftInt32, weftSum}, {weftUint32, weftSum}, {weftFloat32, weftSum},
-      {weftFloat32, weftMax}, {weftInt32, weftMax}, {weftInt32, weftProd}, {weftFloat32, weftProd},
-      {weftFloat32, weftSum}, {weftFloat64, weftSum}, {weftInt64, weftSum}, {weftInt64, weftMin}};
+      {weftFloat32, weftSum}, {weftInt32, weftSum},   {weftUint32, weftSum}, {weftFloat32, weftSum},
+      {weftFloat32, weftMax}, {weftInt32, weftMax},   {weftInt32, weftProd}, {weftFloat32, weftProd},
+      {weftFloat32, weftSum}, {weftFloat64, weftSum}, {weftInt64, weftSum},  {weftInt64, weftMin}};
   runRanks(mode(), nranks(), [&](Rank& r) {
     for (int pass = 0; pass < 2; ++pass) {
       for (const auto& [type, op] : calls) {
