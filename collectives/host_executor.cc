@@ -344,13 +344,14 @@ class Executor {
       lend(io, src, run.sendStamp);
     } else {
       // Large steps that fill a slot are timed for the choice of stores (slot_stores.h).
-      SlotStoreChooser& stores = threadSlotStores();
+      // (The chooser is a thread-local: not looked up for the small steps, which never ask it.)
       const bool fillsSlot = io.out != nullptr && io.bytes >= SlotStoreChooser::kMinBytes;
-      const bool stream = fillsSlot && stores.streamNext(io.bytes);
-      const bool timed = fillsSlot && stores.measures();
+      SlotStoreChooser* stores = fillsSlot ? &threadSlotStores() : nullptr;
+      const bool stream = fillsSlot && stores->streamNext(io.bytes);
+      const bool timed = fillsSlot && stores->measures();
       const uint64_t start = timed ? nowNs() : 0;
       applyStep(run, step, io, src, dst, scalesOwn, stream);
-      if (timed) stores.record(stream, io.bytes, nowNs() - start);
+      if (timed) stores->record(stream, io.bytes, nowNs() - start);
       if (io.out) io.out->postSend(io.bytes, run.sendStamp);
     }
     if (io.in) io.in->releaseRecv();

@@ -14,7 +14,9 @@
 # chrt can: other processes on the machine then cannot preempt a polling rank); PRIO=0 does not.
 # LOCK=FILE takes flock FILE around each mpirun (a machine whose users share a timing lock).
 # RANKS (default "2 4") picks the rank counts; REGISTER=1 runs weft-bench-mpi -R 1 (both buffers
-# from weftMemAlloc, registered: Weft's zero-copy path from WEFT_ZERO_COPY_MIN_BYTES up). Raw outputs go to OUT (default a new folder
+# from weftMemAlloc, registered: Weft's zero-copy path from WEFT_ZERO_COPY_MIN_BYTES up). MAX (e.g. 4K, at
+# most 64K) keeps only the small-size run, up to that size: a short series for small-message work,
+# same iterations and tables as the full run. Raw outputs go to OUT (default a new folder
 # under /tmp), one file per rank count and run. The first lines record the CPU model and the
 # load average: figures are comparable only within one run of this script.
 set -euo pipefail
@@ -72,7 +74,8 @@ for run in $(seq 1 "$runs"); do
     [[ ${PRIO:-1} == 1 && $np -le $(nproc) ]] && chrt -f 50 true 2>/dev/null && launch+=(chrt -f 50)
     max=256M; [[ $np -gt 2 ]] && max=64M
     # small sizes many iterations, large ones few (the time of one run stays near a minute)
-    "${launch[@]}" mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 8 -e 64K -f 8 -n 4000 -w 400 > "$f"
+    "${launch[@]}" mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 8 -e "${MAX:-64K}" -f 8 -n 4000 -w 400 > "$f"
+    if [[ -n ${MAX:-} ]]; then echo "# run $run, $np ranks done ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg))"; continue; fi
     "${launch[@]}" mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 256K -e 4M -f 4 -n 200 -w 20 | grep -v '^#' >> "$f"
     "${launch[@]}" mpirun -np "$np" "${bind[@]}" --mca btl self,vader "$bench" -R "$reg" -b 16M -e "$max" -f 4 -n 12 -w 2 | grep -v '^#' >> "$f"
     echo "# run $run, $np ranks done ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg))"

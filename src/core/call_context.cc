@@ -107,7 +107,7 @@ weftResult_t Call::refuse(const Status& s, bool collective) const {
   return finish(s);
 }
 
-Status Call::checkComm() const {
+Status Call::explainComm() const {
   WEFT_TRY(checkInitDone());
   if (comm_->state.load() == weftSuccess && comm_->impl != nullptr && !comm_->impl->aborted()) return Status::ok();
   std::string why;
@@ -119,7 +119,7 @@ Status Call::checkComm() const {
                why.c_str());
 }
 
-Status Call::checkCall(weftStream_t stream, weftDataType_t type, const weftRedOp_t* op) const {
+Status Call::explainCall(weftStream_t stream, weftDataType_t type, const weftRedOp_t* op) const {
   WEFT_TRY(checkComm());
   WEFT_TRY(checkStream(stream));
   return checkTypeOp(type, op);
@@ -129,7 +129,7 @@ Status Call::checkOutput(const void* out, const char* what) const {
   return out == nullptr ? error(weftInvalidArgument, "%s is NULL", what) : Status::ok();
 }
 
-Status Call::checkStream(weftStream_t stream) const {
+Status Call::explainStream(weftStream_t stream) const {
   if (stream == nullptr && comm_->impl->mixed() && comm_->impl->device() >= 0) {
     return error(weftInvalidUsage,
                  "stream is NULL (host buffers), but this rank is on GPU %d of a mixed communicator (ranks %s on GPUs, "
@@ -152,7 +152,7 @@ Status Call::checkStream(weftStream_t stream) const {
   return Status::ok();
 }
 
-Status Call::checkTypeOp(weftDataType_t type, const weftRedOp_t* op) const {
+Status Call::explainTypeOp(weftDataType_t type, const weftRedOp_t* op) const {
   if (!coll::isValidDataType(static_cast<int>(type))) {
     return error(weftInvalidArgument, "datatype %d is not a weftDataType_t (0..11)", static_cast<int>(type));
   }
@@ -169,27 +169,9 @@ Status Call::checkPeer(int peer, const char* what) const {
   return error(weftInvalidArgument, "%s %d is not a rank of this communicator (0..%d)", what, peer, comm_->nRanks - 1);
 }
 
-Status Call::checkCount(size_t count, size_t elemSize, size_t multiple) const {
-  // Byte counts of the larger buffer must fit in int64 (schedules index elements with int64).
-  const size_t limit = static_cast<size_t>(INT64_MAX) / 2;
-  if (count > limit / elemSize / std::max<size_t>(multiple, 1)) {
-    return error(weftInvalidArgument, "count %zu is too large", count);
-  }
-  return Status::ok();
-}
-
-Status Call::checkBuffer(const void* buf, size_t count, const char* what) const {
-  if (buf == nullptr && count > 0) return error(weftInvalidArgument, "%s is NULL but count is %zu", what, count);
-  return Status::ok();
-}
-
-Status Call::checkOverlap(const void* send, size_t sendBytes, const void* recv, size_t recvBytes,
-                          std::ptrdiff_t inPlaceOffset) const {
+// Reached when the ranges are neither apart nor exactly in place (checkOverlap).
+Status Call::explainOverlap(const void* send, size_t sendBytes, const void* recv, size_t recvBytes) const {
   if (send == nullptr || recv == nullptr || sendBytes == 0 || recvBytes == 0) return Status::ok();
-  const uintptr_t s = reinterpret_cast<uintptr_t>(send), r = reinterpret_cast<uintptr_t>(recv);
-  if (s + sendBytes <= r || r + recvBytes <= s) return Status::ok();
-  // Exactly in place, as weft.h documents it for this call.
-  if (r == s + static_cast<uintptr_t>(inPlaceOffset)) return Status::ok();
   return error(weftInvalidArgument,
                "sendbuff [%p, +%zu bytes) and recvbuff [%p, +%zu bytes) partially overlap; use separate buffers, "
                "or exactly the in-place layout weft.h documents for this call",

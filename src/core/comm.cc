@@ -202,7 +202,7 @@ Status Communicator::readPeerMemory(int peer, uint64_t address, void* dst, size_
                     rank_, bytes, peer, p.pid, errnoText(err).c_str());
 }
 
-coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSize, bool hostMemory) {
+const coll::ScheduleParams& Communicator::paramsFor(const CollCall& call, size_t elemSize, bool hostMemory) {
   ParamsMemo& m = paramsMemo_;
   if (m.valid && m.params.kind == call.kind && m.params.count == static_cast<int64_t>(call.count) &&
       m.params.root == call.root && m.elemSize == elemSize && m.hostMemory == hostMemory) {
@@ -224,7 +224,15 @@ coll::ScheduleParams Communicator::paramsFor(const CollCall& call, size_t elemSi
   p.algo = coll::algoSupported(call.kind, choice.algo) ? choice.algo : coll::collTraits(call.kind).defaultAlgo;
   p.nChannels = choice.channels;
   m = ParamsMemo{true, elemSize, hostMemory, p};
-  return p;
+  return m.params;
+}
+
+const Communicator::ReduceMemo& Communicator::reduceFunctions(weftDataType_t type, weftRedOp_t op) {
+  ReduceMemo& m = reduceMemo_;
+  if (!m.valid || m.type != type || m.op != op) {
+    m = ReduceMemo{true, type, op, coll::reduceFunction(type, op), coll::reduceCopyFunction(type, op)};
+  }
+  return m;
 }
 
 void Communicator::makeRoomForOps(size_t n) {
@@ -252,6 +260,8 @@ Communicator::CachedOp* Communicator::cachedOp(const coll::ScheduleParams& p, si
   op->plan = coll::planCollective(op->schedule, elemSize, static_cast<size_t>(settings_.slotBytes));
   op->plan.timeoutS = settings_.timeoutS;
   op->scratchBytes = static_cast<size_t>(coll::scratchBufferCount(p)) * elemSize;
+  op->sendBytes = static_cast<size_t>(coll::sendBufferCount(p)) * elemSize;
+  op->recvBytes = static_cast<size_t>(coll::recvBufferCount(p)) * elemSize;
   lastOpKey_ = key;
   return lastOp_ = ops_.emplace(key, std::move(op)).first->second.get();
 }
@@ -301,7 +311,7 @@ Status Communicator::runCollective(const CollCall& call) {
   // No rank finishes a collective without every other: all of them are involved.
   WatchedOp watched(liveness_.get(), opNumber_, nullptr);
   size_t elemSize = coll::dataTypeSize(call.type);
-  coll::ScheduleParams params = paramsFor(call, elemSize, true);
+  const coll::ScheduleParams& params = paramsFor(call, elemSize, true);
   bool reduces = coll::collReduces(call.kind);
   // A premul-sum multiplies each rank's input where it enters (the executor's preMul) and sums.
   weftRedOp_t op = call.op;
@@ -314,8 +324,12 @@ Status Communicator::runCollective(const CollCall& call) {
     op = weftSum;
     preMul = coll::preMulFunction(call.type);
   }
-  coll::ReduceFn reduce = reduces ? coll::reduceFunction(call.type, op) : nullptr;
-  coll::ReduceCopyFn reduceCopy = reduces ? coll::reduceCopyFunction(call.type, op) : nullptr;
+  coll::ReduceFn reduce = nullptr;
+  coll::ReduceCopyFn reduceCopy = nullptr;
+  if (reduces) {
+    const ReduceMemo& fns = reduceFunctions(call.type, op);
+    reduce = fns.reduce, reduceCopy = fns.reduceCopy;
+  }
   uint32_t divisor = (reduces && op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
   const uint64_t stamp = stampCollective(call, static_cast<int>(params.algo));
   // Buffers every rank registered and can address: no FIFO copies (comm_zero_copy.cc).
@@ -332,7 +346,7 @@ Status Communicator::runCollective(const CollCall& call) {
   if (coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count))) {
     // In place, the blocks a rank receives would overwrite blocks it has yet to send: send
     // from a copy.
-    size_t bytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
+    const size_t bytes = cached->sendBytes;
     staging_.resize(std::max(staging_.size(), bytes));
     std::memcpy(staging_.data(), call.sendbuff, bytes);
     sendbuff = staging_.data();
@@ -352,14 +366,13 @@ Status Communicator::runCollective(const CollCall& call) {
   bool copiesAsIs = coll::collTraits(call.kind).peersReadSendBuffer;
   const char* sb = static_cast<const char*>(sendbuff);
   const char* rb = static_cast<const char*>(call.recvbuff);
-  size_t sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
-  size_t recvBytes = static_cast<size_t>(coll::recvBufferCount(params)) * elemSize;
-  plan.sendBufferStable = sb == nullptr || rb == nullptr || sb + sendBytes <= rb || rb + recvBytes <= sb;
+  plan.sendBufferStable =
+      sb == nullptr || rb == nullptr || sb + cached->sendBytes <= rb || rb + cached->recvBytes <= sb;
   plan.peersReadReferences = copiesAsIs;
   // Described only when something fails; the cached op remembers the call for that.
   cached->lastCall = call;
   cached->lastSeq = seq_;
-  cached->algoName = coll::algoName(params.algo);
+  cached->algoName = coll::algoName(params.algo);  // per call: the zero-copy handshake may share the shape
   if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
   // A rooted collective's ranks may finish without hearing from every peer: with call checks,
   // the token lane (or, with two ranks, the probes) makes each rank's completion depend on every

@@ -263,6 +263,10 @@ class Communicator final : public coll::ConnectionProvider {
     coll::RankSchedule schedule;
     coll::ExecPlan plan;
     size_t scratchBytes = 0;
+    // The bytes of the send and receive buffers a call of this shape spans (what the shape fixes
+    // is computed once, not at every call).
+    size_t sendBytes = 0;
+    size_t recvBytes = 0;
     // The latest call of this shape, for error messages.
     CollCall lastCall;
     uint64_t lastSeq = 0;
@@ -299,8 +303,9 @@ class Communicator final : public coll::ConnectionProvider {
   // Clears the cache now if `n` more shapes might not fit, so that the next n cachedOp() calls
   // evict nothing (their pointers stay valid together).
   void makeRoomForOps(size_t n);
-  // The tuner's choice for the call (hostMemory: on host buffers, run by the host executor).
-  coll::ScheduleParams paramsFor(const CollCall& call, size_t elemSize, bool hostMemory = false);
+  // The tuner's choice for the call (hostMemory: on host buffers, run by the host executor). The
+  // reference is to the memo: valid until the next paramsFor (a copy costs a vector's per call).
+  const coll::ScheduleParams& paramsFor(const CollCall& call, size_t elemSize, bool hostMemory = false);
   Status fail(Status status);
   // Zero-copy collectives (comm_zero_copy.cc). Candidate: a call every rank takes to the
   // handshake (a function of the call and of what all ranks agreed at init); runZeroCopy then
@@ -393,6 +398,18 @@ class Communicator final : public coll::ConnectionProvider {
     coll::ScheduleParams params;
   };
   ParamsMemo paramsMemo_;
+  // The reduce functions of the latest (type, op) runCollective asked for: the table look-ups
+  // cost ~75 instructions a call (reduceFunctions).
+  struct ReduceMemo {
+    bool valid = false;
+    weftDataType_t type = weftFloat32;
+    weftRedOp_t op = weftSum;
+    coll::ReduceFn reduce = nullptr;
+    coll::ReduceCopyFn reduceCopy = nullptr;
+  };
+  ReduceMemo reduceMemo_;
+  // reduceFunction and reduceCopyFunction (reduce.h) of a built-in op, remembered.
+  const ReduceMemo& reduceFunctions(weftDataType_t type, weftRedOp_t op);
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
   // runCallTokens' lane and plan (made by its first call); gather and scatter run the same lane

@@ -232,10 +232,7 @@ LivenessWatch::~LivenessWatch() {
 }
 
 void LivenessWatch::beginOp(uint64_t seq, const std::vector<int>* peers) {
-  LivenessRecord* own = ownRecord();
-  if (slot_ >= 0 && own && own->slots[slot_].kind == kRefused) {
-    publishFailure(0, false, -1, "");  // takes part again: withdraw the refusal
-  }
+  if (refusalPublished_) publishFailure(0, false, -1, "");  // takes part again: withdraw the refusal
   involvesAll_.store(peers == nullptr, std::memory_order_relaxed);
   if (peers) {
     for (int r : *peers) {
@@ -287,6 +284,7 @@ void LivenessWatch::publishFailure(uint64_t seq, bool refusal, int culprit, cons
   s.culprit = culprit;
   s.seq = seq;
   s.kind = seq == 0 ? kNone : refusal ? kRefused : kFailed;
+  refusalPublished_ = s.kind == kRefused;
   std::snprintf(s.text, sizeof(s.text), "%s", text.c_str());
   s.version.fetch_add(1, std::memory_order_release);
 }

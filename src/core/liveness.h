@@ -159,6 +159,9 @@ class LivenessWatch {
   std::atomic<bool> involvesAll_{false};
   std::unique_ptr<std::atomic<uint8_t>[]> involved_;
   std::vector<int> involvedList_;  // what beginOp set in involved_, cleared by endOp
+  // This rank's slot holds a refusal (publishFailure, on the calling thread, is the slot's only
+  // writer): beginOp withdraws it without reading the record at every call.
+  bool refusalPublished_ = false;
   mutable std::mutex verdictMutex_;
   std::atomic<bool> failed_{false};
   Status verdict_;

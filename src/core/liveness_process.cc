@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -53,21 +54,23 @@ struct Process {
   std::atomic<bool> frozen{false};
 };
 
-Process* gProcess = nullptr;
+std::atomic<Process*> gProcess{nullptr};
 pthread_once_t gAtforkOnce = PTHREAD_ONCE_INIT;
 
 void replaceInChild() {
   // The parent's state (its thread, locks that thread may hold, its record) is left behind: the
   // child starts over with its first communicator.
-  gProcess = new Process();
+  gProcess.store(new Process(), std::memory_order_release);
 }
 
 Process& process() {
+  // Once made, a load: every collective publishes its call in the record (ownRecord).
+  if (Process* p = gProcess.load(std::memory_order_acquire)) return *p;
   pthread_once(&gAtforkOnce, [] {
-    gProcess = new Process();
+    gProcess.store(new Process(), std::memory_order_release);
     pthread_atfork(nullptr, nullptr, replaceInChild);
   });
-  return *gProcess;
+  return *gProcess.load(std::memory_order_acquire);
 }
 
 uint64_t randomNonce() {

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "harness.h"
@@ -77,6 +78,30 @@ TEST_P(Collectives, AllReduceEveryTypeAndOp) {
                 << (inPlace ? " in-place" : "");
           }
         }
+      }
+    }
+  });
+}
+
+// The communicator remembers the reduce functions of its latest (type, op): a call that changes
+// only the type (same element size), or only the op, must not run the remembered functions.
+TEST_P(Collectives, AllReduceChangingOnlyTypeOrOp) {
+  const std::pair<weftDataType_t, weftRedOp_t> calls[] = {
+      {weftFloat32, weftSum}, {weftInt32, weftSum},   {weftUint32, weftSum}, {weftFloat32, weftSum},
+      {weftFloat32, weftMax}, {weftInt32, weftMax},   {weftInt32, weftProd}, {weftFloat32, weftProd},
+      {weftFloat32, weftSum}, {weftFloat64, weftSum}, {weftInt64, weftSum},  {weftInt64, weftMin}};
+  runRanks(mode(), nranks(), [&](Rank& r) {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const auto& [type, op] : calls) {
+        const size_t count = 7;
+        Bytes send = inputs(type, op, r.rank, count);
+        Bytes recv(send.size(), 0x5a);
+        ASSERT_EQ(weftAllReduce(send.data(), recv.data(), count, type, op, r.comm, nullptr), weftSuccess)
+            << weftGetLastError(r.comm);
+        Bytes expected(send.size());
+        for (size_t i = 0; i < count; ++i) storeExpected(type, op, r.nranks, i, expected.data() + i * typeSize(type));
+        EXPECT_EQ(countMismatches(type, recv.data(), expected.data(), count), 0u)
+            << "rank " << r.rank << " type " << type << " op " << op << " pass " << pass;
       }
     }
   });

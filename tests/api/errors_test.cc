@@ -46,6 +46,14 @@ TEST(Arguments, InvalidCallsReturnInvalidArgumentAndTouchNothing) {
     EXPECT_EQ(weftAllReduce(a.data(), b.data(), 8, weftFloat32, weftSum, r.comm, &fakeStream), weftInvalidArgument);
     EXPECT_TRUE(contains(weftGetLastError(r.comm), "no GPU backend")) << weftGetLastError(r.comm);
     EXPECT_EQ(weftAllGather(a.data(), b.data(), SIZE_MAX / 2, weftFloat32, r.comm, nullptr), weftInvalidArgument);
+    // Counts whose byte count passes int64 / 2, including those whose product with the element
+    // size wraps around (SIZE_MAX / 4 + 1 floats: 2^64 bytes, 0 when wrapped).
+    const size_t limitFloats = static_cast<size_t>(INT64_MAX) / 2 / sizeof(float);
+    for (size_t count : {limitFloats + 1, SIZE_MAX / 4 + 1, SIZE_MAX / 4 + 2, SIZE_MAX}) {
+      EXPECT_EQ(weftAllReduce(a.data(), b.data(), count, weftFloat32, weftSum, r.comm, nullptr), weftInvalidArgument)
+          << count;
+      EXPECT_TRUE(contains(weftGetLastError(r.comm), "is too large")) << weftGetLastError(r.comm);
+    }
     EXPECT_EQ(b, before) << "a refused call wrote the receive buffer";
     // Refused calls inside a group are not recorded: the group then runs nothing.
     ASSERT_EQ(weftGroupStart(), weftSuccess);

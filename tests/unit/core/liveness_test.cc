@@ -206,6 +206,37 @@ TEST(Liveness, RefusingRankIsNamedAtOnce) {
   release(ranks);
 }
 
+// A rank that refused a call and then makes it with valid arguments takes part again: its next
+// operation withdraws the published refusal (LivenessWatch::beginOp), so peers that reach the
+// call afterwards complete it with that rank instead of failing it as refused.
+TEST(Liveness, ARefusalIsWithdrawnWhenTheRankMakesTheCall) {
+  Ranks ranks = launch(3, 60, [](int rank, weftComm_t comm, RankResult* out) {
+    allReduceOnce(comm, rank, out);
+    if (out->code != weftSuccess) return;
+    int32_t x = rank + 1, sum = 0;
+    if (rank == 2) {
+      // recvbuff NULL: refused, and published for the call its peers have yet to make.
+      out->code = weftAllReduce(&x, nullptr, 1, weftInt32, weftSum, comm, nullptr) == weftInvalidArgument
+                      ? weftSuccess
+                      : weftInternalError;
+      if (out->code != weftSuccess) return;
+    } else {
+      // Rank 2 corrects its call meanwhile; rank 0 then waits in it 1.5 s for rank 1, long
+      // enough to see a refusal left standing (the heartbeat's verdicts come every 100 ms).
+      std::this_thread::sleep_for(std::chrono::milliseconds(rank == 0 ? 1500 : 3000));
+    }
+    out->code = weftAllReduce(&x, &sum, 1, weftInt32, weftSum, comm, nullptr);
+    std::snprintf(out->message, sizeof(out->message), "%s (sum %d)",
+                  out->code == weftSuccess ? "ok" : weftGetLastError(comm), static_cast<int>(sum));
+    if (out->code == weftSuccess && sum != 6) out->code = weftInternalError;
+  });
+  ASSERT_TRUE(reap(ranks, -1, 60));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(ranks.results[r].code, weftSuccess) << "rank " << r << ": " << ranks.results[r].message;
+  }
+  release(ranks);
+}
+
 TEST(Liveness, ASendToItselfOutsideAGroupIsNamedAtOnce) {
   // Rank 1 sends to itself without a receive (a usage error that ends its communicator): its
   // peers, waiting in the next all-reduce for it, fail at once with its reason.
