@@ -361,13 +361,14 @@ bool LivenessWatch::publishedCall(int peer, void* call, size_t bytes) const {
   return false;
 }
 
-bool LivenessWatch::publishedFailure(int peer, std::string* text) const {
+bool LivenessWatch::publishedFailure(int peer, std::string* text, int* culprit) const {
   const LivenessRecord* record = recordOf(peer);
   if (record == nullptr) return false;
   for (const FailureSlot& slot : record->slots) {
     FailureSlot s;
     if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer || s.kind == kNone) continue;
     *text = s.text;
+    *culprit = s.kind == kFailed ? s.culprit : -1;
     return true;
   }
   return false;

@@ -11,7 +11,10 @@
 // stopped process, or one whose heartbeat thread cannot run, does not.
 //
 // The record also holds, per communicator, this rank's latest failure of a call ("rank r failed
-// call #seq", the text, and the rank it blamed).
+// call #seq", the text, and the rank it blamed). A failure stays there after the communicator is
+// destroyed (until another takes its slot) and, the record being memory its peers mapped, after
+// the process exits: a rank that failed because of another is only the messenger, and the peers
+// that read it late still name the rank it blamed (Communicator::explainPeerFailure).
 //
 // The same thread watches, for every communicator of this process with an operation in flight,
 // the peers the operation involves: every rank for a collective (none can finish without all),
@@ -100,8 +103,9 @@ class LivenessWatch {
   void publishFailure(uint64_t seq, bool refusal, int culprit, const std::string& text);
 
   // What rank `peer` published about its latest failure on this communicator (peers on this
-  // host only); false when nothing.
-  bool publishedFailure(int peer, std::string* text) const;
+  // host only), and whom it blamed (*culprit, -1: itself); false when nothing. Still readable
+  // after that rank's exit.
+  bool publishedFailure(int peer, std::string* text, int* culprit) const;
 
   // Publishes this rank's latest call (`bytes` of a CallRecord, at most kCallRecordBytes) to the
   // peers on this host; publishedCall reads a peer's (false: none, or it kept changing).

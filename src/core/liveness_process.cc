@@ -178,7 +178,10 @@ void unregisterWatch(LivenessWatch* w, int slot, const std::vector<uint64_t>& re
     }
     if (slot >= 0) {
       p.slotsUsed &= ~(1ull << slot);
-      if (p.record) {
+      // A failure stays published (until a later communicator takes the slot): a rank that
+      // failed tears its communicator down and exits at once, and the peers on this host that
+      // had not looked yet must still read whom it blamed, not take its exit for the cause.
+      if (p.record && p.record->slots[slot].kind != kFailed) {
         FailureSlot& s = p.record->slots[slot];
         s.version.fetch_add(1, std::memory_order_acq_rel);
         s.kind = kNone;

@@ -30,6 +30,7 @@ namespace {
 // What a rank process reports to the test (in memory shared with the parent).
 struct RankResult {
   int done = 0;  // 1 once the rank wrote its result
+  int pid = 0;   // the rank's process
   int code = -1;
   double seconds = 0;  // how long the checked call took
   char message[2048] = {0};
@@ -61,6 +62,7 @@ Ranks launch(int n, int hbS, const std::function<void(int, weftComm_t, RankResul
       if (separateHosts) setenv("WEFT_HOSTID", ("liveness-host-" + std::to_string(r)).c_str(), 1);
       weftComm_t comm = nullptr;
       RankResult* mine = &ranks.results[r];
+      mine->pid = static_cast<int>(getpid());
       if (weftCommInitRank(&comm, n, id, r) != weftSuccess) {
         std::snprintf(mine->message, sizeof(mine->message), "init failed: %s", weftGetLastError(nullptr));
         mine->done = 1;
@@ -340,6 +342,42 @@ TEST_P(LivenessHosts, FrozenHeartbeatIsNamedAsSilent) {
     EXPECT_LT(res.seconds, 10.0) << res.message;
     EXPECT_TRUE(names(res.message, 1)) << res.message;
   }
+  release(ranks);
+}
+
+// A rank that failed because of another is only the messenger, even once it has exited: rank 1
+// fails its send to the stopped rank 2 (naming it), tears its communicator down and exits; rank 0
+// only then waits for rank 1, with no connection to it that could carry rank 1's abort. It must
+// name rank 2, whom rank 1 blamed, not rank 1, whose exit it sees. Before rank 1's published
+// failure outlived its communicator, rank 0 named rank 1 (or waited for WEFT_TIMEOUT_S).
+TEST(Liveness, AMessengerThatExitedIsNotBlamedForTheFailureItReported) {
+  Ranks ranks = launch(3, 1, [](int rank, weftComm_t comm, RankResult* out) {
+    int32_t x = rank;
+    if (rank == 2) raise(SIGSTOP);
+    if (rank == 1) {
+      out->code = weftSend(&x, 1, weftInt32, 2, comm, nullptr);
+      std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(comm));
+      weftCommDestroy(comm);
+      return;  // and exits
+    }
+    // Rank 0: waits (bounded) until rank 1 is gone (its result is next to this one's), then
+    // receives from it.
+    const RankResult& messenger = out[1];
+    uint64_t start = nowNs();
+    while ((messenger.done == 0 || processAlive(messenger.pid)) && secondsSince(start) < 30) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    out->code = weftRecv(&x, 1, weftInt32, 1, comm, nullptr);
+    std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(comm));
+    weftCommAbort(comm);
+  });
+  ASSERT_TRUE(reap(ranks, 2, 60));
+  const RankResult& messenger = ranks.results[1];
+  EXPECT_NE(messenger.code, weftSuccess) << messenger.message;
+  ASSERT_TRUE(names(messenger.message, 2)) << "rank 1 should name the stopped rank 2: " << messenger.message;
+  const RankResult& survivor = ranks.results[0];
+  EXPECT_NE(survivor.code, weftSuccess) << survivor.message;
+  EXPECT_TRUE(names(survivor.message, 2)) << "rank 0 should name rank 2, whom rank 1 blamed: " << survivor.message;
   release(ranks);
 }
 
