@@ -75,6 +75,8 @@ class BeatSocket;
 struct BeatMessage;
 struct LivenessRecord;
 struct RecordAddress;
+struct RemoteFailure;
+struct RemoteState;
 
 // One communicator's view of its peers' liveness.
 class LivenessWatch {
@@ -102,21 +104,24 @@ class LivenessWatch {
   // the communicator stays usable; peers fail only that call) and whom it blames (-1: itself).
   void publishFailure(uint64_t seq, bool refusal, int culprit, const std::string& text);
 
-  // What rank `peer` published about its latest failure on this communicator (peers on this
-  // host only), and whom it blamed (*culprit, -1: itself); false when nothing. Still readable
-  // after that rank's exit.
-  bool publishedFailure(int peer, std::string* text, int* culprit) const;
+  // What rank `peer` published about its latest failure on this communicator, and whom it blamed
+  // (*culprit, -1: itself); false when nothing. On this host from its record (still there after
+  // its exit); on another host as its beats announced it (*text empty), for a peer this rank
+  // watches, waiting up to `waitS` for the announcement (it may still be on its way when the
+  // peer's closed connection is seen).
+  bool publishedFailure(int peer, std::string* text, int* culprit, double waitS = 0) const;
 
   // Publishes this rank's latest call (`bytes` of a CallRecord, at most kCallRecordBytes) to the
   // peers on this host; publishedCall reads a peer's (false: none, or it kept changing).
   void publishCall(const void* call, size_t bytes);
   bool publishedCall(int peer, void* call, size_t bytes) const;
 
-  // Called by the heartbeat thread every beat: remoteBeats(nonce) is the latest heartbeat heard
-  // from the process of that nonce on another host (0: none yet).
-  void tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats);
-  // Sends this process's beat to the ranks on other hosts that watch this rank.
-  void sendBeats(BeatSocket& socket, const BeatMessage& beat) const;
+  // Called by the heartbeat thread every beat: heard(nonce) is what was heard from the process of
+  // that nonce on another host (null: nothing yet).
+  void tick(uint64_t nowNs, const std::function<const RemoteState*(uint64_t)>& heard);
+  // Sends this process's beat, with this rank's published failure, to the ranks on other hosts
+  // that watch this rank.
+  void sendBeats(BeatSocket& socket, BeatMessage beat) const;
 
  private:
   // A peer of another process whose beats this rank watches.
@@ -141,9 +146,11 @@ class LivenessWatch {
   // The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
   int nearestRemote(int from, int step) const;
   std::vector<uint64_t> remoteNonces() const;
-  // A verdict about `peer` for operation #seq, or ok: a published failure, or silence.
-  Status judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const;
+  // A verdict about `peer` for operation #seq, or ok: a published failure (in its record, or
+  // announced in its beats: `heard`, null for none), or silence.
+  Status judge(int peer, uint64_t seq, uint64_t nowNs, const RemoteState* heard, int* culprit) const;
   Status judgePublished(int peer, uint64_t seq, int* culprit) const;
+  Status judgeHeard(int peer, uint64_t seq, const RemoteState& heard, int* culprit) const;
   void setVerdict(Status status, int culprit);
 
   int rank_;
