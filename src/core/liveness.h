@@ -38,10 +38,11 @@
 // other calls still run and take that number.
 //
 // Reach: every peer on this host (its record), and on other hosts the nearest rank before and
-// after this one in rank order (their beats come over UDP, liveness_udp.h). Ranks that do not
-// watch the silent rank, or cannot read a failure published on another host, learn the culprit
-// from the aborts of the ranks that failed (Connection::signalAbort carries it), so every
-// survivor names the same rank. When a whole host goes silent, its nearest ranks are the ones
+// after this one in rank order (their beats come over UDP, liveness_udp.h, and carry the failure
+// the rank published, with whom it blamed). Ranks that do not watch the silent or failed rank
+// learn the culprit from the aborts of the ranks that failed (Connection::signalAbort carries it;
+// a link that closes sends the abort it was asked for first), so every survivor names the same
+// rank. When a whole host goes silent, its nearest ranks are the ones
 // named (which of them depends on where the survivor sits; all are on that host).
 //
 // Callers: src/core/comm.cc (Communicator::init, runCollective, runP2p, healthCheck, fail) and

@@ -1,5 +1,5 @@
 // Heartbeats between hosts (liveness.h): one UDP socket per address family and process, owned
-// by the heartbeat thread. Each beat is one 32-byte datagram to each rank on another host that
+// by the heartbeat thread. Each beat is one 56-byte datagram to each rank on another host that
 // watches a rank of this process; a rank watches only its nearest ranks on other hosts, before
 // and after it in rank order, so the traffic is O(ranks of the process x 2), not O(n^2).
 //
