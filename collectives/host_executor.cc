@@ -174,7 +174,6 @@ class StallBlame {
     return timedOut(tracks, silentPeers, stalledS);
   }
 
- private:
   // `peer` reported a failure; `culprit` is the rank it blamed (-1: none).
   Status blameAbortedPeer(const std::vector<TrackState>& tracks, int peer, int culprit) {
     if (culprit >= 0 && (culprit & kCulpritCallMismatch) != 0) {
@@ -213,6 +212,7 @@ class StallBlame {
     return provider_->explainPeerFailure(std::move(failed));
   }
 
+ private:
   Status timedOut(const std::vector<TrackState>& tracks, const std::set<int>& silentPeers, double stalledS) {
     if (!silentPeers.empty()) provider_->noteCulprit(*silentPeers.begin());
     std::string peers;
@@ -296,7 +296,7 @@ class Executor {
         }
         allDone = allDone && t.done;
       }
-      if (allDone) return plan_.waitForConsumers ? waitForConsumers(tracks) : waitForReferences();
+      if (allDone) return plan_.waitForConsumers ? waitForConsumers(tracks) : waitForReferences(tracks);
       if (progressed) {
         if (backoff.rounds() > 0) stallSince = 0;  // read the clock again at the next stall
         backoff.reset();
@@ -496,7 +496,7 @@ class Executor {
       WEFT_TRY(blame_.check(tracks, false, 0));
       for (Connection* c : plan_.senders) {
         Status peer = c->checkPeer();
-        if (!peer.isOk() && !c->allSendsConsumed()) return senderFailed(c, std::move(peer));
+        if (!peer.isOk() && !c->allSendsConsumed()) return senderFailed(tracks, c, std::move(peer));
       }
       if (static_cast<double>(now - start) / 1e9 > plan_.timeoutS) {
         return WEFT_ERROR(weftTimeout,
@@ -601,8 +601,9 @@ class Executor {
   }
 
   // The receiver at the end of sending connection `c` failed after this rank's steps were done:
-  // the culprit is the rank it blamed, or itself, so that the peers this rank tells name it.
-  Status senderFailed(Connection* c, Status peer) {
+  // the culprit is the rank it blamed (named in the message, as for an abort seen while the steps
+  // ran), or itself, so that the peers this rank tells name it.
+  Status senderFailed(const std::vector<TrackState>& tracks, Connection* c, Status peer) {
     const int told = c->peerAborted() ? c->peerAbortCulprit() : -1;
     int receiver = -1;
     for (const auto& key : plan_.keys) {
@@ -611,15 +612,19 @@ class Executor {
     if (told >= 0 && (told & kCulpritCallMismatch) != 0) {
       const int seenBy = told & ~kCulpritCallMismatch;
       provider_->noteCallMismatch(seenBy == provider_->selfRank() ? receiver : seenBy, 0, 0);
+    } else if (told >= 0 && told != provider_->selfRank()) {
+      return blame_.blameAbortedPeer(tracks, receiver, told);
     } else {
-      provider_->noteCulprit(told >= 0 ? told : receiver);
+      provider_->noteCulprit(receiver);
     }
     return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
   }
 
   // Memory this rank lent by reference must stay as it is until the peers have read it: the
-  // caller may change its buffers once the call returns.
-  Status waitForReferences() {
+  // caller may change its buffers once the call returns. Meanwhile a peer of this operation that
+  // reports a failure ends the wait as it ends a stalled step (StallBlame::check): the reader of
+  // the lent memory may be the very rank that died, and a transport may not see that itself.
+  Status waitForReferences(const std::vector<TrackState>& tracks) {
     if (lent_.empty()) return Status::ok();
     Backoff backoff;
     uint64_t start = nowNs(), nextCheck = start + kHealthCheckIntervalNs;
@@ -632,10 +637,10 @@ class Executor {
       uint64_t now = nowNs();
       if (now < nextCheck) continue;
       nextCheck = now + kHealthCheckIntervalNs;
-      WEFT_TRY(provider_->healthCheck());
+      WEFT_TRY(blame_.check(tracks, false, 0));
       for (Connection* c : lent_) {
         Status peer = c->checkPeer();
-        if (!peer.isOk() && !c->allSendsConsumed()) return senderFailed(c, std::move(peer));
+        if (!peer.isOk() && !c->allSendsConsumed()) return senderFailed(tracks, c, std::move(peer));
       }
       if (static_cast<double>(now - start) / 1e9 > plan_.timeoutS) {
         return WEFT_ERROR(weftTimeout,

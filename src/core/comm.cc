@@ -30,6 +30,10 @@ constexpr int kP2pLane = 0;
 constexpr size_t kCallTokenSlotBytes = 4096;
 // Schedules kept per communicator (they are rebuilt cheaply when evicted).
 constexpr size_t kMaxCachedSchedules = 64;
+// How long a failure blamed on a watched rank on another host waits for that rank's beats to
+// say whom it blamed itself (explainPeerFailure): the heartbeat thread takes beats in every
+// 100 ms, and the rank sent its announcement before its connections closed.
+constexpr double kMessengerWaitS = 0.25;
 
 PeerInfo selfInfo(int rank) {
   PeerInfo info;
@@ -716,12 +720,23 @@ Status Communicator::explainPeerFailure(Status failure) {
   // themselves are not named when the culprit is known).
   const PeerInfo& self = peers()[rank_];
   int culprit = culprit_.load();
-  // The culprit's own words, when it published them (same host) and they are not here yet.
+  // The culprit's own words, when it published them (same host; still there after its exit) and
+  // they are not here yet. A culprit that published a failure blaming another rank was only the
+  // messenger, however its failure reached this rank (its exit or closed connection may come
+  // before its abort): the rank it blamed is the culprit, as in every other rank's message. On
+  // another host its beats announce it, which may arrive a little after its connection closed.
   std::string said;
-  if (liveness_ && culprit >= 0 && liveness_->publishedFailure(culprit, &said) &&
-      failure.message().find(said) == std::string::npos) {
-    Status told = std::move(failure).withSuffix("; rank " + std::to_string(culprit) + " reported: " + said);
-    failure = std::move(told);
+  int blamed = -1;
+  if (liveness_ && culprit >= 0 && liveness_->publishedFailure(culprit, &said, &blamed, kMessengerWaitS)) {
+    const bool messenger = blamed >= 0 && blamed < nRanks_ && blamed != culprit && blamed != rank_;
+    if (messenger || (!said.empty() && failure.message().find(said) == std::string::npos)) {
+      std::string note = messenger ? "; rank " + std::to_string(culprit) + " had reported a failure caused by rank " +
+                                         std::to_string(blamed) + (said.empty() ? "" : ": " + said)
+                                   : "; rank " + std::to_string(culprit) + " reported: " + said;
+      Status told = std::move(failure).withSuffix(note);
+      failure = std::move(told);
+    }
+    if (messenger) culprit_.store(culprit = blamed);
   }
   std::string gone;
   for (const auto& peer : peers()) {

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "base/log.h"
 #include "base/params.h"
@@ -222,7 +224,16 @@ std::vector<uint64_t> LivenessWatch::remoteNonces() const {
   return nonces;
 }
 
-void LivenessWatch::sendBeats(BeatSocket& socket, const BeatMessage& beat) const {
+void LivenessWatch::sendBeats(BeatSocket& socket, BeatMessage beat) const {
+  if (subscribers_.empty()) return;
+  const LivenessRecord* own = ownRecord();
+  FailureSlot s;
+  if (slot_ >= 0 && own && readSlot(own->slots[slot_], &s) && s.kind == kFailed) {
+    beat.commHash = commHash_;
+    beat.failedSeq = s.seq;
+    beat.rank = rank_;
+    beat.culprit = s.culprit;
+  }
   for (const SocketAddress& to : subscribers_) socket.send(to, beat);
 }
 
@@ -287,6 +298,7 @@ void LivenessWatch::publishFailure(uint64_t seq, bool refusal, int culprit, cons
   refusalPublished_ = s.kind == kRefused;
   std::snprintf(s.text, sizeof(s.text), "%s", text.c_str());
   s.version.fetch_add(1, std::memory_order_release);
+  if (s.kind == kFailed) beatSoon();  // the ranks on other hosts hear of it now (sendBeats)
 }
 
 Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const {
@@ -359,21 +371,60 @@ bool LivenessWatch::publishedCall(int peer, void* call, size_t bytes) const {
   return false;
 }
 
-bool LivenessWatch::publishedFailure(int peer, std::string* text) const {
+bool LivenessWatch::publishedFailure(int peer, std::string* text, int* culprit, double waitS) const {
   const LivenessRecord* record = recordOf(peer);
+  const Peer* w = watchedPeer(peer);
+  if (record == nullptr && w != nullptr && w->remote) {
+    // The heartbeat thread takes the announcement in within a beat of its arrival.
+    RemoteFailure f;
+    for (Deadline deadline = Deadline::afterSeconds(waitS);;) {
+      if (heardFailure(w->nonce, commHash_, peer, &f)) {
+        text->clear();
+        *culprit = f.culprit;
+        return true;
+      }
+      if (deadline.expired()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   if (record == nullptr) return false;
   for (const FailureSlot& slot : record->slots) {
     FailureSlot s;
     if (!readSlot(slot, &s) || s.commHash != commHash_ || s.rank != peer || s.kind == kNone) continue;
     *text = s.text;
+    *culprit = s.kind == kFailed ? s.culprit : -1;
     return true;
   }
   return false;
 }
 
-Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const {
+Status LivenessWatch::judgeHeard(int peer, uint64_t seq, const RemoteState& heard, int* culprit) const {
+  const PeerInfo& info = peers_[static_cast<size_t>(peer)];
+  for (const RemoteFailure& f : heard.failures) {
+    // As judgePublished: a peer that blames this rank gave up waiting for it.
+    if (f.commHash != commHash_ || f.rank != peer || f.seq > seq || f.culprit == rank_) continue;
+    *culprit = f.culprit >= 0 ? f.culprit : peer;
+    if (f.culprit >= 0 && (f.culprit & kCulpritCallMismatch) != 0) {
+      return WEFT_ERROR(weftInvalidUsage,
+                        "rank %d: call #%llu: rank %d (host %s, pid %d) reported that the ranks made different calls "
+                        "(seen by rank %d)",
+                        rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
+                        f.culprit & ~kCulpritCallMismatch);
+    }
+    return WEFT_ERROR(weftRemoteError,
+                      "rank %d: call #%llu: rank %d (host %s, pid %d) failed call #%llu and takes no further part%s%s "
+                      "(its heartbeat says so; its log has the cause)",
+                      rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
+                      static_cast<unsigned long long>(f.seq), *culprit != peer ? ", blaming rank " : "",
+                      *culprit != peer ? std::to_string(*culprit).c_str() : "");
+  }
+  return Status::ok();
+}
+
+Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, const RemoteState* heard, int* culprit) const {
   const PeerInfo& info = peers_[static_cast<size_t>(peer)];
   if (recordOf(peer)) WEFT_TRY(judgePublished(peer, seq, culprit));
+  if (heard) WEFT_TRY(judgeHeard(peer, seq, *heard, culprit));
   // Ranks of this process have no entry: they beat with this process.
   const Peer* w = watchedPeer(peer);
   if (w == nullptr || nowNs - w->lastChangeNs <= timeoutNs_) return Status::ok();
@@ -401,9 +452,10 @@ Status LivenessWatch::judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit
                     static_cast<unsigned long long>(timeoutNs_ / 1'000'000'000ull), info.pid, info.pid);
 }
 
-void LivenessWatch::tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats) {
+void LivenessWatch::tick(uint64_t nowNs, const std::function<const RemoteState*(uint64_t)>& heard) {
   for (Peer& peer : watched_) {
-    uint64_t beats = peer.remote ? remoteBeats(peer.nonce) : peer.record->beats.load(std::memory_order_acquire);
+    const RemoteState* remote = peer.remote ? heard(peer.nonce) : nullptr;
+    uint64_t beats = peer.remote ? (remote ? remote->beats : 0) : peer.record->beats.load(std::memory_order_acquire);
     if (beats != peer.lastBeats) peer.lastBeats = beats, peer.lastChangeNs = nowNs;
   }
   uint64_t seq = opSeq_.load(std::memory_order_acquire);
@@ -411,7 +463,8 @@ void LivenessWatch::tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>
   for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
     if (r == rank_ || !involves(r) || (recordOf(r) == nullptr && watchedPeer(r) == nullptr)) continue;
     int culprit = r;
-    Status s = judge(r, seq, nowNs, &culprit);
+    const Peer* w = watchedPeer(r);
+    Status s = judge(r, seq, nowNs, w && w->remote ? heard(w->nonce) : nullptr, &culprit);
     if (s.isOk()) continue;
     // The involvement read must be the operation's: it was when #seq is still in flight now
     // (numbers are never reused; endOp and beginOp change involvement only between them).

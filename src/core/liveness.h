@@ -11,7 +11,10 @@
 // stopped process, or one whose heartbeat thread cannot run, does not.
 //
 // The record also holds, per communicator, this rank's latest failure of a call ("rank r failed
-// call #seq", the text, and the rank it blamed).
+// call #seq", the text, and the rank it blamed). A failure stays there after the communicator is
+// destroyed (until another takes its slot) and, the record being memory its peers mapped, after
+// the process exits: a rank that failed because of another is only the messenger, and the peers
+// that read it late still name the rank it blamed (Communicator::explainPeerFailure).
 //
 // The same thread watches, for every communicator of this process with an operation in flight,
 // the peers the operation involves: every rank for a collective (none can finish without all),
@@ -35,10 +38,11 @@
 // other calls still run and take that number.
 //
 // Reach: every peer on this host (its record), and on other hosts the nearest rank before and
-// after this one in rank order (their beats come over UDP, liveness_udp.h). Ranks that do not
-// watch the silent rank, or cannot read a failure published on another host, learn the culprit
-// from the aborts of the ranks that failed (Connection::signalAbort carries it), so every
-// survivor names the same rank. When a whole host goes silent, its nearest ranks are the ones
+// after this one in rank order (their beats come over UDP, liveness_udp.h, and carry the failure
+// the rank published, with whom it blamed). Ranks that do not watch the silent or failed rank
+// learn the culprit from the aborts of the ranks that failed (Connection::signalAbort carries it;
+// a link that closes sends the abort it was asked for first), so every survivor names the same
+// rank. When a whole host goes silent, its nearest ranks are the ones
 // named (which of them depends on where the survivor sits; all are on that host).
 //
 // Callers: src/core/comm.cc (Communicator::init, runCollective, runP2p, healthCheck, fail) and
@@ -72,6 +76,8 @@ class BeatSocket;
 struct BeatMessage;
 struct LivenessRecord;
 struct RecordAddress;
+struct RemoteFailure;
+struct RemoteState;
 
 // One communicator's view of its peers' liveness.
 class LivenessWatch {
@@ -99,20 +105,24 @@ class LivenessWatch {
   // the communicator stays usable; peers fail only that call) and whom it blames (-1: itself).
   void publishFailure(uint64_t seq, bool refusal, int culprit, const std::string& text);
 
-  // What rank `peer` published about its latest failure on this communicator (peers on this
-  // host only); false when nothing.
-  bool publishedFailure(int peer, std::string* text) const;
+  // What rank `peer` published about its latest failure on this communicator, and whom it blamed
+  // (*culprit, -1: itself); false when nothing. On this host from its record (still there after
+  // its exit); on another host as its beats announced it (*text empty), for a peer this rank
+  // watches, waiting up to `waitS` for the announcement (it may still be on its way when the
+  // peer's closed connection is seen).
+  bool publishedFailure(int peer, std::string* text, int* culprit, double waitS = 0) const;
 
   // Publishes this rank's latest call (`bytes` of a CallRecord, at most kCallRecordBytes) to the
   // peers on this host; publishedCall reads a peer's (false: none, or it kept changing).
   void publishCall(const void* call, size_t bytes);
   bool publishedCall(int peer, void* call, size_t bytes) const;
 
-  // Called by the heartbeat thread every beat: remoteBeats(nonce) is the latest heartbeat heard
-  // from the process of that nonce on another host (0: none yet).
-  void tick(uint64_t nowNs, const std::function<uint64_t(uint64_t)>& remoteBeats);
-  // Sends this process's beat to the ranks on other hosts that watch this rank.
-  void sendBeats(BeatSocket& socket, const BeatMessage& beat) const;
+  // Called by the heartbeat thread every beat: heard(nonce) is what was heard from the process of
+  // that nonce on another host (null: nothing yet).
+  void tick(uint64_t nowNs, const std::function<const RemoteState*(uint64_t)>& heard);
+  // Sends this process's beat, with this rank's published failure, to the ranks on other hosts
+  // that watch this rank.
+  void sendBeats(BeatSocket& socket, BeatMessage beat) const;
 
  private:
   // A peer of another process whose beats this rank watches.
@@ -137,9 +147,11 @@ class LivenessWatch {
   // The nearest rank on another host than `from`'s, going in `step` (+1 or -1) direction; -1: none.
   int nearestRemote(int from, int step) const;
   std::vector<uint64_t> remoteNonces() const;
-  // A verdict about `peer` for operation #seq, or ok: a published failure, or silence.
-  Status judge(int peer, uint64_t seq, uint64_t nowNs, int* culprit) const;
+  // A verdict about `peer` for operation #seq, or ok: a published failure (in its record, or
+  // announced in its beats: `heard`, null for none), or silence.
+  Status judge(int peer, uint64_t seq, uint64_t nowNs, const RemoteState* heard, int* culprit) const;
   Status judgePublished(int peer, uint64_t seq, int* culprit) const;
+  Status judgeHeard(int peer, uint64_t seq, const RemoteState& heard, int* culprit) const;
   void setVerdict(Status status, int culprit);
 
   int rank_;

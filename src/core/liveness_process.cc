@@ -28,11 +28,28 @@ namespace {
 
 constexpr auto kBeatInterval = std::chrono::milliseconds(100);
 
-// A remote process's latest heartbeat, by nonce, for as long as a watch expects it.
+// Failures kept per remote process (one per communicator and rank it announced).
+constexpr size_t kMaxRemoteFailures = 32;
+
+// What a remote process's beats said, by nonce, for as long as a watch expects it.
 struct RemoteBeat {
-  uint64_t beats = 0;
+  RemoteState heard;
   int watchers = 0;
 };
+
+// Takes in one beat from the process `from` expects.
+void takeBeat(const BeatMessage& beat, RemoteState* from) {
+  if (beat.beats > from->beats) from->beats = beat.beats;
+  if (beat.failedSeq == 0) return;
+  for (RemoteFailure& f : from->failures) {
+    if (f.commHash != beat.commHash || f.rank != beat.rank) continue;
+    if (beat.failedSeq >= f.seq) f.seq = beat.failedSeq, f.culprit = beat.culprit;
+    return;
+  }
+  if (from->failures.size() < kMaxRemoteFailures) {
+    from->failures.push_back(RemoteFailure{beat.commHash, beat.failedSeq, beat.rank, beat.culprit});
+  }
+}
 
 // The process's liveness state. Never destroyed (watches may be torn down at exit); replaced by a
 // fresh one in a forked child, so no lock or thread of the parent is ever used there.
@@ -50,7 +67,8 @@ struct Process {
   bool running = false;
   std::mutex sleepMutex;
   std::condition_variable sleepCv;
-  bool stop = false;  // guarded by sleepMutex
+  bool stop = false;      // guarded by sleepMutex
+  bool beatSoon = false;  // guarded by sleepMutex
   std::atomic<bool> frozen{false};
 };
 
@@ -117,7 +135,7 @@ void heartbeatLoop(Process* p) {
       std::lock_guard<std::mutex> lock(p->registry);
       p->udp.drain([p](const BeatMessage& beat) {
         auto it = p->remote.find(beat.nonce);
-        if (it != p->remote.end() && beat.beats > it->second.beats) it->second.beats = beat.beats;
+        if (it != p->remote.end()) takeBeat(beat, &it->second.heard);
       });
       BeatMessage mine;
       if (p->record && !p->frozen.load(std::memory_order_relaxed)) {
@@ -126,14 +144,16 @@ void heartbeatLoop(Process* p) {
       uint64_t now = nowNs();
       for (LivenessWatch* w : p->watches) {
         if (mine.magic == kBeatMagic) w->sendBeats(p->udp, mine);
-        w->tick(now, [p](uint64_t nonce) {
+        w->tick(now, [p](uint64_t nonce) -> const RemoteState* {
           auto it = p->remote.find(nonce);
-          return it == p->remote.end() ? 0 : it->second.beats;
+          return it == p->remote.end() ? nullptr : &it->second.heard;
         });
       }
     }
     std::unique_lock<std::mutex> lock(p->sleepMutex);
-    if (p->sleepCv.wait_for(lock, kBeatInterval, [p] { return p->stop; })) return;
+    p->sleepCv.wait_for(lock, kBeatInterval, [p] { return p->stop || p->beatSoon; });
+    if (p->stop) return;
+    p->beatSoon = false;
   }
 }
 
@@ -179,9 +199,19 @@ void unregisterWatch(LivenessWatch* w, int slot, const std::vector<uint64_t>& re
       auto r = p.remote.find(nonce);
       if (r != p.remote.end() && --r->second.watchers <= 0) p.remote.erase(r);
     }
+    // A failure this communicator published goes to the ranks on other hosts once more, now: the
+    // heartbeat thread may not have had a turn since, and this rank is probably about to exit.
+    FailureSlot published;
+    if (slot >= 0 && p.record && !p.frozen.load() && readSlot(p.record->slots[slot], &published) &&
+        published.kind == kFailed) {
+      w->sendBeats(p.udp, BeatMessage{kBeatMagic, p.record->nonce, p.record->beats.load(), p.record->pid, 0});
+    }
     if (slot >= 0) {
       p.slotsUsed &= ~(1ull << slot);
-      if (p.record) {
+      // A failure stays published (until a later communicator takes the slot): a rank that
+      // failed tears its communicator down and exits at once, and the peers on this host that
+      // had not looked yet must still read whom it blamed, not take its exit for the cause.
+      if (p.record && p.record->slots[slot].kind != kFailed) {
         FailureSlot& s = p.record->slots[slot];
         s.version.fetch_add(1, std::memory_order_acq_rel);
         s.kind = kNone;
@@ -232,6 +262,28 @@ RecordAddress advertiseRecord(const SocketAddress& reachableAt) {
 }
 
 LivenessRecord* ownRecord() { return process().record; }
+
+bool heardFailure(uint64_t nonce, uint64_t commHash, int rank, RemoteFailure* out) {
+  Process& p = process();
+  std::lock_guard<std::mutex> lock(p.registry);
+  auto it = p.remote.find(nonce);
+  if (it == p.remote.end()) return false;
+  for (const RemoteFailure& f : it->second.heard.failures) {
+    if (f.commHash != commHash || f.rank != rank) continue;
+    *out = f;
+    return true;
+  }
+  return false;
+}
+
+void beatSoon() {
+  Process& p = process();
+  {
+    std::lock_guard<std::mutex> lock(p.sleepMutex);
+    p.beatSoon = true;
+  }
+  p.sleepCv.notify_all();
+}
 
 void freezeHeartbeatForTest(bool frozen) { process().frozen.store(frozen); }
 

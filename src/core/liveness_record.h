@@ -63,6 +63,25 @@ struct RecordAddress {
 // A consistent copy of a peer's slot; false when the owner kept writing it.
 bool readSlot(const FailureSlot& s, FailureSlot* out);
 
+// A failure a rank on another host announced in its beats (BeatMessage).
+struct RemoteFailure {
+  uint64_t commHash = 0;
+  uint64_t seq = 0;
+  int32_t rank = -1;
+  int32_t culprit = -1;
+};
+// What this process heard from one process on another host.
+struct RemoteState {
+  uint64_t beats = 0;
+  std::vector<RemoteFailure> failures;  // the latest per communicator and rank (a few at most)
+};
+
+// The failure rank `rank` of the communicator `commHash` announced from the process of `nonce`;
+// false when none was heard. Takes the registry lock: not for the heartbeat thread (tick).
+bool heardFailure(uint64_t nonce, uint64_t commHash, int rank, RemoteFailure* out);
+// Has the heartbeat thread beat now instead of at its next turn (a failure was just published).
+void beatSoon();
+
 // This process's record (null: none could be made), made on first use, and where peers find it:
 // its fd and nonce, and the UDP address for beats from other hosts (`reachableAt`, this rank's
 // bootstrap address, with the port of this process's socket).

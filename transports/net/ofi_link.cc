@@ -15,6 +15,10 @@ namespace {
 
 // How long a closing link waits for the provider to finish or cancel what it posted.
 constexpr double kDrainSeconds = 2.0;
+// How long a closing link retries an abort the provider has no room for: a live peer's takes
+// milliseconds, and one that cannot go in this long is to an unreachable (or dead) peer, which
+// has no one to tell; a rank closes several links in a row, and each would add it to its exit.
+constexpr double kAbortPostSeconds = 0.25;
 
 FrameHeader frame(FrameType type, uint64_t value) {
   FrameHeader h;
@@ -79,6 +83,15 @@ Status OfiLink::start() {
 
 OfiLink::~OfiLink() {
   auto guard = domain_->lock();
+  // An abort the executor asked for may not have gone out yet (the proxy sends it, and the
+  // communicator can be torn down first, as a rank that failed does before it exits). Send it
+  // now (bounded): a peer that sees this link close instead would take this rank for the cause
+  // of the failure rather than the rank this one blames.
+  for (Deadline sending = Deadline::afterSeconds(kAbortPostSeconds);;) {
+    handleAbortRequest();
+    if (!abortPending_ || !peerKnown_ || sending.expired()) break;
+    if (!domain_->pollCompletionsLocked()) sched_yield();
+  }
   closing_ = true;
   if (!sending_) {
     for (OfiOp& op : dataOps_) domain_->cancelLocked(&op);

@@ -47,6 +47,13 @@ class SocketLink final : public NetLink {
     }
   }
 
+  // An abort the executor asked for that the proxy had no turn to send yet goes out before the
+  // socket closes (a rank that failed tears its communicator down at once): the peer would
+  // otherwise see only the close and take this rank, not the one it blames, for the cause.
+  ~SocketLink() override {
+    if (socket_.valid() && !state_.failed() && state_.abortRequested.load()) sendAbort();
+  }
+
   int lane() const { return lane_; }
   bool sendsReferencedBytes() const override { return true; }
   // The receiver acknowledges every message it released (a kFrameCredit frame carrying the

@@ -30,6 +30,7 @@ namespace {
 // What a rank process reports to the test (in memory shared with the parent).
 struct RankResult {
   int done = 0;  // 1 once the rank wrote its result
+  int pid = 0;   // the rank's process
   int code = -1;
   double seconds = 0;  // how long the checked call took
   char message[2048] = {0};
@@ -38,9 +39,29 @@ struct RankResult {
 struct Ranks {
   std::vector<pid_t> pids;
   RankResult* results = nullptr;
+  pid_t root = -1;  // the process that holds the bootstrap root, when not this one
 };
 
 double secondsSince(uint64_t startNs) { return static_cast<double>(nowNs() - startNs) / 1e9; }
+
+// The unique id of a bootstrap root that runs in a child process (*root), which stays until
+// killed. weftGetUniqueId fixes the calling process's host identity (base/os.h hostHash, made
+// once), which every rank forked from it would inherit whatever WEFT_HOSTID it sets.
+weftUniqueId uniqueIdFromChild(pid_t* root) {
+  weftUniqueId id;
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  *root = fork();
+  if (*root == 0) {
+    bool made = weftGetUniqueId(&id) == weftSuccess;
+    if (!made || write(fds[1], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) _exit(1);
+    for (;;) pause();
+  }
+  close(fds[1]);
+  EXPECT_EQ(read(fds[0], &id, sizeof(id)), static_cast<ssize_t>(sizeof(id)));
+  close(fds[0]);
+  return id;
+}
 
 // Forks n ranks that join one communicator (heartbeat time-out hbS, WEFT_TIMEOUT_S=1800) and run
 // body(rank, comm, result); a rank reports through `result` and exits. With separateHosts every
@@ -52,7 +73,11 @@ Ranks launch(int n, int hbS, const std::function<void(int, weftComm_t, RankResul
   EXPECT_NE(shared, MAP_FAILED);
   ranks.results = new (shared) RankResult[n];
   weftUniqueId id;
-  EXPECT_EQ(weftGetUniqueId(&id), weftSuccess);
+  if (separateHosts) {
+    id = uniqueIdFromChild(&ranks.root);
+  } else {
+    EXPECT_EQ(weftGetUniqueId(&id), weftSuccess);
+  }
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
@@ -61,6 +86,7 @@ Ranks launch(int n, int hbS, const std::function<void(int, weftComm_t, RankResul
       if (separateHosts) setenv("WEFT_HOSTID", ("liveness-host-" + std::to_string(r)).c_str(), 1);
       weftComm_t comm = nullptr;
       RankResult* mine = &ranks.results[r];
+      mine->pid = static_cast<int>(getpid());
       if (weftCommInitRank(&comm, n, id, r) != weftSuccess) {
         std::snprintf(mine->message, sizeof(mine->message), "init failed: %s", weftGetLastError(nullptr));
         mine->done = 1;
@@ -97,6 +123,10 @@ bool reap(Ranks& ranks, int skip, double limitS) {
     kill(ranks.pids[skip], SIGKILL);
     kill(ranks.pids[skip], SIGCONT);
     waitpid(ranks.pids[skip], nullptr, 0);
+  }
+  if (ranks.root > 0) {
+    kill(ranks.root, SIGKILL);
+    waitpid(ranks.root, nullptr, 0);
   }
   return allExited;
 }
@@ -309,7 +339,8 @@ TEST(Liveness, ARefusalDoesNotFailAGroupTheRefuserDidItsPartIn) {
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(ranks.results[r].code, weftSuccess) << "rank " << r << ": " << ranks.results[r].message;
   }
-  EXPECT_NE(std::string(ranks.results[0].message).find("ok (got 21 32)"), std::string::npos) << ranks.results[0].message;
+  EXPECT_NE(std::string(ranks.results[0].message).find("ok (got 21 32)"), std::string::npos)
+      << ranks.results[0].message;
   release(ranks);
 }
 
@@ -371,6 +402,57 @@ TEST_P(LivenessHosts, FrozenHeartbeatIsNamedAsSilent) {
     EXPECT_LT(res.seconds, 10.0) << res.message;
     EXPECT_TRUE(names(res.message, 1)) << res.message;
   }
+  release(ranks);
+}
+
+// A rank that failed because of another is only the messenger, even once it has exited: rank 1
+// fails its receive from the stopped rank 2 (naming it), tears its communicator down and exits; rank 0
+// only then waits for rank 1, with no connection to it that could carry rank 1's abort. It must
+// name rank 2, whom rank 1 blamed, not rank 1, whose exit (or silence) it sees: on one host from
+// rank 1's record, which outlives its communicator and process; from another host through rank
+// 1's beats, which announce its failure. Before, rank 0 waited for WEFT_TIMEOUT_S on one host
+// and named the silent rank 1 across hosts.
+TEST_P(LivenessHosts, AMessengerThatExitedIsNotBlamedForTheFailureItReported) {
+  Ranks ranks = launch(
+      3, 1,
+      [](int rank, weftComm_t comm, RankResult* out) {
+        int32_t x = rank, y = -1;
+        if (rank != 0) {
+          // Ranks 1 and 2 connect both ways (rank 1's receive below must not wait to connect to
+          // the stopped rank); rank 0 connects to no one.
+          weftGroupStart();
+          weftSend(&x, 1, weftInt32, 3 - rank, comm, nullptr);
+          weftRecv(&y, 1, weftInt32, 3 - rank, comm, nullptr);
+          out->code = weftGroupEnd();
+          std::snprintf(out->message, sizeof(out->message), "exchange: %s", weftGetLastError(comm));
+          if (out->code != weftSuccess) return;
+        }
+        if (rank == 2) raise(SIGSTOP);
+        if (rank == 1) {
+          out->code = weftRecv(&y, 1, weftInt32, 2, comm, nullptr);
+          std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(comm));
+          weftCommDestroy(comm);
+          return;  // and exits
+        }
+        // Rank 0: waits (bounded) until rank 1 is gone (its result is next to this one's), then
+        // receives from it.
+        const RankResult& messenger = out[1];
+        uint64_t start = nowNs();
+        while ((messenger.done == 0 || processAlive(messenger.pid)) && secondsSince(start) < 30) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        out->code = weftRecv(&x, 1, weftInt32, 1, comm, nullptr);
+        std::snprintf(out->message, sizeof(out->message), "%s", weftGetLastError(comm));
+        weftCommAbort(comm);
+      },
+      GetParam());
+  ASSERT_TRUE(reap(ranks, 2, 60));
+  const RankResult& messenger = ranks.results[1];
+  EXPECT_NE(messenger.code, weftSuccess) << messenger.message;
+  ASSERT_TRUE(names(messenger.message, 2)) << "rank 1 should name the stopped rank 2: " << messenger.message;
+  const RankResult& survivor = ranks.results[0];
+  EXPECT_NE(survivor.code, weftSuccess) << survivor.message;
+  EXPECT_TRUE(names(survivor.message, 2)) << "rank 0 should name rank 2, whom rank 1 blamed: " << survivor.message;
   release(ranks);
 }
 

@@ -373,6 +373,31 @@ TEST_P(OfiTransportTest, AbortReachesThePeerBothWays) {
   EXPECT_TRUE(pair.recv[0][0]->checkPeer().isOk());
 }
 
+// A rank that fails tears its communicator down at once: an abort it asked for just before must
+// still reach the peer, which otherwise sees only the link go and blames this rank instead of the
+// rank it named. The proxy sends aborts; here rank 0's sending ends close right after asking, on
+// many lanes, so that a close that drops an abort the proxy had not sent yet shows.
+TEST_P(OfiTransportTest, AnAbortAskedForJustBeforeClosingReachesThePeer) {
+  constexpr int kLanes = 8;
+  Pair pair;
+  ASSERT_TRUE(pair.connect(kLanes, 4, 4096).isOk());
+  for (int lane = 0; lane < kLanes; ++lane) {
+    pair.send[0][lane]->signalAbort(5);
+    pair.send[0][lane].reset();
+  }
+  Deadline deadline = Deadline::afterSeconds(10);
+  for (int lane = 0; lane < kLanes; ++lane) {
+    Connection* c = pair.recv[1][lane].get();
+    while (!c->peerAborted() && !deadline.expired()) {
+      size_t n = 0;
+      (void)c->tryRecv(&n, &lastStamp);  // a receiving end drives its link while it waits
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(c->peerAborted()) << "lane " << lane << ": " << c->checkPeer().message();
+    EXPECT_EQ(c->peerAbortCulprit(), 5) << "lane " << lane;
+  }
+}
+
 // Not udp;ofi_rxd: it passes alone, but once stalled for good in the middle of a message under
 // a loaded parallel ctest run (its retransmission gave up without reporting an error).
 INSTANTIATE_TEST_SUITE_P(Providers, OfiTransportTest, ::testing::Values("tcp;ofi_rxm", "sockets", "shm"),

@@ -232,6 +232,26 @@ TEST(SocketTransport, AnAbortReachesThePeerWithItsCulprit) {
   EXPECT_NE(s.message().find("reported a failure"), std::string::npos) << s.message();
 }
 
+// A rank that fails tears its communicator down at once: an abort asked for just before closing
+// must still reach the peer (the proxy may not have had a turn to send it), or the peer sees only
+// the close and blames this rank instead of the one it named.
+TEST(SocketTransport, AnAbortAskedForJustBeforeClosingReachesThePeer) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Pair pair;
+    ASSERT_NO_FATAL_FAILURE(pair.connect());
+    pair.send->signalAbort(7);
+    pair.send.reset();
+    Deadline deadline = Deadline::afterSeconds(10);
+    size_t bytes = 0;
+    while (!pair.recv->peerAborted() && pair.recv->checkPeer().isOk() && !deadline.expired()) {
+      pair.recv->tryRecv(&bytes, &lastStamp);
+      std::this_thread::yield();
+    }
+    EXPECT_TRUE(pair.recv->peerAborted()) << "attempt " << attempt << ": " << pair.recv->checkPeer().message();
+    EXPECT_EQ(pair.recv->peerAbortCulprit(), 7) << "attempt " << attempt;
+  }
+}
+
 TEST(SocketTransport, AReceiverAbortReachesTheSender) {
   Pair pair;
   ASSERT_NO_FATAL_FAILURE(pair.connect());
