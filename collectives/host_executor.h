@@ -108,6 +108,12 @@ struct LaneRun {
   static constexpr char kPeerReads = 2;
 };
 
+// The FIFO lane a step sends on: its own lane's, unless the step names another lane of the
+// same collective (schedule.h: the tree root feeding its broadcast-down lane).
+inline int sendFifoLane(const LaneRun& run, const Step& step) {
+  return step.sendLane >= 0 ? step.sendLane : run.fifoLane;
+}
+
 struct Track {
   std::vector<LaneRun> runs;
 };

@@ -307,6 +307,17 @@ Status Communicator::fail(Status status) {
   return status;
 }
 
+// What the schedule sends from: the caller's buffer, or, in place where the blocks a rank
+// receives would overwrite blocks it has yet to send (all-to-all), a copy of its first bytes.
+const void* Communicator::stagedSendBuffer(const CollCall& call, size_t bytes) {
+  if (!coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count))) {
+    return call.sendbuff;
+  }
+  staging_.resize(std::max(staging_.size(), bytes));
+  std::memcpy(staging_.data(), call.sendbuff, bytes);
+  return staging_.data();
+}
+
 Status Communicator::runCollective(const CollCall& call) {
   if (!coll::collTraits(call.kind).scheduled) return runRootedExchange(call);  // gather, scatter
   ++seq_;
@@ -346,15 +357,7 @@ Status Communicator::runCollective(const CollCall& call) {
   CachedOp* cached = cachedOp(params, elemSize);
   // Some schedules keep partial results in a scratch buffer (a tree reduce's interior ranks).
   if (scratch_.size() < cached->scratchBytes) scratch_.resize(cached->scratchBytes);
-  const void* sendbuff = call.sendbuff;
-  if (coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count))) {
-    // In place, the blocks a rank receives would overwrite blocks it has yet to send: send
-    // from a copy.
-    const size_t bytes = cached->sendBytes;
-    staging_.resize(std::max(staging_.size(), bytes));
-    std::memcpy(staging_.data(), call.sendbuff, bytes);
-    sendbuff = staging_.data();
-  }
+  const void* sendbuff = stagedSendBuffer(call, cached->sendBytes);
   coll::ExecPlan& plan = cached->plan;
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_);
   coll::stampPlan(&plan, stamp);

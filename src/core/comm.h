@@ -282,6 +282,7 @@ class Communicator final : public coll::ConnectionProvider {
   };
   using OpKey = std::tuple<int, int, int, int, int64_t, int64_t>;
   CachedOp* cachedOp(const coll::ScheduleParams& params, size_t elemSize);
+  const void* stagedSendBuffer(const CollCall& call, size_t bytes);  // the send buffer, or its copy
   // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
   // `withTokens` (comm.cc: first call of a shape, calls of count 0, and rooted collectives).
   Status runCachedPlan(CachedOp* cached, bool withTokens, bool rooted = false);

@@ -201,6 +201,8 @@ class WatchedOp {
 void freezeHeartbeatForTest(bool frozen);
 // Test hook: whether this process's heartbeat thread runs.
 bool heartbeatRunningForTest();
+// Test hook: the heartbeat thread's scheduling policy and priority (false: no thread runs).
+bool heartbeatSchedulingForTest(int* policy, int* priority);
 
 }  // namespace core
 }  // namespace weft

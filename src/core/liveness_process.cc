@@ -2,6 +2,7 @@
 // UDP socket, made with the first communicator; fork-safe by starting over in a forked child.
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -157,6 +158,31 @@ void heartbeatLoop(Process* p) {
   }
 }
 
+// A thread that inherits a real-time policy (a rank started under chrt, or one that raised
+// itself) shares its creator's priority, and on a CPU where the creator polls without yielding it
+// would run only when the creator blocks: a busy rank would look stopped to its peers. The
+// heartbeat thread mostly sleeps; one step above its creator it beats on time and takes
+// microseconds from it per beat. Under the ordinary policies the inherited one is right.
+void outrankCreator(std::thread& thread) {
+  int policy = SCHED_OTHER;
+  sched_param param{};
+  if (pthread_getschedparam(pthread_self(), &policy, &param) != 0) return;
+  if (policy != SCHED_FIFO && policy != SCHED_RR) return;
+  const int highest = sched_get_priority_max(policy);
+  int err = EPERM;  // the creator has the highest priority: none above it to take
+  if (param.sched_priority < highest) {
+    ++param.sched_priority;
+    err = pthread_setschedparam(thread.native_handle(), policy, &param);
+  }
+  if (err != 0) {
+    WEFT_LOG(kInfo, kInit,
+             "liveness: cannot raise the heartbeat thread above this thread's real-time priority %d (%s): where "
+             "this rank polls without yielding, its peers may take it for stopped; run it below the highest "
+             "priority, raise RLIMIT_RTPRIO, or raise WEFT_HEARTBEAT_TIMEOUT_S",
+             param.sched_priority, errnoText(err).c_str());
+  }
+}
+
 }  // namespace
 
 // Adds a watch and starts the thread with the first one; returns the watch's failure slot (-1:
@@ -180,6 +206,7 @@ int registerWatch(LivenessWatch* w, const std::vector<uint64_t>& remoteNonces) {
       p.stop = false;
     }
     p.thread = std::thread(heartbeatLoop, &p);
+    outrankCreator(p.thread);
     p.running = true;
   }
   return slot;
@@ -291,6 +318,16 @@ bool heartbeatRunningForTest() {
   Process& p = process();
   std::lock_guard<std::mutex> life(p.lifecycle);
   return p.running;
+}
+
+bool heartbeatSchedulingForTest(int* policy, int* priority) {
+  Process& p = process();
+  std::lock_guard<std::mutex> life(p.lifecycle);
+  if (!p.running) return false;
+  sched_param param{};
+  if (pthread_getschedparam(p.thread.native_handle(), policy, &param) != 0) return false;
+  *priority = param.sched_priority;
+  return true;
 }
 
 }  // namespace core

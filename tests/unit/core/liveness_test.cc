@@ -6,6 +6,8 @@
 #include "core/liveness.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -514,6 +516,38 @@ TEST(Liveness, HeartbeatThreadLivesWithTheCommunicatorsAndStartsOverInAForkedChi
   EXPECT_TRUE(heartbeatRunningForTest()) << "one communicator is left";
   EXPECT_EQ(weftCommDestroy(comms[1]), weftSuccess);
   EXPECT_FALSE(heartbeatRunningForTest());
+}
+
+// A rank at a real-time priority that polls without yielding would starve a heartbeat thread of
+// the same priority on its CPU, and look stopped to its peers: the thread takes one step above.
+TEST(Liveness, TheHeartbeatThreadOutranksARealTimeCreator) {
+  // In a child: the test process keeps its own policy whatever happens.
+  pid_t pid = fork();
+  if (pid == 0) {
+    sched_param param{};
+    param.sched_priority = 10;
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) != 0) _exit(77);  // not allowed here
+    weftComm_t comm = nullptr;
+    if (weftCommInitAll(&comm, 1, nullptr) != weftSuccess) _exit(2);
+    int policy = -1, priority = -1;
+    bool known = heartbeatSchedulingForTest(&policy, &priority);
+    weftCommDestroy(comm);
+    if (!known) _exit(3);
+    _exit(policy == SCHED_FIFO && priority == 11 ? 0 : 10 + priority);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "this process may not take a real-time policy";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "exit 2: init failed; 3: no heartbeat thread; 10 + p: its priority was p, "
+                                       "or its policy not SCHED_FIFO";
+  // Under the ordinary policy the thread keeps it.
+  weftComm_t comm = nullptr;
+  ASSERT_EQ(weftCommInitAll(&comm, 1, nullptr), weftSuccess);
+  int policy = -1, priority = -1;
+  EXPECT_TRUE(heartbeatSchedulingForTest(&policy, &priority));
+  EXPECT_EQ(policy, SCHED_OTHER);
+  EXPECT_EQ(weftCommDestroy(comm), weftSuccess);
 }
 
 INSTANTIATE_TEST_SUITE_P(Liveness, LivenessHosts, ::testing::Values(false, true),
