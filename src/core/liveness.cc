@@ -314,27 +314,31 @@ Status LivenessWatch::judgePublished(int peer, uint64_t seq, int* culprit) const
                         "stops waiting for it: %s. Fix the arguments rank %d passes",
                         rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid, s.text, peer);
     }
-    if (s.kind == kFailed && s.seq <= seq && s.culprit >= 0 && (s.culprit & kCulpritCallMismatch) != 0) {
-      // The culprit keeps the bit: the communicator joins the exchange that names both calls.
-      *culprit = s.culprit;
-      return WEFT_ERROR(weftInvalidUsage,
-                        "rank %d: call #%llu: rank %d (host %s, pid %d) reported that the ranks made different calls "
-                        "(seen by rank %d): %s",
-                        rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
-                        s.culprit & ~kCulpritCallMismatch, s.text);
-    }
-    if (s.kind == kFailed && s.seq <= seq) {
-      *culprit = s.culprit >= 0 ? s.culprit : peer;
-      return WEFT_ERROR(
-          weftRemoteError,
-          "rank %d: call #%llu: rank %d (host %s, pid %d) failed call #%llu and takes no further part%s%s: "
-          "%s",
-          rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
-          static_cast<unsigned long long>(s.seq), *culprit != peer ? ", blaming rank " : "",
-          *culprit != peer ? std::to_string(*culprit).c_str() : "", s.text);
-    }
+    if (s.kind == kFailed && s.seq <= seq) return failedVerdict(peer, seq, s.seq, s.culprit, s.text, culprit);
   }
   return Status::ok();
+}
+
+Status LivenessWatch::failedVerdict(int peer, uint64_t seq, uint64_t failedSeq, int blamed, const char* text,
+                                    int* culprit) const {
+  const PeerInfo& info = peers_[static_cast<size_t>(peer)];
+  const std::string said = text ? std::string(": ") + text : "";
+  if (blamed >= 0 && (blamed & kCulpritCallMismatch) != 0) {
+    // The culprit keeps the bit: the communicator joins the exchange that names both calls.
+    *culprit = blamed;
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: call #%llu: rank %d (host %s, pid %d) reported that the ranks made different calls "
+                      "(seen by rank %d)%s",
+                      rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
+                      blamed & ~kCulpritCallMismatch, said.c_str());
+  }
+  *culprit = blamed >= 0 ? blamed : peer;
+  return WEFT_ERROR(weftRemoteError,
+                    "rank %d: call #%llu: rank %d (host %s, pid %d) failed call #%llu and takes no further part%s%s%s",
+                    rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
+                    static_cast<unsigned long long>(failedSeq), *culprit != peer ? ", blaming rank " : "",
+                    *culprit != peer ? std::to_string(*culprit).c_str() : "",
+                    text ? said.c_str() : " (its heartbeat says so; its log has the cause)");
 }
 
 void LivenessWatch::publishCall(const void* call, size_t bytes) {
@@ -399,24 +403,10 @@ bool LivenessWatch::publishedFailure(int peer, std::string* text, int* culprit, 
 }
 
 Status LivenessWatch::judgeHeard(int peer, uint64_t seq, const RemoteState& heard, int* culprit) const {
-  const PeerInfo& info = peers_[static_cast<size_t>(peer)];
   for (const RemoteFailure& f : heard.failures) {
     // As judgePublished: a peer that blames this rank gave up waiting for it.
     if (f.commHash != commHash_ || f.rank != peer || f.seq > seq || f.culprit == rank_) continue;
-    *culprit = f.culprit >= 0 ? f.culprit : peer;
-    if (f.culprit >= 0 && (f.culprit & kCulpritCallMismatch) != 0) {
-      return WEFT_ERROR(weftInvalidUsage,
-                        "rank %d: call #%llu: rank %d (host %s, pid %d) reported that the ranks made different calls "
-                        "(seen by rank %d)",
-                        rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
-                        f.culprit & ~kCulpritCallMismatch);
-    }
-    return WEFT_ERROR(weftRemoteError,
-                      "rank %d: call #%llu: rank %d (host %s, pid %d) failed call #%llu and takes no further part%s%s "
-                      "(its heartbeat says so; its log has the cause)",
-                      rank_, static_cast<unsigned long long>(seq), peer, info.hostName, info.pid,
-                      static_cast<unsigned long long>(f.seq), *culprit != peer ? ", blaming rank " : "",
-                      *culprit != peer ? std::to_string(*culprit).c_str() : "");
+    return failedVerdict(peer, seq, f.seq, f.culprit, nullptr, culprit);
   }
   return Status::ok();
 }

@@ -152,6 +152,9 @@ class LivenessWatch {
   Status judge(int peer, uint64_t seq, uint64_t nowNs, const RemoteState* heard, int* culprit) const;
   Status judgePublished(int peer, uint64_t seq, int* culprit) const;
   Status judgeHeard(int peer, uint64_t seq, const RemoteState& heard, int* culprit) const;
+  // The verdict on `peer`, which failed call #failedSeq blaming `blamed` (-1: itself), in its
+  // words `text` (its record) or, with none (heard in its beats), saying where it came from.
+  Status failedVerdict(int peer, uint64_t seq, uint64_t failedSeq, int blamed, const char* text, int* culprit) const;
   void setVerdict(Status status, int culprit);
 
   int rank_;

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
@@ -127,6 +128,16 @@ void ensureRecord(Process& p) {
   p.record = record;
 }
 
+// This process's latest beat, for the ranks on other hosts (sendBeats adds a rank's failure); no
+// magic where there is no record, or the heartbeat is frozen.
+BeatMessage ownBeat(const Process& p) {
+  BeatMessage beat;
+  if (p.record && !p.frozen.load(std::memory_order_relaxed)) {
+    beat = {kBeatMagic, p.record->nonce, p.record->beats.load(std::memory_order_relaxed), p.record->pid, 0};
+  }
+  return beat;
+}
+
 void heartbeatLoop(Process* p) {
   for (;;) {
     if (p->record && !p->frozen.load(std::memory_order_relaxed)) {
@@ -138,10 +149,7 @@ void heartbeatLoop(Process* p) {
         auto it = p->remote.find(beat.nonce);
         if (it != p->remote.end()) takeBeat(beat, &it->second.heard);
       });
-      BeatMessage mine;
-      if (p->record && !p->frozen.load(std::memory_order_relaxed)) {
-        mine = {kBeatMagic, p->record->nonce, p->record->beats.load(std::memory_order_relaxed), p->record->pid, 0};
-      }
+      const BeatMessage mine = ownBeat(*p);
       uint64_t now = nowNs();
       for (LivenessWatch* w : p->watches) {
         if (mine.magic == kBeatMagic) w->sendBeats(p->udp, mine);
@@ -168,19 +176,19 @@ void outrankCreator(std::thread& thread) {
   sched_param param{};
   if (pthread_getschedparam(pthread_self(), &policy, &param) != 0) return;
   if (policy != SCHED_FIFO && policy != SCHED_RR) return;
-  const int highest = sched_get_priority_max(policy);
-  int err = EPERM;  // the creator has the highest priority: none above it to take
-  if (param.sched_priority < highest) {
-    ++param.sched_priority;
-    err = pthread_setschedparam(thread.native_handle(), policy, &param);
+  const int creator = param.sched_priority;
+  std::string why = "it is the highest there is";
+  if (creator < sched_get_priority_max(policy)) {
+    param.sched_priority = creator + 1;
+    const int err = pthread_setschedparam(thread.native_handle(), policy, &param);
+    if (err == 0) return;
+    why = errnoText(err);
   }
-  if (err != 0) {
-    WEFT_LOG(kInfo, kInit,
-             "liveness: cannot raise the heartbeat thread above this thread's real-time priority %d (%s): where "
-             "this rank polls without yielding, its peers may take it for stopped; run it below the highest "
-             "priority, raise RLIMIT_RTPRIO, or raise WEFT_HEARTBEAT_TIMEOUT_S",
-             param.sched_priority, errnoText(err).c_str());
-  }
+  WEFT_LOG(kInfo, kInit,
+           "liveness: cannot raise the heartbeat thread above this thread's real-time priority %d (%s): where this "
+           "rank polls without yielding, its peers may take it for stopped; run it below the highest priority, raise "
+           "RLIMIT_RTPRIO, or raise WEFT_HEARTBEAT_TIMEOUT_S",
+           creator, why.c_str());
 }
 
 }  // namespace
@@ -228,10 +236,11 @@ void unregisterWatch(LivenessWatch* w, int slot, const std::vector<uint64_t>& re
     }
     // A failure this communicator published goes to the ranks on other hosts once more, now: the
     // heartbeat thread may not have had a turn since, and this rank is probably about to exit.
+    const BeatMessage beat = ownBeat(p);
     FailureSlot published;
-    if (slot >= 0 && p.record && !p.frozen.load() && readSlot(p.record->slots[slot], &published) &&
+    if (slot >= 0 && beat.magic == kBeatMagic && readSlot(p.record->slots[slot], &published) &&
         published.kind == kFailed) {
-      w->sendBeats(p.udp, BeatMessage{kBeatMagic, p.record->nonce, p.record->beats.load(), p.record->pid, 0});
+      w->sendBeats(p.udp, beat);
     }
     if (slot >= 0) {
       p.slotsUsed &= ~(1ull << slot);
