@@ -71,15 +71,10 @@ Outcome runCollective(const ScheduleParams& p, weftDataType_t type, weftRedOp_t 
   return out;
 }
 
+// Rooted collectives take rank 2 as their root where there is one (not 0: a root other than the
+// first rank).
 ScheduleParams params(CollKind kind, Algo algo, int n, int64_t count, int channels = 1) {
-  ScheduleParams p;
-  p.kind = kind;
-  p.algo = algo;
-  p.nRanks = n;
-  p.count = count;
-  p.nChannels = channels;
-  p.root = n > 2 ? 2 : 0;
-  return p;
+  return testing::scheduleParams(kind, algo, n, count, channels, n > 2 ? 2 : 0);
 }
 
 TEST(DeviceLanesLL, EveryTypeAndOpMatchesTheSlotProtocolBitForBit) {

@@ -8,21 +8,13 @@
 
 #include "collectives/interpreter.h"
 #include "collectives/schedule.h"
+#include "schedule_cases.h"
 
 namespace weft {
 namespace coll {
 namespace {
 
-ScheduleParams params(CollKind kind, Algo algo, int n, int64_t count, int channels = 1, int root = 0) {
-  ScheduleParams p;
-  p.kind = kind;
-  p.algo = algo;
-  p.nRanks = n;
-  p.count = count;
-  p.nChannels = channels;
-  p.root = root;
-  return p;
-}
+using testing::scheduleParams;
 
 VerifyOptions options(int64_t slice, bool inPlace = false, int fifo = 2) {
   VerifyOptions o;
@@ -44,7 +36,7 @@ int findStep(const Lane& lane, StepKind kind, int nth = 0) {
 
 class InterpreterRing : public ::testing::Test {
  protected:
-  ScheduleParams p = params(CollKind::kAllReduce, Algo::kRing, 4, 40);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kRing, 4, 40);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   Lane& lane(int rank) { return s[rank].lanes[0]; }
   std::string verify(bool inPlace = false) { return verifySchedules(p, s, options(3, inPlace)); }
@@ -148,7 +140,7 @@ TEST_F(InterpreterRing, DeadlocksWithOneSlot) {
 // A step that uses the receive buffer as scratch before the send data in the same place is
 // consumed: right out of place, wrong in place.
 TEST(InterpreterInPlace, ScratchUseOfRecvBreaksInPlace) {
-  ScheduleParams p = params(CollKind::kAllReduce, Algo::kRing, 2, 20);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kRing, 2, 20);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   for (RankSchedule& rs : s) {
     std::vector<Step>& steps = rs.lanes[0].steps;
@@ -170,7 +162,7 @@ TEST(InterpreterInPlace, ScratchUseOfRecvBreaksInPlace) {
 // aliasing puts it (all-gather: send == recv + rank * count; reduce-scatter: recv == send +
 // rank * recvcount): right in place, wrong out of place. This pins down the aliasing itself.
 TEST(InterpreterInPlace, AllGatherOwnBlockLivesInRecv) {
-  ScheduleParams p = params(CollKind::kAllGather, Algo::kRing, 3, 4);
+  ScheduleParams p = scheduleParams(CollKind::kAllGather, Algo::kRing, 3, 4);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   for (RankSchedule& rs : s) {
     std::vector<Step>& steps = rs.lanes[0].steps;
@@ -184,7 +176,7 @@ TEST(InterpreterInPlace, AllGatherOwnBlockLivesInRecv) {
 }
 
 TEST(InterpreterInPlace, ReduceScatterRecvIsOwnSendBlock) {
-  ScheduleParams p = params(CollKind::kReduceScatter, Algo::kRing, 3, 4);
+  ScheduleParams p = scheduleParams(CollKind::kReduceScatter, Algo::kRing, 3, 4);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   for (RankSchedule& rs : s) {
     Step& fin = rs.lanes[0].steps.back();
@@ -197,7 +189,7 @@ TEST(InterpreterInPlace, ReduceScatterRecvIsOwnSendBlock) {
 
 // Every rank receives before it sends: nobody can start.
 TEST(InterpreterDeadlock, ReceiveBeforeSend) {
-  ScheduleParams p = params(CollKind::kAllToAll, Algo::kPairwise, 3, 5);
+  ScheduleParams p = scheduleParams(CollKind::kAllToAll, Algo::kPairwise, 3, 5);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   for (RankSchedule& rs : s) std::swap(rs.lanes[0].steps[1], rs.lanes[0].steps[2]);
   std::string err = verifySchedules(p, s, options(2));
@@ -208,7 +200,7 @@ TEST(InterpreterDeadlock, ReceiveBeforeSend) {
 
 // A rank adds the same contribution twice.
 TEST(InterpreterReduce, CountsAContributionTwice) {
-  ScheduleParams p = params(CollKind::kReduce, Algo::kRing, 2, 6);
+  ScheduleParams p = scheduleParams(CollKind::kReduce, Algo::kRing, 2, 6);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   Step again = s[1].lanes[0].steps[0];  // rank 1: send to the root
   s[1].lanes[0].steps.push_back(again);
@@ -223,7 +215,7 @@ TEST(InterpreterReduce, CountsAContributionTwice) {
 
 // A non-root of a reduce may not write its receive buffer (it may be invalid).
 TEST(InterpreterReduce, NonRootWritesRecv) {
-  ScheduleParams p = params(CollKind::kReduce, Algo::kRing, 3, 6, 1, 0);
+  ScheduleParams p = scheduleParams(CollKind::kReduce, Algo::kRing, 3, 6, 1, 0);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   Step& st = s[2].lanes[0].steps[0];  // rank 2: recvReduceSend (chain 1 -> 2 -> 0)
   ASSERT_EQ(st.kind, StepKind::kRecvReduceSend);
@@ -235,7 +227,7 @@ TEST(InterpreterReduce, NonRootWritesRecv) {
 // Two lanes of one rank share memory with nothing ordering them. Round-robin happens to run
 // them in a good order, so only the race check sees it.
 TEST(InterpreterRace, UnorderedLanesSharingMemory) {
-  ScheduleParams p = params(CollKind::kBroadcast, Algo::kRing, 2, 2, 2, 0);
+  ScheduleParams p = scheduleParams(CollKind::kBroadcast, Algo::kRing, 2, 2, 2, 0);
   std::vector<RankSchedule> s(2);
   for (int r = 0; r < 2; ++r) s[r].rank = r, s[r].lanes.resize(2), s[r].maxStepCount = 2;
   Step copy;
@@ -266,7 +258,7 @@ TEST(InterpreterRace, UnorderedLanesSharingMemory) {
 // The tree all-reduce root must hand each finished slice to the down lane through its final
 // step (sendLane); broadcasting from a separate down-lane step would race with the up lane.
 TEST(InterpreterRace, TreeRootBroadcastFromItsOwnLane) {
-  ScheduleParams p = params(CollKind::kAllReduce, Algo::kTree, 5, 50);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kTree, 5, 50);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   int broken = 0;
   for (RankSchedule& rs : s) {
@@ -300,7 +292,7 @@ TEST(InterpreterRace, TreeRootBroadcastFromItsOwnLane) {
 }
 
 TEST(InterpreterInputs, RejectsBadOptions) {
-  ScheduleParams p = params(CollKind::kAllToAll, Algo::kPairwise, 3, 5);
+  ScheduleParams p = scheduleParams(CollKind::kAllToAll, Algo::kPairwise, 3, 5);
   EXPECT_CONTAINS(verifySchedule(p, 4, true), "no in-place form");
   EXPECT_CONTAINS(verifySchedule(p, 0, false), "sliceElems is 0");
   EXPECT_CONTAINS(verifySchedule(p, 4, false, 0), "fifoCapacity is 0");
@@ -309,7 +301,7 @@ TEST(InterpreterInputs, RejectsBadOptions) {
 }
 
 TEST(InterpreterInputs, TwoLanesFeedingOneFifo) {
-  ScheduleParams p = params(CollKind::kAllReduce, Algo::kRing, 3, 30, 2);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kRing, 3, 30, 2);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   Step& st = s[0].lanes[1].steps[0];  // channel 1 runs the ring backwards: to rank 2
   ASSERT_EQ(st.kind, StepKind::kSend);

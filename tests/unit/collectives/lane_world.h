@@ -19,6 +19,7 @@
 #include "collectives/device/lane_program.cuh"
 #include "collectives/device_executor.h"
 #include "collectives/schedule.h"
+#include "schedule_cases.h"
 
 namespace weft {
 namespace coll {
@@ -249,21 +250,6 @@ inline void LaneWorld::runThreaded(size_t threads) {
   }
   for (auto& t : pool) t.join();
 }
-
-// Every collective with every algorithm that builds it (the lane tests run each).
-struct AlgoCase {
-  CollKind kind;
-  Algo algo;
-};
-
-inline constexpr AlgoCase kAlgos[] = {
-    {CollKind::kAllReduce, Algo::kRing},    {CollKind::kAllReduce, Algo::kTree},
-    {CollKind::kAllReduce, Algo::kRecursiveDoubling},
-    {CollKind::kAllGather, Algo::kRing},    {CollKind::kReduceScatter, Algo::kRing},
-    {CollKind::kBroadcast, Algo::kRing},    {CollKind::kBroadcast, Algo::kTree},
-    {CollKind::kReduce, Algo::kRing},       {CollKind::kReduce, Algo::kTree},
-    {CollKind::kAllToAll, Algo::kPairwise},
-};
 
 }  // namespace testing
 }  // namespace coll

@@ -17,6 +17,7 @@
 #include "collectives/interpreter.h"
 #include "collectives/reduce.h"
 #include "collectives/schedule.h"
+#include "schedule_cases.h"
 
 namespace weft {
 namespace coll {
@@ -239,17 +240,6 @@ TEST(PreMulSumDispatch, InvalidTypeGivesNull) {
 
 // ---- The interpreter: every reducing algorithm multiplies every contribution exactly once ----
 
-ScheduleParams params(CollKind kind, Algo algo, int n, int64_t count, int channels, int root) {
-  ScheduleParams p;
-  p.kind = kind;
-  p.algo = algo;
-  p.nRanks = n;
-  p.count = count;
-  p.nChannels = channels;
-  p.root = root;
-  return p;
-}
-
 VerifyOptions preMulOptions(int64_t slice, bool inPlace, bool preMul = true) {
   VerifyOptions o;
   o.sliceElems = slice;
@@ -258,11 +248,10 @@ VerifyOptions preMulOptions(int64_t slice, bool inPlace, bool preMul = true) {
   return o;
 }
 
-struct Reducing {
-  CollKind kind;
-  Algo algo;
-};
-const Reducing kReducing[] = {{CollKind::kAllReduce, Algo::kRing},
+using testing::AlgoCase;
+using testing::scheduleParams;
+
+const AlgoCase kReducing[] = {{CollKind::kAllReduce, Algo::kRing},
                               {CollKind::kAllReduce, Algo::kTree},
                               {CollKind::kAllReduce, Algo::kRecursiveDoubling},
                               {CollKind::kReduceScatter, Algo::kRing},
@@ -270,13 +259,13 @@ const Reducing kReducing[] = {{CollKind::kAllReduce, Algo::kRing},
                               {CollKind::kReduce, Algo::kTree}};
 
 TEST(PreMulSumInterpreter, EveryReducingAlgorithmMultipliesEachContributionOnce) {
-  for (const Reducing& c : kReducing) {
+  for (const AlgoCase& c : kReducing) {
     for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17, 33, 64}) {
       for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{40}}) {
         for (bool inPlace : {false, true}) {
           for (int channels : {1, 2}) {
             const int root = n / 2;
-            ScheduleParams p = params(c.kind, c.algo, n, count, channels, root);
+            ScheduleParams p = scheduleParams(c.kind, c.algo, n, count, channels, root);
             if (!validateParams(p).empty()) continue;
             for (int64_t slice : {int64_t{1}, int64_t{3}, int64_t{64}}) {
               EXPECT_EQ(verifySchedule(p, preMulOptions(slice, inPlace)), "")
@@ -294,7 +283,7 @@ TEST(PreMulSumInterpreter, EveryReducingAlgorithmMultipliesEachContributionOnce)
 // through Buf::kRecv moves the right values, but executors multiply only what is read as
 // Buf::kSend, so that contribution would be summed unmultiplied.
 TEST(PreMulSumInterpreter, OwnInputReadThroughTheReceiveBufferIsCaught) {
-  ScheduleParams p = params(CollKind::kAllReduce, Algo::kRing, 4, 40, 1, 0);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kRing, 4, 40, 1, 0);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   bool changed = false;
   for (Step& st : s[2].lanes[0].steps) {
@@ -312,7 +301,7 @@ TEST(PreMulSumInterpreter, OwnInputReadThroughTheReceiveBufferIsCaught) {
 
 // A second read of the send buffer after it was overwritten in place would multiply twice.
 TEST(PreMulSumInterpreter, MultiplyingTwiceIsCaught) {
-  ScheduleParams p = params(CollKind::kAllReduce, Algo::kRing, 1, 10, 1, 0);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kRing, 1, 10, 1, 0);
   std::vector<RankSchedule> s = buildAllSchedules(p);
   ASSERT_EQ(s[0].lanes[0].steps.size(), 1u);
   Step again = s[0].lanes[0].steps[0];

@@ -13,37 +13,16 @@
 #include "collectives/algorithms.h"
 #include "collectives/interpreter.h"
 #include "collectives/schedule.h"
+#include "schedule_cases.h"
 
 namespace weft {
 namespace coll {
 namespace {
 
-struct Case {
-  CollKind kind;
-  Algo algo;
-};
-
-std::string caseName(const Case& c) { return std::string(collName(c.kind)) + "_" + algoName(c.algo); }
-
-const Case kCases[] = {
-    {CollKind::kAllReduce, Algo::kRing},    {CollKind::kAllReduce, Algo::kTree},
-    {CollKind::kAllReduce, Algo::kRecursiveDoubling},
-    {CollKind::kAllGather, Algo::kRing},    {CollKind::kReduceScatter, Algo::kRing},
-    {CollKind::kBroadcast, Algo::kRing},    {CollKind::kBroadcast, Algo::kTree},
-    {CollKind::kReduce, Algo::kRing},       {CollKind::kReduce, Algo::kTree},
-    {CollKind::kAllToAll, Algo::kPairwise},
-};
-
-ScheduleParams makeParams(const Case& c, int n, int64_t count, int channels, int root) {
-  ScheduleParams p;
-  p.kind = c.kind;
-  p.algo = c.algo;
-  p.nRanks = n;
-  p.count = count;
-  p.nChannels = channels;
-  p.root = root;
-  return p;
-}
+using testing::AlgoCase;
+using testing::algoCaseName;
+using testing::kAlgos;
+using testing::scheduleParams;
 
 bool hasInPlace(CollKind kind) { return kind != CollKind::kAllToAll; }
 bool rooted(CollKind kind) { return kind == CollKind::kBroadcast || kind == CollKind::kReduce; }
@@ -52,7 +31,7 @@ bool blocked(CollKind kind) {
   return kind == CollKind::kAllGather || kind == CollKind::kReduceScatter || kind == CollKind::kAllToAll;
 }
 // Rings need two slots per FIFO; everything else runs with one.
-int minFifo(const Case& c) {
+int minFifo(const AlgoCase& c) {
   bool ring = c.algo == Algo::kRing &&
               (c.kind == CollKind::kAllReduce || c.kind == CollKind::kAllGather || c.kind == CollKind::kReduceScatter);
   return ring ? 2 : 1;
@@ -72,12 +51,12 @@ void expectVerified(const ScheduleParams& p, int64_t slice, bool inPlace, int fi
   if (++*failures <= 5) ADD_FAILURE() << describe(p, slice, inPlace, fifo) << ": " << err;
 }
 
-class ScheduleSweep : public ::testing::TestWithParam<Case> {};
+class ScheduleSweep : public ::testing::TestWithParam<AlgoCase> {};
 
 // Every rank count 1..64 at counts 0, 1, n-1 and 2n+1; channels, slices, in-place, roots and
 // FIFO sizes rotate with the rank count and count so that every combination shows up many times.
 TEST_P(ScheduleSweep, AllRankCountsUpTo64) {
-  const Case c = GetParam();
+  const AlgoCase c = GetParam();
   int failures = 0;
   for (int n = 1; n <= 64; ++n) {
     int64_t counts[] = {0, 1, n - 1, 2 * n + 1};
@@ -88,7 +67,7 @@ TEST_P(ScheduleSweep, AllRankCountsUpTo64) {
         int64_t slice = ((n + ci + channels) % 2) ? 3 : 64;
         int root = rooted(c.kind) ? std::vector<int>{0, n - 1, n / 2}[(n + ci + channels) % 3] : 0;
         int fifo = minFifo(c) + (n + channels) % 2;
-        ScheduleParams p = makeParams(c, n, count, channels, root);
+        ScheduleParams p = scheduleParams(c.kind, c.algo, n, count, channels, root);
         expectVerified(p, slice, false, fifo, &failures);
         if (hasInPlace(c.kind)) expectVerified(p, slice, true, fifo, &failures);
       }
@@ -100,7 +79,7 @@ TEST_P(ScheduleSweep, AllRankCountsUpTo64) {
 // A larger count, so that blocks are uneven and take many slices: every rank count 1..64 in one
 // rotating configuration, and a few rank counts in every configuration.
 TEST_P(ScheduleSweep, LargerCounts) {
-  const Case c = GetParam();
+  const AlgoCase c = GetParam();
   const int64_t count = blocked(c.kind) ? 37 : 1001;
   int failures = 0;
   for (int n = 1; n <= 64; ++n) {
@@ -108,7 +87,7 @@ TEST_P(ScheduleSweep, LargerCounts) {
     int64_t slice = n % 2 ? 3 : 64;
     bool inPlace = hasInPlace(c.kind) && n % 4 >= 2;
     int root = rooted(c.kind) ? std::vector<int>{0, n - 1, n / 2}[n % 3] : 0;
-    expectVerified(makeParams(c, n, count, channels, root), slice, inPlace, minFifo(c), &failures);
+    expectVerified(scheduleParams(c.kind, c.algo, n, count, channels, root), slice, inPlace, minFifo(c), &failures);
   }
   for (int n : {2, 3, 4, 5, 8, 13, 32, 33}) {
     for (int channels : {1, 2, 3}) {
@@ -116,7 +95,8 @@ TEST_P(ScheduleSweep, LargerCounts) {
         for (bool inPlace : {false, true}) {
           if (inPlace && !hasInPlace(c.kind)) continue;
           int root = rooted(c.kind) ? (n - 1 + channels) % n : 0;
-          expectVerified(makeParams(c, n, count, channels, root), slice, inPlace, minFifo(c), &failures);
+          expectVerified(scheduleParams(c.kind, c.algo, n, count, channels, root), slice, inPlace, minFifo(c),
+                         &failures);
         }
       }
     }
@@ -125,14 +105,14 @@ TEST_P(ScheduleSweep, LargerCounts) {
 }
 
 TEST_P(ScheduleSweep, ManyRanks) {
-  const Case c = GetParam();
+  const AlgoCase c = GetParam();
   int failures = 0;
   for (int n : {100, 128, 257}) {
     for (int64_t count : {int64_t{1}, blocked(c.kind) ? int64_t{3} : int64_t{2 * n + 1}}) {
       for (int channels : {1, 2}) {
         bool inPlace = hasInPlace(c.kind) && channels == 2;
         int root = rooted(c.kind) ? (channels == 1 ? n - 1 : n / 2) : 0;
-        expectVerified(makeParams(c, n, count, channels, root), 64, inPlace, minFifo(c), &failures);
+        expectVerified(scheduleParams(c.kind, c.algo, n, count, channels, root), 64, inPlace, minFifo(c), &failures);
       }
     }
   }
@@ -141,16 +121,16 @@ TEST_P(ScheduleSweep, ManyRanks) {
 
 // Up to 32 channels (more channels than elements, too), a permuted ring order, deeper FIFOs.
 TEST_P(ScheduleSweep, ChannelsOrdersAndFifos) {
-  const Case c = GetParam();
+  const AlgoCase c = GetParam();
   int failures = 0;
   std::mt19937 rng(12345);
   for (int n : {2, 3, 6, 9}) {
     for (int channels : {4, 8, 32}) {
-      ScheduleParams p = makeParams(c, n, blocked(c.kind) ? 19 : 203, channels, n - 1);
+      ScheduleParams p = scheduleParams(c.kind, c.algo, n, blocked(c.kind) ? 19 : 203, channels, n - 1);
       expectVerified(p, 5, false, minFifo(c), &failures);
       if (hasInPlace(c.kind)) expectVerified(p, 2, true, 4, &failures);
     }
-    ScheduleParams p = makeParams(c, n, blocked(c.kind) ? 11 : 301, 3, 1 % n);
+    ScheduleParams p = scheduleParams(c.kind, c.algo, n, blocked(c.kind) ? 11 : 301, 3, 1 % n);
     // Two different orders over three channels: channel 2 takes the first again, reversed.
     p.ringOrders.assign(2, std::vector<int>(static_cast<size_t>(n)));
     for (std::vector<int>& order : p.ringOrders) {
@@ -169,13 +149,13 @@ TEST_P(ScheduleSweep, ChannelsOrdersAndFifos) {
 // Parts on 16-byte boundaries (ScheduleParams::align = partitionAlign of 1-, 2-, 4- and 8-byte
 // elements): every algorithm stays right for every rank count, odd counts and channels.
 TEST_P(ScheduleSweep, AlignedPartitions) {
-  const Case c = GetParam();
+  const AlgoCase c = GetParam();
   int failures = 0;
   for (int64_t align : {int64_t{2}, int64_t{4}, int64_t{16}}) {
     for (int n = 1; n <= 64; n += (n < 9 ? 1 : 7)) {
       for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{3}, blocked(c.kind) ? int64_t{37} : int64_t{1001}}) {
         for (int channels : {1, 3}) {
-          ScheduleParams p = makeParams(c, n, count, channels, rooted(c.kind) ? n / 2 : 0);
+          ScheduleParams p = scheduleParams(c.kind, c.algo, n, count, channels, rooted(c.kind) ? n / 2 : 0);
           p.align = align;
           const int64_t slice = n % 2 ? 3 : 64;
           expectVerified(p, slice, false, minFifo(c), &failures);
@@ -187,8 +167,8 @@ TEST_P(ScheduleSweep, AlignedPartitions) {
   EXPECT_EQ(failures, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ScheduleSweep, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& param) { return caseName(param.param); });
+INSTANTIATE_TEST_SUITE_P(All, ScheduleSweep, ::testing::ValuesIn(kAlgos),
+                         [](const ::testing::TestParamInfo<AlgoCase>& param) { return algoCaseName(param.param); });
 
 // splitEven's parts tile [0, total) in order, start at multiples of align, are as even as whole
 // units allow (the last one also takes the remainder), and largestPart is the largest of them.
@@ -231,7 +211,7 @@ TEST(SchedulePartition, AlignOfElementSizes) {
   EXPECT_EQ(partitionAlign(16), 1);
   EXPECT_EQ(partitionAlign(3), 1);
   EXPECT_EQ(partitionAlign(0), 1);
-  ScheduleParams p = makeParams({CollKind::kAllReduce, Algo::kRing}, 4, 64, 1, 0);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kRing, 4, 64, 1, 0);
   p.align = 0;
   EXPECT_NE(validateParams(p).find("align is 0"), std::string::npos) << validateParams(p);
   p.align = 17;
@@ -240,7 +220,7 @@ TEST(SchedulePartition, AlignOfElementSizes) {
 
 // Rings cannot run with one slot per FIFO (schedule.h): the interpreter says so.
 TEST(ScheduleRing, OneSlotFifoDeadlocks) {
-  ScheduleParams p = makeParams({CollKind::kAllReduce, Algo::kRing}, 4, 64, 1, 0);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kRing, 4, 64, 1, 0);
   std::string err = verifySchedule(p, 8, false, 1);
   EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
   EXPECT_NE(err.find("at least 2 slots"), std::string::npos) << err;
@@ -331,7 +311,7 @@ TEST(ScheduleTree, HeapTreeIsRootedAtRoot) {
 // in at most one of the two trees; every rank has the same lanes and maxStepCount.
 TEST(ScheduleTree, LanesInteriorWorkAndMaxStepCount) {
   for (int n : {1, 2, 5, 64, 65}) {
-    ScheduleParams p = makeParams({CollKind::kAllReduce, Algo::kTree}, n, 1000, 3, 0);
+    ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kTree, n, 1000, 3, 0);
     for (const RankSchedule& s : buildAllSchedules(p)) {
       ASSERT_EQ(static_cast<int>(s.lanes.size()), 3 * lanesPerChannel(p));
       EXPECT_EQ(s.maxStepCount, n == 1 ? 334 : 167);
@@ -349,17 +329,17 @@ TEST(ScheduleTree, LanesInteriorWorkAndMaxStepCount) {
 }
 
 TEST(ScheduleBuild, OneRankIsLocalCopies) {
-  for (const Case& c : kCases) {
-    ScheduleParams p = makeParams(c, 1, 10, 2, 0);
+  for (const AlgoCase& c : kAlgos) {
+    ScheduleParams p = scheduleParams(c.kind, c.algo, 1, 10, 2, 0);
     RankSchedule s = buildSchedule(p, 0);
     for (const Lane& lane : s.lanes) {
-      for (const Step& st : lane.steps) EXPECT_EQ(st.kind, StepKind::kCopy) << caseName(c);
+      for (const Step& st : lane.steps) EXPECT_EQ(st.kind, StepKind::kCopy) << algoCaseName(c);
     }
   }
 }
 
 TEST(ScheduleBuild, ReduceTreeScratch) {
-  ScheduleParams p = makeParams({CollKind::kReduce, Algo::kTree}, 4, 100, 1, 0);
+  ScheduleParams p = scheduleParams(CollKind::kReduce, Algo::kTree, 4, 100, 1, 0);
   EXPECT_EQ(scratchBufferCount(p), 0);
   p.nRanks = 5;
   EXPECT_EQ(scratchBufferCount(p), 100);
@@ -368,7 +348,7 @@ TEST(ScheduleBuild, ReduceTreeScratch) {
 }
 
 TEST(ScheduleParamsCheck, RejectsBadParameters) {
-  ScheduleParams good = makeParams({CollKind::kBroadcast, Algo::kTree}, 4, 10, 2, 3);
+  ScheduleParams good = scheduleParams(CollKind::kBroadcast, Algo::kTree, 4, 10, 2, 3);
   EXPECT_EQ(validateParams(good), "");
   auto bad = [&](auto change, const char* needle) {
     ScheduleParams p = good;
@@ -391,7 +371,7 @@ TEST(ScheduleParamsCheck, RejectsBadParameters) {
 }
 
 TEST(ScheduleFormat, NamesStepsPeersAndRegions) {
-  ScheduleParams p = makeParams({CollKind::kAllReduce, Algo::kRing}, 3, 9, 1, 0);
+  ScheduleParams p = scheduleParams(CollKind::kAllReduce, Algo::kRing, 3, 9, 1, 0);
   std::string text = formatSchedule(buildSchedule(p, 0));
   EXPECT_NE(text.find("rank 0: 1 lanes, maxStepCount 3"), std::string::npos) << text;
   EXPECT_NE(text.find("send to 1, src send[6, +3)"), std::string::npos) << text;
