@@ -152,8 +152,10 @@ size_t removeFifosOfDeadProcesses() {
 FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
   FifoLayout l;
   l.slotStride = roundUp(slotBytes, slotBytes >= kPageBytes ? kPageBytes : kCacheLine);
-  l.descsOffset = roundUp(sizeof(FifoHeader), alignof(SlotDesc));
-  l.dataOffset = roundUp(l.descsOffset + nSlots * sizeof(SlotDesc), kPageBytes);
+  l.controlsOffset = roundUp(sizeof(FifoHeader), kPageBytes);
+  l.controlBytes = roundUp(kControlBytes + nSlots * sizeof(SlotDesc), kPageBytes);
+  l.controlCandidates = l.controlBytes <= kMaxPlacedControlBytes ? kControlCandidates : 1;
+  l.dataOffset = l.controlsOffset + l.controlCandidates * l.controlBytes;
   l.totalBytes = roundUp(l.dataOffset + nSlots * l.slotStride, kPageBytes);
   return l;
 }
@@ -235,6 +237,7 @@ ShmFifo::ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes)
   nSlots_ = header_->nSlots;
   slotBytes_ = header_->slotBytes;
   stride_ = header_->slotStride;
+  control_ = reinterpret_cast<FifoControl*>(static_cast<char*>(base) + header_->controlOffset);
   descs_ = reinterpret_cast<SlotDesc*>(static_cast<char*>(base) + header_->descsOffset);
   data_ = static_cast<char*>(base) + header_->dataOffset;
 }
@@ -253,22 +256,39 @@ ShmFifo::~ShmFifo() {
 
 namespace {
 
-// Writes a new FIFO's header and slot descriptors into `base`; the magic last, so that a
-// sender that sees it sees the rest.
+// The candidate control block nearest this CPU (near_pages.h); the segment's pages must exist.
+size_t chooseControlBlock(const char* base, const FifoSpec& spec, const FifoLayout& layout) {
+  if (layout.controlCandidates <= 1) return 0;
+  const PageProbe probe = spec.probe ? spec.probe : [](size_t, const void* line) { return reloadCycles(line); };
+  std::vector<uint64_t> costs;
+  const size_t block =
+      nearestBlock(base + layout.controlsOffset, layout.controlBytes, layout.controlCandidates, probe, &costs);
+  std::string text;
+  for (uint64_t c : costs) text += " " + std::to_string(c);
+  WEFT_LOG(kTrace, kShm, "rank %d: the FIFO from rank %d keeps its control block on candidate %zu (reload cycles:%s)",
+           spec.selfRank, spec.peerRank, block, text.c_str());
+  return block;
+}
+
+// Writes a new FIFO's header, control block and slot descriptors into `base`; the magic last,
+// so that a sender that sees it sees the rest.
 void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
+  const size_t block = chooseControlBlock(static_cast<const char*>(base), spec, layout);
   auto* h = new (base) FifoHeader();
   h->version = kFifoVersion;
   h->nSlots = spec.nSlots;
   h->slotBytes = spec.slotBytes;
   h->slotStride = layout.slotStride;
-  h->descsOffset = layout.descsOffset;
+  h->controlOffset = layout.controlsOffset + block * layout.controlBytes;
+  h->descsOffset = h->controlOffset + kControlBytes;
   h->dataOffset = layout.dataOffset;
   h->totalBytes = layout.totalBytes;
   h->receiverRank = spec.selfRank;
   h->receiverPid = getpid();
   h->receiverPidNs = processPidNamespace();
   h->senderRank = spec.peerRank;
-  auto* descs = reinterpret_cast<char*>(base) + layout.descsOffset;
+  new (static_cast<char*>(base) + h->controlOffset) FifoControl{{0}, {0}};
+  auto* descs = reinterpret_cast<char*>(base) + h->descsOffset;
   for (size_t i = 0; i < spec.nSlots; ++i) new (descs + i * sizeof(SlotDesc)) SlotDesc{{0}, 0, 0, {}};
   h->magic.store(kFifoMagic, std::memory_order_release);
 }
@@ -305,6 +325,15 @@ int placeOnNode(void* base, size_t bytes, const FifoSpec& spec) {
     return -1;
   }
   return preferredNumaNode(base);
+}
+
+// Whether a header's control block is one of the layout's candidates, with the descriptors
+// right after it (a sender must not trust offsets it did not check).
+bool controlPlaced(const FifoHeader& h, const FifoLayout& layout) {
+  if (h.controlOffset < layout.controlsOffset) return false;
+  const uint64_t rel = h.controlOffset - layout.controlsOffset;
+  return rel % layout.controlBytes == 0 && rel / layout.controlBytes < layout.controlCandidates &&
+         h.descsOffset == h.controlOffset + kControlBytes;
 }
 
 }  // namespace
@@ -423,7 +452,7 @@ Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<
           }
           const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
           if (h->totalBytes != bytes || layout.totalBytes != bytes || h->slotStride != layout.slotStride ||
-              h->descsOffset != layout.descsOffset || h->dataOffset != layout.dataOffset) {
+              !controlPlaced(*h, layout) || h->dataOffset != layout.dataOffset) {
             return WEFT_ERROR(weftInternalError,
                               "rank %d: the shared-memory FIFO %s from rank %d has an inconsistent layout "
                               "(%zu B mapped, header says %" PRIu64 " B, expected %zu B)",
@@ -461,6 +490,11 @@ Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<
     }
     backoff.pause();
   }
+}
+
+size_t ShmFifo::controlBlock() const {
+  const FifoLayout layout = fifoLayout(nSlots_, slotBytes_);
+  return (header_->controlOffset - layout.controlsOffset) / layout.controlBytes;
 }
 
 int ShmFifo::peerPidToCheck() const {

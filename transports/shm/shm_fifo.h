@@ -1,7 +1,9 @@
 // The FIFO of the shared-memory transport: nSlots slots of slotBytes bytes in one POSIX
 // shared-memory segment, a descriptor per slot (its sequence number, byte count and stamp,
 // and the bytes themselves when they fit: SlotDesc) that the receiver polls, and a tail counter
-// the receiver advances. The receiver creates the segment (ShmFifo::create, returns at once); the
+// the receiver advances. The descriptors and the tail (the control block) sit on whichever of a
+// few candidate blocks of the segment the receiver finds nearest in memory (near_pages.h): on a
+// VM whose host spreads its memory over two sockets, that halves a small message's latency. The receiver creates the segment (ShmFifo::create, returns at once); the
 // sender waits for it and attaches (ShmFifo::attach) and then unlinks its name, so nothing is
 // left in /dev/shm once both sides have it mapped, whichever of them dies later.
 //
@@ -25,12 +27,13 @@
 
 #include "base/os.h"
 #include "base/status.h"
+#include "transports/shm/near_pages.h"
 
 namespace weft {
 namespace shm {
 
 constexpr uint64_t kFifoMagic = 0x314d485354464557ull;  // "WEFTSHM1" in memory order
-constexpr uint32_t kFifoVersion = 5;  // 5: announced; 4: no head counter; 3: slot descriptors; 2: stamps after the sizes
+constexpr uint32_t kFifoVersion = 6;  // 6: the control block placed; 5: announced; 4: no head counter; 3: slot descriptors; 2: stamps after the sizes
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kMaxSlots = 1u << 16;
@@ -49,7 +52,8 @@ struct FifoHeader {
   uint64_t nSlots;
   uint64_t slotBytes;
   uint64_t slotStride;  // distance between slots: slotBytes rounded up to 64 B (4 KiB from 4 KiB on)
-  uint64_t descsOffset;  // the SlotDesc array
+  uint64_t controlOffset;  // the FifoControl the receiver chose among the candidates (FifoLayout)
+  uint64_t descsOffset;    // the SlotDesc array: controlOffset + kControlBytes
   uint64_t dataOffset;  // first slot, 4 KiB aligned
   uint64_t totalBytes;
   int32_t receiverRank;
@@ -63,14 +67,18 @@ struct FifoHeader {
   // Failure flags: rarely written, read by the peer's checkPeer().
   alignas(kCacheLine) std::atomic<uint32_t> senderAbort;
   std::atomic<uint32_t> receiverAbort;
-
-  // Slots released, and the stamp of the call the receiver runs now (announce(); 0 none):
-  // written by the receiver only, read by the sender on one line. (What the sender posted is in
-  // the slot descriptors' seq fields; nothing else counts it.)
-  alignas(kCacheLine) std::atomic<uint64_t> tail;
-  std::atomic<uint64_t> announced;
 };
 static_assert(sizeof(FifoHeader) % kCacheLine == 0, "the header ends on a cache line");
+
+// Slots released, and the stamp of the call the receiver runs now (announce(); 0 none): written
+// by the receiver only, read by the sender on one line, at the start of the control block. (What
+// the sender posted is in the slot descriptors' seq fields; nothing else counts it.) The
+// descriptors follow a line later, so that the adjacent-line prefetch pairs neither with it.
+struct alignas(kCacheLine) FifoControl {
+  std::atomic<uint64_t> tail;
+  std::atomic<uint64_t> announced;
+};
+constexpr size_t kControlBytes = 2 * kCacheLine;
 
 // One slot's descriptor, two cache lines of its own (a 64 B all-reduce's message fits; the
 // second line is the adjacent one, which the L2 fetches with the first on the CPUs measured). The sender writes bytes, stamp and (for a
@@ -87,9 +95,15 @@ struct alignas(2 * kCacheLine) SlotDesc {
 static_assert(sizeof(SlotDesc) == 2 * kCacheLine, "a slot descriptor is two cache lines");
 
 // Where things lie in a segment of this geometry (byte offsets from the start of the segment).
+// The control block (FifoControl, then a SlotDesc per slot) may sit in any of `controlCandidates`
+// blocks of `controlBytes` (whole pages) from `controlsOffset`; the receiver picks one.
+constexpr size_t kControlCandidates = 8;            // 32 KiB with the default 4 slots
+constexpr size_t kMaxPlacedControlBytes = 1u << 16;  // larger blocks (> 511 slots) get one candidate
 struct FifoLayout {
   size_t slotStride = 0;
-  size_t descsOffset = 0;  // per slot: a SlotDesc
+  size_t controlsOffset = 0;
+  size_t controlBytes = 0;
+  size_t controlCandidates = 0;
   size_t dataOffset = 0;
   size_t totalBytes = 0;
 };
@@ -122,6 +136,7 @@ struct FifoSpec {
   std::string peerHost;  // for messages
   int numaNode = -1;     // receiver: NUMA node its pages are placed on (preferred); -1 no preference
   const std::atomic<bool>* abort = nullptr;  // attach() gives up when this becomes true
+  PageProbe probe;  // receiver: how near a candidate control block is (empty: reloadCycles; tests)
 };
 
 class ShmFifo {
@@ -147,11 +162,13 @@ class ShmFifo {
   // Receiver: the NUMA node the kernel's policy for the segment prefers (as the kernel reports
   // it), or -1 (no node asked for, or the kernel refused it: the pages go where they fall).
   int placedNumaNode() const { return placedNode_; }
+  // Which of the candidates (FifoLayout) holds the control block.
+  size_t controlBlock() const;
 
   // Sender: the slot to fill next, or nullptr while all slots are in use.
   void* trySendSlot() {
     if (head_ - cachedTail_ >= nSlots_) {
-      cachedTail_ = header_->tail.load(std::memory_order_acquire);  // the receiver is done reading
+      cachedTail_ = control_->tail.load(std::memory_order_acquire);  // the receiver is done reading
       if (head_ - cachedTail_ >= nSlots_) return nullptr;
     }
     return data_ + sendIndex_ * stride_;
@@ -178,7 +195,7 @@ class ShmFifo {
   // Receiver: hands the slot from tryRecv() back to the sender.
   void releaseRecv() {
     if (++recvIndex_ == nSlots_) recvIndex_ = 0;
-    header_->tail.store(++tail_, std::memory_order_release);
+    control_->tail.store(++tail_, std::memory_order_release);
   }
 
   // Ok while the peer lives and has not signalled a failure; weftRemoteError otherwise.
@@ -192,11 +209,11 @@ class ShmFifo {
     return v >= 2 ? static_cast<int>(v - 2) : -1;
   }
   // Sender: true when the receiver has released every slot posted so far.
-  bool allSendsConsumed() const { return header_->tail.load(std::memory_order_acquire) == head_; }
+  bool allSendsConsumed() const { return control_->tail.load(std::memory_order_acquire) == head_; }
   // Receiver: this rank runs the call stamped `stamp` (call_stamp.h) and will read this FIFO in
   // it. Sender: whether the receiver last announced `stamp` (Connection::peerAnnounced).
-  void announce(uint64_t stamp) { header_->announced.store(stamp, std::memory_order_release); }
-  bool peerAnnounced(uint64_t stamp) const { return header_->announced.load(std::memory_order_acquire) == stamp; }
+  void announce(uint64_t stamp) { control_->announced.store(stamp, std::memory_order_release); }
+  bool peerAnnounced(uint64_t stamp) const { return control_->announced.load(std::memory_order_acquire) == stamp; }
   // True once the peer set its abort flag (cheap: one load).
   bool peerAborted() const {
     const std::atomic<uint32_t>& peer = role_ == Role::kSender ? header_->receiverAbort : header_->senderAbort;
@@ -213,6 +230,7 @@ class ShmFifo {
   void* base_ = nullptr;
   size_t mappedBytes_ = 0;
   FifoHeader* header_ = nullptr;
+  FifoControl* control_ = nullptr;
   SlotDesc* descs_ = nullptr;
   char* data_ = nullptr;
   size_t nSlots_ = 0;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "shm_test_util.h"
 
@@ -55,6 +56,24 @@ Pair makePair(const std::string& tag, size_t nSlots, size_t slotBytes) {
   EXPECT_TRUE(st.isOk()) << st.message();
   return p;
 }
+
+// A FIFO segment mapped by the test itself (read and write), found by name while it has one.
+struct TestMapping {
+  TestMapping(const std::string& name, size_t length) : bytes(length) {
+    int fd = shm_open(name.c_str(), O_RDWR, 0);
+    if (fd < 0) return;
+    void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p != MAP_FAILED) base = static_cast<unsigned char*>(p);
+  }
+  ~TestMapping() {
+    if (base != nullptr) munmap(base, bytes);
+  }
+  TestMapping(const TestMapping&) = delete;
+  TestMapping& operator=(const TestMapping&) = delete;
+  unsigned char* base = nullptr;
+  size_t bytes;
+};
 
 class FifoGeometry : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {
  protected:
@@ -227,11 +246,108 @@ TEST(ShmFifo, LayoutAlignsSlotsAndData) {
       EXPECT_EQ(l.slotStride % 64, 0u);
       EXPECT_GE(l.slotStride, slotBytes);
       EXPECT_EQ(l.dataOffset % 4096, 0u);
-      EXPECT_EQ(l.descsOffset % alignof(SlotDesc), 0u);
-      EXPECT_GE(l.dataOffset, l.descsOffset + nSlots * sizeof(SlotDesc));
+      EXPECT_GE(l.controlsOffset, sizeof(FifoHeader));
+      EXPECT_EQ(l.controlsOffset % 4096, 0u);
+      EXPECT_EQ(l.controlBytes % 4096, 0u);
+      EXPECT_GE(l.controlBytes, kControlBytes + nSlots * sizeof(SlotDesc)) << "a candidate holds a control block";
+      EXPECT_EQ(l.controlCandidates, nSlots <= 511 ? kControlCandidates : 1u) << nSlots << " slots";
+      EXPECT_EQ(l.dataOffset, l.controlsOffset + l.controlCandidates * l.controlBytes);
       EXPECT_GE(l.totalBytes, l.dataOffset + nSlots * l.slotStride);
       EXPECT_EQ(l.totalBytes % 4096, 0u);
     }
+  }
+}
+
+// The block whose slowest page is fastest wins; equals go to the lowest index; a block's pages
+// are each probed once.
+TEST(NearPages, TheBlockWhoseSlowestPageIsFastestWins) {
+  const char* base = reinterpret_cast<const char*>(uintptr_t{1} << 20);
+  std::vector<std::vector<uint64_t>> cost = {{400, 400}, {300, 500}, {350, 360}, {350, 350}, {350, 350}};
+  std::vector<int> probed(cost.size() * 2, 0);
+  auto probe = [&](size_t block, const void* line) {
+    const size_t page = (static_cast<const char*>(line) - base - block * 8192) / 4096;
+    EXPECT_LT(page, 2u);
+    ++probed[block * 2 + page];
+    return cost[block][page];
+  };
+  EXPECT_EQ(nearestBlock(base, 8192, cost.size(), probe), 3u);
+  for (int n : probed) EXPECT_EQ(n, 1);
+  EXPECT_EQ(nearestBlock(base, 8192, 1, probe), 0u) << "one candidate: nothing to choose";
+}
+
+// Every reload of a line takes some time where there is a flush to measure it with.
+TEST(NearPages, AReloadFromMemoryTakesTime) {
+  std::vector<char> page(4096, 1);
+#if defined(__x86_64__)
+  EXPECT_GT(reloadCycles(page.data()), 0u);
+#else
+  EXPECT_EQ(reloadCycles(page.data()), 0u) << "no flush here: every page looks alike";
+#endif
+}
+
+// The receiver puts the control block (tail and descriptors) on the candidate its probe finds
+// nearest; both ends use it (messages in the descriptors and in the slots, the tail and the
+// announcement), and the other candidates stay untouched.
+TEST(ShmFifo, TheControlBlockGoesWhereTheProbeFindsMemoryNearest) {
+  for (size_t nearest : {size_t{0}, size_t{5}, kControlCandidates - 1}) {
+    std::string tag = uniqueTag();
+    FifoSpec rs = spec(tag, false, 3, 4096);
+    rs.probe = [nearest](size_t block, const void*) { return block == nearest ? uint64_t{350} : uint64_t{470}; };
+    Pair p;
+    ASSERT_TRUE(ShmFifo::create(rs, &p.recv).isOk());
+    const FifoLayout l = fifoLayout(3, 4096);
+    TestMapping segment(fifoName(tag, 0, 1, 0), l.totalBytes);  // before the sender unlinks the name
+    ASSERT_NE(segment.base, nullptr);
+    ASSERT_TRUE(ShmFifo::attach(spec(tag, true, 3, 4096), Deadline::afterSeconds(5), &p.send).isOk());
+    EXPECT_EQ(p.recv->controlBlock(), nearest);
+    EXPECT_EQ(p.send->controlBlock(), nearest);
+    p.recv->announce(kTestStamp);
+    EXPECT_TRUE(p.send->peerAnnounced(kTestStamp));
+    for (size_t n : {size_t{8}, size_t{kInlineBytes}, size_t{3000}, size_t{8}, size_t{4096}, size_t{1}, size_t{77}}) {
+      auto* slot = static_cast<unsigned char*>(p.send->trySendSlot());
+      ASSERT_NE(slot, nullptr) << n;
+      for (size_t i = 0; i < n; ++i) slot[i] = patternByte(n, i);
+      p.send->postSend(n, kTestStamp + n);
+      size_t got = 0;
+      uint64_t stamp = 0;
+      const auto* data = static_cast<const unsigned char*>(p.recv->tryRecv(&got, &stamp));
+      ASSERT_NE(data, nullptr) << n;
+      ASSERT_EQ(got, n);
+      EXPECT_EQ(stamp, kTestStamp + n);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(data[i], patternByte(n, i)) << n << " bytes, byte " << i;
+      p.recv->releaseRecv();
+      EXPECT_TRUE(p.send->allSendsConsumed());
+    }
+    // The candidates not chosen were never written (the segment starts zeroed).
+    for (size_t b = 0; b < l.controlCandidates; ++b) {
+      const unsigned char* block = segment.base + l.controlsOffset + b * l.controlBytes;
+      size_t nonZero = 0;
+      for (size_t i = 0; i < l.controlBytes; ++i) nonZero += block[i] != 0;
+      if (b == nearest) {
+        EXPECT_GT(nonZero, 0u) << "the chosen block holds the tail and the descriptors";
+      } else {
+        EXPECT_EQ(nonZero, 0u) << "candidate " << b;
+      }
+    }
+  }
+}
+
+// A sender checks where the header says the control block is before it trusts it.
+TEST(ShmFifo, AttachRejectsAControlBlockOutsideTheCandidates) {
+  const FifoLayout l = fifoLayout(2, 256);
+  for (uint64_t bad : {uint64_t{0}, uint64_t{l.controlsOffset + 64}, uint64_t{l.dataOffset},
+                       uint64_t{l.controlsOffset + l.controlCandidates * l.controlBytes}}) {
+    std::string tag = uniqueTag();
+    std::unique_ptr<ShmFifo> recv, send;
+    ASSERT_TRUE(ShmFifo::create(spec(tag, false, 2, 256), &recv).isOk());
+    TestMapping segment(fifoName(tag, 0, 1, 0), l.totalBytes);
+    ASSERT_NE(segment.base, nullptr);
+    auto* header = reinterpret_cast<FifoHeader*>(segment.base);
+    header->controlOffset = bad;
+    header->descsOffset = bad + kControlBytes;
+    Status st = ShmFifo::attach(spec(tag, true, 2, 256), Deadline::afterSeconds(5), &send);
+    EXPECT_FALSE(st.isOk()) << bad;
+    EXPECT_NE(st.message().find("inconsistent layout"), std::string::npos) << st.message();
   }
 }
 
