@@ -18,6 +18,8 @@
 #include <functional>
 #include <vector>
 
+#include "base/status.h"
+
 namespace weft {
 namespace shm {
 
@@ -33,6 +35,26 @@ uint64_t reloadCycles(const void* line);
 // receives each block's cost (for the log).
 size_t nearestBlock(const char* base, size_t blockBytes, size_t nBlocks, const PageProbe& probe,
                     std::vector<uint64_t>* costs = nullptr);
+
+// What settleNear did: pages looked at, far ones before and after, rounds of re-drawing.
+struct SettleReport {
+  size_t pages = 0;
+  size_t farBefore = 0;
+  size_t farAfter = 0;
+  int rounds = 0;
+};
+
+// Re-draws the far pages of [offset, offset + bytes) of the shared-memory file `fd`, mapped at
+// `base` with its pages allocated, until every page is near or `maxRounds` rounds pass: a far
+// page's hole is punched and filled anew, while a private decoy page holds the page just freed
+// (the kernel's page lists would hand it straight back). A page is far when its cost is more than
+// 1.25x the 10th percentile of the range (the near level), so memory that is all alike is left
+// as it is. The decoys are released at the end. No page is left a hole: a failure to fill one
+// again (no space in /dev/shm) is an error, and the caller fails as for any reservation. On the
+// VM measured, two cores stream 256 KiB slots at 16 GB/s through near pages, 8 through far ones
+// and 11 through pages as they come.
+[[nodiscard]] Status settleNear(int fd, char* base, size_t offset, size_t bytes, const PageProbe& probe, int maxRounds,
+                                SettleReport* report);
 
 }  // namespace shm
 }  // namespace weft

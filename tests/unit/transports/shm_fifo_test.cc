@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -285,6 +287,71 @@ TEST(NearPages, AReloadFromMemoryTakesTime) {
 #endif
 }
 
+// A memfd of `pages` pages, each allocated and marked with its index + 1 in its first byte.
+struct MarkedFile {
+  explicit MarkedFile(size_t n) : pages(n) {
+    fd = static_cast<int>(syscall(SYS_memfd_create, "weft-near-test", 0));
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(n * 4096)) != 0) return;
+    void* p = mmap(nullptr, n * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return;
+    base = static_cast<char*>(p);
+    for (size_t i = 0; i < n; ++i) base[i * 4096] = static_cast<char>(i + 1);
+  }
+  ~MarkedFile() {
+    if (base != nullptr) munmap(base, pages * 4096);
+    if (fd >= 0) close(fd);
+  }
+  MarkedFile(const MarkedFile&) = delete;
+  MarkedFile& operator=(const MarkedFile&) = delete;
+  size_t allocatedBytes() const {
+    struct stat st;
+    return fstat(fd, &st) == 0 ? static_cast<size_t>(st.st_blocks) * 512 : 0;
+  }
+  size_t pages;
+  int fd = -1;
+  char* base = nullptr;
+};
+
+// Far pages are re-drawn (a new page reads zero: the probe sees each draw) until near or out of
+// rounds; near ones are never touched; no page is left a hole.
+TEST(NearPages, FarPagesAreRedrawnUntilNearAndNoneIsLeftAHole) {
+  MarkedFile f(10);
+  ASSERT_NE(f.base, nullptr);
+  // Draw 0 is the page as allocated; a page's later draws cost what its row says, in order.
+  const std::vector<std::vector<uint64_t>> draws = {{350}, {340}, {360}, {355}, {345}, {350},
+                                                    {470, 350}, {480, 470, 340}, {470, 490, 480, 500}, {460, 330}};
+  std::vector<size_t> drawn(10, 0);
+  auto probe = [&](size_t page, const void* line) {
+    char* first = static_cast<char*>(const_cast<void*>(line));
+    EXPECT_EQ(first, f.base + page * 4096);
+    if (*first == 0) {  // a new page: mark it as seen
+      ++drawn[page];
+      *first = static_cast<char>(page + 1);
+    }
+    return draws[page][std::min(drawn[page], draws[page].size() - 1)];
+  };
+  SettleReport r;
+  ASSERT_TRUE(settleNear(f.fd, f.base, 0, 10 * 4096, probe, 3, &r).isOk());
+  EXPECT_EQ(r.pages, 10u);
+  EXPECT_EQ(r.farBefore, 4u);
+  EXPECT_EQ(r.farAfter, 1u) << "page 8 never draws near in 3 rounds";
+  EXPECT_EQ(r.rounds, 3);
+  EXPECT_EQ(drawn, (std::vector<size_t>{0, 0, 0, 0, 0, 0, 1, 2, 3, 1}));
+  EXPECT_EQ(f.allocatedBytes(), 10u * 4096) << "every page is memory again, none a hole";
+}
+
+// Memory that is all alike (within a quarter of the near level) is left as it is.
+TEST(NearPages, UniformMemoryIsLeftAlone) {
+  MarkedFile f(16);
+  ASSERT_NE(f.base, nullptr);
+  SettleReport r;
+  auto probe = [](size_t page, const void*) { return uint64_t{300 + 5 * (page % 7)}; };
+  ASSERT_TRUE(settleNear(f.fd, f.base, 0, 16 * 4096, probe, 8, &r).isOk());
+  EXPECT_EQ(r.farBefore, 0u);
+  EXPECT_EQ(r.rounds, 0);
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(f.base[i * 4096], static_cast<char>(i + 1)) << "page " << i << " kept";
+}
+
 // The receiver puts the control block (tail and descriptors) on the candidate its probe finds
 // nearest; both ends use it (messages in the descriptors and in the slots, the tail and the
 // announcement), and the other candidates stay untouched.
@@ -329,6 +396,22 @@ TEST(ShmFifo, TheControlBlockGoesWhereTheProbeFindsMemoryNearest) {
         EXPECT_EQ(nonZero, 0u) << "candidate " << b;
       }
     }
+  }
+}
+
+// Whatever re-drawing the slots' pages did, the segment a receiver hands out has all its memory
+// (a hole would be a SIGBUS in the sender when /dev/shm fills up later).
+TEST(ShmFifo, ACreatedSegmentHasAllItsPages) {
+  for (size_t slotBytes : {size_t{4096}, size_t{256} << 10}) {
+    std::string tag = uniqueTag();
+    std::unique_ptr<ShmFifo> recv;
+    ASSERT_TRUE(ShmFifo::create(spec(tag, false, 4, slotBytes), &recv).isOk());
+    int fd = shm_open(fifoName(tag, 0, 1, 0).c_str(), O_RDONLY, 0);
+    ASSERT_GE(fd, 0);
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    close(fd);
+    EXPECT_GE(static_cast<size_t>(st.st_blocks) * 512, fifoLayout(4, slotBytes).totalBytes) << slotBytes;
   }
 }
 
