@@ -47,6 +47,7 @@ WEFT_PARAM_RANGE(DeviceLLMaxBytes, 0, 1048576)
 
 // Transports
 WEFT_PARAM(bool, ShmDisable, "SHM_DISABLE", false, "1: never use the shared-memory transport")
+WEFT_PARAM(bool, ShmNearPages, "SHM_NEAR_PAGES", true, "1: the receiver of a shared-memory FIFO re-draws the pages that answer slowly (memory on a host NUMA node a VM hides) and keeps its control lines on the nearest; 0: the pages as the kernel gives them")
 WEFT_PARAM(bool, P2pDisable, "P2P_DISABLE", false, "1: never let GPUs write each other's memory (device buffers are then staged through pinned host memory over shared memory or the network)")
 WEFT_PARAM(bool, SingleCopy, "SINGLE_COPY", true, "0: never let a rank read a peer's buffers directly; always copy through shared memory")
 WEFT_PARAM(bool, ZeroCopy, "ZERO_COPY", true, "0: collectives on registered host buffers (weftMemAlloc + weftCommRegister) still copy through the FIFOs instead of reading and writing the peers' buffers directly")

@@ -258,7 +258,7 @@ namespace {
 
 // The candidate control block nearest this CPU (near_pages.h); the segment's pages must exist.
 size_t chooseControlBlock(const char* base, const FifoSpec& spec, const FifoLayout& layout) {
-  if (layout.controlCandidates <= 1) return 0;
+  if (layout.controlCandidates <= 1 || !spec.nearPages) return 0;
   const PageProbe probe = spec.probe ? spec.probe : [](size_t, const void* line) { return reloadCycles(line); };
   std::vector<uint64_t> costs;
   const size_t block =
@@ -319,7 +319,7 @@ Status settlePages(int fd, char* base, const FifoSpec& spec, const FifoLayout& l
   constexpr size_t kMaxSettledBytes = size_t{16} << 20;
   constexpr int kMaxRounds = 12;  // on the VM measured, 256 pages settle in about 10
   const size_t bytes = layout.totalBytes - layout.controlsOffset;
-  if (bytes > kMaxSettledBytes) return Status::ok();
+  if (bytes > kMaxSettledBytes || !spec.nearPages) return Status::ok();
   SettleReport r;
   const PageProbe probe = [](size_t, const void* line) { return reloadCycles(line); };
   Status s = settleNear(fd, base, layout.controlsOffset, bytes, probe, kMaxRounds, &r);

@@ -136,7 +136,8 @@ struct FifoSpec {
   std::string peerHost;  // for messages
   int numaNode = -1;     // receiver: NUMA node its pages are placed on (preferred); -1 no preference
   const std::atomic<bool>* abort = nullptr;  // attach() gives up when this becomes true
-  PageProbe probe;  // receiver: how near a candidate control block is (empty: reloadCycles; tests)
+  bool nearPages = true;  // receiver: re-draw far pages and place the control block (WEFT_SHM_NEAR_PAGES)
+  PageProbe probe;        // receiver: how near a candidate control block is (empty: reloadCycles; tests)
 };
 
 class ShmFifo {

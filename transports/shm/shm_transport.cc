@@ -79,6 +79,7 @@ FifoSpec fifoSpecFor(const ConnectRequest& req, ShmFifo::Role role) {
   spec.peerRank = req.peer.rank;
   spec.peerPid = req.peer.pid;
   spec.numaNode = req.numaNode;
+  spec.nearPages = params::ShmNearPages();
   spec.abort = req.abort;
   spec.peerHost.assign(req.peer.hostName, strnlen(req.peer.hostName, sizeof(req.peer.hostName)));
   return spec;

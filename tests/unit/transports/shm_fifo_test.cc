@@ -399,6 +399,19 @@ TEST(ShmFifo, TheControlBlockGoesWhereTheProbeFindsMemoryNearest) {
   }
 }
 
+// WEFT_SHM_NEAR_PAGES=0: the first candidate, whatever a probe would say.
+TEST(ShmFifo, WithoutNearPagesTheControlBlockStaysFirst) {
+  std::string tag = uniqueTag();
+  FifoSpec rs = spec(tag, false, 3, 4096);
+  rs.nearPages = false;
+  rs.probe = [](size_t block, const void*) { return block == 5 ? uint64_t{350} : uint64_t{470}; };
+  Pair p;
+  ASSERT_TRUE(ShmFifo::create(rs, &p.recv).isOk());
+  ASSERT_TRUE(ShmFifo::attach(spec(tag, true, 3, 4096), Deadline::afterSeconds(5), &p.send).isOk());
+  EXPECT_EQ(p.recv->controlBlock(), 0u);
+  EXPECT_EQ(p.send->controlBlock(), 0u);
+}
+
 // Whatever re-drawing the slots' pages did, the segment a receiver hands out has all its memory
 // (a hole would be a SIGBUS in the sender when /dev/shm fills up later).
 TEST(ShmFifo, ACreatedSegmentHasAllItsPages) {
