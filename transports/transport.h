@@ -85,9 +85,11 @@ class PeerExchange {
   virtual ~PeerExchange() = default;
   virtual Status send(int peer, int tag, const void* data, size_t bytes) = 0;
   virtual Status recv(int peer, int tag, void* data, size_t bytes) = 0;
-  // The same, giving up at `deadline` (connecting waits no longer than the request allows).
-  virtual Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline) {
+  // The same, giving up at `deadline` (connecting waits no longer than the request allows) or
+  // once `stop` (may be null: ConnectRequest::abort) becomes true, with weftRemoteError.
+  virtual Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline, const std::atomic<bool>* stop) {
     (void)deadline;
+    (void)stop;
     return recv(peer, tag, data, bytes);
   }
 };

@@ -433,6 +433,10 @@ Status Bootstrap::recv(int peer, int tag, void* data, size_t bytes, Deadline dea
   return recvFrame(peer, wire::kUser, tag, data, bytes, deadline, "recv");
 }
 
+Status Bootstrap::recv(int peer, int tag, void* data, size_t bytes, Deadline deadline, const std::atomic<bool>* stop) {
+  return recvFrame(peer, wire::kUser, tag, data, bytes, deadline, "recv", stop);
+}
+
 Status Bootstrap::sendFrame(int peer, uint32_t kind, int tag, const void* data, size_t bytes, Deadline deadline,
                             const char* what) {
   if (peer < 0 || peer >= nRanks_) {
@@ -496,7 +500,7 @@ Status Bootstrap::timeoutError(int peer, Deadline deadline, uint64_t startNs, co
 }
 
 Status Bootstrap::recvFrame(int peer, uint32_t kind, int tag, void* data, size_t bytes, Deadline deadline,
-                            const char* what) {
+                            const char* what, const std::atomic<bool>* stop) {
   if (peer < 0 || peer >= nRanks_) {
     return WEFT_ERROR(weftInvalidArgument, "bootstrap %s: peer %d is out of range for %d ranks", what, peer, nRanks_);
   }
@@ -518,7 +522,9 @@ Status Bootstrap::recvFrame(int peer, uint32_t kind, int tag, void* data, size_t
       if (bytes > 0) std::memcpy(data, m.data.data(), bytes);
       return Status::ok();
     }
-    if (aborted()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
+    if (aborted() || (stop != nullptr && stop->load())) {
+      return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
+    }
     if (!c.inError.isOk()) {
       return Status::error(weftRemoteError, "bootstrap: " + describe(peer) + " closed its connection during " + what +
                                                 " (" + c.inError.message() + ")");

@@ -125,7 +125,9 @@ class Bootstrap : public PeerExchange {
   Status send(int peer, int tag, const void* data, size_t bytes) override;
   Status recv(int peer, int tag, void* data, size_t bytes) override;
   Status send(int peer, int tag, const void* data, size_t bytes, Deadline deadline);
-  Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline) override;
+  Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline);
+  // ... and fails (weftRemoteError, "aborted") within ~0.1 s once `stop` becomes true.
+  Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline, const std::atomic<bool>* stop) override;
 
   // From any thread: every call in progress or to come returns weftRemoteError ("aborted")
   // within about 0.1 s.
@@ -146,7 +148,8 @@ class Bootstrap : public PeerExchange {
 
   Status sendFrame(int peer, uint32_t kind, int tag, const void* data, size_t bytes, Deadline deadline,
                    const char* what);
-  Status recvFrame(int peer, uint32_t kind, int tag, void* data, size_t bytes, Deadline deadline, const char* what);
+  Status recvFrame(int peer, uint32_t kind, int tag, void* data, size_t bytes, Deadline deadline, const char* what,
+                   const std::atomic<bool>* stop = nullptr);
   Status gather(const void* mine, void* all, size_t bytesPerRank, Deadline deadline, bool isBarrier);
   // Takes in whatever arrives (new connections, frames) for up to kAbortPollMs.
   void pumpOnce(Deadline deadline);

@@ -516,7 +516,7 @@ Status PluginTransport::connectSend(const ConnectRequest& req, std::unique_ptr<C
   const NetPlugin* plugin = nullptr;
   WEFT_TRY(start(&plugin));
   Offer offer;
-  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
+  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline, req.abort);
   if (!got.isOk()) {
     return WEFT_ERROR(got.code(),
                       "rank %d: no offer from rank %d (host %s) for network plugin %s: %s; do both ranks "

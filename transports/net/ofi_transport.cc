@@ -121,7 +121,7 @@ Status OfiTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Conn
   WEFT_TRY(checkRequest(req));
   WEFT_TRY(start(req));
   Offer offer;
-  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
+  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline, req.abort);
   if (!got.isOk()) {
     return std::move(got).withPrefix(
         "libfabric transport: waiting for the connection offer (every rank must use "

@@ -599,7 +599,7 @@ Status SocketTransport::connectSend(const ConnectRequest& req, std::unique_ptr<C
   NicInterface nic;
   WEFT_TRY(listenerFor(req, &listener, &nic));
   Offer offer;
-  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
+  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline, req.abort);
   if (!got.isOk()) return std::move(got).withPrefix("socket transport: waiting for the connection offer: ");
   Status bad = checkSocketOffer(offer, req.peer.rank, req.lane);
   if (!bad.isOk()) return std::move(bad).withPrefix("rank " + std::to_string(req.self.rank) + ": ");

@@ -115,7 +115,7 @@ Status takeSenderCredits(const ConnectRequest& req, DeviceMemory* senderBlock) {
                       req.self.rank, req.peer.rank);
   }
   P2pCredits credits;
-  Status got = req.exchange->recv(req.peer.rank, kCreditsTagBase + req.lane, &credits, sizeof(credits), req.deadline);
+  Status got = req.exchange->recv(req.peer.rank, kCreditsTagBase + req.lane, &credits, sizeof(credits), req.deadline, req.abort);
   if (!got.isOk()) return std::move(got).withPrefix("p2p transport: waiting for the FIFO credits' address: ");
   const bool sameProcess = req.self.processHash == req.peer.processHash;
   WEFT_TRY(checkCredits(credits, {req.self.rank, req.peer.rank, req.lane, req.peer.device, sameProcess}));
@@ -295,7 +295,7 @@ Status P2pTransport::connectSend(const ConnectRequest& req, std::unique_ptr<Conn
                       req.self.rank, req.peer.rank);
   }
   P2pOffer offer;
-  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline);
+  Status got = req.exchange->recv(req.peer.rank, kOfferTagBase + req.lane, &offer, sizeof(offer), req.deadline, req.abort);
   if (!got.isOk()) return std::move(got).withPrefix("p2p transport: waiting for the FIFO's address: ");
   WEFT_TRY(checkOffer(offer, req));
   DeviceMemory block;

@@ -569,6 +569,28 @@ TEST(Bootstrap, AbortUnblocksARecvQuickly) {
   });
 }
 
+// A stop flag ends one wait (a transport's connect, told to stop by the communicator) the way
+// abort() ends them all, and leaves the bootstrap usable.
+TEST(Bootstrap, AStopFlagEndsOneRecvAndLeavesTheBootstrapUsable) {
+  weftUniqueId id = loopbackId();
+  runRanks(id, 2, [&](int rank, Bootstrap& b) {
+    if (rank == 1) {
+      std::atomic<bool> stop{false};
+      std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        stop = true;
+      });
+      char buf[8];
+      PeerExchange& exchange = b;
+      Status s = exchange.recv(0, 42, buf, sizeof(buf), Deadline::afterSeconds(60), &stop);
+      stopper.join();
+      EXPECT_EQ(s.code(), weftRemoteError) << s.message();
+      EXPECT_NE(s.message().find("aborted"), std::string::npos) << s.message();
+    }
+    EXPECT_TRUE(b.barrier().isOk()) << "rank " << rank;
+  });
+}
+
 TEST(Bootstrap, PeerThatLeavesIsNamed) {
   weftUniqueId id = loopbackId();
   std::atomic<bool> leaving{false};

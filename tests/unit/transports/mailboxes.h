@@ -3,6 +3,7 @@
 #ifndef WEFT_TESTS_UNIT_TRANSPORTS_MAILBOXES_H_
 #define WEFT_TESTS_UNIT_TRANSPORTS_MAILBOXES_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -26,12 +27,17 @@ class Mailboxes {
     boxes_[{from, to, tag}].emplace_back(p, p + bytes);
     cv_.notify_all();
   }
-  // Waits up to `seconds` for a message of exactly `bytes` bytes.
-  Status take(int from, int to, int tag, void* data, size_t bytes, double seconds = 10) {
+  // Waits up to `seconds` for a message of exactly `bytes` bytes; gives up (weftRemoteError,
+  // "aborted") once `stop` (may be null) becomes true, looking every 10 ms.
+  Status take(int from, int to, int tag, void* data, size_t bytes, double seconds = 10,
+              const std::atomic<bool>* stop = nullptr) {
     std::unique_lock<std::mutex> lock(mutex_);
     auto& box = boxes_[{from, to, tag}];
-    if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return !box.empty(); })) {
-      return Status::error(weftTimeout, "no message");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (box.empty()) {
+      if (stop != nullptr && stop->load()) return Status::error(weftRemoteError, "aborted");
+      if (std::chrono::steady_clock::now() >= until) return Status::error(weftTimeout, "no message");
+      cv_.wait_for(lock, std::chrono::milliseconds(10));
     }
     if (box.front().size() != bytes) return Status::error(weftInternalError, "size mismatch");
     std::memcpy(data, box.front().data(), bytes);
@@ -67,6 +73,9 @@ class Exchange final : public PeerExchange {
   }
   Status recv(int peer, int tag, void* data, size_t bytes) override {
     return boxes_->take(peer, self_, tag, data, bytes);
+  }
+  Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline, const std::atomic<bool>* stop) override {
+    return boxes_->take(peer, self_, tag, data, bytes, deadline.remainingMs() / 1000.0, stop);
   }
 
  private:

@@ -319,6 +319,25 @@ TEST(SocketTransport, AnOfferThatIsNotOneIsRejectedClearly) {
   EXPECT_NE(s.message().find("same WEFT_NET"), std::string::npos) << s.message();
 }
 
+// A sender waiting for its peer's offer gives up when the communicator stops its waits (a
+// liveness verdict, an abort), not at the deadline: the request's abort flag reaches the exchange.
+TEST(SocketTransport, WaitingForTheOfferEndsWhenTheWaitsAreStopped) {
+  Pair pair;
+  std::atomic<bool> stop{false};
+  ConnectRequest req = pair.request(0, 1, 0, 4, 4096);
+  req.deadline = Deadline::afterSeconds(60);
+  req.abort = &stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop = true;
+  });
+  std::unique_ptr<Connection> send;
+  Status s = pair.t0.connectSend(req, &send);
+  stopper.join();
+  EXPECT_EQ(s.code(), weftRemoteError) << s.message();
+  EXPECT_NE(s.message().find("aborted"), std::string::npos) << s.message();
+}
+
 TEST(NetSelect, ParsesWeftNet) {
   bool valid = false;
   EXPECT_EQ(resolveNet("socket", true, &valid), NetKind::kSocket);
