@@ -1,5 +1,6 @@
 #include "collectives/slot_stores.h"
 
+#include <atomic>
 #include <vector>
 
 #include "base/log.h"
@@ -74,9 +75,16 @@ void SlotStoreChooser::record(bool streamed, size_t bytes, uint64_t ns) {
   avg = avg == 0.0 ? (perByte > 0.0 ? perByte : 1e-9) : avg + weight * (perByte - avg);
 }
 
+namespace {
+std::atomic<bool> gRanksOutnumberCpus{false};
+}  // namespace
+
+void setRanksOutnumberCpus(bool outnumber) { gRanksOutnumberCpus.store(outnumber, std::memory_order_relaxed); }
+
 SlotStoreChooser& threadSlotStores() {
   thread_local SlotStoreChooser chooser(configuredSlotStores());
-  return chooser;
+  thread_local SlotStoreChooser cached(SlotStores::kCached);
+  return chooser.measures() && gRanksOutnumberCpus.load(std::memory_order_relaxed) ? cached : chooser;
 }
 
 void reduceStreamingSlot(ReduceFn reduce, void* dst, void* slot, const void* a, const void* b, size_t n, size_t bytes,

@@ -69,8 +69,16 @@ class SlotStoreChooser {
 };
 
 // This thread's chooser (the host executor's): it outlives a call, so that what one call
-// measured serves the next.
+// measured serves the next. Auto gives way to cached stores while ranks outnumber CPUs.
 SlotStoreChooser& threadSlotStores();
+
+// Ranks of this process's communicators outnumber their host's CPUs (src/core, at init, from
+// the tuner's cpuShare): a step's time then measures the preemptions that fell into it more than
+// the stores, and auto's tries and flips cost more than they find. Auto then writes cached
+// (4 ranks on 2 vCPUs, Intel Xeon VM, session 13: the 256 KiB all-reduce's worst run of a
+// series was 0.90-1.08x Open MPI with auto and 1.22-1.36x cached, in four series; perf/RESULTS.md
+// "Four ranks on two vCPUs"). An explicit WEFT_SLOT_STORES=streaming still streams.
+void setRanksOutnumberCpus(bool outnumber);
 
 // A reduction whose outgoing slot is written with non-temporal stores: reduce(a, b) of n
 // elements (bytes in all) goes to dst (or, when null, to a buffer of this thread's) and is

@@ -405,9 +405,11 @@ double predictHostTime(const HostCostInput& in) {
   // What a rank sends beyond its FIFOs' capacity waits for the reader to free slots; only a
   // reader without a CPU of its own makes that a wait of its own.
   const double refills = share > 1 ? std::max(0.0, w.sent / (lanes * p.fifoBytes) - 1) : 0.0;
-  const bool ringPair = in.collective == coll::CollKind::kAllReduce && in.algorithm == coll::Algo::kRing && n == 2;
-  const double pairUs = ringPair && in.nHosts == 1 ? p.ringPairUs : 0;
-  return p.callUs + share * (w.hops * (alpha + (lanes - 1) * p.laneUs) + dataUs + refills * p.refillUs + pairUs);
+  const bool ringAllReduce = in.collective == coll::CollKind::kAllReduce && in.algorithm == coll::Algo::kRing;
+  const double pairUs = ringAllReduce && n == 2 && in.nHosts == 1 ? p.ringPairUs : 0;
+  // Ranks sharing CPUs: a ring all-reduce's hop waits for the ranks to take turns.
+  const double hopUs = alpha + (lanes - 1) * p.laneUs + (ringAllReduce && share > 1 ? p.ringShareHopUs : 0);
+  return p.callUs + share * (w.hops * hopUs + dataUs + refills * p.refillUs + pairUs);
 }
 
 std::string Prediction::describe() const {

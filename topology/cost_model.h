@@ -148,7 +148,8 @@ Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll:
 //          Across hosts a hop's bytes also cross the socket at netGBs.
 //   lanes  every channel is one more FIFO the thread polls per step (channels split the data but
 //          not the thread: one CPU moves every byte).
-//   share  more ranks than CPUs on a host (ranksPerCpu > 1) stretch all of the above alike.
+//   share  more ranks than CPUs on a host (ranksPerCpu > 1) stretch all of the above alike,
+//          and each hop of a ring all-reduce then costs ringShareHopUs more.
 //   refill with more ranks than CPUs, what a rank sends beyond the capacity of its FIFOs
 //          (fifoBytes per channel) waits for the reader to free slots: one wait (refillUs, the
 //          reader being scheduled) per FIFO-full. More channels, more capacity, fewer waits.
@@ -185,6 +186,15 @@ struct HostCostParams {
   // too below 24 KiB). 2.5 us puts the switch between 64 and 128 KiB, clear of that band
   // (perf/RESULTS.md, "Medium sizes on the Intel VM").
   double ringPairUs = 2.5;
+  // A ring all-reduce's hop when ranks share CPUs, beyond alpha. Its 2(n - 1) steps are one
+  // chain of dependencies around all the ranks, so each step waits for the ranks of every CPU to
+  // be switched in in turn; the tree's and doubling's exchanges went at their modelled cost.
+  // Fitted in session 13 (Intel Xeon VM, 4 ranks on 2 vCPUs, weft-bench-mpi with WEFT_ALGO
+  // forced, 4 series): the ring 31-64 us at 32 KiB against the tree's 19-30, and 34-101 at 64
+  // KiB against 32-56 (doubling 42-98); the ring ahead from 128 KiB (64-82 against 73-144).
+  // 1.1 us puts doubling to 8 KiB, the tree from 16 to 64 KiB and the ring from 128 KiB
+  // (perf/RESULTS.md, "Four ranks on two vCPUs").
+  double ringShareHopUs = 1.1;
 };
 
 struct HostCostInput {

@@ -93,6 +93,8 @@ class Tuner {
   // communicator's own model is the device's (or none for ranks sharing GPUs).
   TunerChoice choose(coll::CollKind kind, int64_t bytes, bool hostMemory = false) const;
   TunerModel model() const { return model_; }
+  // Ranks per CPU on the busiest host (the host model's CPU share; 1: a CPU each or unknown).
+  double cpuShare() const { return ranksPerCpu_; }
   // Which model, and why (the reason there is none, for the size rule).
   const std::string& why() const { return why_; }
   // The table of one collective: a line per run of size classes with one choice, each class

@@ -11,6 +11,7 @@
 #include "collectives/datatypes.h"
 #include "collectives/device_executor.h"
 #include "collectives/reduce.h"
+#include "collectives/slot_stores.h"
 #include "core/bootstrap_tags.h"
 #include "core/host_memory.h"
 #include "device/device.h"
@@ -95,6 +96,9 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   // More ranks than cores on this host: yield almost at once when waiting, since the rank
   // waited for may need this core.
   if (sameHost > usableCpus()) Backoff::setSpins(16);
+  // More ranks than the host has CPUs (not merely than this rank may use: ranks bound to a core
+  // each): slots written with cached stores (slot_stores.h).
+  if (topology_ && topology_->tuner.cpuShare() > 1) coll::setRanksOutnumberCpus(true);
   WEFT_LOG(kInfo, kInit, "rank %d of %d joined communicator %s%s%s (%d ranks on this host, %zu transports)", rank,
            nRanks, commTag_.c_str(), name_.empty() ? "" : " ", name_.c_str(), sameHost, transports_.size());
   return Status::ok();

@@ -93,5 +93,17 @@ TEST(SlotStores, AutoFollowsAChangeOfPlacement) {
   EXPECT_LT(streamedLate, 16);
 }
 
+// While ranks outnumber CPUs, auto writes cached and measures nothing; explicit modes stand.
+TEST(SlotStores, AutoWritesCachedWhileRanksOutnumberCpus) {
+  if (configuredSlotStores() != SlotStores::kAuto) GTEST_SKIP() << "WEFT_SLOT_STORES is set";
+  EXPECT_TRUE(threadSlotStores().measures());
+  setRanksOutnumberCpus(true);
+  SlotStoreChooser& c = threadSlotStores();
+  EXPECT_FALSE(c.measures());
+  EXPECT_EQ(drive(c, 1000, 1000000, 1), 0);  // streaming a million times faster: still cached
+  setRanksOutnumberCpus(false);
+  EXPECT_TRUE(threadSlotStores().measures());
+}
+
 }  // namespace
 }  // namespace weft::coll
