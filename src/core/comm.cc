@@ -93,12 +93,14 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   for (const auto& p : peers()) sameHost += p.hostHash == peers()[rank].hostHash;
   groupByHost();
   limitDeviceLanes();
-  // More ranks than cores on this host: yield almost at once when waiting, since the rank
-  // waited for may need this core.
-  if (sameHost > usableCpus()) Backoff::setSpins(16);
-  // More ranks than the host has CPUs (not merely than this rank may use: ranks bound to a core
-  // each): slots written with cached stores (slot_stores.h).
-  if (topology_ && topology_->tuner.cpuShare() > 1) coll::setRanksOutnumberCpus(true);
+  // More ranks on this host than it has CPUs (not merely than this rank may use: ranks bound to
+  // a core each have one of their own): yield almost at once when waiting, since the rank waited
+  // for may need this core, and write slots with cached stores (slot_stores.h).
+  const bool ranksShareCpus = topology_ ? topology_->tuner.cpuShare() > 1 : sameHost > usableCpus();
+  if (ranksShareCpus) {
+    Backoff::setSpins(16);
+    coll::setRanksOutnumberCpus(true);
+  }
   WEFT_LOG(kInfo, kInit, "rank %d of %d joined communicator %s%s%s (%d ranks on this host, %zu transports)", rank,
            nRanks, commTag_.c_str(), name_.empty() ? "" : " ", name_.c_str(), sameHost, transports_.size());
   return Status::ok();
