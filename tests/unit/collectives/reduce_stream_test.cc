@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives/reduce.h"
+#include "collectives/reduce_lowp.h"
 
 namespace weft {
 namespace coll {
@@ -40,15 +41,13 @@ void expectSameAsReduceCopy(weftDataType_t type, weftRedOp_t op, size_t n, size_
   for (bool withKept : {true, false}) {
     // 64-byte aligned storage with guards on both sides of each output.
     std::vector<unsigned char> dstMem(bytes + 256, kGuard), keptMem(bytes + 256, kGuard2);
-    auto align64 = [](unsigned char* p) {
-      return p + ((64 - (reinterpret_cast<uintptr_t>(p) & 63)) & 63);
-    };
+    auto align64 = [](unsigned char* p) { return p + ((64 - (reinterpret_cast<uintptr_t>(p) & 63)) & 63); };
     unsigned char* dst = align64(dstMem.data()) + 64 + dstOff;
     unsigned char* kept = align64(keptMem.data()) + 64 + 3 * es;
     streamed(dst, withKept ? kept : nullptr, a.data(), b.data(), n, divisor);
-    const std::string what = std::string(dataTypeName(type)) + " op " + std::to_string(op) + " n " +
-                             std::to_string(n) + " dst +" + std::to_string(dstOff) + " divisor " +
-                             std::to_string(divisor) + (withKept ? " with" : " without") + " the kept output";
+    const std::string what = std::string(dataTypeName(type)) + " op " + std::to_string(op) + " n " + std::to_string(n) +
+                             " dst +" + std::to_string(dstOff) + " divisor " + std::to_string(divisor) +
+                             (withKept ? " with" : " without") + " the kept output";
     ASSERT_EQ(std::memcmp(dst, want.data(), bytes), 0) << what;
     for (unsigned char* p = dstMem.data(); p < dstMem.data() + dstMem.size(); ++p) {
       if (p < dst || p >= dst + bytes) {
@@ -70,8 +69,8 @@ void expectSameAsReduceCopy(weftDataType_t type, weftRedOp_t op, size_t n, size_
 TEST(ReduceStream, FusedKernelForEveryPlainTypeNoneForTheReducedFloats) {
   for (int t = 0; t < weftNumTypes; ++t) {
     const auto type = static_cast<weftDataType_t>(t);
-    const bool reducedFloat = type == weftFloat16 || type == weftBfloat16 || type == weftFloat8e4m3 ||
-                              type == weftFloat8e5m2;
+    const bool reducedFloat =
+        type == weftFloat16 || type == weftBfloat16 || type == weftFloat8e4m3 || type == weftFloat8e5m2;
     for (int o = 0; o < weftNumOps; ++o) {
       const auto op = static_cast<weftRedOp_t>(o);
       const bool builtIn = reduceFunction(type, op) != nullptr;
@@ -82,21 +81,27 @@ TEST(ReduceStream, FusedKernelForEveryPlainTypeNoneForTheReducedFloats) {
   EXPECT_EQ(reduceStreamFunction(static_cast<weftDataType_t>(99), weftSum), nullptr);
 }
 
+// Every SIMD variant this CPU runs (float sum has a 256-bit kernel of its own from avx2 up).
 TEST(ReduceStream, FusedKernelStoresWhatReduceCopyStoresAtEverySizeAndAlignment) {
-  for (int t = 0; t < weftNumTypes; ++t) {
-    for (int o = 0; o < weftNumOps; ++o) {
-      const auto type = static_cast<weftDataType_t>(t);
-      const auto op = static_cast<weftRedOp_t>(o);
-      ReduceCopyFn fn = reduceStreamFunction(type, op);
-      if (fn == nullptr) continue;
-      const size_t es = dataTypeSize(type);
-      const size_t block = 64 / es;
-      for (size_t n : {size_t{0}, size_t{1}, block - 1, block, block + 1, 2 * block + 3, size_t{1000}, size_t{4099}}) {
-        // Every element offset inside a cache line: 16-byte aligned ones stream, the others
-        // take normal stores.
-        for (size_t dstOff = 0; dstOff < 64; dstOff += es) {
-          for (uint32_t divisor : {0u, 3u}) {
-            expectSameAsReduceCopy(type, op, n, dstOff, divisor, fn);
+  for (int s = 0; s < static_cast<int>(HostSimd::kCount); ++s) {
+    const auto simd = static_cast<HostSimd>(s);
+    if (!hostSimdSupported(simd)) continue;
+    for (int t = 0; t < weftNumTypes; ++t) {
+      for (int o = 0; o < weftNumOps; ++o) {
+        const auto type = static_cast<weftDataType_t>(t);
+        const auto op = static_cast<weftRedOp_t>(o);
+        ReduceCopyFn fn = reduceStreamFunctionFor(type, op, simd);
+        if (fn == nullptr) continue;
+        const size_t es = dataTypeSize(type);
+        const size_t block = 64 / es;
+        for (size_t n :
+             {size_t{0}, size_t{1}, block - 1, block, block + 1, 2 * block + 3, size_t{1000}, size_t{4099}}) {
+          // Every element offset inside a cache line: 16-byte aligned ones stream, the others
+          // take normal stores.
+          for (size_t dstOff = 0; dstOff < 64; dstOff += es) {
+            for (uint32_t divisor : {0u, 3u}) {
+              expectSameAsReduceCopy(type, op, n, dstOff, divisor, fn);
+            }
           }
         }
       }
