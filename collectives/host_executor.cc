@@ -73,13 +73,22 @@ struct StepIo {
   void* outSlot = nullptr;
 };
 
-// Whether a copy goes to the receive buffer with stores that bypass the caches: the step's
-// region there (all its slices) is at least WEFT_STREAM_STORE_BYTES (0: never), the output is
-// not the slot that forwards it (a peer reads that next), and source and output are apart.
-bool streamsInto(const LaneRun& run, const Step& step, const void* dst, const void* src, const StepIo& io) {
+// Whether a step writes the receive buffer with stores that bypass the caches: its region there
+// (all its slices) is at least WEFT_STREAM_STORE_BYTES (0: never). Applies to copies and to
+// reductions alike; never to the slot that forwards the output (a peer reads that next), nor in
+// place (the receive buffer is this rank's input, whose lines it has just read: they are in the
+// cache, and normal stores to them need no read for ownership).
+bool streamsRegion(const LaneRun& run, const Step& step) {
   static const int64_t threshold = params::StreamStoreBytes();
-  if (threshold <= 0 || step.dstBuf != Buf::kRecv || dst == io.outSlot) return false;
-  if (static_cast<int64_t>(static_cast<size_t>(step.count) * run.elemSize) < threshold) return false;
+  if (threshold <= 0 || !stepWrites(step.kind) || step.dstBuf != Buf::kRecv) return false;
+  if (run.sendbuff == run.recvbuff) return false;
+  return static_cast<int64_t>(static_cast<size_t>(step.count) * run.elemSize) >= threshold;
+}
+
+// A copy streams into dst when its step's region does, dst is not the outgoing slot, and
+// source and output are apart.
+bool streamsInto(const LaneRun& run, const Step& step, const void* dst, const void* src, const StepIo& io) {
+  if (dst == io.outSlot || !streamsRegion(run, step)) return false;
   const char* d = static_cast<const char*>(dst);
   const char* s = static_cast<const char*>(src);
   return d + io.bytes <= s || s + io.bytes <= d;
@@ -88,7 +97,8 @@ bool streamsInto(const LaneRun& run, const Step& step, const void* dst, const vo
 // Moves one slice the way the step kind says (step_kind.h): the operands as the device lanes
 // see them; two sources reduce into every destination, one source is copied to each.
 // A premul-sum multiplies this rank's own input (scalesOwn: the step reads the send buffer).
-// streamSlot: write the outgoing slot with non-temporal stores (never for a premul-sum).
+// streamSlot: write the outgoing slot with non-temporal stores (never for a premul-sum); a
+// reduction that does so keeps normal stores for its other output.
 void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const char* src, char* dst, bool scalesOwn,
                bool streamSlot) {
   const StepOperands o = stepOperands(step.kind, src, io.inData, dst, io.outSlot);
@@ -102,6 +112,13 @@ void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const cha
     if (streamSlot) {
       reduceStreamingSlot(run.reduce, o.nDsts > 1 ? o.dsts[0] : nullptr, io.outSlot, o.srcs[0], o.srcs[1], n, io.bytes,
                           divisor);
+    } else if (streamsRegion(run, step)) {
+      void* kept = o.nDsts > 1 ? o.dsts[1] : nullptr;
+      if (run.reduceStream != nullptr) {
+        run.reduceStream(o.dsts[0], kept, o.srcs[0], o.srcs[1], n, divisor);
+      } else {
+        reduceStreaming(run.reduce, o.dsts[0], kept, o.srcs[0], o.srcs[1], n, run.elemSize, divisor);
+      }
     } else if (o.nDsts > 1) {
       run.reduceCopy(o.dsts[0], o.dsts[1], o.srcs[0], o.srcs[1], n, divisor);
     } else {

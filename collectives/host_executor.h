@@ -84,6 +84,9 @@ struct LaneRun {
   size_t elemSize = 1;
   ReduceFn reduce = nullptr;  // for steps that reduce
   ReduceCopyFn reduceCopy = nullptr;  // for steps that reduce, keep and send the result
+  // reduceCopy with non-temporal stores into the step's destination (reduceStreamFunction);
+  // null: such steps go through reduceStreaming with `reduce`.
+  ReduceCopyFn reduceStream = nullptr;
   uint32_t avgDivisor = 0;    // passed to reduce on final steps (nranks for avg, else 0)
   // Premul-sum: steps that read the send buffer (this rank's own input) combine through preMul
   // with *scalar (one element, host memory); reduce and reduceCopy are then weftSum's.
@@ -197,9 +200,10 @@ void stampPlan(ExecPlan* plan, uint64_t stamp);
 // one byte: token[0] is what it sends, token[1] where it receives. The lane and the token must
 // outlive the plan; stampPlan stamps its messages like the others.
 void addCallTokenTrack(ExecPlan* plan, const Lane* tokenLane, char* token);
-// preMul and scalar: a premul-sum's (LaneRun); null for every other op.
+// preMul and scalar: a premul-sum's (LaneRun); null for every other op. reduceStream: LaneRun's.
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
-                 ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul = nullptr, const void* scalar = nullptr);
+                 ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul = nullptr, const void* scalar = nullptr,
+                 ReduceCopyFn reduceStream = nullptr);
 
 }  // namespace coll
 }  // namespace weft

@@ -120,7 +120,8 @@ void stampPlan(ExecPlan* plan, uint64_t stamp) {
 }
 
 void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scratch, ReduceFn reduce,
-                 ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul, const void* scalar) {
+                 ReduceCopyFn reduceCopy, uint32_t avgDivisor, PreMulFn preMul, const void* scalar,
+                 ReduceCopyFn reduceStream) {
   for (auto& track : plan->tracks) {
     for (auto& run : track.runs) {
       if (run.ownBuffers) continue;
@@ -129,6 +130,7 @@ void bindBuffers(ExecPlan* plan, const void* sendbuff, void* recvbuff, void* scr
       run.scratch = static_cast<char*>(scratch);
       run.reduce = reduce;
       run.reduceCopy = reduceCopy;
+      run.reduceStream = reduceStream;
       run.avgDivisor = avgDivisor;
       run.preMul = preMul;
       run.scalar = scalar;

@@ -205,6 +205,20 @@ PreMulFn preMulFunction(weftDataType_t type);
 // whose lines would only evict what the next steps read (host_executor.cc, WEFT_STREAM_STORE_BYTES).
 void copyStreaming(void* dst, const void* src, size_t bytes);
 
+// The reduction of reduceCopyFunction with dst written by non-temporal stores in the same pass
+// (fenced before it returns; dst2, when not null, with normal stores), for the types whose host
+// loop is the plain one (integers, float, double); nullptr for the others (Half, BFloat16, FP8:
+// their vectorised kernels go through reduceStreaming) and for invalid ones.
+ReduceCopyFn reduceStreamFunction(weftDataType_t type, weftRedOp_t op);
+
+// reduce(a, b) of n elements of elemSize bytes into dst with non-temporal stores (fenced, as
+// copyStreaming), and with normal stores into dst2 when it is not null (the slot that forwards
+// the result: its reader wants it in a cache). Works in pieces that stay in the first-level
+// cache: each is reduced into dst2 (or a buffer of this thread's) and streamed from there into
+// dst. dst may be a or b exactly; dst2 overlaps none of them.
+void reduceStreaming(ReduceFn reduce, void* dst, void* dst2, const void* a, const void* b, size_t n, size_t elemSize,
+                     uint32_t divisor);
+
 }  // namespace coll
 }  // namespace weft
 

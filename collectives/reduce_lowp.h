@@ -57,6 +57,9 @@ PreMulFn lowpPreMulFunction(weftDataType_t type, HostSimd simd);
 ReduceFn reduceFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 ReduceCopyFn reduceCopyFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 PreMulFn preMulFunctionFor(weftDataType_t type, HostSimd simd);
+// reduceStreamFunction (reduce.h) with the variant forced: float sum from kAvx2 up has its own
+// 256-bit kernel; every other (type, op) is the same in every variant.
+ReduceCopyFn reduceStreamFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 
 }  // namespace coll
 }  // namespace weft

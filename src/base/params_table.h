@@ -55,7 +55,7 @@ WEFT_PARAM(int64_t, ZeroCopyMinBytes, "ZERO_COPY_MIN_BYTES", 262144, "smallest c
 WEFT_PARAM_RANGE(ZeroCopyMinBytes, 1, 1LL << 40)
 WEFT_PARAM(bool, ZeroCopyStage, "ZERO_COPY_STAGE", false, "1: an all-reduce on buffers this rank did not register still runs zero-copy when the others can: this rank copies the blocks its peers work on into shared memory it lends them, and the results back (off by default: slower than the FIFOs on the VM measured, perf/RESULTS.md)")
 WEFT_PARAM(bool, CrossMemoryAttach, "CMA", false, "1: ranks in different processes read each other's buffers with process_vm_readv (single-copy across processes; off by default: slower than two copies at slot size on the machines measured)")
-WEFT_PARAM(int64_t, StreamStoreBytes, "STREAM_STORE_BYTES", 0, "host collectives copy into the receive buffer with non-temporal (cache-bypassing) stores when the step's region there is at least this many bytes; 0: never")
+WEFT_PARAM(int64_t, StreamStoreBytes, "STREAM_STORE_BYTES", 8388608, "host collectives write the receive buffer (copies and reductions, out of place) with non-temporal (cache-bypassing) stores when the step's region there is at least this many bytes (a 2-rank all-reduce of 16 MiB and up by default); 0: never")
 WEFT_PARAM_RANGE(StreamStoreBytes, 0, INT64_MAX)
 WEFT_PARAM(std::string, SlotStores, "SLOT_STORES", "auto", "how host collectives write the FIFO slots a peer reads (steps of 64 KiB and up): cached (normal stores), streaming (non-temporal stores: the lines go to memory; faster between cores that share no cache) or auto (each thread measures both as it runs and uses the faster)")
 WEFT_PARAM(int64_t, Buffsize, "BUFFSIZE", 1048576, "bytes of each connection's FIFO (split into WEFT_NSLOTS slots)")

@@ -240,7 +240,8 @@ const coll::ScheduleParams& Communicator::paramsFor(const CollCall& call, size_t
 const Communicator::ReduceMemo& Communicator::reduceFunctions(weftDataType_t type, weftRedOp_t op) {
   ReduceMemo& m = reduceMemo_;
   if (!m.valid || m.type != type || m.op != op) {
-    m = ReduceMemo{true, type, op, coll::reduceFunction(type, op), coll::reduceCopyFunction(type, op)};
+    m = ReduceMemo{true, type, op, coll::reduceFunction(type, op), coll::reduceCopyFunction(type, op),
+                   coll::reduceStreamFunction(type, op)};
   }
   return m;
 }
@@ -347,9 +348,10 @@ Status Communicator::runCollective(const CollCall& call) {
   }
   coll::ReduceFn reduce = nullptr;
   coll::ReduceCopyFn reduceCopy = nullptr;
+  coll::ReduceCopyFn reduceStream = nullptr;
   if (reduces) {
     const ReduceMemo& fns = reduceFunctions(call.type, op);
-    reduce = fns.reduce, reduceCopy = fns.reduceCopy;
+    reduce = fns.reduce, reduceCopy = fns.reduceCopy, reduceStream = fns.reduceStream;
   }
   uint32_t divisor = (reduces && op == weftAvg) ? static_cast<uint32_t>(nRanks_) : 0;
   const uint64_t stamp = stampCollective(call, static_cast<int>(params.algo));
@@ -365,7 +367,8 @@ Status Communicator::runCollective(const CollCall& call) {
   if (scratch_.size() < cached->scratchBytes) scratch_.resize(cached->scratchBytes);
   const void* sendbuff = stagedSendBuffer(call, cached->sendBytes);
   coll::ExecPlan& plan = cached->plan;
-  bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_);
+  bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_,
+              reduceStream);
   coll::stampPlan(&plan, stamp);
   plan.checkStamps = checkCalls_;
   // The call's last plan (not the zero-copy handshake's): a peer's token or data of this call

@@ -407,9 +407,11 @@ class Communicator final : public coll::ConnectionProvider {
     weftRedOp_t op = weftSum;
     coll::ReduceFn reduce = nullptr;
     coll::ReduceCopyFn reduceCopy = nullptr;
+    coll::ReduceCopyFn reduceStream = nullptr;
   };
   ReduceMemo reduceMemo_;
-  // reduceFunction and reduceCopyFunction (reduce.h) of a built-in op, remembered.
+  // reduceFunction, reduceCopyFunction and reduceStreamFunction (reduce.h) of a built-in op,
+  // remembered.
   const ReduceMemo& reduceFunctions(weftDataType_t type, weftRedOp_t op);
   std::vector<char> staging_;  // the send side of an in-place all-to-all
   char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
