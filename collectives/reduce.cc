@@ -304,6 +304,7 @@ ReduceFn reduceFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
 PreMulFn preMulFunction(weftDataType_t type) { return preMulFunctionFor(type, defaultHostSimd()); }
 
 ReduceCopyFn reduceStreamFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
+  if (ReduceCopyFn fn = lowpReduceStreamFunction(type, op, simd)) return fn;
   return dispatchType(type, PickReduceStream{op, simd});
 }
 

@@ -222,22 +222,52 @@ struct PreMulBody {
   }
 };
 
-// One block of `count` <= kBlock elements at offset i: load (zero-padded), body, store.
-template <typename Bits, typename Body>
+// Orders the streamed stores before what follows (a flag another rank reads).
+WEFT_INLINE void streamFence() {
+#if WEFT_LOWP_X86
+  _mm_sfence();
+#endif
+}
+
+// A whole block's encodings into dst (16-byte aligned) with stores that bypass the caches.
+template <typename Bits>
+WEFT_INLINE void streamBlock(Bits* dst, const Bits* out) {
+  static_assert(kBlock * sizeof(Bits) % 16 == 0, "a block is whole 16-byte stores");
+#if WEFT_LOWP_X86
+  for (size_t k = 0; k < kBlock * sizeof(Bits); k += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(reinterpret_cast<char*>(dst) + k),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const char*>(out) + k)));
+  }
+#else
+  std::memcpy(dst, out, kBlock * sizeof(Bits));
+#endif
+}
+
+// One block of `count` <= kBlock elements at offset i: load (zero-padded), body, store
+// (kStream: a whole block, streamed into dst).
+template <bool kStream, typename Bits, typename Body>
 WEFT_INLINE void oneBlock(Bits* dst, Bits* dst2, const Bits* a, const Bits* b, size_t i, size_t count,
                           const Body& body) {
   Bits ba[kBlock] = {}, bb[kBlock] = {}, out[kBlock];
   std::memcpy(ba, a + i, count * sizeof(Bits));
   if (b != nullptr) std::memcpy(bb, b + i, count * sizeof(Bits));
   body(ba, bb, out);
-  std::memcpy(dst + i, out, count * sizeof(Bits));
+  if constexpr (kStream) {
+    streamBlock(dst + i, out);
+  } else {
+    std::memcpy(dst + i, out, count * sizeof(Bits));
+  }
   if (dst2 != nullptr) std::memcpy(dst2 + i, out, count * sizeof(Bits));
 }
 
 // Runs body over a and b (b may be null) block by block, storing to dst and, if not null,
 // dst2. All loads of a block precede its stores, so dst may alias a or b. The tail (n % kBlock)
-// goes through the same body in zero-padded arrays, so every element follows one rule.
-template <typename T, typename Body>
+// goes through the same body in zero-padded arrays, so every element follows one rule (and any
+// split of the range gives the same encodings). kStream: the whole blocks from dst's first
+// 64-byte boundary on go to dst with non-temporal stores (each then fills whole cache lines),
+// the elements before it and the tail with normal ones; a dst not aligned to its element
+// streams nothing. The caller fences.
+template <typename T, bool kStream = false, typename Body>
 WEFT_INLINE void forBlocks(void* dstv, void* dst2v, const void* av, const void* bv, size_t n, const Body& body) {
   using Bits = typename Body::Bits;
   static_assert(sizeof(Bits) == sizeof(T), "the body's encodings are the type's");
@@ -246,8 +276,17 @@ WEFT_INLINE void forBlocks(void* dstv, void* dst2v, const void* av, const void* 
   const Bits* a = static_cast<const Bits*>(av);
   const Bits* b = static_cast<const Bits*>(bv);
   size_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) oneBlock(dst, dst2, a, b, i, kBlock, body);
-  if (i < n) oneBlock(dst, dst2, a, b, i, n - i, body);
+  if constexpr (kStream) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(dst);
+    size_t head = at % sizeof(Bits) != 0 ? n : ((64 - (at & 63)) & 63) / sizeof(Bits);
+    head = head < n ? head : n;
+    for (; i + kBlock <= head; i += kBlock) oneBlock<false>(dst, dst2, a, b, i, kBlock, body);
+    if (i < head) oneBlock<false>(dst, dst2, a, b, i, head - i, body);
+    for (i = head; i + kBlock <= n; i += kBlock) oneBlock<true>(dst, dst2, a, b, i, kBlock, body);
+  } else {
+    for (; i + kBlock <= n; i += kBlock) oneBlock<false>(dst, dst2, a, b, i, kBlock, body);
+  }
+  if (i < n) oneBlock<false>(dst, dst2, a, b, i, n - i, body);
 }
 
 // A converter with a whole-register sum beside its blocks (Fp8Avx512Sum) names it here.
@@ -258,9 +297,9 @@ struct WholeRegisterSum {
 
 // dst (and dst2) = a + b: through the converter's whole-register sum where it has one, the rest
 // (and the blocks it leaves) block by block.
-template <typename Cvt, typename T>
+template <typename Cvt, typename T, bool kStream = false>
 WEFT_INLINE void runSum(void* dstv, void* dst2v, const void* av, const void* bv, size_t n) {
-  if constexpr (WholeRegisterSum<Cvt>::kHas) {
+  if constexpr (WholeRegisterSum<Cvt>::kHas && !kStream) {
     static_assert(sizeof(T) == 1, "the whole-register sums are FP8's");
     uint8_t* dst = static_cast<uint8_t*>(dstv);
     uint8_t* dst2 = static_cast<uint8_t*>(dst2v);
@@ -273,22 +312,22 @@ WEFT_INLINE void runSum(void* dstv, void* dst2v, const void* av, const void* bv,
     const size_t done = WholeRegisterSum<Cvt>::Sum::run(dst, dst2, a, b, n, blocks);
     if (done < n) blocks(done, n - done);
   } else {
-    forBlocks<T>(dstv, dst2v, av, bv, n, ArithBody<Cvt, SumLanes>{});
+    forBlocks<T, kStream>(dstv, dst2v, av, bv, n, ArithBody<Cvt, SumLanes>{});
   }
 }
 
-template <typename Cvt, typename T, int kOp>
+template <typename Cvt, typename T, int kOp, bool kStream = false>
 WEFT_INLINE void runReduce(void* dst, void* dst2, const void* a, const void* b, size_t n, uint32_t divisor) {
   if (kOp == weftProd) {
-    forBlocks<T>(dst, dst2, a, b, n, ArithBody<Cvt, ProdLanes>{});
+    forBlocks<T, kStream>(dst, dst2, a, b, n, ArithBody<Cvt, ProdLanes>{});
   } else if (kOp == weftMax) {
-    forBlocks<T>(dst, dst2, a, b, n, SelectBody<Cvt, MaxSelect>{});
+    forBlocks<T, kStream>(dst, dst2, a, b, n, SelectBody<Cvt, MaxSelect>{});
   } else if (kOp == weftMin) {
-    forBlocks<T>(dst, dst2, a, b, n, SelectBody<Cvt, MinSelect>{});
+    forBlocks<T, kStream>(dst, dst2, a, b, n, SelectBody<Cvt, MinSelect>{});
   } else if (kOp == weftAvg && divisor > 1) {
-    forBlocks<T>(dst, dst2, a, b, n, ArithBody<Cvt, SumDivideLanes>{{static_cast<float>(divisor)}});
+    forBlocks<T, kStream>(dst, dst2, a, b, n, ArithBody<Cvt, SumDivideLanes>{{static_cast<float>(divisor)}});
   } else {
-    runSum<Cvt, T>(dst, dst2, a, b, n);
+    runSum<Cvt, T, kStream>(dst, dst2, a, b, n);
   }
 }
 
@@ -454,6 +493,12 @@ struct WholeRegisterSum<Fp8VbmiCvt<T>> {
                                              uint32_t divisor) {                                                      \
       runReduce<CVT<T>, T, kOp>(d, d2, a, b, n, divisor);                                                             \
     }                                                                                                                 \
+    template <typename T, int kOp>                                                                                    \
+    WEFT_FLATTEN ATTR static void reduceStream(void* d, void* d2, const void* a, const void* b, size_t n,             \
+                                               uint32_t divisor) {                                                    \
+      runReduce<CVT<T>, T, kOp, true>(d, d2, a, b, n, divisor);                                                       \
+      streamFence();                                                                                                  \
+    }                                                                                                                 \
     template <typename T>                                                                                             \
     WEFT_FLATTEN ATTR static void preMul(void* d, void* d2, const void* x, const void* in, size_t n, const void* s) { \
       runPreMul<CVT<T>, T>(d, d2, x, in, n, s);                                                                       \
@@ -531,6 +576,34 @@ struct PickReduce {
   }
 };
 
+// V's streaming reduce-copy for T: the 2-byte types only (FP8 sums have whole-register kernels
+// that store normally; reduceStreaming streams them piecewise).
+template <typename V>
+struct PickReduceStream {
+  weftRedOp_t op;
+  template <typename T>
+  ReduceCopyFn operator()() const {
+    if constexpr (sizeof(T) != 2) {
+      return nullptr;
+    } else {
+      switch (op) {
+        case weftSum:
+          return &V::template reduceStream<T, weftSum>;
+        case weftProd:
+          return &V::template reduceStream<T, weftProd>;
+        case weftMax:
+          return &V::template reduceStream<T, weftMax>;
+        case weftMin:
+          return &V::template reduceStream<T, weftMin>;
+        case weftAvg:
+          return &V::template reduceStream<T, weftAvg>;
+        default:
+          return nullptr;
+      }
+    }
+  }
+};
+
 template <typename V>
 struct PickPreMul {
   template <typename T>
@@ -567,6 +640,15 @@ struct ReduceOf {
   template <typename V>
   auto operator()() const {
     return forLowpType(type, PickReduce<V, kCopy>{op});
+  }
+};
+
+struct StreamOf {
+  weftDataType_t type;
+  weftRedOp_t op;
+  template <typename V>
+  ReduceCopyFn operator()() const {
+    return forLowpType(type, PickReduceStream<V>{op});
   }
 };
 
@@ -657,6 +739,15 @@ ReduceCopyFn lowpReduceCopyFunction(weftDataType_t type, weftRedOp_t op, HostSim
 }
 
 PreMulFn lowpPreMulFunction(weftDataType_t type, HostSimd simd) { return forVariant<PreMulFn>(simd, PreMulOf{type}); }
+
+ReduceCopyFn lowpReduceStreamFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
+#if WEFT_LOWP_X86
+  return forVariant<ReduceCopyFn>(simd, StreamOf{type, op});
+#else
+  (void)type, (void)op, (void)simd;
+  return nullptr;
+#endif
+}
 
 }  // namespace coll
 }  // namespace weft

@@ -50,6 +50,9 @@ HostSimd defaultHostSimd();
 ReduceFn lowpReduceFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 ReduceCopyFn lowpReduceCopyFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 PreMulFn lowpPreMulFunction(weftDataType_t type, HostSimd simd);
+// half and bfloat16 (x86): the reduce-copy that writes its first output with non-temporal
+// stores (reduceStreamFunction, reduce.h); nullptr for FP8, kScalar, other types or ops.
+ReduceCopyFn lowpReduceStreamFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 
 // reduceFunction / reduceCopyFunction / preMulFunction with the variant forced (tests and
 // benchmarks compare them): the variant's function for a reduced-precision type, the scalar
@@ -58,7 +61,8 @@ ReduceFn reduceFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 ReduceCopyFn reduceCopyFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 PreMulFn preMulFunctionFor(weftDataType_t type, HostSimd simd);
 // reduceStreamFunction (reduce.h) with the variant forced: float sum from kAvx2 up has its own
-// 256-bit kernel; every other (type, op) is the same in every variant.
+// 256-bit kernel, half and bfloat16 the variant's blocks; every other (type, op) is the same in
+// every variant.
 ReduceCopyFn reduceStreamFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd);
 
 }  // namespace coll
