@@ -77,6 +77,22 @@ struct TestMapping {
   size_t bytes;
 };
 
+// Fills the first `fill` bytes of the next slot with patternByte(n, i), posts n bytes with
+// kTestStamp + n, and receives them: *slot the sender's slot, *data what the receiver got (the
+// byte count and stamp checked). The caller releases.
+void roundTrip(Pair& p, size_t n, size_t fill, unsigned char** slot, const unsigned char** data) {
+  *slot = static_cast<unsigned char*>(p.send->trySendSlot());
+  ASSERT_NE(*slot, nullptr) << n;
+  for (size_t i = 0; i < fill; ++i) (*slot)[i] = patternByte(n, i);
+  p.send->postSend(n, kTestStamp + n);
+  size_t got = 99;
+  uint64_t stamp = 0;
+  *data = static_cast<const unsigned char*>(p.recv->tryRecv(&got, &stamp));
+  ASSERT_NE(*data, nullptr) << n;
+  ASSERT_EQ(got, n);
+  EXPECT_EQ(stamp, kTestStamp + n);
+}
+
 class FifoGeometry : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {
  protected:
   size_t nSlots() const { return std::get<0>(GetParam()); }
@@ -169,16 +185,9 @@ TEST(ShmFifo, SmallMessagesTravelInTheDescriptorAndZeroBytesPointAtTheSlot) {
   Pair p = makePair(tag, 2, 256);
   ASSERT_TRUE(p.recv && p.send);
   for (size_t n = 0; n <= 2 * kInlineBytes + 1; ++n) {
-    auto* slot = static_cast<unsigned char*>(p.send->trySendSlot());
-    ASSERT_NE(slot, nullptr);
-    for (size_t i = 0; i < 256; ++i) slot[i] = patternByte(n, i);
-    p.send->postSend(n, kTestStamp + n);
-    size_t got = 99;
-    uint64_t stamp = 0;
-    const auto* data = static_cast<const unsigned char*>(p.recv->tryRecv(&got, &stamp));
-    ASSERT_NE(data, nullptr) << n;
-    EXPECT_EQ(got, n);
-    EXPECT_EQ(stamp, kTestStamp + n);
+    unsigned char* slot = nullptr;
+    const unsigned char* data = nullptr;
+    ASSERT_NO_FATAL_FAILURE(roundTrip(p, n, 256, &slot, &data));
     // The two ends map the segment at different addresses: tell the slot from the descriptor by
     // what the receiver sees after the sender's slot memory changes.
     const size_t check = n == 0 ? 64 : n;
@@ -371,16 +380,9 @@ TEST(ShmFifo, TheControlBlockGoesWhereTheProbeFindsMemoryNearest) {
     p.recv->announce(kTestStamp);
     EXPECT_TRUE(p.send->peerAnnounced(kTestStamp));
     for (size_t n : {size_t{8}, size_t{kInlineBytes}, size_t{3000}, size_t{8}, size_t{4096}, size_t{1}, size_t{77}}) {
-      auto* slot = static_cast<unsigned char*>(p.send->trySendSlot());
-      ASSERT_NE(slot, nullptr) << n;
-      for (size_t i = 0; i < n; ++i) slot[i] = patternByte(n, i);
-      p.send->postSend(n, kTestStamp + n);
-      size_t got = 0;
-      uint64_t stamp = 0;
-      const auto* data = static_cast<const unsigned char*>(p.recv->tryRecv(&got, &stamp));
-      ASSERT_NE(data, nullptr) << n;
-      ASSERT_EQ(got, n);
-      EXPECT_EQ(stamp, kTestStamp + n);
+      unsigned char* slot = nullptr;
+      const unsigned char* data = nullptr;
+      ASSERT_NO_FATAL_FAILURE(roundTrip(p, n, n, &slot, &data));
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(data[i], patternByte(n, i)) << n << " bytes, byte " << i;
       p.recv->releaseRecv();
       EXPECT_TRUE(p.send->allSendsConsumed());
