@@ -544,62 +544,39 @@ auto forLowpType(weftDataType_t type, Pick pick) -> decltype(pick.template opera
   }
 }
 
-// V's entry point for T and an op known at compile time: reduce, or reduceCopy when kCopy.
-template <typename V, bool kCopy, typename T, int kOp>
+// A variant's entry points: reduce, reduceCopy, and reduceCopy streaming its first output.
+enum class Entry { kReduce, kCopy, kStream };
+
+// V's entry point for T and an op known at compile time.
+template <typename V, Entry kEntry, typename T, int kOp>
 constexpr auto entryPoint() {
-  if constexpr (kCopy) {
+  if constexpr (kEntry == Entry::kReduce) {
+    return &V::template reduce<T, kOp>;
+  } else if constexpr (kEntry == Entry::kCopy) {
     return &V::template reduceCopy<T, kOp>;
   } else {
-    return &V::template reduce<T, kOp>;
+    return &V::template reduceStream<T, kOp>;
   }
 }
 
-template <typename V, bool kCopy>
+template <typename V, Entry kEntry>
 struct PickReduce {
   weftRedOp_t op;
   template <typename T>
-  auto operator()() const -> decltype(entryPoint<V, kCopy, T, weftSum>()) {
+  auto operator()() const -> decltype(entryPoint<V, kEntry, T, weftSum>()) {
     switch (op) {
       case weftSum:
-        return entryPoint<V, kCopy, T, weftSum>();
+        return entryPoint<V, kEntry, T, weftSum>();
       case weftProd:
-        return entryPoint<V, kCopy, T, weftProd>();
+        return entryPoint<V, kEntry, T, weftProd>();
       case weftMax:
-        return entryPoint<V, kCopy, T, weftMax>();
+        return entryPoint<V, kEntry, T, weftMax>();
       case weftMin:
-        return entryPoint<V, kCopy, T, weftMin>();
+        return entryPoint<V, kEntry, T, weftMin>();
       case weftAvg:
-        return entryPoint<V, kCopy, T, weftAvg>();
+        return entryPoint<V, kEntry, T, weftAvg>();
       default:
         return nullptr;
-    }
-  }
-};
-
-// V's streaming reduce-copy for T: the 2-byte types only (FP8 sums have whole-register kernels
-// that store normally; reduceStreaming streams them piecewise).
-template <typename V>
-struct PickReduceStream {
-  weftRedOp_t op;
-  template <typename T>
-  ReduceCopyFn operator()() const {
-    if constexpr (sizeof(T) != 2) {
-      return nullptr;
-    } else {
-      switch (op) {
-        case weftSum:
-          return &V::template reduceStream<T, weftSum>;
-        case weftProd:
-          return &V::template reduceStream<T, weftProd>;
-        case weftMax:
-          return &V::template reduceStream<T, weftMax>;
-        case weftMin:
-          return &V::template reduceStream<T, weftMin>;
-        case weftAvg:
-          return &V::template reduceStream<T, weftAvg>;
-        default:
-          return nullptr;
-      }
     }
   }
 };
@@ -632,23 +609,16 @@ Fn forVariant(HostSimd simd, Pick pick) {
   }
 }
 
-// The reduce (kCopy: reduce-copy) function of a type and op, in variant V.
-template <bool kCopy>
+// The kEntry function of a type and op, in variant V. Streaming: the 2-byte types only (FP8 sums
+// have whole-register kernels that store normally; reduceStreaming streams them piecewise).
+template <Entry kEntry>
 struct ReduceOf {
   weftDataType_t type;
   weftRedOp_t op;
   template <typename V>
   auto operator()() const {
-    return forLowpType(type, PickReduce<V, kCopy>{op});
-  }
-};
-
-struct StreamOf {
-  weftDataType_t type;
-  weftRedOp_t op;
-  template <typename V>
-  ReduceCopyFn operator()() const {
-    return forLowpType(type, PickReduceStream<V>{op});
+    const bool fp8 = type == weftFloat8e4m3 || type == weftFloat8e5m2;
+    return kEntry == Entry::kStream && fp8 ? nullptr : forLowpType(type, PickReduce<V, kEntry>{op});
   }
 };
 
@@ -731,18 +701,18 @@ bool hostSimdSupported(HostSimd simd) {
 }
 
 ReduceFn lowpReduceFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
-  return forVariant<ReduceFn>(simd, ReduceOf<false>{type, op});
+  return forVariant<ReduceFn>(simd, ReduceOf<Entry::kReduce>{type, op});
 }
 
 ReduceCopyFn lowpReduceCopyFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
-  return forVariant<ReduceCopyFn>(simd, ReduceOf<true>{type, op});
+  return forVariant<ReduceCopyFn>(simd, ReduceOf<Entry::kCopy>{type, op});
 }
 
 PreMulFn lowpPreMulFunction(weftDataType_t type, HostSimd simd) { return forVariant<PreMulFn>(simd, PreMulOf{type}); }
 
 ReduceCopyFn lowpReduceStreamFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
 #if WEFT_LOWP_X86
-  return forVariant<ReduceCopyFn>(simd, StreamOf{type, op});
+  return forVariant<ReduceCopyFn>(simd, ReduceOf<Entry::kStream>{type, op});
 #else
   (void)type, (void)op, (void)simd;
   return nullptr;
