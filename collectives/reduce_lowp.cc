@@ -289,27 +289,35 @@ WEFT_INLINE void forBlocks(void* dstv, void* dst2v, const void* av, const void* 
   if (i < n) oneBlock<false>(dst, dst2, a, b, i, n - i, body);
 }
 
-// A converter with a whole-register sum beside its blocks (Fp8Avx512Sum) names it here.
+// A converter with a whole-register sum beside its blocks (Fp8Avx512Sum) names it here;
+// kStreams: the sum also has runStream, which stores dst with non-temporal stores.
 template <typename Cvt>
 struct WholeRegisterSum {
   static constexpr bool kHas = false;
+  static constexpr bool kStreams = false;
 };
 
-// dst (and dst2) = a + b: through the converter's whole-register sum where it has one, the rest
-// (and the blocks it leaves) block by block.
+// dst (and dst2) = a + b: through the converter's whole-register sum where it has one (for
+// kStream, one that streams), the rest (and the blocks it leaves) block by block.
 template <typename Cvt, typename T, bool kStream = false>
 WEFT_INLINE void runSum(void* dstv, void* dst2v, const void* av, const void* bv, size_t n) {
-  if constexpr (WholeRegisterSum<Cvt>::kHas && !kStream) {
-    static_assert(sizeof(T) == 1, "the whole-register sums are FP8's");
-    uint8_t* dst = static_cast<uint8_t*>(dstv);
-    uint8_t* dst2 = static_cast<uint8_t*>(dst2v);
-    const uint8_t* a = static_cast<const uint8_t*>(av);
-    const uint8_t* b = static_cast<const uint8_t*>(bv);
+  using Whole = WholeRegisterSum<Cvt>;
+  if constexpr (Whole::kHas && (!kStream || Whole::kStreams)) {
+    using Bits = typename Cvt::Bits;
+    Bits* dst = static_cast<Bits*>(dstv);
+    Bits* dst2 = static_cast<Bits*>(dst2v);
+    const Bits* a = static_cast<const Bits*>(av);
+    const Bits* b = static_cast<const Bits*>(bv);
     auto blocks = [&](size_t first, size_t count) {
       forBlocks<T>(dst + first, dst2 == nullptr ? nullptr : dst2 + first, a + first, b + first, count,
                    ArithBody<Cvt, SumLanes>{});
     };
-    const size_t done = WholeRegisterSum<Cvt>::Sum::run(dst, dst2, a, b, n, blocks);
+    size_t done;
+    if constexpr (kStream) {
+      done = Whole::Sum::runStream(dst, dst2, a, b, n, blocks);
+    } else {
+      done = Whole::Sum::run(dst, dst2, a, b, n, blocks);
+    }
     if (done < n) blocks(done, n - done);
   } else {
     forBlocks<T, kStream>(dstv, dst2v, av, bv, n, ArithBody<Cvt, SumLanes>{});
@@ -380,25 +388,85 @@ struct BFloat16Avx512Cvt {
   WEFT_TARGET_AVX512BF16 static WEFT_INLINE void widen(const uint16_t* in, float* out) {
     PortableCvt<BFloat16>::widen(in, out);
   }
-  WEFT_TARGET_AVX512BF16 static WEFT_INLINE void narrow(const float* in, uint16_t* out) {
+  // 16 floats to their encodings.
+  WEFT_TARGET_AVX512BF16 static WEFT_INLINE __m256i narrow16(__m512 x) {
     const __m512i one = _mm512_set1_epi32(1);
+    const __m256bh rounded = _mm512_cvtneps_pbh(x);
+    __m256i r;
+    std::memcpy(&r, &rounded, sizeof r);
+    const __m512i xi = _mm512_castps_si512(x);
+    const __m512i abs = _mm512_and_si512(xi, _mm512_set1_epi32(0x7FFFFFFF));
+    // 0 < abs < 2^23: abs - 1 < 0x7FFFFF unsigned.
+    const __mmask16 denormal = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(abs, one), _mm512_set1_epi32(0x7FFFFF));
+    if (denormal != 0) {
+      const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(xi, 16), one);
+      const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(xi, _mm512_set1_epi32(0x7FFF)), lsb);
+      r = _mm256_mask_blend_epi16(denormal, r, _mm512_cvtepi32_epi16(_mm512_srli_epi32(sum, 16)));
+    }
+    return r;
+  }
+  WEFT_TARGET_AVX512BF16 static WEFT_INLINE void narrow(const float* in, uint16_t* out) {
     for (size_t k = 0; k < kBlock; k += 16) {
-      const __m512 x = _mm512_loadu_ps(in + k);
-      const __m256bh rounded = _mm512_cvtneps_pbh(x);
-      __m256i r;
-      std::memcpy(&r, &rounded, sizeof r);
-      const __m512i xi = _mm512_castps_si512(x);
-      const __m512i abs = _mm512_and_si512(xi, _mm512_set1_epi32(0x7FFFFFFF));
-      // 0 < abs < 2^23: abs - 1 < 0x7FFFFF unsigned.
-      const __mmask16 denormal = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(abs, one), _mm512_set1_epi32(0x7FFFFF));
-      if (denormal != 0) {
-        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(xi, 16), one);
-        const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(xi, _mm512_set1_epi32(0x7FFF)), lsb);
-        r = _mm256_mask_blend_epi16(denormal, r, _mm512_cvtepi32_epi16(_mm512_srli_epi32(sum, 16)));
-      }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), r);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), narrow16(_mm512_loadu_ps(in + k)));
     }
   }
+};
+
+// The bfloat16 sum on whole registers, 32 elements at a time, the same encodings as the blocks
+// (ArithBody with SumLanes): widen (the top half of a float), add, a NaN first operand kept
+// (quieted, as widening quiets it) whichever operand the add returned, narrow. runStream stores
+// dst with non-temporal stores from its first 64-byte boundary, leaving the elements before it
+// to the blocks; both leave the tail (fewer than 32) to the caller.
+struct Bf16Avx512Sum {
+  WEFT_TARGET_AVX512BF16 static WEFT_INLINE __m512 widen16(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  WEFT_TARGET_AVX512BF16 static WEFT_INLINE __m256i sum16(__m256i ha, __m256i hb) {
+    const __m512 fa = widen16(ha), fb = widen16(hb);
+    const __mmask16 nanA = _mm512_cmp_ps_mask(fa, fa, _CMP_UNORD_Q);
+    const __m512i r = _mm512_castps_si512(_mm512_add_ps(fa, fb));
+    const __m512i kept = _mm512_mask_or_epi32(r, nanA, _mm512_castps_si512(fa), _mm512_set1_epi32(0x400000));
+    return BFloat16Avx512Cvt::narrow16(_mm512_castsi512_ps(kept));
+  }
+  template <bool kStream>
+  WEFT_TARGET_AVX512BF16 static WEFT_INLINE size_t from(size_t i, uint16_t* dst, uint16_t* dst2, const uint16_t* a,
+                                                         const uint16_t* b, size_t n) {
+    for (; i + 32 <= n; i += 32) {
+      const __m512i va = _mm512_loadu_si512(a + i), vb = _mm512_loadu_si512(b + i);
+      const __m256i lo = sum16(_mm512_castsi512_si256(va), _mm512_castsi512_si256(vb));
+      const __m256i hi = sum16(_mm512_extracti64x4_epi64(va, 1), _mm512_extracti64x4_epi64(vb, 1));
+      const __m512i out = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+      if constexpr (kStream) {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), out);
+      } else {
+        _mm512_storeu_si512(dst + i, out);
+      }
+      if (dst2 != nullptr) _mm512_storeu_si512(dst2 + i, out);
+    }
+    return i;
+  }
+  template <typename Block>
+  WEFT_TARGET_AVX512BF16 static WEFT_INLINE size_t run(uint16_t* dst, uint16_t* dst2, const uint16_t* a,
+                                                        const uint16_t* b, size_t n, const Block&) {
+    return from<false>(0, dst, dst2, a, b, n);
+  }
+  template <typename Block>
+  WEFT_TARGET_AVX512BF16 static WEFT_INLINE size_t runStream(uint16_t* dst, uint16_t* dst2, const uint16_t* a,
+                                                              const uint16_t* b, size_t n, const Block& block) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(dst);
+    if (at % sizeof(uint16_t) != 0) return 0;  // never on whole lines: all blocks, normal stores
+    const size_t head = ((64 - (at & 63)) & 63) / sizeof(uint16_t);
+    if (head + 32 > n) return 0;
+    if (head > 0) block(0, head);
+    return from<true>(head, dst, dst2, a, b, n);
+  }
+};
+
+template <>
+struct WholeRegisterSum<BFloat16Avx512Cvt> {
+  static constexpr bool kHas = true;
+  static constexpr bool kStreams = true;
+  using Sum = Bf16Avx512Sum;
 };
 // FP8 through the half conversions on 16 lanes. Widening: an E5M2 encoding is the top byte of
 // a half; an E4M3 one, with its exponent field placed in a half's, is the value / 256 (its
@@ -464,11 +532,13 @@ struct Fp8Avx2Cvt : PortableCvt<T> {};
 template <typename T>
 struct WholeRegisterSum<Fp8Avx2Cvt<T>> {
   static constexpr bool kHas = true;
+  static constexpr bool kStreams = false;
   using Sum = lowp_fp8::Fp8Avx2Sum<T>;
 };
 template <typename T>
 struct WholeRegisterSum<Fp8Avx512Cvt<T>> {
   static constexpr bool kHas = true;
+  static constexpr bool kStreams = false;
   using Sum = lowp_fp8::Fp8Avx512Sum<T>;
 };
 // FP8 in the VBMI variant: the AVX-512 blocks, and Fp8VbmiSum for sums.
@@ -477,6 +547,7 @@ struct Fp8VbmiCvt : Fp8Avx512Cvt<T> {};
 template <typename T>
 struct WholeRegisterSum<Fp8VbmiCvt<T>> {
   static constexpr bool kHas = true;
+  static constexpr bool kStreams = false;
   using Sum = lowp_fp8::Fp8VbmiSum<T>;
 };
 #endif  // WEFT_LOWP_X86
