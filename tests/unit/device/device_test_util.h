@@ -17,10 +17,8 @@ namespace testing {
 // The directory of libweft.so in this build, where libweft-cuda.so / libweft-hip.so are.
 inline std::string moduleDir() { return WEFT_TEST_MODULE_DIR; }
 
-inline std::string testSourceDir() {
-  std::string file = __FILE__;
-  return file.substr(0, file.rfind('/'));
-}
+// tests/unit/device, an absolute path (WEFT_TESTS_DIR: tests/CMakeLists.txt).
+inline std::string testSourceDir() { return std::string(WEFT_TESTS_DIR) + "/unit/device"; }
 
 class TempDir {
  public:

@@ -17,8 +17,7 @@ namespace tools {
 namespace {
 
 std::string fixture(const std::string& name) {
-  std::string here = __FILE__;  // .../tests/unit/tools/topo_views_test.cc
-  return here.substr(0, here.rfind("/unit/tools/")) + "/fixtures/topo/" + name + ".xml";
+  return std::string(WEFT_TESTS_DIR) + "/fixtures/topo/" + name + ".xml";
 }
 
 topo::System load(const std::string& name) {

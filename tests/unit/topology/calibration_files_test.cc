@@ -17,8 +17,7 @@ namespace topo {
 namespace {
 
 std::string fixture(const char* name) {
-  std::string here = __FILE__;
-  return here.substr(0, here.rfind("/unit/")) + "/fixtures/topo/" + name;
+  return std::string(WEFT_TESTS_DIR) + "/fixtures/topo/" + name;
 }
 
 double ringAllReduceBusBw(const char* file, int nodes) {

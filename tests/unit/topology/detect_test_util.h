@@ -13,8 +13,7 @@ namespace testing {
 
 // tests/fixtures/sysfs/<name>, an absolute path.
 inline std::string sysfsFixture(const std::string& name) {
-  std::string here = __FILE__;  // .../tests/unit/topology/detect_test_util.h
-  return here.substr(0, here.rfind("/unit/")) + "/fixtures/sysfs/" + name;
+  return std::string(WEFT_TESTS_DIR) + "/fixtures/sysfs/" + name;
 }
 
 // Index of the link joining a and b (either direction), -1 when none.

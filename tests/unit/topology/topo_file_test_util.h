@@ -16,15 +16,8 @@ namespace weft {
 namespace topo {
 namespace testing {
 
-// tests/fixtures/<sub>, found from this file's own path (no build-system help needed).
-inline std::string fixtureDir(const std::string& sub) {
-  std::string here = __FILE__;  // .../tests/unit/topology/topo_file_test_util.h
-  for (int up = 0; up < 3; ++up) {
-    size_t slash = here.find_last_of('/');
-    here = slash == std::string::npos ? "." : here.substr(0, slash);
-  }
-  return here + "/fixtures/" + sub;
-}
+// tests/fixtures/<sub>, an absolute path (WEFT_TESTS_DIR: tests/CMakeLists.txt).
+inline std::string fixtureDir(const std::string& sub) { return std::string(WEFT_TESTS_DIR) + "/fixtures/" + sub; }
 
 inline std::string readText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
