@@ -104,27 +104,38 @@ void avgStreamHost(void* dst, void* dst2, const void* a, const void* b, size_t n
 }
 
 #if defined(__x86_64__)
-// Float sum streaming into dst with 256-bit loads and stores (the case of a large host
-// all-reduce: one pass of the SSE2 block loop above moved ~5 % less here, perf/RESULTS.md
-// session 13). The same additions as OpSum<float>, so the same bits. Elements up to dst's 64-byte
-// boundary, the tail, and a dst not aligned to its element take normal stores.
-__attribute__((target("avx2"))) void sumStreamFloatAvx2(void* dst, void* dst2, const void* a, const void* b, size_t n,
-                                                        uint32_t /*divisor*/) {
+// Float sum with 256-bit loads and stores, kStream: streaming into dst (the case of a large out-of-
+// place host all-reduce: one pass of the SSE2 block loop above moved ~5 % less here, perf/RESULTS.md
+// session 13); otherwise normal stores (in place: the SSE2 loop ran ~15 % behind half's AVX-512
+// one at 64 MiB, session 14). The same additions as OpSum<float>, so the same bits. Streaming,
+// elements up to dst's 64-byte boundary, the tail, and a dst not aligned to its element take
+// normal stores.
+template <bool kStream>
+__attribute__((target("avx2"))) void sumFloatAvx2(void* dst, void* dst2, const void* a, const void* b, size_t n,
+                                                  uint32_t /*divisor*/) {
   float* d = static_cast<float*>(dst);
   float* d2 = static_cast<float*>(dst2);
   const float* x = static_cast<const float*>(a);
   const float* y = static_cast<const float*>(b);
   const auto plus = [](float p, float q) { return p + q; };
-  const uintptr_t at = reinterpret_cast<uintptr_t>(d);
-  size_t head = (at & 3) != 0 ? n : ((64 - (at & 63)) & 63) / sizeof(float);
-  if (head > n) head = n;
-  d2 != nullptr ? hostLoop<true>(d, d2, x, y, head, plus) : hostLoop<false>(d, d2, x, y, head, plus);
+  size_t head = 0;
+  if constexpr (kStream) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(d);
+    head = (at & 3) != 0 ? n : ((64 - (at & 63)) & 63) / sizeof(float);
+    if (head > n) head = n;
+    d2 != nullptr ? hostLoop<true>(d, d2, x, y, head, plus) : hostLoop<false>(d, d2, x, y, head, plus);
+  }
   size_t i = head;
   for (; i + 16 <= n; i += 16) {
     const __m256 v0 = _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
     const __m256 v1 = _mm256_add_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8));
-    _mm256_stream_ps(d + i, v0);
-    _mm256_stream_ps(d + i + 8, v1);
+    if constexpr (kStream) {
+      _mm256_stream_ps(d + i, v0);
+      _mm256_stream_ps(d + i + 8, v1);
+    } else {
+      _mm256_storeu_ps(d + i, v0);
+      _mm256_storeu_ps(d + i + 8, v1);
+    }
     if (d2 != nullptr) {
       _mm256_storeu_ps(d2 + i, v0);
       _mm256_storeu_ps(d2 + i + 8, v1);
@@ -135,7 +146,16 @@ __attribute__((target("avx2"))) void sumStreamFloatAvx2(void* dst, void* dst2, c
   } else {
     hostLoop<false>(d + i, d2, x + i, y + i, n - i, plus);
   }
-  _mm_sfence();
+  if constexpr (kStream) _mm_sfence();
+}
+
+void sumFloatAvx2One(void* dst, const void* a, const void* b, size_t n, uint32_t divisor) {
+  sumFloatAvx2<false>(dst, nullptr, a, b, n, divisor);
+}
+
+// Float sum on a CPU with AVX2 (the process's variant, or the one a test names).
+bool floatSumAvx2(bool isFloat, weftRedOp_t op, HostSimd simd) {
+  return isFloat && op == weftSum && simd >= HostSimd::kAvx2;
 }
 #endif
 
@@ -257,14 +277,26 @@ auto dispatchType(weftDataType_t type, Pick pick) -> decltype(pick.template oper
 
 struct PickReduce {
   weftRedOp_t op;
+  HostSimd simd;
   template <typename T>
-  ReduceFn operator()() const { return functionFor<T>(op); }
+  ReduceFn operator()() const {
+#if defined(__x86_64__)
+    if (floatSumAvx2(std::is_same<T, float>::value, op, simd)) return sumFloatAvx2One;
+#endif
+    return functionFor<T>(op);
+  }
 };
 
 struct PickReduceCopy {
   weftRedOp_t op;
+  HostSimd simd;
   template <typename T>
-  ReduceCopyFn operator()() const { return copyFunctionFor<T>(op); }
+  ReduceCopyFn operator()() const {
+#if defined(__x86_64__)
+    if (floatSumAvx2(std::is_same<T, float>::value, op, simd)) return sumFloatAvx2<false>;
+#endif
+    return copyFunctionFor<T>(op);
+  }
 };
 
 struct PickReduceStream {
@@ -273,7 +305,7 @@ struct PickReduceStream {
   template <typename T>
   ReduceCopyFn operator()() const {
 #if defined(__x86_64__)
-    if (std::is_same<T, float>::value && op == weftSum && simd >= HostSimd::kAvx2) return sumStreamFloatAvx2;
+    if (floatSumAvx2(std::is_same<T, float>::value, op, simd)) return sumFloatAvx2<true>;
 #endif
     return IsReducedFloat<T>::value ? nullptr : streamFunctionFor<T>(op);
   }
@@ -293,12 +325,12 @@ PreMulFn preMulFunctionFor(weftDataType_t type, HostSimd simd) {
 
 ReduceCopyFn reduceCopyFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
   if (ReduceCopyFn fn = lowpReduceCopyFunction(type, op, simd)) return fn;
-  return dispatchType(type, PickReduceCopy{op});
+  return dispatchType(type, PickReduceCopy{op, simd});
 }
 
 ReduceFn reduceFunctionFor(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
   if (ReduceFn fn = lowpReduceFunction(type, op, simd)) return fn;
-  return dispatchType(type, PickReduce{op});
+  return dispatchType(type, PickReduce{op, simd});
 }
 
 PreMulFn preMulFunction(weftDataType_t type) { return preMulFunctionFor(type, defaultHostSimd()); }
