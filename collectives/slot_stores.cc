@@ -48,7 +48,7 @@ bool SlotStoreChooser::streamNext(size_t bytes) {
   // one before), then streaming.
   if (nsPerByte_[0] == 0.0) return false;
   if (nsPerByte_[1] == 0.0) return true;
-  const bool preferred = nsPerByte_[1] < nsPerByte_[0];
+  const bool preferred = streamingPreferred();
   if (++sinceTry_ < tryInterval()) return preferred;
   sinceTry_ = 0;
   return !preferred;
@@ -68,7 +68,7 @@ void SlotStoreChooser::record(bool streamed, size_t bytes, uint64_t ns) {
   if (mode_ != SlotStores::kAuto || bytes < kMinBytes) return;
   const double perByte = static_cast<double>(ns) / static_cast<double>(bytes);
   double& avg = nsPerByte_[streamed ? 1 : 0];
-  const bool preferred = streamed == (nsPerByte_[1] < nsPerByte_[0]);
+  const bool preferred = streamed == streamingPreferred();
   // The way not preferred is measured rarely: its few measurements weigh more.
   const double weight = preferred ? kNewWeight : kTriedWeight;
   // A step that took no measurable time still counts as measured.

@@ -47,6 +47,12 @@ class SlotStoreChooser {
   // notices a change of placement within a few hundred steps (a 64 MiB call has 256 per rank).
   static constexpr uint32_t kExploreEvery = 64;
   static constexpr double kMaxRatio = 16.0;
+  // Streaming is preferred only when it measures this much faster than cached stores: a writer
+  // times its own stores, and a streamed slot's other cost, the reader fetching its lines from
+  // memory, falls on the peer's steps (2 ranks, 256 KiB, session 13: a process that settled on
+  // streaming ran its all-reduce in 76-87 us against 45-54). Where the caches are not shared,
+  // streaming measured 3-5x faster (the header's comment), far above the margin.
+  static constexpr double kStreamMargin = 1.25;
 
   explicit SlotStoreChooser(SlotStores mode) : mode_(mode) {}
 
@@ -63,6 +69,7 @@ class SlotStoreChooser {
  private:
   SlotStores mode_;
   uint32_t tryInterval() const;
+  bool streamingPreferred() const { return nsPerByte_[1] * kStreamMargin < nsPerByte_[0]; }
 
   double nsPerByte_[2] = {0.0, 0.0};  // moving averages: [0] cached, [1] streaming
   uint32_t sinceTry_ = 0;             // eligible steps since the last try of the other way

@@ -67,6 +67,18 @@ TEST(SlotStores, AutoMeasuresBothThenKeepsTheFaster) {
   EXPECT_NEAR(c.nsPerKiB(true), 100000.0 / 256, 1e-6);
 }
 
+// A writer sees only its own side of streaming: streaming that measures a little faster (less
+// than kStreamMargin) leaves the slots cached, tried now and then; clearly faster takes over.
+TEST(SlotStores, AutoStreamsOnlyWhenClearlyFaster) {
+  SlotStoreChooser c(SlotStores::kAuto);
+  drive(c, 2, 115000, 100000);  // streaming measured 1.15x faster
+  const int n = SlotStoreChooser::kExploreEvery * 20;
+  EXPECT_LE(drive(c, n, 115000, 100000), 20);
+  SlotStoreChooser clear(SlotStores::kAuto);
+  drive(clear, 2, 130000, 100000);  // 1.3x: above the margin
+  EXPECT_GE(drive(clear, n, 130000, 100000), n - 20);
+}
+
 TEST(SlotStores, AutoTriesTheOtherWayAtARateSetByTheRatio) {
   SlotStoreChooser c(SlotStores::kAuto);
   drive(c, 2, 100000, 150000);  // measured: cached faster by 1.5x
