@@ -12,6 +12,9 @@
 #
 # PRIO=1 (default) runs rank counts up to the CPU count at real-time priority (chrt -f 50, where
 # chrt can: other processes on the machine then cannot preempt a polling rank); PRIO=0 does not.
+# At real-time priority weft-bench-mpi pauses 100 ms before every block, so that the ranks never
+# reach the kernel's RT throttling (950 ms of each second, then 50 ms stopped), which otherwise
+# doubled whichever short block it fell into.
 # LOCK=FILE takes flock FILE around each mpirun (a machine whose users share a timing lock).
 # RANKS (default "2 4") picks the rank counts; REGISTER=1 runs weft-bench-mpi -R 1 (both buffers
 # from weftMemAlloc, registered: Weft's zero-copy path from WEFT_ZERO_COPY_MIN_BYTES up). MAX (e.g. 4K, at
