@@ -5,12 +5,7 @@
 // after the timing. Flags: -b -e -f -n -w as in weft-perf (defaults 8 B .. 64 MiB, x4); -R 1
 // takes both buffers from weftMemAlloc and registers them with weftCommRegister (Weft's
 // zero-copy path; MPI runs on the same memory).
-//
-// Under a real-time policy (chrt, as perf/mpi_compare.sh runs 2 ranks) each block starts after a
-// pause: the kernel lets real-time tasks run 950 ms of every second
-// (/proc/sys/kernel/sched_rt_runtime_us) and then stops them for 50 ms, which doubled the time
-// of whichever short block it fell into (Weft's 64 MiB blocks: 42 ms) and made one library's
-// figure jump between runs. A rank that sleeps 100 ms before every block never reaches the limit.
+// Under a real-time policy each block starts after a pause (perf/rt_pause.h: RT throttling).
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1  // the C API only: no C++ bindings
 #endif
@@ -19,21 +14,19 @@
 #endif
 #include <mpi.h>
 
-#include <sched.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "perf/collectives.h"
 #include "perf/expected.h"
 #include "perf/options.h"
 #include "perf/rank_buffers.h"
+#include "perf/rt_pause.h"
 #include "perf/sizes.h"
 #include "weft/weft.h"
 
@@ -51,17 +44,6 @@ void die(int rank, const char* what, weftResult_t r, weftComm_t comm) {
   std::fprintf(stderr, "weft-bench-mpi: rank %d: %s failed: %s: %s\n", rank, what, weftGetErrorString(r),
                weftGetLastError(comm));
   MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-// Whether this process runs under a real-time policy (and so under the kernel's RT throttling).
-bool realTime() {
-  const int policy = sched_getscheduler(0);
-  return policy == SCHED_FIFO || policy == SCHED_RR;
-}
-
-// Gives up the CPU long enough that real-time ranks stay under the kernel's RT runtime limit.
-void pauseIfRealTime(bool rt) {
-  if (rt) std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
 }  // namespace
@@ -123,7 +105,6 @@ int main(int argc, char** argv) {
     recvData = recvVec.data();
   }
   const int blockIters = (o.iters + kBlocks - 1) / kBlocks;
-  const bool rt = realTime();
 
   if (rank == 0) {
     std::printf(
@@ -131,7 +112,8 @@ int main(int argc, char** argv) {
     std::printf(
         "# %d blocks of %d iterations per library and size, alternating; warmup %d; times averaged over ranks\n",
         kBlocks, blockIters, o.warmupIters);
-    if (rt) std::printf("# real-time policy: every block starts after a 100 ms pause (RT throttling)\n");
+    if (underRealTimePolicy())
+      std::printf("# real-time policy: every block starts after a %d ms pause (RT throttling)\n", kRtPauseMs);
     std::printf("# %10s  %10s  %10s  %10s  %10s  %9s  %9s  %s\n", "size", "MPI time", "MPI busbw", "Weft time",
                 "Weft busbw", "bw ratio", "lat ratio", "check");
     std::printf("# %10s  %10s  %10s  %10s  %10s  %9s  %9s\n", "(B)", "(us)", "(GB/s)", "(us)", "(GB/s)", "Weft/MPI",
@@ -158,7 +140,7 @@ int main(int argc, char** argv) {
     d.rank = rank;
     d.counts = collCounts(Collective::kAllReduce, bytes, sizeof(float), n);
     fillInput(d, sendData, 0, count);
-    pauseIfRealTime(rt);
+    pauseForRtThrottling();
     runMpi(o.warmupIters);
     runWeft(o.warmupIters);
 
@@ -166,7 +148,7 @@ int main(int argc, char** argv) {
     for (int b = 0; b < kBlocks; ++b) {
       for (int k = 0; k < 2; ++k) {
         const int lib = (b % 2 == 0) ? k : 1 - k;
-        pauseIfRealTime(rt);
+        pauseForRtThrottling();
         MPI_Barrier(MPI_COMM_WORLD);
         const auto t0 = std::chrono::steady_clock::now();
         if (lib == 0)

@@ -2,7 +2,9 @@
 // half times `iters` iterations of `agg` calls after a barrier, then re-initialises the data
 // and runs `check` more calls whose results are compared element by element. Times and wrong
 // counts travel to every rank through one weftAllReduce (int64 sum) per row, so every rank
-// computes the same table and the same exit status.
+// computes the same table and the same exit status. Under a real-time policy every timed block
+// starts after a pause (rt_pause.h: the kernel's RT throttling would otherwise stop the ranks
+// for 50 ms in some block).
 //
 // With device memory (--mem device, or auto with a GPU) the buffers are on the rank's GPU and
 // every call goes on the rank's stream, as in nccl-tests: a timed block is a barrier, the
@@ -41,6 +43,7 @@
 #include "perf/rank_buffers.h"
 #include "perf/report.h"
 #include "perf/results.h"
+#include "perf/rt_pause.h"
 #include "perf/sizes.h"
 
 namespace weft::perf {
@@ -453,6 +456,7 @@ bool Bench::runHalf(bool inPlace, const DataSpec& d, std::vector<Half>* halves) 
     for (size_t k = 0; k < nl; ++k) {
       const size_t l = (static_cast<size_t>(b) + k) % nl;
       if (!active(l)) continue;
+      pauseForRtThrottling();
       if (!ok(weftBarrier(comm_, nullptr), "weftBarrier")) return false;
       const auto t0 = std::chrono::steady_clock::now();
       const PeerStatus s = runLib(l, iters, false, send, recv, d);

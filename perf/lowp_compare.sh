@@ -12,9 +12,8 @@
 #
 # TYPES (default float,bfloat16,half,f8e4m3,f8e5m2; float first: the reference), BLOCKS (8),
 # SIZE (64M), ITERS (timed iterations per type and block, 4), FLOOR (0.80), PLACE (oop: out of
-# place, or ip), PRIO (0; 1: the ranks at real-time priority, chrt -f 50, where chrt can: Linux then
-# stops them for 50 ms after 950 ms of every second, sched_rt_runtime_us, and weft-perf does not
-# pause for it, so one entry in a block may take twice its time), CHECK
+# place, or ip), PRIO (0; 1: the ranks at real-time priority, chrt -f 50, where chrt can; weft-perf
+# then pauses 100 ms before each timed entry for the kernel's RT throttling), CHECK
 # (1: a checked pass of every type before each run; 0 skips it). A run of 8 blocks takes minutes
 # on a loaded 2-vCPU machine: weft-perf fills every type's 64 MiB input before each section.
 # Raw outputs go to OUT (default a new folder under /tmp).
