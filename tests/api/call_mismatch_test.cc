@@ -88,6 +88,7 @@ class CallMismatch : public ::testing::TestWithParam<std::tuple<Mode, bool>> {
   }
   Mode mode() const { return std::get<0>(GetParam()); }
   bool overSockets() const { return std::get<1>(GetParam()); }
+  weft_test::SlowHeartbeat slowHeartbeat_;
 
   // Runs body on nRanks ranks and checks: no rank succeeded, each failed with
   // weftInvalidUsage at once (kFailWithinSeconds), and all carry `sentence` (the whole message
@@ -528,6 +529,7 @@ TEST_P(CallMismatch, SkippedCall) {
 
 // Three ranks, one of which differs: the sentence names it against the majority, on every rank.
 TEST(CallMismatchMajority, TheOddRankIsNamedOnEveryRank) {
+  const weft_test::SlowHeartbeat slowHeartbeat;
   SharedOutcomes outcomes(3);
   runRanks(
       Mode::kThreads, 3,

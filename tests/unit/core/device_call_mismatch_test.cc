@@ -131,6 +131,7 @@ class DeviceCallMismatch : public ::testing::TestWithParam<std::tuple<std::strin
  protected:
   void SetUp() override { weft::testing_routes::useRoute(route()); }
   void TearDown() override { weft::testing_routes::clearRoute(); }
+  weft_test::SlowHeartbeat slowHeartbeat_;
   const std::string& route() const { return std::get<0>(GetParam()); }
   bool processes() const { return std::get<1>(GetParam()); }
 
