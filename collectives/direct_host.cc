@@ -16,10 +16,7 @@ constexpr size_t kPieceBytes = 32768;
 // `last`'s, whose output the final reduction also stores: in place, every input is read before
 // the same elements of that rank's output are written. Each element is computed once, by one
 // rank, so every rank holds the same bits.
-void allReduce(const DirectCall& c) {
-  int64_t first = 0, end = 0;
-  directBlock(c.count, c.elemSize, c.nRanks, c.rank, &first, &end);
-  const int64_t piece = static_cast<int64_t>(std::max<size_t>(1, kPieceBytes / c.elemSize));
+void allReduceCached(const DirectCall& c, int64_t first, int64_t end, int64_t piece) {
   const int n = c.nRanks;
   const int last = (c.rank + n - 1) % n;
   char* mine = c.recv[c.rank];
@@ -38,6 +35,38 @@ void allReduce(const DirectCall& c) {
     }
     c.reduceCopy(dst, c.recv[last] + off, acc, c.send[last] + off, elems, c.avgDivisor);
     for (int k = 1; k < n - 1; ++k) std::memcpy(c.recv[(c.rank + k) % n] + off, dst, elems * c.elemSize);
+  }
+}
+
+// The same sums in the same order, each piece reduced in a buffer of this thread's (which stays
+// in the first-level cache) and streamed from there into every output with stores that bypass
+// the caches: no output line is read for ownership first, and none evicts an input the next
+// pieces read (2 ranks: each rank reads 2 x B/2 and writes 2 x B/2, and nothing more).
+void allReduceStreamed(const DirectCall& c, int64_t first, int64_t end, int64_t piece) {
+  alignas(64) static thread_local char result[kPieceBytes];
+  const int n = c.nRanks;
+  for (int64_t at = first; at < end; at += piece) {
+    const size_t elems = static_cast<size_t>(std::min(piece, end - at));
+    const size_t off = static_cast<size_t>(at) * c.elemSize;
+    const char* acc = c.send[c.rank] + off;
+    for (int k = 1; k < n; ++k) {
+      c.reduce(result, acc, c.send[(c.rank + k) % n] + off, elems, k == n - 1 ? c.avgDivisor : 0);
+      acc = result;
+    }
+    if (n == 1) std::memcpy(result, acc, elems * c.elemSize);
+    for (int r = 0; r < n; ++r) copyStreamingUnfenced(c.recv[r] + off, result, elems * c.elemSize);
+  }
+  fenceStreams();
+}
+
+void allReduce(const DirectCall& c) {
+  int64_t first = 0, end = 0;
+  directBlock(c.count, c.elemSize, c.nRanks, c.rank, &first, &end);
+  const int64_t piece = static_cast<int64_t>(std::max<size_t>(1, kPieceBytes / c.elemSize));
+  if (directStreams(c)) {
+    allReduceStreamed(c, first, end, piece);
+  } else {
+    allReduceCached(c, first, end, piece);
   }
 }
 
@@ -113,6 +142,21 @@ void copyOtherBlocks(const char* src, char* dst, int64_t count, size_t elemSize,
   std::memcpy(dst, src, static_cast<size_t>(mineFirst) * elemSize);
   const size_t tail = static_cast<size_t>(mineEnd) * elemSize;
   std::memcpy(dst + tail, src + tail, static_cast<size_t>(count - mineEnd) * elemSize);
+}
+
+// In place, the output lines are the inputs just read: in the cache, owned without a read.
+bool directStreams(const DirectCall& c) {
+  if (c.kind != CollKind::kAllReduce || c.streamBytes <= 0) return false;
+  int64_t first = 0, end = 0;
+  directBlock(c.count, c.elemSize, c.nRanks, c.rank, &first, &end);
+  if (static_cast<size_t>(end - first) * c.elemSize < static_cast<size_t>(c.streamBytes)) return false;
+  const size_t bytes = static_cast<size_t>(c.count) * c.elemSize;
+  for (int r = 0; r < c.nRanks; ++r) {
+    const char* s = c.send[static_cast<size_t>(r)];
+    const char* d = c.recv[static_cast<size_t>(r)];
+    if (!(s + bytes <= d || d + bytes <= s)) return false;
+  }
+  return true;
 }
 
 bool directSupported(CollKind kind) { return directFunction(kind) != nullptr; }

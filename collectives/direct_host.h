@@ -6,7 +6,8 @@
 //
 // Shares: an all-reduce splits the elements into nRanks blocks; rank r reduces block r of every
 // input and writes the result into every output (2 ranks: each rank reads 2 x B/2 and writes
-// 2 x B/2, against ~3.5 B through FIFOs). A reduce-scatter reduces its own output's block from
+// 2 x B/2, against ~3.5 B through FIFOs; large blocks out of place with streaming stores, so
+// that no output line is read first). A reduce-scatter reduces its own output's block from
 // every input; an all-gather and a broadcast copy into this rank's own output (pulling).
 #ifndef WEFT_COLLECTIVES_DIRECT_HOST_H_
 #define WEFT_COLLECTIVES_DIRECT_HOST_H_
@@ -31,6 +32,9 @@ struct DirectCall {
   ReduceFn reduce = nullptr;          // for the collectives that reduce
   ReduceCopyFn reduceCopy = nullptr;  // the same, storing the result twice
   uint32_t avgDivisor = 0;            // nRanks for avg, else 0
+  // An all-reduce whose block is at least this many bytes, with no rank in place, writes its
+  // outputs with stores that bypass the caches (WEFT_STREAM_STORE_BYTES; 0: never).
+  int64_t streamBytes = 0;
   std::vector<const char*> send;      // every rank's send buffer, as this rank addresses it
   std::vector<char*> recv;            // every rank's receive buffer
 };
@@ -41,6 +45,9 @@ void directBlock(int64_t count, size_t elemSize, int nRanks, int rank, int64_t* 
 // peers cannot address stages the blocks they work on through shared memory it lends them.
 void copyOtherBlocks(const char* src, char* dst, int64_t count, size_t elemSize, int nRanks, int rank);
 
+// Whether this rank's share of `call` writes its outputs with stores that bypass the caches: an
+// all-reduce whose block is at least call.streamBytes, with no rank's buffers in place.
+bool directStreams(const DirectCall& call);
 // Whether `kind` has a zero-copy implementation.
 bool directSupported(CollKind kind);
 // Runs this rank's share of `call` (directSupported(call.kind)).

@@ -66,11 +66,6 @@ inline void hostLoop(T* dst, T* dst2, const T* a, const T* b, size_t n, Combine 
   }
 }
 
-void fenceStreams() {
-#if defined(__x86_64__)
-  _mm_sfence();
-#endif
-}
 
 // hostLoop streaming into dst, keeping dst2 (when not null) in the cache. The elements up to
 // dst's next 64-byte boundary take normal stores, so that every streamed block fills one whole
@@ -418,6 +413,16 @@ void streamUnfenced(char* d, const char* s, size_t bytes) {
 }
 
 }  // namespace
+
+void fenceStreams() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
+
+void copyStreamingUnfenced(void* dst, const void* src, size_t bytes) {
+  streamUnfenced(static_cast<char*>(dst), static_cast<const char*>(src), bytes);
+}
 
 void copyStreaming(void* dst, const void* src, size_t bytes) {
   streamUnfenced(static_cast<char*>(dst), static_cast<const char*>(src), bytes);

@@ -204,6 +204,10 @@ PreMulFn preMulFunction(weftDataType_t type);
 // posted after it is ordered after the data. For outputs larger than the last-level cache,
 // whose lines would only evict what the next steps read (host_executor.cc, WEFT_STREAM_STORE_BYTES).
 void copyStreaming(void* dst, const void* src, size_t bytes);
+// copyStreaming without the fence, for a caller that streams many pieces and fences once
+// (fenceStreams) before anything tells a peer they are there.
+void copyStreamingUnfenced(void* dst, const void* src, size_t bytes);
+void fenceStreams();
 
 // The reduction of reduceCopyFunction with dst written by non-temporal stores in the same pass
 // (fenced before it returns; dst2, when not null, with normal stores), for the types whose host

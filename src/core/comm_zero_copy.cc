@@ -172,6 +172,7 @@ Status Communicator::runZeroCopy(const CollCall& call, const coll::ScheduleParam
   direct.reduce = ops.reduce;
   direct.reduceCopy = ops.reduceCopy;
   direct.avgDivisor = ops.divisor;
+  direct.streamBytes = params::StreamStoreBytes();
   WEFT_TRY(addressBuffers(call, offers, sendBytes, recvBytes, &direct));
   coll::runDirect(direct);
   // Nobody returns (and lets its caller touch its buffers) before every rank is done with them.

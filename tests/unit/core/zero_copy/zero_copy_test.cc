@@ -157,6 +157,7 @@ class ZeroCopy : public ::testing::TestWithParam<Case> {
   void TearDown() override {
     unsetenv("WEFT_ZERO_COPY_MIN_BYTES");
     unsetenv("WEFT_ZERO_COPY_STAGE");
+    unsetenv("WEFT_STREAM_STORE_BYTES");
   }
 
   // Runs `run` (runAll, runAllReduces) for each count and checks how many calls ran zero-copy
@@ -204,6 +205,15 @@ TEST_P(ZeroCopy, AllReduceStagesBuffersThatAreNotRegistered) {
   check(Buffer::kAllocatedRegistered, Buffer::kMallocPlain, true, runAllReduces);
   check(Buffer::kMallocPlain, Buffer::kMallocPlain, true, runAllReduces);
   check(Buffer::kMallocRegistered, Buffer::kAllocatedRegistered, true, runAllReduces);
+}
+
+// WEFT_STREAM_STORE_BYTES down to 64 bytes: every all-reduce block of 64 bytes and up, out of
+// place, writes every rank's output with streaming stores (direct_host.h); results stay exact
+// (sum, avg), in place keeps cached stores.
+TEST_P(ZeroCopy, AllReduceStreamsLargeBlocksIntoEveryOutput) {
+  setenv("WEFT_STREAM_STORE_BYTES", "64", 1);
+  check(Buffer::kAllocatedRegistered, Buffer::kAllocatedRegistered, true, runAllReduces);
+  unsetenv("WEFT_STREAM_STORE_BYTES");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ZeroCopy,
