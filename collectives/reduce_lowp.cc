@@ -14,8 +14,6 @@
 #include <string>
 #include <type_traits>
 
-#include "base/log.h"
-#include "base/params.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define WEFT_LOWP_X86 1
@@ -412,11 +410,45 @@ struct BFloat16Avx512Cvt {
   }
 };
 
-// The bfloat16 sum on whole registers, 32 elements at a time, the same encodings as the blocks
-// (ArithBody with SumLanes): widen (the top half of a float), add, a NaN first operand kept
-// (quieted, as widening quiets it) whichever operand the add returned, narrow. runStream stores
-// dst with non-temporal stores from its first 64-byte boundary, leaving the elements before it
-// to the blocks; both leave the tail (fewer than 32) to the caller.
+// The loops of a 2-byte sum on whole registers, 32 elements at a time, for a struct whose
+// sum32(a, b) combines two registers of encodings; ATTR: its variant's target. run stores dst
+// (and dst2) with normal stores; runStream stores dst with non-temporal stores from its first
+// 64-byte boundary, leaving the elements before it to the blocks; both leave the tail (fewer
+// than 32) to the caller.
+#define WEFT_WHOLE_REGISTER_SUM16(ATTR)                                                                             \
+  template <bool kStream>                                                                                         \
+  ATTR static WEFT_INLINE size_t from(size_t i, uint16_t* dst, uint16_t* dst2, const uint16_t* a, const uint16_t* b, \
+                                      size_t n) {                                                                 \
+    for (; i + 32 <= n; i += 32) {                                                                                \
+      const __m512i out = sum32(_mm512_loadu_si512(a + i), _mm512_loadu_si512(b + i));                            \
+      if constexpr (kStream) {                                                                                    \
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), out);                                           \
+      } else {                                                                                                    \
+        _mm512_storeu_si512(dst + i, out);                                                                        \
+      }                                                                                                           \
+      if (dst2 != nullptr) _mm512_storeu_si512(dst2 + i, out);                                                    \
+    }                                                                                                             \
+    return i;                                                                                                     \
+  }                                                                                                               \
+  template <typename Block>                                                                                       \
+  ATTR static WEFT_INLINE size_t run(uint16_t* dst, uint16_t* dst2, const uint16_t* a, const uint16_t* b, size_t n, \
+                                     const Block&) {                                                              \
+    return from<false>(0, dst, dst2, a, b, n);                                                                    \
+  }                                                                                                               \
+  template <typename Block>                                                                                       \
+  ATTR static WEFT_INLINE size_t runStream(uint16_t* dst, uint16_t* dst2, const uint16_t* a, const uint16_t* b,     \
+                                           size_t n, const Block& block) {                                        \
+    const uintptr_t at = reinterpret_cast<uintptr_t>(dst);                                                        \
+    if (at % sizeof(uint16_t) != 0) return 0; /* never on whole lines: all blocks, normal stores */               \
+    const size_t head = ((64 - (at & 63)) & 63) / sizeof(uint16_t);                                               \
+    if (head + 32 > n) return 0;                                                                                  \
+    if (head > 0) block(0, head);                                                                                 \
+    return from<true>(head, dst, dst2, a, b, n);                                                                  \
+  }
+
+// The bfloat16 sum on whole registers, the same encodings as the blocks (ArithBody with
+// SumLanes): widen (the top half of a float), add, a NaN first operand kept (quieted, as
+// widening quiets it) whichever operand the add returned, narrow.
 struct Bf16Avx512Sum {
   WEFT_TARGET_AVX512BF16 static WEFT_INLINE __m512 widen16(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -428,38 +460,35 @@ struct Bf16Avx512Sum {
     const __m512i kept = _mm512_mask_or_epi32(r, nanA, _mm512_castps_si512(fa), _mm512_set1_epi32(0x400000));
     return BFloat16Avx512Cvt::narrow16(_mm512_castsi512_ps(kept));
   }
-  template <bool kStream>
-  WEFT_TARGET_AVX512BF16 static WEFT_INLINE size_t from(size_t i, uint16_t* dst, uint16_t* dst2, const uint16_t* a,
-                                                         const uint16_t* b, size_t n) {
-    for (; i + 32 <= n; i += 32) {
-      const __m512i va = _mm512_loadu_si512(a + i), vb = _mm512_loadu_si512(b + i);
-      const __m256i lo = sum16(_mm512_castsi512_si256(va), _mm512_castsi512_si256(vb));
-      const __m256i hi = sum16(_mm512_extracti64x4_epi64(va, 1), _mm512_extracti64x4_epi64(vb, 1));
-      const __m512i out = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-      if constexpr (kStream) {
-        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), out);
-      } else {
-        _mm512_storeu_si512(dst + i, out);
-      }
-      if (dst2 != nullptr) _mm512_storeu_si512(dst2 + i, out);
-    }
-    return i;
+  WEFT_TARGET_AVX512BF16 static WEFT_INLINE __m512i sum32(__m512i va, __m512i vb) {
+    const __m256i lo = sum16(_mm512_castsi512_si256(va), _mm512_castsi512_si256(vb));
+    const __m256i hi = sum16(_mm512_extracti64x4_epi64(va, 1), _mm512_extracti64x4_epi64(vb, 1));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
   }
-  template <typename Block>
-  WEFT_TARGET_AVX512BF16 static WEFT_INLINE size_t run(uint16_t* dst, uint16_t* dst2, const uint16_t* a,
-                                                        const uint16_t* b, size_t n, const Block&) {
-    return from<false>(0, dst, dst2, a, b, n);
+  WEFT_WHOLE_REGISTER_SUM16(WEFT_TARGET_AVX512BF16)
+};
+
+// Half in the FP16 variant: the AVX-512 blocks for every other op, and sums in AVX-512 FP16's
+// own arithmetic (reduce_lowp.h says why the encodings are the same): vaddph with its rounding
+// fixed to nearest-even by the immediate, whatever MXCSR says, as the blocks' conversions. A NaN
+// first operand is kept (quieted) whichever operand the compiler made the instruction's first.
+struct HalfFp16Cvt : HalfAvx512Cvt {};
+struct HalfFp16Sum {
+  WEFT_TARGET_AVX512FP16 static WEFT_INLINE __m512i sum32(__m512i va, __m512i vb) {
+    const __m512h ha = _mm512_castsi512_ph(va);
+    const __mmask32 nanA = _mm512_cmp_ph_mask(ha, ha, _CMP_UNORD_Q);
+    const __m512i r = _mm512_castph_si512(
+        _mm512_add_round_ph(ha, _mm512_castsi512_ph(vb), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return _mm512_mask_blend_epi16(nanA, r, _mm512_or_si512(va, _mm512_set1_epi16(0x200)));
   }
-  template <typename Block>
-  WEFT_TARGET_AVX512BF16 static WEFT_INLINE size_t runStream(uint16_t* dst, uint16_t* dst2, const uint16_t* a,
-                                                              const uint16_t* b, size_t n, const Block& block) {
-    const uintptr_t at = reinterpret_cast<uintptr_t>(dst);
-    if (at % sizeof(uint16_t) != 0) return 0;  // never on whole lines: all blocks, normal stores
-    const size_t head = ((64 - (at & 63)) & 63) / sizeof(uint16_t);
-    if (head + 32 > n) return 0;
-    if (head > 0) block(0, head);
-    return from<true>(head, dst, dst2, a, b, n);
-  }
+  WEFT_WHOLE_REGISTER_SUM16(WEFT_TARGET_AVX512FP16)
+};
+
+template <>
+struct WholeRegisterSum<HalfFp16Cvt> {
+  static constexpr bool kHas = true;
+  static constexpr bool kStreams = true;
+  using Sum = HalfFp16Sum;
 };
 
 template <>
@@ -591,11 +620,14 @@ template <typename T>
 using Avx512Bf16Cvt = std::conditional_t<std::is_same<T, BFloat16>::value, BFloat16Avx512Cvt, Avx512Cvt<T>>;
 template <typename T>
 using Avx512VbmiCvt = std::conditional_t<sizeof(T) == 1, Fp8VbmiCvt<T>, Avx512Bf16Cvt<T>>;
+template <typename T>
+using Avx512Fp16Cvt = std::conditional_t<std::is_same<T, Half>::value, HalfFp16Cvt, Avx512VbmiCvt<T>>;
 
 WEFT_LOWP_VARIANT(Avx2Variant, WEFT_TARGET_AVX2, Avx2Cvt);
 WEFT_LOWP_VARIANT(Avx512Variant, WEFT_TARGET_AVX512, Avx512Cvt);
 WEFT_LOWP_VARIANT(Avx512Bf16Variant, WEFT_TARGET_AVX512BF16, Avx512Bf16Cvt);
 WEFT_LOWP_VARIANT(Avx512VbmiVariant, WEFT_TARGET_AVX512VBMI, Avx512VbmiCvt);
+WEFT_LOWP_VARIANT(Avx512Fp16Variant, WEFT_TARGET_AVX512FP16, Avx512Fp16Cvt);
 #endif
 
 // Calls pick.template operator()<T>() for the reduced-precision storage type of `type`.
@@ -674,6 +706,8 @@ Fn forVariant(HostSimd simd, Pick pick) {
       return pick.template operator()<Avx512Bf16Variant>();
     case HostSimd::kAvx512Vbmi:
       return pick.template operator()<Avx512VbmiVariant>();
+    case HostSimd::kAvx512Fp16:
+      return pick.template operator()<Avx512Fp16Variant>();
 #endif
     default:
       return pick.template operator()<PortableVariant>();
@@ -701,75 +735,7 @@ struct PreMulOf {
   }
 };
 
-HostSimd detectHostSimd() {
-#if WEFT_LOWP_X86
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  const bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-  if (bf16 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni")) return HostSimd::kAvx512Vbmi;
-  if (bf16) return HostSimd::kAvx512Bf16;
-  if (avx512) return HostSimd::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return HostSimd::kAvx2;
-#endif
-  return HostSimd::kPortable;
-}
-
 }  // namespace
-
-const char* hostSimdName(HostSimd simd) {
-  switch (simd) {
-    case HostSimd::kScalar:
-      return "scalar";
-    case HostSimd::kPortable:
-      return "portable";
-    case HostSimd::kAvx2:
-      return "avx2-f16c";
-    case HostSimd::kAvx512:
-      return "avx512";
-    case HostSimd::kAvx512Bf16:
-      return "avx512-bf16";
-    case HostSimd::kAvx512Vbmi:
-      return "avx512-vbmi";
-    default:
-      return "invalid";
-  }
-}
-
-HostSimd bestHostSimd() {
-  static const HostSimd best = detectHostSimd();
-  return best;
-}
-
-// WEFT_HOST_SIMD, or the best variant when it is unset, unknown or not runnable here.
-HostSimd chosenHostSimd() {
-  const std::string asked = params::HostSimd();
-  if (asked.empty()) return bestHostSimd();
-  for (int v = 0; v < static_cast<int>(HostSimd::kCount); ++v) {
-    const HostSimd simd = static_cast<HostSimd>(v);
-    if (asked != hostSimdName(simd)) continue;
-    if (hostSimdSupported(simd)) return simd;
-    WEFT_LOG(kWarn, kColl, "WEFT_HOST_SIMD=%s: this CPU cannot run it; using %s", asked.c_str(),
-             hostSimdName(bestHostSimd()));
-    return bestHostSimd();
-  }
-  WEFT_LOG(kWarn, kColl, "WEFT_HOST_SIMD=%s is not one of scalar, portable, avx2-f16c, avx512, avx512-bf16, avx512-vbmi; using %s",
-           asked.c_str(), hostSimdName(bestHostSimd()));
-  return bestHostSimd();
-}
-
-HostSimd defaultHostSimd() {
-  static const HostSimd chosen = chosenHostSimd();
-  return chosen;
-}
-
-// The variants form a ladder: each needs the features of the ones below it.
-bool hostSimdSupported(HostSimd simd) {
-  if (simd == HostSimd::kScalar || simd == HostSimd::kPortable) return true;
-  if (static_cast<int>(simd) < 0 || simd >= HostSimd::kCount) return false;
-  return static_cast<int>(simd) <= static_cast<int>(bestHostSimd());
-}
 
 ReduceFn lowpReduceFunction(weftDataType_t type, weftRedOp_t op, HostSimd simd) {
   return forVariant<ReduceFn>(simd, ReduceOf<Entry::kReduce>{type, op});

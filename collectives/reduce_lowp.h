@@ -19,7 +19,13 @@
 //  - kAvx512Bf16: kAvx512 with BFloat16 rounded by vcvtneps2bf16, whose lanes with a float
 //    denormal input (which the instruction flushes to zero) are redone with the bit arithmetic;
 //  - kAvx512Vbmi: kAvx512Bf16 with the FP8 sum's byte work done by AVX-512 VBMI and GFNI
-//    (fp8 to half by GF(2) affine bit maps, the rounded halves' bytes gathered by vpermt2b).
+//    (fp8 to half by GF(2) affine bit maps, the rounded halves' bytes gathered by vpermt2b);
+//  - kAvx512Fp16: kAvx512Vbmi with the Half sum in AVX-512 FP16's own arithmetic (vaddph on 32
+//    lanes, rounding to nearest-even by its immediate). The same encodings: the float sum of two
+//    halves rounded to float and then to half is the half-rounded exact sum, because float's 24
+//    bits are at least twice half's 11 plus 2 (double rounding is then innocuous for +, - , x, /);
+//    a NaN operand wins as above (vaddph returns its first source's NaN, quieted), and the
+//    instruction neither flushes denormals nor reads MXCSR's DAZ/FTZ.
 // kScalar is the element-wise loop of reduce.cc, the reference the others are tested against.
 // The variants are compiled in one file with target attributes, so the library still runs on
 // a CPU without them; hostSimdSupported() asks the CPU (and the OS, for the AVX state).
@@ -31,7 +37,7 @@
 namespace weft {
 namespace coll {
 
-enum class HostSimd : int { kScalar = 0, kPortable, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vbmi, kCount };
+enum class HostSimd : int { kScalar = 0, kPortable, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vbmi, kAvx512Fp16, kCount };
 
 const char* hostSimdName(HostSimd simd);
 

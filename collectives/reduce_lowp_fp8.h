@@ -19,6 +19,8 @@
 #define WEFT_TARGET_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,avx512bf16")))
 #define WEFT_TARGET_AVX512VBMI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,avx512bf16,avx512vbmi,gfni")))
+#define WEFT_TARGET_AVX512FP16 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,avx512bf16,avx512vbmi,gfni,avx512fp16")))
 
 namespace weft {
 namespace coll {

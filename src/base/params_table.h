@@ -30,7 +30,7 @@ WEFT_PARAM(std::string, RootSecret, "ROOT_SECRET", "", "32 hex digits all ranks 
 WEFT_PARAM(std::string, HostId, "HOSTID", "", "names this rank's host: ranks with the same name share memory (default: hostname, boot id and network namespace)")
 
 // Algorithms and channels
-WEFT_PARAM(std::string, HostSimd, "HOST_SIMD", "", "host reduce kernels for half, bfloat16 and fp8: scalar (element by element), portable, avx2-f16c, avx512, avx512-bf16 or avx512-vbmi (default: the best this CPU runs; one it cannot run is warned about and the best used)")
+WEFT_PARAM(std::string, HostSimd, "HOST_SIMD", "", "host reduce kernels for half, bfloat16 and fp8: scalar (element by element), portable, avx2-f16c, avx512, avx512-bf16, avx512-vbmi or avx512-fp16 (default: the best this CPU runs; one it cannot run is warned about and the best used)")
 WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or Doubling (default: the tuner's, from the cost model)")
 WEFT_PARAM(int64_t, DoublingMaxBytes, "DOUBLING_MAX_BYTES", 8192, "largest all-reduce (bytes) for which the size rule picks recursive doubling")
 WEFT_PARAM_RANGE(DoublingMaxBytes, 0, INT64_MAX)
