@@ -67,7 +67,9 @@ HostSimd chosenHostSimd() {
              hostSimdName(bestHostSimd()));
     return bestHostSimd();
   }
-  WEFT_LOG(kWarn, kColl, "WEFT_HOST_SIMD=%s is not one of scalar, portable, avx2-f16c, avx512, avx512-bf16, avx512-vbmi, avx512-fp16; using %s",
+  WEFT_LOG(kWarn, kColl,
+           "WEFT_HOST_SIMD=%s is not one of scalar, portable, avx2-f16c, avx512, avx512-bf16, avx512-vbmi, "
+           "avx512-fp16; using %s",
            asked.c_str(), hostSimdName(bestHostSimd()));
   return bestHostSimd();
 }

@@ -4,6 +4,8 @@
 // with stores that bypass the caches, from DirectCall::streamBytes) must store exactly what the
 // cached form stores, for every rank count, type, op and length around the piece, write nothing
 // outside the outputs, and be chosen only out of place and from the threshold up.
+#include "collectives/direct_host.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "collectives/datatypes.h"
-#include "collectives/direct_host.h"
 #include "collectives/reduce.h"
 
 namespace weft {
@@ -33,7 +34,8 @@ struct World {
     for (int r = 0; r < n; ++r) {
       send[r].assign(bytes + 2 * kGuardBytes, kGuard);
       // Small magnitudes, different on every rank and lane: every type stays finite.
-      for (size_t i = 0; i < bytes; ++i) send[r][kGuardBytes + i] = static_cast<unsigned char>((i * (5 + 2 * r) + r) % 53);
+      for (size_t i = 0; i < bytes; ++i)
+        send[r][kGuardBytes + i] = static_cast<unsigned char>((i * (5 + 2 * r) + r) % 53);
       if (!inPlace) recv[r].assign(bytes + 2 * kGuardBytes, kGuard);
     }
   }
