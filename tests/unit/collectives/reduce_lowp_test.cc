@@ -281,21 +281,32 @@ TEST(LowpExhaustive, SixteenBitEveryEncodingAgainstPartners) {
   }
 }
 
-// Every one of the 2^32 pairs of half encodings: the sum in AVX-512 FP16 arithmetic (vaddph) gives
-// the encoding the F16C conversions around a float add give (the avx512-vbmi variant, held to the
-// defined answer above); the reason is double rounding's (reduce_lowp.h), this is the proof.
-TEST(LowpExhaustive, HalfSumInFp16ArithmeticEqualsTheFloatSumForAllPairs) {
-  if (!hostSimdSupported(HostSimd::kAvx512Fp16)) GTEST_SKIP() << "this CPU has no AVX-512 FP16";
-  const ReduceFn fp16 = reduceFunctionFor(weftFloat16, weftSum, HostSimd::kAvx512Fp16);
-  const ReduceFn viaFloat = reduceFunctionFor(weftFloat16, weftSum, HostSimd::kAvx512Vbmi);
-  std::vector<uint16_t> a(65536), b(65536), got(65536), want(65536);
+// Every one of the 2^32 pairs of 16-bit encodings, for the sums on whole registers that take
+// another road to the blocks' encodings (reduce_lowp.cc): half in AVX-512 FP16 arithmetic
+// (vaddph; the reason is double rounding's, reduce_lowp.h) against F16C conversions around a
+// float add (avx512-vbmi), and bfloat16 rounded by vcvtneps2bf16 with its denormal fix-up
+// (avx512-bf16) against the block path's bit arithmetic (avx512); the references are held to the
+// defined answer above.
+void expectAllPairsEqual(weftDataType_t type, HostSimd simd, HostSimd reference) {
+  if (!hostSimdSupported(simd)) GTEST_SKIP() << "this CPU does not run " << hostSimdName(simd);
+  const ReduceFn got = reduceFunctionFor(type, weftSum, simd);
+  const ReduceFn want = reduceFunctionFor(type, weftSum, reference);
+  std::vector<uint16_t> a(65536), b(65536), x(65536), y(65536);
   std::iota(b.begin(), b.end(), uint16_t{0});
   for (uint32_t v = 0; v < 65536; ++v) {
     std::fill(a.begin(), a.end(), static_cast<uint16_t>(v));
-    fp16(got.data(), a.data(), b.data(), b.size(), 0);
-    viaFloat(want.data(), a.data(), b.data(), b.size(), 0);
-    ASSERT_EQ(got, want) << "a 0x" << std::hex << v;
+    got(x.data(), a.data(), b.data(), b.size(), 0);
+    want(y.data(), a.data(), b.data(), b.size(), 0);
+    ASSERT_EQ(x, y) << dataTypeName(type) << " on " << hostSimdName(simd) << ", a 0x" << std::hex << v;
   }
+}
+
+TEST(LowpExhaustive, HalfSumInFp16ArithmeticEqualsTheFloatSumForAllPairs) {
+  expectAllPairsEqual(weftFloat16, HostSimd::kAvx512Fp16, HostSimd::kAvx512Vbmi);
+}
+
+TEST(LowpExhaustive, BFloat16SumInWholeRegistersEqualsTheBlocksForAllPairs) {
+  expectAllPairsEqual(weftBfloat16, HostSimd::kAvx512Bf16, HostSimd::kAvx512);
 }
 
 // PreMulSum's first step for one element: round(x * s), then with an input round(p + in).
