@@ -66,8 +66,9 @@ uint32_t SlotStoreChooser::tryInterval() const {
 
 void SlotStoreChooser::record(bool streamed, size_t bytes, uint64_t ns) {
   if (mode_ != SlotStores::kAuto || bytes < kMinBytes) return;
-  const double perByte = static_cast<double>(ns) / static_cast<double>(bytes);
+  double perByte = static_cast<double>(ns) / static_cast<double>(bytes);
   double& avg = nsPerByte_[streamed ? 1 : 0];
+  if (avg > 0.0 && perByte > kMaxStepRatio * avg) perByte = kMaxStepRatio * avg;
   const bool preferred = streamed == streamingPreferred();
   // The way not preferred is measured rarely: its few measurements weigh more.
   const double weight = preferred ? kNewWeight : kTriedWeight;

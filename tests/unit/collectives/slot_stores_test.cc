@@ -105,6 +105,17 @@ TEST(SlotStores, AutoFollowsAChangeOfPlacement) {
   EXPECT_LT(streamedLate, 16);
 }
 
+// One stretched step (a preemption, the first step after a pause) does not flip the choice: with
+// cached stores 2x faster, a cached step that took 100x as long leaves them preferred (before the
+// cap, it lifted cached stores' average past streaming's and the next ~800 steps streamed).
+TEST(SlotStores, OneStretchedStepDoesNotFlipTheChoice) {
+  SlotStoreChooser c(SlotStores::kAuto);
+  drive(c, 200, 100000, 200000);
+  c.record(false, kBig, 10000000);
+  EXPECT_LE(drive(c, 200, 100000, 200000), 2);
+  EXPECT_LT(c.nsPerKiB(false), 2 * 100000.0 / 256);
+}
+
 // While ranks outnumber CPUs, auto writes cached and measures nothing; explicit modes stand.
 TEST(SlotStores, AutoWritesCachedWhileRanksOutnumberCpus) {
   if (configuredSlotStores() != SlotStores::kAuto) GTEST_SKIP() << "WEFT_SLOT_STORES is set";
