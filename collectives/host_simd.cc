@@ -67,10 +67,12 @@ HostSimd chosenHostSimd() {
              hostSimdName(bestHostSimd()));
     return bestHostSimd();
   }
-  WEFT_LOG(kWarn, kColl,
-           "WEFT_HOST_SIMD=%s is not one of scalar, portable, avx2-f16c, avx512, avx512-bf16, avx512-vbmi, "
-           "avx512-fp16; using %s",
-           asked.c_str(), hostSimdName(bestHostSimd()));
+  std::string names;
+  for (int v = 0; v < static_cast<int>(HostSimd::kCount); ++v) {
+    names += std::string(v == 0 ? "" : ", ") + hostSimdName(static_cast<HostSimd>(v));
+  }
+  WEFT_LOG(kWarn, kColl, "WEFT_HOST_SIMD=%s is not one of %s; using %s", asked.c_str(), names.c_str(),
+           hostSimdName(bestHostSimd()));
   return bestHostSimd();
 }
 

@@ -66,7 +66,6 @@ inline void hostLoop(T* dst, T* dst2, const T* a, const T* b, size_t n, Combine 
   }
 }
 
-
 // hostLoop streaming into dst, keeping dst2 (when not null) in the cache. The elements up to
 // dst's next 64-byte boundary take normal stores, so that every streamed block fills one whole
 // cache line; a dst that is not even 16-byte aligned takes normal stores throughout.

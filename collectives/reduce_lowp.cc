@@ -11,9 +11,7 @@
 #include "collectives/reduce_lowp.h"
 
 #include <cstring>
-#include <string>
 #include <type_traits>
-
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define WEFT_LOWP_X86 1
@@ -219,13 +217,6 @@ struct PreMulBody {
     Cvt::narrow(fx, out);
   }
 };
-
-// Orders the streamed stores before what follows (a flag another rank reads).
-WEFT_INLINE void streamFence() {
-#if WEFT_LOWP_X86
-  _mm_sfence();
-#endif
-}
 
 // A whole block's encodings into dst (16-byte aligned) with stores that bypass the caches.
 template <typename Bits>
@@ -597,7 +588,7 @@ struct WholeRegisterSum<Fp8VbmiCvt<T>> {
     WEFT_FLATTEN ATTR static void reduceStream(void* d, void* d2, const void* a, const void* b, size_t n,             \
                                                uint32_t divisor) {                                                    \
       runReduce<CVT<T>, T, kOp, true>(d, d2, a, b, n, divisor);                                                       \
-      streamFence();                                                                                                  \
+      fenceStreams(); /* before a flag another rank reads */                                                          \
     }                                                                                                                 \
     template <typename T>                                                                                             \
     WEFT_FLATTEN ATTR static void preMul(void* d, void* d2, const void* x, const void* in, size_t n, const void* s) { \

@@ -53,12 +53,12 @@ class SlotStoreChooser {
   // streaming ran its all-reduce in 76-87 us against 45-54). Where the caches are not shared,
   // streaming measured 3-5x faster (the header's comment), far above the margin.
   static constexpr double kStreamMargin = 1.25;
-  // One step counts as at most this many times its way's average so far: a step that a
-  // preemption or a cold start stretched (weft-bench-mpi's first step after its pause took 3x
-  // the others) moved cached stores' average past streaming's, and auto then streamed for a few
-  // hundred steps until cached stores were tried again (Intel VM, 1 MiB, session 15: 120 of 800
-  // steps of a process). A real change of placement still shows within a few steps: every slow
-  // step moves the average up by a quarter.
+  // One step counts as at most this many times its way's average so far: a single stretched
+  // step (a preemption, a cold start) moved cached stores' average past streaming's (Intel VM,
+  // 1 MiB, session 15: from ~100 to ~320 ns/KiB in one step, against streaming's ~115), and auto
+  // then streamed every step until cached stores were tried again (all 100 steps between a
+  // process's 700th and 800th). A real change of placement still shows within a few steps:
+  // every slow step moves the average up by a quarter.
   static constexpr double kMaxStepRatio = 2.0;
 
   explicit SlotStoreChooser(SlotStores mode) : mode_(mode) {}
