@@ -201,6 +201,9 @@ weftResult_t weftCommAbort(weftComm_t comm);
 /* weftSuccess, weftInProgress (non-blocking init still running), or the error that put the
  * communicator in its error state. */
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
+/* Host calls started after it wait at most `seconds` (> 0) instead of the init's timeout; from
+ * any thread (torch's Backend.setTimeout). The device path keeps the timeout it was made with. */
+weftResult_t weftCommSetTimeout(weftComm_t comm, int seconds);
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
 /* The device index of the communicator (-1 for host ranks). */

@@ -62,6 +62,10 @@ weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
   return capi::commGetAsyncError(Call(comm, "weftCommGetAsyncError"), asyncError);
 }
 
+weftResult_t weftCommSetTimeout(weftComm_t comm, int seconds) {
+  return capi::commSetTimeout(Call(comm, "weftCommSetTimeout"), seconds);
+}
+
 weftResult_t weftCommCount(const weftComm_t comm, int* count) {
   return capi::commQuery(Call(comm, "weftCommCount"), count, "count", [](const weftComm* c) { return c->nRanks; });
 }

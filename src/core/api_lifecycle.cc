@@ -167,6 +167,24 @@ weftResult_t commGetAsyncError(const Call& call, weftResult_t* asyncError) {
   return weftSuccess;
 }
 
+weftResult_t commSetTimeout(const Call& call, int seconds) {
+  weftComm* comm = call.comm();
+  if (comm == nullptr) return call.finish(call.error(weftInvalidArgument, "comm is NULL"));
+  if (seconds <= 0) {
+    return call.finish(call.error(weftInvalidArgument,
+                                  "the timeout must be a positive number of seconds (got %d); to wait "
+                                  "longer, pass a larger value",
+                                  seconds));
+  }
+  if (!comm->impl) {
+    return call.finish(call.error(weftInvalidUsage,
+                                  "the communicator has not finished its init; set the timeout "
+                                  "in weftConfig_t.timeoutS, or after init completes"));
+  }
+  comm->impl->requestTimeout(seconds);
+  return weftSuccess;
+}
+
 weftResult_t commQuery(const Call& call, int* out, const char* what, int (*get)(const weftComm*)) {
   if (call.comm() == nullptr || out == nullptr) {
     return call.finish(call.error(weftInvalidArgument, "comm or %s is NULL", what));

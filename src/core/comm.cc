@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <list>
 #include <cstring>
+#include <list>
 
 #include "base/log.h"
 #include "base/params.h"
@@ -73,7 +73,7 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   nRanks_ = nRanks;
   setLogRank(rank);
   params::warnUnknownOnce();
-  sweepDeadHostMemoryOnce();  // weftMemAlloc's segments that killed processes left (host_memory.h)
+  sweepDeadHostMemoryOnce();       // weftMemAlloc's segments that killed processes left (host_memory.h)
   coll::registerHostLaneRunner();  // the host and emulated runtimes run device launches on threads
   name_ = config && config->commName ? config->commName : "";
   int64_t timeoutS = config && config->timeoutS > 0 ? config->timeoutS : params::TimeoutS();
@@ -240,7 +240,11 @@ const coll::ScheduleParams& Communicator::paramsFor(const CollCall& call, size_t
 const Communicator::ReduceMemo& Communicator::reduceFunctions(weftDataType_t type, weftRedOp_t op) {
   ReduceMemo& m = reduceMemo_;
   if (!m.valid || m.type != type || m.op != op) {
-    m = ReduceMemo{true, type, op, coll::reduceFunction(type, op), coll::reduceCopyFunction(type, op),
+    m = ReduceMemo{true,
+                   type,
+                   op,
+                   coll::reduceFunction(type, op),
+                   coll::reduceCopyFunction(type, op),
                    coll::reduceStreamFunction(type, op)};
   }
   return m;
@@ -325,7 +329,16 @@ const void* Communicator::stagedSendBuffer(const CollCall& call, size_t bytes) {
   return staging_.data();
 }
 
+void Communicator::takeRequestedTimeout() {
+  const int32_t asked = requestedTimeoutS_.load(std::memory_order_relaxed);
+  if (asked <= 0 || asked == settings_.timeoutS) return;
+  settings_.timeoutS = asked;
+  ops_.clear();  // their plans hold the old timeout
+  lastOp_ = nullptr;
+}
+
 Status Communicator::runCollective(const CollCall& call) {
+  takeRequestedTimeout();
   if (!coll::collTraits(call.kind).scheduled) return runRootedExchange(call);  // gather, scatter
   ++seq_;
   opNumber_ = liveNumber(collSeq_ + 1, true);  // stampCollective below takes that number
@@ -429,7 +442,8 @@ namespace {
 
 // Where each send of a group reads from: its buffer, or, when that overlaps a receive of the same
 // group (an in-place exchange), a copy in `copies` taken before anything is received.
-std::vector<const void*> sendSources(const std::vector<P2pCall>& calls, int self, std::list<std::vector<char>>* copies) {
+std::vector<const void*> sendSources(const std::vector<P2pCall>& calls, int self,
+                                     std::list<std::vector<char>>* copies) {
   std::vector<const void*> sendFrom(calls.size());
   for (size_t i = 0; i < calls.size(); ++i) {
     sendFrom[i] = calls[i].sendbuff;
@@ -449,6 +463,7 @@ std::vector<const void*> sendSources(const std::vector<P2pCall>& calls, int self
 }  // namespace
 
 Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
+  takeRequestedTimeout();
   ++seq_;
   opNumber_ = liveNumber(collSeq_, false);
   setLogRank(rank_);
@@ -670,13 +685,13 @@ Status Communicator::pickTransport(const coll::ConnectionKey& key, PeerInfo* pee
   }
   std::string names;
   for (auto& t : transports_) names += std::string(names.empty() ? "" : ", ") + t->name();
-  return WEFT_ERROR(weftSystemError,
-                    "rank %d (host %s): no transport reaches rank %d (host %s): %s, and WEFT_NET=%s selects a network "
-                    "transport this build lacks (built: %s). Set WEFT_NET=socket, which works on any IP network",
-                    rank_, peers()[rank_].hostName, key.peer, peer->hostName,
-                    peer->hostHash == peers()[rank_].hostHash ? "WEFT_SHM_DISABLE=1 forbids shared memory"
-                                                              : "it is on another host",
-                    params::Net().c_str(), names.c_str());
+  return WEFT_ERROR(
+      weftSystemError,
+      "rank %d (host %s): no transport reaches rank %d (host %s): %s, and WEFT_NET=%s selects a network "
+      "transport this build lacks (built: %s). Set WEFT_NET=socket, which works on any IP network",
+      rank_, peers()[rank_].hostName, key.peer, peer->hostName,
+      peer->hostHash == peers()[rank_].hostHash ? "WEFT_SHM_DISABLE=1 forbids shared memory" : "it is on another host",
+      params::Net().c_str(), names.c_str());
 }
 
 int Communicator::peerOrdinalHere(int peer) const {

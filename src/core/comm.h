@@ -65,11 +65,11 @@ struct PreMulSumOp {
 struct CallRecord {
   uint32_t magic = 0;  // kCallRecordMagic: this rank knows its call
   int32_t rank = -1;
-  int32_t kind = 0;   // coll::CollKind; kSendRecv: a send/recv group
-  int32_t type = 0;   // weftDataType_t
-  int32_t op = 0;     // weftRedOp_t (a premul-sum's value as the communicator gave it)
+  int32_t kind = 0;  // coll::CollKind; kSendRecv: a send/recv group
+  int32_t type = 0;  // weftDataType_t
+  int32_t op = 0;    // weftRedOp_t (a premul-sum's value as the communicator gave it)
   int32_t root = 0;
-  int32_t algo = 0;   // coll::Algo
+  int32_t algo = 0;  // coll::Algo
   int32_t reserved = 0;
   uint64_t seq = 0;    // the call's sequence number on the communicator
   uint64_t count = 0;  // elements (a send/recv group: its operations)
@@ -144,6 +144,9 @@ class Communicator final : public coll::ConnectionProvider {
   Status checkRedOp(weftRedOp_t op, weftDataType_t type, const char* fn) const;
 
   Status runCollective(const CollCall& call);
+  // weftCommSetTimeout, from any thread: host calls that start afterwards wait at most `seconds`
+  // (the device path keeps the patience it was made with).
+  void requestTimeout(int32_t seconds) { requestedTimeoutS_.store(seconds); }
   // weftCommRegister / weftCommDeregister: host memory in a registered range may be read and
   // written by the peers directly (comm_zero_copy.cc). Thread-safe.
   void noteRegistration(const void* buff, size_t bytes, bool add);
@@ -318,8 +321,8 @@ class Communicator final : public coll::ConnectionProvider {
     uint32_t divisor = 0;
   };
   bool zeroCopyCandidate(const CollCall& call, const coll::ScheduleParams& params, size_t elemSize, bool preMul);
-  Status runZeroCopy(const CollCall& call, const coll::ScheduleParams& params, size_t elemSize,
-                     const ZeroCopyOps& ops, uint64_t stamp, bool* done);
+  Status runZeroCopy(const CollCall& call, const coll::ScheduleParams& params, size_t elemSize, const ZeroCopyOps& ops,
+                     uint64_t stamp, bool* done);
   // The handshake: an all-gather of `bytes` per rank over the FIFOs, stamped from the call's.
   Status gatherOffers(const CollCall& call, const void* mine, void* all, size_t bytes, uint64_t stamp);
   bool isRegistered(const void* p, size_t bytes);
@@ -352,10 +355,14 @@ class Communicator final : public coll::ConnectionProvider {
   // algo): a training loop repeats one call.
   uint64_t fingerprintOf_[6] = {~0ull, 0, 0, 0, 0, 0};
   uint32_t fingerprint_ = 0;
-  bool checkCalls_ = true;  // WEFT_CHECK_CALLS
+  bool checkCalls_ = true;   // WEFT_CHECK_CALLS
   bool checkSends_ = false;  // WEFT_CHECK_SENDS (with WEFT_CHECK_CALLS): sends wait for their receivers
+  // A timeout asked for by weftCommSetTimeout, taken by the thread that runs the next host call
+  // (takeRequestedTimeout): cached plans carry the old one and are dropped then. 0: none asked.
+  std::atomic<int32_t> requestedTimeoutS_{0};
+  void takeRequestedTimeout();
   std::atomic<bool> mismatch_{false};
-  std::atomic<uint64_t> mismatchTheirs_{0};  // the peer's stamp, when this rank saw it
+  std::atomic<uint64_t> mismatchTheirs_{0};        // the peer's stamp, when this rank saw it
   std::vector<uint32_t> p2pSendSeq_, p2pRecvSeq_;  // per peer
 
   int rank_ = 0;
@@ -413,7 +420,7 @@ class Communicator final : public coll::ConnectionProvider {
   // reduceFunction, reduceCopyFunction and reduceStreamFunction (reduce.h) of a built-in op,
   // remembered.
   const ReduceMemo& reduceFunctions(weftDataType_t type, weftRedOp_t op);
-  std::vector<char> staging_;  // the send side of an in-place all-to-all
+  std::vector<char> staging_;   // the send side of an in-place all-to-all
   char callToken_[2] = {0, 0};  // what the call-check token lanes send and receive
   // runCallTokens' lane and plan (made by its first call); gather and scatter run the same lane
   // beside their data once everything is connected.
@@ -461,8 +468,8 @@ class Communicator final : public coll::ConnectionProvider {
   // counts and sizes must match).
   Status pairSelfCalls(const std::vector<P2pCall>& calls,
                        std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const;
-  int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
-  bool mixed_ = false;      // mixed(): set at init from the peers' devices
+  int maxDeviceLanes_ = 1;           // lanes (GPU blocks) one rank's launch may use
+  bool mixed_ = false;               // mixed(): set at init from the peers' devices
   bool hostRanksOnOneHost_ = false;  // no rank has a GPU, all on one host: set at init beside mixed_
 
   // Premul-sum ops: value = weftNumOps + (redOpTag() << kRedOpIndexBits) + index.

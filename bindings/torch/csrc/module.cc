@@ -44,6 +44,25 @@ void bindAllocator(py::module_& m) {
   });
 }
 
+// weft_torch.Options: what pg_options= can set for a "weft" group (process_group.h, WeftOptions).
+void bindOptions(py::module_& m) {
+  using weft_torch::WeftOptions;
+#ifdef WEFT_TORCH_BACKEND_API
+  py::class_<WeftOptions, c10d::Backend::Options, c10::intrusive_ptr<WeftOptions>> options(m, "Options", R"(
+Options of a "weft" process group, passed as pg_options= to init_process_group or new_group.
+  min_channels, max_channels: channels per collective (0: WEFT_MIN_CHANNELS / WEFT_MAX_CHANNELS)
+  comm_name: the name Weft's log lines and errors show (default "torch.distributed")
+The timeout is init_process_group's timeout=.)");
+#else
+  py::class_<WeftOptions, c10::intrusive_ptr<WeftOptions>> options(m, "Options", "Options of a \"weft\" process group");
+  options.def_readwrite("_timeout", &WeftOptions::timeout);
+#endif
+  options.def(py::init<>())
+      .def_readwrite("min_channels", &WeftOptions::minChannels)
+      .def_readwrite("max_channels", &WeftOptions::maxChannels)
+      .def_readwrite("comm_name", &WeftOptions::commName);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -52,6 +71,16 @@ PYBIND11_MODULE(_C, m) {
   // communicator waits for the other ranks, so the GIL is released meanwhile.
   m.def("create_process_group", &weft_torch::ProcessGroupWeft::create, py::arg("store"), py::arg("rank"),
         py::arg("size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>());
+  bindOptions(m);
+  // The same with the user's pg_options (torch's extended_api creator).
+  m.def(
+      "create_process_group_with_options",
+      [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout,
+         const c10::intrusive_ptr<weft_torch::WeftOptions>& options) {
+        return weft_torch::ProcessGroupWeft::createWithOptions(store, rank, size, timeout, options);
+      },
+      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("options").none(true),
+      py::call_guard<py::gil_scoped_release>());
   m.def(
       "weft_version",
       [] {

@@ -1,9 +1,9 @@
 #include "process_group.h"
 
-#include "shared_memory_allocator.h"
-
 #include <ATen/ATen.h>
 #include <c10/util/StringUtil.h>
+
+#include "shared_memory_allocator.h"
 
 #ifdef WEFT_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -129,8 +129,8 @@ std::vector<int64_t> splitRows(const std::vector<int64_t>& splits, int64_t rows,
 // ---- Creation -------------------------------------------------------------------------------
 
 ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                   std::chrono::milliseconds timeout)
-    : BackendBase(rank, size) {
+                                   c10::intrusive_ptr<WeftOptions> options)
+    : BackendBase(rank, size), store_(store), options_(std::move(options)) {
   weftUniqueId id;
   if (rank == 0) {
     if (weftGetUniqueId(&id) != weftSuccess) {
@@ -149,13 +149,38 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     std::memcpy(&id, bytes.data(), sizeof(id));
   }
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;
-  const double seconds = std::chrono::duration<double>(timeout).count();
+  const double seconds = std::chrono::duration<double>(options_->timeout).count();
   config.timeoutS = seconds > 0 ? static_cast<int>(std::min(std::ceil(seconds), 2147483647.0)) : 0;
-  config.commName = "torch.distributed";
+  config.minChannels = options_->minChannels;
+  config.maxChannels = options_->maxChannels;
+  config.commName = options_->commName.empty() ? "torch.distributed" : options_->commName.c_str();
   if (weftCommInitRankConfig(&comm_, size, id, rank, &config) != weftSuccess) {
     throw std::runtime_error("weft: init_process_group: rank " + std::to_string(rank) + " of " + std::to_string(size) +
                              " could not join the communicator: " + weftGetLastError(nullptr));
   }
+  start();
+}
+
+ProcessGroupWeft::ProcessGroupWeft(weftComm_t comm, const c10::intrusive_ptr<c10d::Store>& store,
+                                   c10::intrusive_ptr<WeftOptions> options)
+    : BackendBase(
+          [comm] {
+            int r = -1;
+            (void)weftCommUserRank(comm, &r);
+            return r;
+          }(),
+          [comm] {
+            int n = 0;
+            (void)weftCommCount(comm, &n);
+            return n;
+          }()),
+      comm_(comm),
+      store_(store),
+      options_(std::move(options)) {
+  start();
+}
+
+void ProcessGroupWeft::start() {
   queue_ = std::make_shared<WorkQueue>([this](const std::vector<Call*>& calls) { runGroup(calls); });
   // Tensors from the shared-memory allocator (when installed) are registered with this
   // communicator, so that collectives on them can run zero-copy.
@@ -163,7 +188,17 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   init();
 }
 
-ProcessGroupWeft::~ProcessGroupWeft() {
+ProcessGroupWeft::~ProcessGroupWeft() { close(false); }
+
+void ProcessGroupWeft::close(bool abortFirst) {
+  if (comm_ == nullptr) return;
+  if (abortFirst) {
+    (void)weftCommAbort(comm_);  // frees calls blocked in Weft; the worker then drains with errors
+    queue_->shutdown();
+    SharedMemoryAllocator::instance().detach(comm_);
+    comm_ = nullptr;
+    return;
+  }
   queue_->shutdown();  // runs what is queued (each call ends by its deadline at the latest)
   SharedMemoryAllocator::instance().detach(comm_);  // the arenas (and tensors in them) stay
   weftResult_t state = weftSuccess;
@@ -172,12 +207,22 @@ ProcessGroupWeft::~ProcessGroupWeft() {
   } else {
     (void)weftCommAbort(comm_);
   }
+  comm_ = nullptr;
 }
 
 c10::intrusive_ptr<BackendBase> ProcessGroupWeft::create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                          int size, std::chrono::duration<float> timeout) {
-  return c10::make_intrusive<ProcessGroupWeft>(store, rank, size,
-                                               std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+  return createWithOptions(store, rank, size, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), nullptr);
+}
+
+c10::intrusive_ptr<BackendBase> ProcessGroupWeft::createWithOptions(const c10::intrusive_ptr<c10d::Store>& store,
+                                                                    int rank, int size,
+                                                                    std::chrono::milliseconds timeout,
+                                                                    const c10::intrusive_ptr<WeftOptions>& options) {
+  // The user's options are copied: torch hands the same object to every group made with it.
+  auto own = options ? c10::make_intrusive<WeftOptions>(*options) : c10::make_intrusive<WeftOptions>(timeout);
+  own->timeout = timeout;
+  return c10::make_intrusive<ProcessGroupWeft>(store, rank, size, std::move(own));
 }
 
 // ---- Running calls ----------------------------------------------------------------------------
@@ -200,6 +245,10 @@ void ProcessGroupWeft::checkRank(int64_t rank, const char* what, const char* col
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::post(c10d::OpType type, std::vector<at::Tensor> outputs,
                                                       const at::Tensor* sample, Call call) {
+  if (comm_ == nullptr) {
+    refuse(c10d::opTypeToString(type).c_str(), "this group was shut down or aborted; make a new one");
+  }
+  ++sequence_;
   auto work = c10::make_intrusive<WeftWork>(rank_, type, std::move(outputs), queue_);
   if (sample != nullptr && sample->is_cuda()) {
 #ifdef WEFT_TORCH_CUDA
@@ -217,11 +266,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::post(c10d::OpType type, std::ve
            "this weft_torch was built without CUDA support (it needs torch 2.x built with CUDA); use CPU tensors");
 #endif
   }
-  if (coalescing_) {
+  const bool pointToPoint = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+  if (coalescing_ && pointToPoint) {
     batch_.emplace_back(work, std::move(call));
     return work;
   }
-  const bool pointToPoint = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
   std::vector<Call> calls;
   calls.push_back(std::move(call));
   queue_->push({work}, std::move(calls), pointToPoint);
@@ -242,28 +291,51 @@ void ProcessGroupWeft::runGroup(const std::vector<Call*>& calls) const {
   }
 }
 
-#ifdef WEFT_TORCH_COALESCING_REQS
+// Between startCoalescing and endCoalescing sends and receives are held back and then issued as
+// one Weft group: the exchanges of a batch_isend_irecv run concurrently, so exchanges in both
+// directions cannot wait on each other. Collectives posted meanwhile run in call order as usual.
+#if defined(WEFT_TORCH_COALESCING_REQS) || defined(WEFT_TORCH_COALESCING_WORK)
 void ProcessGroupWeft::startCoalescing() {
   coalescing_ = true;
   batch_.clear();
 }
 
-void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /* reqs */) {
-  coalescing_ = false;
-  if (batch_.empty()) return;
-  std::vector<c10::intrusive_ptr<WeftWork>> works;
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::postBatch(
+    c10d::OpType type, std::vector<std::pair<c10::intrusive_ptr<WeftWork>, Call>> batch) {
+  // The batch's own Work completes with its calls, after everything queued before it.
+  auto whole = c10::make_intrusive<WeftWork>(rank_, type, std::vector<at::Tensor>{}, queue_);
+  std::vector<c10::intrusive_ptr<WeftWork>> works{whole};
   std::vector<Call> calls;
-  bool pointToPoint = true;
-  for (auto& entry : batch_) {
-    const c10d::OpType type = entry.first->retrieveOpType();
-    pointToPoint = pointToPoint && (type == c10d::OpType::SEND || type == c10d::OpType::RECV);
+  bool pointToPoint = !batch.empty();
+  for (auto& entry : batch) {
+    const c10d::OpType t = entry.first->retrieveOpType();
+    pointToPoint = pointToPoint && (t == c10d::OpType::SEND || t == c10d::OpType::RECV);
     works.push_back(entry.first);
     calls.push_back(std::move(entry.second));
   }
-  batch_.clear();
-  // One Weft group: the sends and receives of the batch run concurrently, so exchanges in both
-  // directions cannot wait on each other.
+  if (calls.empty()) {
+    Call none;
+    none.issue = [](weftStream_t) {};
+    calls.push_back(std::move(none));
+  }
   queue_->push(std::move(works), std::move(calls), pointToPoint);
+  return whole;
+}
+#endif
+
+#ifdef WEFT_TORCH_COALESCING_REQS
+void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /* reqs */) {
+  coalescing_ = false;
+  if (!batch_.empty()) (void)postBatch(c10d::OpType::UNKNOWN, std::move(batch_));
+  batch_.clear();
+}
+#endif
+#ifdef WEFT_TORCH_COALESCING_WORK
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::endCoalescing() {
+  coalescing_ = false;
+  auto work = postBatch(c10d::OpType::COALESCED, std::move(batch_));
+  batch_.clear();
+  return work;
 }
 #endif
 

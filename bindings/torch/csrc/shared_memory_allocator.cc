@@ -14,9 +14,9 @@
 namespace weft_torch {
 namespace {
 
-constexpr size_t kBlockAlign = 4096;        // blocks start on pages (torch needs 64 bytes)
+constexpr size_t kBlockAlign = 4096;  // blocks start on pages (torch needs 64 bytes)
 constexpr size_t kArenaAlign = size_t(2) << 20;
-constexpr uint8_t kPriority = 1;            // above c10's default CPU allocator (0)
+constexpr uint8_t kPriority = 1;                     // above c10's default CPU allocator (0)
 constexpr size_t kShmReserveMin = size_t(64) << 20;  // left free in /dev/shm for the FIFOs
 
 size_t roundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
@@ -261,7 +261,7 @@ SharedMemoryAllocator::Arena* SharedMemoryAllocator::newArena(size_t bytes, Refu
     if (avail < size + reserve) {
       why->kind = "/dev/shm space";
       why->text = "/dev/shm has " + mib(avail) + " free of " + mib(total) + ", too little for a " + mib(size) +
-             " arena and a " + mib(reserve) + " reserve; run with a larger /dev/shm (docker --shm-size)";
+                  " arena and a " + mib(reserve) + " reserve; run with a larger /dev/shm (docker --shm-size)";
       return nullptr;
     }
   }

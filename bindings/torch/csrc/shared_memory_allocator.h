@@ -59,14 +59,14 @@ struct SharedMemoryStats {
   size_t arenas = 0;
   size_t arenaBytes = 0;  // of all arenas
   size_t liveBlocks = 0;
-  size_t liveBytes = 0;        // of the live blocks (rounded to pages)
-  uint64_t served = 0;         // allocations served from the pool
-  uint64_t reused = 0;         // of those, served from memory an earlier block had used
-  uint64_t forwarded = 0;      // allocations below the threshold, sent to the previous allocator
-  uint64_t fallbacks = 0;      // allocations at or above the threshold the pool could not serve
-  std::string lastFallback;    // why the last of those fell back
-  size_t communicators = 0;    // attached
-  size_t registrations = 0;    // live weftCommRegister handles
+  size_t liveBytes = 0;      // of the live blocks (rounded to pages)
+  uint64_t served = 0;       // allocations served from the pool
+  uint64_t reused = 0;       // of those, served from memory an earlier block had used
+  uint64_t forwarded = 0;    // allocations below the threshold, sent to the previous allocator
+  uint64_t fallbacks = 0;    // allocations at or above the threshold the pool could not serve
+  std::string lastFallback;  // why the last of those fell back
+  size_t communicators = 0;  // attached
+  size_t registrations = 0;  // live weftCommRegister handles
 };
 
 class SharedMemoryAllocator final : public c10::Allocator {
@@ -117,14 +117,14 @@ class SharedMemoryAllocator final : public c10::Allocator {
     bool installed = false;
     bool forked = false;  // this process is a fork() child of the one that made the arenas
     std::vector<std::unique_ptr<Arena>> arenas;
-    std::unordered_map<void*, Block> blocks;                  // live blocks by address
-    std::map<weftComm_t, std::map<Arena*, void*>> handles;    // attached comm -> arena -> handle
-    std::set<std::string> warned;                             // kinds of fallback already warned about
+    std::unordered_map<void*, Block> blocks;                // live blocks by address
+    std::map<weftComm_t, std::map<Arena*, void*>> handles;  // attached comm -> arena -> handle
+    std::set<std::string> warned;                           // kinds of fallback already warned about
     SharedMemoryStats counters;
   };
 
   SharedMemoryAllocator();
-  static void freeBlock(void* p);  // the deleter of the pool's DataPtrs (context == data)
+  static void freeBlock(void* p);                     // the deleter of the pool's DataPtrs (context == data)
   void* takeBlock(size_t bytes, Refusal* why) const;  // called with the mutex held
   bool fromFreeRun(size_t bytes, Block* out) const;
   Arena* newArena(size_t bytes, Refusal* why) const;

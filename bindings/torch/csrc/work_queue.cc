@@ -2,7 +2,6 @@
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/jit_type.h>
-
 #include <pthread.h>
 
 #include <algorithm>

@@ -1,8 +1,9 @@
 """weft_torch: Weft as the torch.distributed backend "weft".
 
     import torch.distributed as dist
-    import weft_torch                      # registers the backend
+    import weft_torch                      # registers the backend (torch 2.x: done at `import torch`)
     dist.init_process_group("weft", ...)   # or backend="weft" in new_group / torchrun scripts
+    dist.init_process_group("weft", pg_options=weft_torch.Options())  # Weft's own settings
 
 The backend runs every collective torch.distributed offers on CPU tensors (and, built against
 torch 2.x with CUDA, on CUDA tensors) through Weft's C API; see the README, "Using Weft from
@@ -16,6 +17,7 @@ from . import _C
 
 __all__ = [
     "BACKEND",
+    "Options",
     "weft_version",
     "use_shared_memory_allocator",
     "restore_cpu_allocator",
@@ -68,19 +70,31 @@ def shared_memory_allocator_stats():
     return _C.shared_memory_allocator_stats()
 
 
-def _create_process_group(store, rank, size, timeout):
-    return _C.create_process_group(store, rank, size, timeout)
+#: What pg_options= may set for a "weft" group: min_channels, max_channels, comm_name.
+Options = _C.Options
+
+
+def _create_process_group(dist_options, pg_options=None):
+    """The creator torch calls (extended_api): torch's DistributedBackendOptions and the user's
+    pg_options, which must be a weft_torch.Options or None."""
+    if pg_options is not None and not isinstance(pg_options, Options):
+        raise TypeError(
+            f"weft: pg_options must be a weft_torch.Options (got {type(pg_options).__name__}); "
+            "make one with weft_torch.Options() and set its fields"
+        )
+    return _C.create_process_group_with_options(
+        dist_options.store, dist_options.group_rank, dist_options.group_size, dist_options.timeout, pg_options
+    )
 
 
 def _register():
     if BACKEND.upper() in getattr(dist.Backend, "_plugins", {}):
         return  # already registered (a second import of a reloaded module)
     params = inspect.signature(dist.Backend.register_backend).parameters
+    kwargs = {"extended_api": True}
     if "devices" in params:  # torch 2.x: the devices the backend serves
-        devices = ["cpu", "cuda"] if _C.with_cuda else ["cpu"]
-        dist.Backend.register_backend(BACKEND, _create_process_group, devices=devices)
-    else:  # torch 1.13
-        dist.Backend.register_backend(BACKEND, _create_process_group)
+        kwargs["devices"] = ["cpu", "cuda"] if _C.with_cuda else ["cpu"]
+    dist.Backend.register_backend(BACKEND, _create_process_group, **kwargs)
 
 
 _register()

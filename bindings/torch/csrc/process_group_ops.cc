@@ -1,0 +1,351 @@
+// ProcessGroupWeft, the rest of what torch asks of a backend: the coalesced collectives (one Weft
+// group for a list of calls), the monitored barrier (through the store), and torch 2.x's life
+// cycle (split, shrink, abort, shutdown, getError, setTimeout). The plain collectives are in
+// process_group.cc.
+#include <ATen/ATen.h>
+#include <c10/util/StringUtil.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "process_group.h"
+
+namespace weft_torch {
+namespace {
+
+[[noreturn]] void refuse(const char* collective, const std::string& what) {
+  throw std::invalid_argument(std::string("weft: ") + collective + ": " + what);
+}
+
+void checkPair(const at::Tensor& a, const at::Tensor& b, const char* collective) {
+  if (!a.defined() || !b.defined()) refuse(collective, "got an undefined tensor");
+  if (a.layout() != at::kStrided || b.layout() != at::kStrided) refuse(collective, "sparse tensors are not supported");
+  if (a.scalar_type() != b.scalar_type() || a.device() != b.device()) {
+    refuse(collective, "the output and input tensors must have the same dtype and device (got " +
+                           std::string(c10::toString(a.scalar_type())) + " on " + a.device().str() + " and " +
+                           c10::toString(b.scalar_type()) + " on " + b.device().str() + ")");
+  }
+}
+
+// A contiguous stand-in for a tensor (as in process_group.cc): results are copied back by writeBack().
+struct DenseCopy {
+  explicit DenseCopy(const at::Tensor& t) : user(t), buf(t.is_contiguous() ? t : t.contiguous()) {}
+  void writeBack() {
+    if (!buf.is_same(user)) user.copy_(buf);
+  }
+  at::Tensor user, buf;
+};
+
+// Runs `issue` for each element inside one Weft group and reports the first failure.
+template <typename IssueOne>
+weftResult_t inOneGroup(size_t n, IssueOne issue) {
+  weftResult_t r = weftGroupStart();
+  if (r != weftSuccess) return r;
+  weftResult_t first = weftSuccess;
+  for (size_t i = 0; i < n; ++i) {
+    weftResult_t one = issue(i);
+    if (first == weftSuccess) first = one;
+  }
+  weftResult_t end = weftGroupEnd();
+  return first != weftSuccess ? first : end;
+}
+
+int secondsOf(std::chrono::milliseconds t) {
+  const double s = std::chrono::duration<double>(t).count();
+  return s > 0 ? static_cast<int>(std::min(std::ceil(s), 2147483647.0)) : 0;
+}
+
+}  // namespace
+
+// ---- Coalesced collectives -----------------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputTensors,
+    const c10d::AllgatherOptions& /* opts */) {
+  const char* name = "all_gather_coalesced";
+  if (inputTensors.empty()) refuse(name, "got no input tensors");
+  if (outputTensorLists.size() != inputTensors.size()) {
+    refuse(name, "needs one output list per input tensor (got " + std::to_string(outputTensorLists.size()) +
+                     " lists for " + std::to_string(inputTensors.size()) + " inputs)");
+  }
+  std::vector<WeftElements> els;
+  for (size_t i = 0; i < inputTensors.size(); ++i) {
+    const at::Tensor& in = inputTensors[i];
+    checkPair(in, inputTensors[0], name);
+    if (outputTensorLists[i].size() != static_cast<size_t>(size_)) {
+      refuse(name, "output list " + std::to_string(i) + " has " + std::to_string(outputTensorLists[i].size()) +
+                       " tensors; it needs one per rank (" + std::to_string(size_) + ")");
+    }
+    for (const at::Tensor& o : outputTensorLists[i]) {
+      checkPair(o, in, name);
+      if (o.numel() != in.numel()) {
+        refuse(name, "every tensor of output list " + std::to_string(i) + " must have as many elements as input " +
+                         std::to_string(i) + " (" + std::to_string(in.numel()) + ")");
+      }
+    }
+    els.push_back(weftElements(in.scalar_type(), name));
+  }
+  std::vector<at::Tensor> ins = inputTensors;
+  std::vector<std::vector<at::Tensor>> outs = outputTensorLists;
+  std::vector<at::Tensor> flatOutputs;
+  for (const auto& list : outs) flatOutputs.insert(flatOutputs.end(), list.begin(), list.end());
+  Call call;
+  call.issue = [this, ins, outs, els, name](weftStream_t stream) {
+    std::vector<DenseCopy> src;
+    std::vector<at::Tensor> gathered;
+    for (const at::Tensor& in : ins) {
+      src.emplace_back(in);
+      gathered.push_back(at::empty({in.numel() * size_}, in.options().memory_format(at::MemoryFormat::Contiguous)));
+    }
+    check(inOneGroup(ins.size(),
+                     [&](size_t i) {
+                       return weftAllGather(src[i].buf.data_ptr(), gathered[i].data_ptr(),
+                                            static_cast<size_t>(ins[i].numel()) * els[i].perElement, els[i].type, comm_,
+                                            stream);
+                     }),
+          name);
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const int64_t n = ins[i].numel();
+      for (int r = 0; r < size_; ++r) {
+        at::Tensor& o = const_cast<at::Tensor&>(outs[i][static_cast<size_t>(r)]);
+        o.copy_(gathered[i].narrow(0, r * n, n).view(o.sizes()));
+      }
+    }
+  };
+  return post(c10d::OpType::ALLGATHER_COALESCED, flatOutputs, &ins[0], std::move(call));
+}
+
+#ifdef WEFT_TORCH_BACKEND_API
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& /* opts */) {
+  const char* name = "all_gather_into_tensor_coalesced";
+  if (inputs.empty() || outputs.size() != inputs.size()) {
+    refuse(name, "needs as many output tensors as input tensors, at least one (got " + std::to_string(outputs.size()) +
+                     " and " + std::to_string(inputs.size()) + ")");
+  }
+  std::vector<WeftElements> els;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkPair(outputs[i], inputs[i], name);
+    checkPair(inputs[i], inputs[0], name);
+    if (outputs[i].numel() != inputs[i].numel() * size_) {
+      refuse(name, "output " + std::to_string(i) + " must have world size (" + std::to_string(size_) +
+                       ") times as many elements as input " + std::to_string(i));
+    }
+    els.push_back(weftElements(inputs[i].scalar_type(), name));
+  }
+  std::vector<at::Tensor> ins = inputs, outs = outputs;
+  Call call;
+  call.issue = [this, ins, outs, els, name](weftStream_t stream) {
+    std::vector<DenseCopy> src, dst;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      src.emplace_back(ins[i]);
+      dst.emplace_back(outs[i]);
+    }
+    check(inOneGroup(ins.size(),
+                     [&](size_t i) {
+                       return weftAllGather(src[i].buf.data_ptr(), dst[i].buf.data_ptr(),
+                                            static_cast<size_t>(ins[i].numel()) * els[i].perElement, els[i].type, comm_,
+                                            stream);
+                     }),
+          name);
+    for (DenseCopy& d : dst) d.writeBack();
+  };
+  return post(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outs, &ins[0], std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+  const char* name = "reduce_scatter_tensor_coalesced";
+  if (inputs.empty() || outputs.size() != inputs.size()) {
+    refuse(name, "needs as many output tensors as input tensors, at least one (got " + std::to_string(outputs.size()) +
+                     " and " + std::to_string(inputs.size()) + ")");
+  }
+  std::vector<WeftElements> els;
+  std::vector<WeftReduction> reds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkPair(outputs[i], inputs[i], name);
+    checkPair(inputs[i], inputs[0], name);
+    if (inputs[i].numel() != outputs[i].numel() * size_) {
+      refuse(name, "input " + std::to_string(i) + " must have world size (" + std::to_string(size_) +
+                       ") times as many elements as output " + std::to_string(i));
+    }
+    els.push_back(weftElements(inputs[i].scalar_type(), name));
+    reds.push_back(weftReduction(opts.reduceOp, inputs[i].scalar_type(), name));
+  }
+  std::vector<at::Tensor> ins = inputs, outs = outputs;
+  Call call;
+  call.issue = [this, ins, outs, els, reds, name](weftStream_t stream) {
+    std::vector<DenseCopy> src, dst;
+    std::vector<weftRedOp_t> ops;
+    std::vector<bool> made;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      src.emplace_back(ins[i]);
+      dst.emplace_back(outs[i]);
+    }
+    // Pre-multiplied sums are made for the group's calls and destroyed after them.
+    struct Ops {
+      weftComm_t comm;
+      std::vector<weftRedOp_t> made;
+      ~Ops() {
+        for (weftRedOp_t op : made) (void)weftRedOpDestroy(op, comm);
+      }
+    } scoped{comm_, {}};
+    for (size_t i = 0; i < ins.size(); ++i) {
+      weftRedOp_t op = reds[i].op;
+      if (reds[i].preMulSum) {
+        const c10::ScalarType st = c10::isComplexType(ins[i].scalar_type()) ? c10::toRealValueType(ins[i].scalar_type())
+                                                                            : ins[i].scalar_type();
+        at::Tensor factor = reds[i].hasFactorTensor
+                                ? reds[i].factorTensor.to(at::kCPU).to(st).reshape({-1}).narrow(0, 0, 1).contiguous()
+                                : at::scalar_tensor(reds[i].factor, at::TensorOptions().dtype(st));
+        check(weftRedOpCreatePreMulSum(&op, factor.data_ptr(), els[i].type, weftScalarHostImmediate, comm_),
+              "weftRedOpCreatePreMulSum");
+        scoped.made.push_back(op);
+      }
+      ops.push_back(op);
+    }
+    check(inOneGroup(ins.size(),
+                     [&](size_t i) {
+                       return weftReduceScatter(src[i].buf.data_ptr(), dst[i].buf.data_ptr(),
+                                                static_cast<size_t>(outs[i].numel()) * els[i].perElement, els[i].type,
+                                                ops[i], comm_, stream);
+                     }),
+          name);
+    for (DenseCopy& d : dst) d.writeBack();
+  };
+  return post(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outs, &ins[0], std::move(call));
+}
+#endif
+
+// ---- Monitored barrier ------------------------------------------------------------------------
+
+// Every rank but 0 says it arrived under a key of this barrier; rank 0 waits for each until the
+// timeout, names the ones missing, and then answers all with the outcome. Through the store
+// rather than Weft, so that a rank stuck inside a Weft call is named instead of waited for.
+void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  const auto timeout = opts.timeout != c10d::kUnsetTimeout ? opts.timeout : options_->timeout;
+  const std::string base = "weft_monitored_barrier/" + std::to_string(barriers_++) + "/";
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string doneKey = base + "done";
+  if (rank_ != 0) {
+    store_->set(base + "arrived/" + std::to_string(rank_), std::vector<uint8_t>{1});
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    try {
+      store_->wait({doneKey}, std::max(left, std::chrono::milliseconds(1)));
+    } catch (const std::exception&) {
+      throw std::runtime_error(c10::str("weft: monitored_barrier: rank ", rank_, " of ", size_,
+                                        " was not released by rank 0 within ", timeout.count(),
+                                        " ms; rank 0 found a rank missing or is itself stuck"));
+    }
+    std::vector<uint8_t> outcome = store_->get(doneKey);
+    if (outcome.empty() || outcome[0] != 1) {
+      throw std::runtime_error(c10::str("weft: monitored_barrier: rank ", rank_, " of ", size_,
+                                        ": rank 0 reports that other ranks did not arrive within ", timeout.count(),
+                                        " ms"));
+    }
+    return;
+  }
+  std::vector<int> missing;
+  for (int r = 1; r < size_; ++r) {
+    const std::string key = base + "arrived/" + std::to_string(r);
+    bool arrived = false;
+    while (!(arrived = store_->check({key})) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (!arrived) {
+      missing.push_back(r);
+      if (!waitAllRanks) break;
+    }
+  }
+  store_->set(doneKey, std::vector<uint8_t>{static_cast<uint8_t>(missing.empty() ? 1 : 0)});
+  if (missing.empty()) return;
+  // Gloo's wording, which scripts match: "Rank 3 failed to pass monitoredBarrier in 1000 ms".
+  std::string who;
+  for (size_t i = 0; i < missing.size(); ++i) who += (i ? ", " : "") + std::to_string(missing[i]);
+  throw std::runtime_error(c10::str(missing.size() == 1 ? "Rank " : "Ranks ", who,
+                                    " failed to pass monitoredBarrier in ", timeout.count(), " ms (weft: rank 0 of ",
+                                    size_, " waited for them through the store)"));
+}
+
+// ---- torch 2.x's life cycle -----------------------------------------------------------------
+
+#ifdef WEFT_TORCH_BACKEND_API
+c10::intrusive_ptr<c10d::Backend> ProcessGroupWeft::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                          const std::vector<int>& ranks,
+                                                          const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  auto it = std::find(ranks.begin(), ranks.end(), rank_);
+  if (it == ranks.end()) return nullptr;  // not a member: no group here
+  for (int r : ranks) checkRank(r, "member", "split_group");
+  auto own = c10::make_intrusive<WeftOptions>(*options_);
+  if (auto theirs = c10::dynamic_intrusive_pointer_cast<WeftOptions>(opts)) {
+    own = c10::make_intrusive<WeftOptions>(*theirs);
+  } else if (opts) {
+    own->timeout = opts->timeout;
+  }
+  own->global_ranks_in_group.clear();
+  const int newRank = static_cast<int>(it - ranks.begin());
+  return c10::make_intrusive<ProcessGroupWeft>(store, newRank, static_cast<int>(ranks.size()), std::move(own));
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupWeft::shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
+                                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  if (comm_ == nullptr) refuse("shrink_group", "this group was shut down or aborted");
+  std::vector<int> excluded;
+  for (int64_t r : ranksToExclude) {
+    checkRank(r, "excluded rank", "shrink_group");
+    excluded.push_back(static_cast<int>(r));
+  }
+  auto own = c10::make_intrusive<WeftOptions>(*options_);
+  if (auto theirs = c10::dynamic_intrusive_pointer_cast<WeftOptions>(opts)) {
+    own = c10::make_intrusive<WeftOptions>(*theirs);
+  } else if (opts) {
+    own->timeout = opts->timeout;
+  }
+  // Calls queued on this group run (or fail) first, unless the caller asks to abort them.
+  if ((shrinkFlags & WEFT_SHRINK_ABORT) == 0) queue_->drain();
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutS = secondsOf(own->timeout);
+  config.minChannels = own->minChannels;
+  config.maxChannels = own->maxChannels;
+  config.commName = own->commName.empty() ? "torch.distributed" : own->commName.c_str();
+  weftComm_t newComm = nullptr;
+  check(weftCommShrink(comm_, excluded.data(), static_cast<int>(excluded.size()), &newComm, &config, shrinkFlags),
+        "shrink_group");
+  // Keys of the new group's monitored barriers must not meet this group's.
+  auto store = c10::make_intrusive<c10d::PrefixStore>("shrink" + std::to_string(shrinks_++), store_);
+  return c10::make_intrusive<ProcessGroupWeft>(newComm, store, std::move(own));
+}
+
+void ProcessGroupWeft::abort() { close(true); }
+
+void ProcessGroupWeft::shutdown() { close(false); }
+
+c10d::ErrorType ProcessGroupWeft::getError() {
+  if (comm_ == nullptr) return c10d::ErrorType::SUCCESS;
+  weftResult_t state = weftSuccess;
+  if (weftCommGetAsyncError(comm_, &state) != weftSuccess) return c10d::ErrorType::COMM_ERROR;
+  switch (state) {
+    case weftSuccess:
+    case weftInProgress:
+      return c10d::ErrorType::SUCCESS;
+    case weftTimeout:
+      return c10d::ErrorType::TIMEOUT;
+    case weftRemoteError:
+      return c10d::ErrorType::REMOTE_ERROR;
+    default:
+      return c10d::ErrorType::COMM_ERROR;
+  }
+}
+
+void ProcessGroupWeft::setTimeout(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) refuse("set_timeout", "the timeout must be positive");
+  options_->timeout = timeout;
+  if (comm_ != nullptr) check(weftCommSetTimeout(comm_, secondsOf(timeout)), "set_timeout");
+}
+#endif
+
+}  // namespace weft_torch
