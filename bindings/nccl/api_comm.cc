@@ -58,6 +58,8 @@ WEFT_NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
       return "remote process exited or there was a network error";
     case ncclInProgress:
       return "NCCL operation in progress";
+    case ncclTimeout:
+      return "operation timed out (see ncclGetLastError for details)";
     default:
       return "unknown result code";
   }
@@ -127,11 +129,13 @@ WEFT_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) { return fromWeft
 WEFT_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   // NCCL accepts NULL here (a rank that got NCCL_SPLIT_NOCOLOR destroys what it got).
   if (comm == nullptr) return ncclSuccess;
+  forgetWindows(comm);
   return fromWeft(weftCommDestroy(toWeft(comm)));
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
+  forgetWindows(comm);
   return fromWeft(weftCommAbort(toWeft(comm)));
 }
 

@@ -1,4 +1,4 @@
-// Weft's NCCL ABI against NVIDIA's: compiled with the real nccl.h (and nccl_device.h), this
+// Weft's NCCL ABI against NVIDIA's 2.32: compiled with the real nccl.h (and nccl_device.h), this
 // checks every enum value, struct size and offset, initialiser and flag of bindings/nccl's own
 // definitions, and finds every declared function, nccl and pnccl, in the built libnccl.so.2.
 // Built only where the CUDA toolkit ships nccl.h (tests/bindings/nccl/CMakeLists.txt).
@@ -7,6 +7,7 @@
 #include <nccl.h>  // NVIDIA's: the include path puts the toolkit's directory first
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wunused-function"
 #include <nccl_device.h>
 #pragma GCC diagnostic pop
 
@@ -26,6 +27,8 @@ namespace ours {
 // against our header alone).
 extern "C" void weftNcclOurConfigInitializer(void* out, size_t bytes);
 extern "C" void weftNcclOurSimInfoInitializer(void* out, size_t bytes);
+extern "C" void weftNcclOurCollConfigInitializer(void* out, size_t bytes);
+extern "C" void weftNcclOurEncryptionInitializer(void* out, size_t bytes);
 
 namespace {
 
@@ -38,6 +41,7 @@ SAME_VALUE(ncclInvalidArgument);
 SAME_VALUE(ncclInvalidUsage);
 SAME_VALUE(ncclRemoteError);
 SAME_VALUE(ncclInProgress);
+SAME_VALUE(ncclTimeout);
 SAME_VALUE(ncclNumResults);
 SAME_VALUE(ncclSum);
 SAME_VALUE(ncclProd);
@@ -66,11 +70,32 @@ SAME_VALUE(ncclFloat8e5m2);
 SAME_VALUE(ncclNumTypes);
 SAME_VALUE(ncclScalarDevice);
 SAME_VALUE(ncclScalarHostImmediate);
+SAME_VALUE(ncclHostCftDefault);
+SAME_VALUE(ncclHostCftEnable);
+SAME_VALUE(ncclHostCftDisable);
+SAME_VALUE(ncclHostCftFallback);
+SAME_VALUE(ncclNvlsHostModeDefault);
+SAME_VALUE(ncclNvlsHostModeEnable);
+SAME_VALUE(ncclNvlsHostModeDisableTransport);
+SAME_VALUE(ncclNvlsHostModeDisableSymmetricMultimem);
+SAME_VALUE(ncclNvlsHostModeDisable);
+SAME_VALUE(ncclStatGpuMemSuspend);
+SAME_VALUE(ncclStatGpuMemSuspended);
+SAME_VALUE(ncclStatGpuMemPersist);
+SAME_VALUE(ncclStatGpuMemTotal);
+SAME_VALUE(NCCL_ENCRYPTION_MODE_NONE);
+SAME_VALUE(NCCL_ENCRYPTION_MODE_PSK);
+SAME_VALUE(NCCL_CFT_TEAM_FLAT);
+SAME_VALUE(NCCL_CFT_TEAM_HIER_MULTIMEM);
+SAME_VALUE(NCCL_CFT_TEAM_HIER_LSA);
 
 static_assert(sizeof(ours::ncclResult_t) == sizeof(::ncclResult_t), "ncclResult_t");
 static_assert(sizeof(ours::ncclRedOp_t) == sizeof(::ncclRedOp_t), "ncclRedOp_t");
 static_assert(sizeof(ours::ncclDataType_t) == sizeof(::ncclDataType_t), "ncclDataType_t");
 static_assert(sizeof(ours::ncclScalarResidence_t) == sizeof(::ncclScalarResidence_t), "ncclScalarResidence_t");
+static_assert(sizeof(ours::ncclCommMemStat_t) == sizeof(::ncclCommMemStat_t), "ncclCommMemStat_t");
+static_assert(sizeof(ours::ncclCftTeamMode_t) == sizeof(::ncclCftTeamMode_t), "ncclCftTeamMode_t is passed by value");
+static_assert(sizeof(ours::ncclCftLeId) == sizeof(::ncclCftLeId), "ncclCftLeId");
 static_assert(sizeof(ours::ncclUniqueId) == sizeof(::ncclUniqueId), "ncclUniqueId");
 static_assert(WEFT_NCCL_UNIQUE_ID_BYTES == NCCL_UNIQUE_ID_BYTES, "NCCL_UNIQUE_ID_BYTES");
 
@@ -78,7 +103,7 @@ static_assert(WEFT_NCCL_UNIQUE_ID_BYTES == NCCL_UNIQUE_ID_BYTES, "NCCL_UNIQUE_ID
   static_assert(offsetof(ours::type, field) == offsetof(::type, field), #type "." #field); \
   static_assert(sizeof(ours::type::field) == sizeof(::type::field), #type "." #field)
 static_assert(sizeof(ours::ncclConfig_t) == sizeof(::ncclConfig_t), "sizeof(ncclConfig_t)");
-static_assert(sizeof(::ncclConfig_t) == 80, "ncclConfig_t of NCCL 2.28 is 80 bytes");
+static_assert(sizeof(::ncclConfig_t) == 120, "ncclConfig_t of NCCL 2.32 is 120 bytes");
 SAME_LAYOUT(ncclConfig_t, size);
 SAME_LAYOUT(ncclConfig_t, magic);
 SAME_LAYOUT(ncclConfig_t, version);
@@ -96,6 +121,53 @@ SAME_LAYOUT(ncclConfig_t, shrinkShare);
 SAME_LAYOUT(ncclConfig_t, nvlsCTAs);
 SAME_LAYOUT(ncclConfig_t, nChannelsPerNetPeer);
 SAME_LAYOUT(ncclConfig_t, nvlinkCentricSched);
+SAME_LAYOUT(ncclConfig_t, graphUsageMode);
+SAME_LAYOUT(ncclConfig_t, numRmaCtx);
+SAME_LAYOUT(ncclConfig_t, maxP2pPeers);
+SAME_LAYOUT(ncclConfig_t, graphStreamOrdering);
+SAME_LAYOUT(ncclConfig_t, launchOrderImplicit);
+SAME_LAYOUT(ncclConfig_t, numRmaSig);
+SAME_LAYOUT(ncclConfig_t, rmaEagerInit);
+SAME_LAYOUT(ncclConfig_t, hostCftMode);
+SAME_LAYOUT(ncclConfig_t, nvlsHostMode);
+static_assert(sizeof(ours::ncclCollConfig_t) == sizeof(::ncclCollConfig_t), "sizeof(ncclCollConfig_t)");
+static_assert(sizeof(::ncclCollConfig_t) == 72, "ncclCollConfig_t of NCCL 2.32 is 72 bytes");
+SAME_LAYOUT(ncclCollConfig_t, size);
+SAME_LAYOUT(ncclCollConfig_t, magic);
+SAME_LAYOUT(ncclCollConfig_t, version);
+SAME_LAYOUT(ncclCollConfig_t, ext);
+SAME_LAYOUT(ncclCollConfig_t, minCTAs);
+SAME_LAYOUT(ncclCollConfig_t, maxCTAs);
+SAME_LAYOUT(ncclCollConfig_t, nvlsCTAs);
+SAME_LAYOUT(ncclCollConfig_t, cgaClusterSize);
+SAME_LAYOUT(ncclCollConfig_t, algSelection);
+SAME_LAYOUT(ncclCollConfig_t, forceAlgSelection);
+SAME_LAYOUT(ncclCollConfig_t, CTAPolicy);
+SAME_LAYOUT(ncclCollConfig_t, userProfilerTag);
+SAME_LAYOUT(ncclCollConfig_t, launchCompletionEvent);
+static_assert(sizeof(ours::ncclConfigExt_t) == sizeof(::ncclConfigExt_t), "sizeof(ncclConfigExt_t)");
+SAME_LAYOUT(ncclConfigExt_t, next);
+SAME_LAYOUT(ncclConfigExt_t, key);
+SAME_LAYOUT(ncclConfigExt_t, key.vendorId);
+SAME_LAYOUT(ncclConfigExt_t, key.optionId);
+SAME_LAYOUT(ncclConfigExt_t, val);
+SAME_LAYOUT(ncclConfigExt_t, val.i);
+SAME_LAYOUT(ncclConfigExt_t, val.s);
+SAME_LAYOUT(ncclConfigExt_t, val.raw);
+static_assert(sizeof(ours::ncclWaitSignalDesc_t) == sizeof(::ncclWaitSignalDesc_t), "sizeof(ncclWaitSignalDesc_t)");
+SAME_LAYOUT(ncclWaitSignalDesc_t, opCnt);
+SAME_LAYOUT(ncclWaitSignalDesc_t, peer);
+SAME_LAYOUT(ncclWaitSignalDesc_t, sigIdx);
+SAME_LAYOUT(ncclWaitSignalDesc_t, ctx);
+static_assert(sizeof(ours::ncclEncryptionConfig_t) == sizeof(::ncclEncryptionConfig_t),
+              "sizeof(ncclEncryptionConfig_t)");
+SAME_LAYOUT(ncclEncryptionConfig_t, size);
+SAME_LAYOUT(ncclEncryptionConfig_t, magic);
+SAME_LAYOUT(ncclEncryptionConfig_t, version);
+SAME_LAYOUT(ncclEncryptionConfig_t, mode);
+SAME_LAYOUT(ncclEncryptionConfig_t, psk);
+static_assert(sizeof(ours::ncclMultimemHandle_t) == sizeof(::ncclMultimemHandle_t), "passed by value");
+SAME_LAYOUT(ncclMultimemHandle_t, mcBasePtr);
 static_assert(sizeof(ours::ncclSimInfo_t) == sizeof(::ncclSimInfo_t), "sizeof(ncclSimInfo_t)");
 SAME_LAYOUT(ncclSimInfo_t, size);
 SAME_LAYOUT(ncclSimInfo_t, magic);
@@ -107,14 +179,24 @@ SAME_LAYOUT(ncclTeam_t, rank);
 SAME_LAYOUT(ncclTeam_t, stride);
 
 static_assert(WEFT_NCCL_VERSION_CODE == NCCL_VERSION_CODE, "the API level we mirror is the header's");
-static_assert(WEFT_NCCL_VERSION(2, 28, 9) == NCCL_VERSION(2, 28, 9), "NCCL_VERSION");
+static_assert(WEFT_NCCL_VERSION_CODE == 23203, "NCCL 2.32.3");
+static_assert(WEFT_NCCL_VERSION(2, 32, 3) == NCCL_VERSION(2, 32, 3), "NCCL_VERSION");
 static_assert(WEFT_NCCL_VERSION(2, 8, 4) == NCCL_VERSION(2, 8, 4), "NCCL_VERSION, old encoding");
 static_assert(WEFT_NCCL_SPLIT_NOCOLOR == NCCL_SPLIT_NOCOLOR, "NCCL_SPLIT_NOCOLOR");
 static_assert(WEFT_NCCL_CONFIG_UNDEF_INT == NCCL_CONFIG_UNDEF_INT, "NCCL_CONFIG_UNDEF_INT");
 static_assert(WEFT_NCCL_SHRINK_DEFAULT == NCCL_SHRINK_DEFAULT && WEFT_NCCL_SHRINK_ABORT == NCCL_SHRINK_ABORT, "shrink");
 static_assert(WEFT_NCCL_WIN_DEFAULT == NCCL_WIN_DEFAULT && WEFT_NCCL_WIN_COLL_SYMMETRIC == NCCL_WIN_COLL_SYMMETRIC,
               "window flags");
+static_assert(WEFT_NCCL_WIN_STRICT_ORDERING == NCCL_WIN_STRICT_ORDERING &&
+                  WEFT_NCCL_WIN_GIN_ONLY == NCCL_WIN_GIN_ONLY && WEFT_NCCL_WIN_CFT_COUNTED == NCCL_WIN_CFT_COUNTED,
+              "window flags of 2.32");
 static_assert(WEFT_NCCL_REVOKE_DEFAULT == NCCL_REVOKE_DEFAULT, "revoke flags");
+static_assert(WEFT_NCCL_SUSPEND_MEM == NCCL_SUSPEND_MEM, "suspend flags");
+static_assert(WEFT_NCCL_CONFIG_MAGIC == NCCL_API_MAGIC, "the magic of every versioned struct");
+static_assert(WEFT_NCCL_CTA_POLICY_DEFAULT == NCCL_CTA_POLICY_DEFAULT &&
+                  WEFT_NCCL_CTA_POLICY_EFFICIENCY == NCCL_CTA_POLICY_EFFICIENCY &&
+                  WEFT_NCCL_CTA_POLICY_ZERO == NCCL_CTA_POLICY_ZERO,
+              "CTA policies");
 
 TEST(NcclAbi, InitializersMatchTheRealHeader) {
   ::ncclConfig_t real = NCCL_CONFIG_INITIALIZER;
@@ -122,7 +204,9 @@ TEST(NcclAbi, InitializersMatchTheRealHeader) {
   std::memset(&mine, 0x5a, sizeof(mine));
   weftNcclOurConfigInitializer(&mine, sizeof(mine));
   EXPECT_EQ(real.magic, WEFT_NCCL_CONFIG_MAGIC);
-  EXPECT_EQ(std::memcmp(&real, &mine, sizeof(real)), 0) << "NCCL_CONFIG_INITIALIZER differs (no padding in it)";
+  // 2.32's struct ends in 4 bytes of padding (on LP64): compare up to its last field.
+  const size_t fields = offsetof(::ncclConfig_t, nvlsHostMode) + sizeof(int);
+  EXPECT_EQ(std::memcmp(&real, &mine, fields), 0) << "NCCL_CONFIG_INITIALIZER differs";
   ::ncclSimInfo_t realSim = NCCL_SIM_INFO_INITIALIZER;
   ::ncclSimInfo_t mineSim;
   weftNcclOurSimInfoInitializer(&mineSim, sizeof(mineSim));
@@ -131,6 +215,23 @@ TEST(NcclAbi, InitializersMatchTheRealHeader) {
   EXPECT_EQ(realSim.magic, mineSim.magic);
   EXPECT_EQ(realSim.version, mineSim.version);
   EXPECT_EQ(realSim.estimatedTime, mineSim.estimatedTime);
+  ::ncclCollConfig_t realColl = NCCL_COLLCONFIG_INITIALIZER;
+  ::ncclCollConfig_t mineColl;
+  std::memset(&mineColl, 0x5a, sizeof(mineColl));
+  weftNcclOurCollConfigInitializer(&mineColl, sizeof(mineColl));
+  EXPECT_EQ(std::memcmp(&realColl, &mineColl, sizeof(realColl)), 0)
+      << "NCCL_COLLCONFIG_INITIALIZER differs (no padding)";
+  EXPECT_EQ(mineColl.forceAlgSelection, 1);
+  // Padding after mode: field by field.
+  ::ncclEncryptionConfig_t realEnc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+  ::ncclEncryptionConfig_t mineEnc;
+  std::memset(&mineEnc, 0x5a, sizeof(mineEnc));
+  weftNcclOurEncryptionInitializer(&mineEnc, sizeof(mineEnc));
+  EXPECT_EQ(realEnc.size, mineEnc.size);
+  EXPECT_EQ(realEnc.magic, mineEnc.magic);
+  EXPECT_EQ(realEnc.version, mineEnc.version);
+  EXPECT_EQ(realEnc.mode, mineEnc.mode);
+  EXPECT_EQ(realEnc.psk, mineEnc.psk);
 }
 
 struct Library {
@@ -167,6 +268,8 @@ void checkPair(void* handle, const char* name, void* a, void* b) {
     T b = reinterpret_cast<T>(dlsym(lib.handle, "p" #f));                                         \
     checkPair(lib.handle, #f, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b));            \
   } while (0)
+// A function the header does not declare here; the library exports it and its twin.
+#define CHECK_EXPORTED(f) checkPair(lib.handle, #f, dlsym(lib.handle, #f), dlsym(lib.handle, "p" #f))
 // A host function of nccl_device/*.h (declared without its twin; the library exports both).
 #define CHECK_DEVICE_HOST(f, sig)                                                \
   do {                                                                           \
@@ -194,20 +297,24 @@ TEST(NcclAbi, EveryDeclaredFunctionIsExportedTwice) {
   CHECK_DECLARED(ncclCommSplit);
   CHECK_DECLARED(ncclCommShrink);
   CHECK_DECLARED(ncclCommInitRankScalable);
+  CHECK_DECLARED(ncclCommGetUniqueId);
+  CHECK_DECLARED(ncclCommGrow);
   CHECK_DECLARED(ncclGetErrorString);
   CHECK_DECLARED(ncclGetLastError);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  CHECK_DECLARED(ncclResetDebugInit);
-#pragma GCC diagnostic pop
+  // 2.32 declares it only when the program defines NCCL_OS_LINUX (else it is an empty macro).
+  CHECK_EXPORTED(ncclResetDebugInit);
   CHECK_DECLARED(ncclCommGetAsyncError);
   CHECK_DECLARED(ncclCommCount);
   CHECK_DECLARED(ncclCommCuDevice);
   CHECK_DECLARED(ncclCommUserRank);
+  CHECK_DECLARED(ncclCommSuspend);
+  CHECK_DECLARED(ncclCommResume);
+  CHECK_DECLARED(ncclCommMemStats);
   CHECK_DECLARED(ncclCommRegister);
   CHECK_DECLARED(ncclCommDeregister);
   CHECK_DECLARED(ncclCommWindowRegister);
   CHECK_DECLARED(ncclCommWindowDeregister);
+  CHECK_DECLARED(ncclWinGetUserPtr);
   CHECK_DECLARED(ncclRedOpCreatePreMulSum);
   CHECK_DECLARED(ncclRedOpDestroy);
   CHECK_DECLARED(ncclReduce);
@@ -221,27 +328,69 @@ TEST(NcclAbi, EveryDeclaredFunctionIsExportedTwice) {
   CHECK_DECLARED(ncclScatter);
   CHECK_DECLARED(ncclSend);
   CHECK_DECLARED(ncclRecv);
+  CHECK_DECLARED(ncclAllReduceConfig);
+  CHECK_DECLARED(ncclBroadcastConfig);
+  CHECK_DECLARED(ncclReduceConfig);
+  CHECK_DECLARED(ncclAllGatherConfig);
+  CHECK_DECLARED(ncclReduceScatterConfig);
+  CHECK_DECLARED(ncclAlltoAllConfig);
+  CHECK_DECLARED(ncclGatherConfig);
+  CHECK_DECLARED(ncclScatterConfig);
+  CHECK_DECLARED(ncclPutSignal);
+  CHECK_DECLARED(ncclSignal);
+  CHECK_DECLARED(ncclWaitSignal);
   CHECK_DECLARED(ncclGroupStart);
   CHECK_DECLARED(ncclGroupEnd);
   CHECK_DECLARED(ncclGroupSimulateEnd);
-  EXPECT_EQ(checked, 41) << "nccl.h of 2.28 declares 41 functions";
+  CHECK_DECLARED(ncclSetEncryption);
+  CHECK_DECLARED(ncclParamBind);
+  CHECK_DECLARED(ncclParamGetI8);
+  CHECK_DECLARED(ncclParamGetI16);
+  CHECK_DECLARED(ncclParamGetI32);
+  CHECK_DECLARED(ncclParamGetI64);
+  CHECK_DECLARED(ncclParamGetU8);
+  CHECK_DECLARED(ncclParamGetU16);
+  CHECK_DECLARED(ncclParamGetU32);
+  CHECK_DECLARED(ncclParamGetU64);
+  CHECK_DECLARED(ncclParamGetStr);
+  CHECK_DECLARED(ncclParamGet);
+  CHECK_DECLARED(ncclParamGetParameter);
+  CHECK_DECLARED(ncclParamGetAllParameterKeys);
+  CHECK_DECLARED(ncclParamDumpAll);
+  EXPECT_EQ(checked, 73) << "nccl.h of 2.32 declares 73 functions";
 
+  CHECK_DEVICE_HOST(ncclCommQueryProperties, ncclResult_t(*)(ncclComm_t, ncclCommProperties_t*));
   CHECK_DEVICE_HOST(ncclDevCommCreate, ncclResult_t(*)(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*));
   CHECK_DEVICE_HOST(ncclDevCommDestroy, ncclResult_t(*)(ncclComm_t, ncclDevComm_t const*));
+  CHECK_DEVICE_HOST(ncclGetLsaMultimemDevicePointer, ncclResult_t(*)(ncclWindow_t, size_t, void**));
+  CHECK_DEVICE_HOST(ncclGetMultimemDevicePointer, ncclResult_t(*)(ncclWindow_t, size_t, ncclMultimemHandle_t, void**));
+  CHECK_DEVICE_HOST(ncclGetLsaDevicePointer, ncclResult_t(*)(ncclWindow_t, size_t, int, void**));
+  CHECK_DEVICE_HOST(ncclGetPeerDevicePointer, ncclResult_t(*)(ncclWindow_t, size_t, int, void**));
+  CHECK_DEVICE_HOST(ncclGetMultimemDeviceLeInfo, ncclResult_t(*)(ncclWindow_t, size_t, ncclCftLeId*, size_t*));
+  CHECK_DEVICE_HOST(ncclGetCftDeviceLeInfo,
+                    ncclResult_t(*)(ncclWindow_t, size_t, int, ncclTeam_t, ncclCftLeId*, size_t*));
+  CHECK_DEVICE_HOST(ncclGetPeerDeviceLeInfo, ncclResult_t(*)(ncclWindow_t, size_t, int, ncclCftLeId*, size_t*));
   CHECK_DEVICE_HOST(ncclTeamWorld, ncclTeam_t(*)(ncclComm_t));
   CHECK_DEVICE_HOST(ncclTeamLsa, ncclTeam_t(*)(ncclComm_t));
-  CHECK_DEVICE_HOST(ncclTeamRail, ncclTeam_t(*)(ncclComm_t));
+  CHECK_DEVICE_HOST(ncclTeamCft, ncclTeam_t(*)(ncclComm_t, ncclCftTeamMode_t));
+  CHECK_DEVICE_HOST(ncclTeamCftMultimem, ncclTeam_t(*)(ncclComm_t));
   CHECK_DEVICE_HOST(ncclTeamRankToWorld, int (*)(ncclComm_t, ncclTeam_t, int));
   CHECK_DEVICE_HOST(ncclTeamRankToLsa, int (*)(ncclComm_t, ncclTeam_t, int));
+  CHECK_DEVICE_HOST(ncclTeamRail, ncclTeam_t(*)(ncclComm_t));
   CHECK_DEVICE_HOST(ncclLsaBarrierCreateRequirement,
                     ncclResult_t(*)(ncclTeam_t, int, ncclLsaBarrierHandle_t*, ncclDevResourceRequirements_t*));
   CHECK_DEVICE_HOST(
       ncclGinBarrierCreateRequirement,
       ncclResult_t(*)(ncclComm_t, ncclTeam_t, int, ncclGinBarrierHandle_t*, ncclDevResourceRequirements_t*));
+  CHECK_DEVICE_HOST(ncclCftBarrierCreateRequirement,
+                    ncclResult_t(*)(ncclTeam_t, int, ncclCftBarrierHandle_t*, ncclDevResourceRequirements_t*));
   CHECK_DEVICE_HOST(ncclLLA2ACalcSlots, int (*)(int, int));
   CHECK_DEVICE_HOST(ncclLLA2ACreateRequirement,
                     ncclResult_t(*)(int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*));
-  EXPECT_EQ(checked, 52) << "and 11 host functions of the device API";
+  // Declared for Windows only, exported by NVIDIA's Linux library too.
+  CHECK_EXPORTED(ncclGinOutboxCreateRequirement);
+  CHECK_EXPORTED(ncclGinInboxA2ACreateRequirement);
+  EXPECT_EQ(checked, 97) << "and 24 host functions of the device API";
 }
 
 // The device API's host functions load and refuse with a message (through the real header's
