@@ -21,10 +21,6 @@ ncclTeam_t noTeam(const char* fn) {
 
 // ---- Host functions of the device-side API ---------------------------------------------------
 
-WEFT_NCCL_API(ncclResult_t, ncclCommQueryProperties, ncclComm_t comm, ncclCommProperties_t* props) {
-  return notProvided("ncclCommQueryProperties", kDeviceApi);
-}
-
 WEFT_NCCL_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
               ncclDevComm_t* outDevComm) {
   return notProvided("ncclDevCommCreate", kDeviceApi);

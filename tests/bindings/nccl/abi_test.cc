@@ -88,6 +88,16 @@ SAME_VALUE(NCCL_ENCRYPTION_MODE_PSK);
 SAME_VALUE(NCCL_CFT_TEAM_FLAT);
 SAME_VALUE(NCCL_CFT_TEAM_HIER_MULTIMEM);
 SAME_VALUE(NCCL_CFT_TEAM_HIER_LSA);
+SAME_VALUE(NCCL_GIN_TYPE_NONE);
+SAME_VALUE(NCCL_GIN_TYPE_PROXY);
+SAME_VALUE(NCCL_GIN_TYPE_GDAKI);
+SAME_VALUE(NCCL_GIN_TYPE_GPI);
+SAME_VALUE(NCCL_GIN_TYPE_EFA_GDA);
+SAME_VALUE(NCCL_GIN_MAX_TYPES);
+SAME_VALUE(NCCL_GIN_CONNECTION_NONE);
+SAME_VALUE(NCCL_GIN_CONNECTION_FULL);
+SAME_VALUE(NCCL_GIN_CONNECTION_RAIL);
+SAME_VALUE(NCCL_GIN_CONNECTION_CUSTOM_STRIDE);
 
 static_assert(sizeof(ours::ncclResult_t) == sizeof(::ncclResult_t), "ncclResult_t");
 static_assert(sizeof(ours::ncclRedOp_t) == sizeof(::ncclRedOp_t), "ncclRedOp_t");
@@ -166,6 +176,29 @@ SAME_LAYOUT(ncclEncryptionConfig_t, magic);
 SAME_LAYOUT(ncclEncryptionConfig_t, version);
 SAME_LAYOUT(ncclEncryptionConfig_t, mode);
 SAME_LAYOUT(ncclEncryptionConfig_t, psk);
+static_assert(sizeof(ours::ncclCommProperties_t) == sizeof(::ncclCommProperties_t), "sizeof(ncclCommProperties_t)");
+static_assert(sizeof(::ncclCommProperties_t) == 152, "ncclCommProperties_t of NCCL 2.32 is 152 bytes");
+SAME_LAYOUT(ncclCommProperties_t, size);
+SAME_LAYOUT(ncclCommProperties_t, magic);
+SAME_LAYOUT(ncclCommProperties_t, version);
+SAME_LAYOUT(ncclCommProperties_t, rank);
+SAME_LAYOUT(ncclCommProperties_t, nRanks);
+SAME_LAYOUT(ncclCommProperties_t, cudaDev);
+SAME_LAYOUT(ncclCommProperties_t, nvmlDev);
+SAME_LAYOUT(ncclCommProperties_t, deviceApiSupport);
+SAME_LAYOUT(ncclCommProperties_t, multimemSupport);
+SAME_LAYOUT(ncclCommProperties_t, ginType);
+SAME_LAYOUT(ncclCommProperties_t, nLsaTeams);
+SAME_LAYOUT(ncclCommProperties_t, hostRmaSupport);
+SAME_LAYOUT(ncclCommProperties_t, railedGinType);
+SAME_LAYOUT(ncclCommProperties_t, commHash);
+SAME_LAYOUT(ncclCommProperties_t, ginMinStride);
+SAME_LAYOUT(ncclCommProperties_t, ginConnectionType);
+SAME_LAYOUT(ncclCommProperties_t, ginSupport);
+SAME_LAYOUT(ncclCommProperties_t, devCommRuntimeVersionSize);
+SAME_LAYOUT(ncclCommProperties_t, cftSupport);
+SAME_LAYOUT(ncclCommProperties_t, cftMulticastSupport);
+SAME_LAYOUT(ncclCommProperties_t, cftCountedSupport);
 static_assert(sizeof(ours::ncclMultimemHandle_t) == sizeof(::ncclMultimemHandle_t), "passed by value");
 SAME_LAYOUT(ncclMultimemHandle_t, mcBasePtr);
 static_assert(sizeof(ours::ncclSimInfo_t) == sizeof(::ncclSimInfo_t), "sizeof(ncclSimInfo_t)");
@@ -409,5 +442,62 @@ TEST(NcclAbi, DeviceApiHostFunctionsRefuseWithAMessage) {
   EXPECT_EQ(team.nRanks, 0);
   EXPECT_NE(std::strstr(lastError(nullptr), "ncclTeamWorld"), nullptr) << lastError(nullptr);
 }
+
+// ncclCommQueryProperties with NVIDIA's struct and initialiser: the communicator's facts, no
+// device-API support, and only the caller's size written.
+// NVIDIA's NCCL_COMM_PROPERTIES_INITIALIZER sets the header only (the rest is zero).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+TEST(NcclAbi, QueryPropertiesFillsNvidiasStruct) {
+  Library lib;
+  ASSERT_NE(lib.handle, nullptr) << dlerror();
+  auto getId = reinterpret_cast<ncclResult_t (*)(ncclUniqueId*)>(dlsym(lib.handle, "ncclGetUniqueId"));
+  auto init =
+      reinterpret_cast<ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int)>(dlsym(lib.handle, "ncclCommInitRank"));
+  auto device = reinterpret_cast<ncclResult_t (*)(ncclComm_t, int*)>(dlsym(lib.handle, "ncclCommCuDevice"));
+  auto destroy = reinterpret_cast<ncclResult_t (*)(ncclComm_t)>(dlsym(lib.handle, "ncclCommDestroy"));
+  auto query = reinterpret_cast<ncclResult_t (*)(ncclComm_t, ncclCommProperties_t*)>(
+      dlsym(lib.handle, "ncclCommQueryProperties"));
+  auto lastError = reinterpret_cast<const char* (*)(ncclComm_t)>(dlsym(lib.handle, "ncclGetLastError"));
+  ASSERT_TRUE(getId && init && device && destroy && query && lastError);
+  ncclUniqueId id;
+  ASSERT_EQ(getId(&id), ncclSuccess);
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(init(&comm, 1, id, 0), ncclSuccess) << lastError(nullptr);
+  int cudaDev = -2;
+  ASSERT_EQ(device(comm, &cudaDev), ncclSuccess);
+
+  ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+  props.rank = 77;
+  props.nvmlDev = 99;
+  props.deviceApiSupport = true;
+  props.ginSupport[NCCL_GIN_TYPE_PROXY] = true;
+  ASSERT_EQ(query(comm, &props), ncclSuccess) << lastError(nullptr);
+  EXPECT_EQ(props.size, sizeof(props));
+  EXPECT_EQ(props.magic, NCCL_API_MAGIC);
+  EXPECT_EQ(props.rank, 0);
+  EXPECT_EQ(props.nRanks, 1);
+  EXPECT_EQ(props.cudaDev, cudaDev);
+  EXPECT_EQ(props.nvmlDev, -1);
+  EXPECT_FALSE(props.deviceApiSupport);
+  EXPECT_FALSE(props.ginSupport[NCCL_GIN_TYPE_PROXY]);
+  EXPECT_EQ(props.ginType, NCCL_GIN_TYPE_NONE);
+
+  ncclCommProperties_t older = NCCL_COMM_PROPERTIES_INITIALIZER;
+  older.size = offsetof(ncclCommProperties_t, nvmlDev);  // a caller whose struct ends there
+  older.nvmlDev = 99;
+  older.rank = 77;
+  ASSERT_EQ(query(comm, &older), ncclSuccess) << lastError(nullptr);
+  EXPECT_EQ(older.rank, 0);
+  EXPECT_EQ(older.nvmlDev, 99) << "past the caller's size nothing is written";
+
+  ncclCommProperties_t bad = NCCL_COMM_PROPERTIES_INITIALIZER;
+  bad.magic = 0;
+  EXPECT_EQ(query(comm, &bad), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(lastError(nullptr), "NCCL_COMM_PROPERTIES_INITIALIZER"), nullptr) << lastError(nullptr);
+  EXPECT_EQ(query(comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(destroy(comm), ncclSuccess);
+}
+#pragma GCC diagnostic pop
 
 }  // namespace

@@ -13,6 +13,7 @@
 #define WEFT_NCCL_NCCL_TYPES_H_
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -236,12 +237,54 @@ typedef uint32_t ncclCftLeId;
 typedef struct ncclDevComm ncclDevComm_t;
 typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 typedef struct ncclDevResourceRequirements ncclDevResourceRequirements_t;
-typedef struct ncclCommProperties ncclCommProperties_t;
 typedef struct ncclLsaBarrierHandle ncclLsaBarrierHandle_t;
 typedef struct ncclGinBarrierHandle ncclGinBarrierHandle_t;
 typedef struct ncclCftBarrierHandle ncclCftBarrierHandle_t;
 typedef struct ncclLLA2AHandle ncclLLA2AHandle_t;
 typedef struct ncclGinOutboxHandle ncclGinOutboxHandle_t;
 typedef struct ncclGinInboxA2AHandle ncclGinInboxA2AHandle_t;
+
+/* The device-side API's backends, as ncclCommProperties_t names them. */
+typedef enum {
+  NCCL_GIN_TYPE_NONE = 0,
+  NCCL_GIN_TYPE_PROXY = 2,
+  NCCL_GIN_TYPE_GDAKI = 3,
+  NCCL_GIN_TYPE_GPI = 4,
+  NCCL_GIN_TYPE_EFA_GDA = 5,
+  NCCL_GIN_MAX_TYPES = 6
+} ncclGinType_t;
+typedef enum {
+  NCCL_GIN_CONNECTION_NONE = 0,
+  NCCL_GIN_CONNECTION_FULL = 1,
+  NCCL_GIN_CONNECTION_RAIL = 2,
+  NCCL_GIN_CONNECTION_CUSTOM_STRIDE = 3
+} ncclGinConnectionType_t;
+
+/* What ncclCommQueryProperties fills in (nccl_device/host.h of 2.32; 152 bytes on LP64). The
+ * caller sets size, magic and version (its initialiser leaves the rest 0); only size bytes are
+ * written. */
+typedef struct ncclCommProperties {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int rank;
+  int nRanks;
+  int cudaDev;
+  int nvmlDev;
+  bool deviceApiSupport;
+  bool multimemSupport;
+  ncclGinType_t ginType;
+  int nLsaTeams;
+  bool hostRmaSupport;
+  ncclGinType_t railedGinType;
+  uint64_t commHash;
+  int ginMinStride;
+  ncclGinConnectionType_t ginConnectionType;
+  bool ginSupport[64]; /* by ncclGinType_t */
+  size_t devCommRuntimeVersionSize;
+  bool cftSupport;
+  bool cftMulticastSupport;
+  bool cftCountedSupport;
+} ncclCommProperties_t;
 
 #endif /* WEFT_NCCL_NCCL_TYPES_H_ */
