@@ -1,10 +1,9 @@
 // libnccl.so.2: NCCL functions whose Weft counterparts are being added to Weft's C API:
 // revocation, suspend / resume, growing a communicator, and one-sided signals (NCCL 2.28.7 -
-// 2.29). Each entry point already translates NCCL's arguments into what the Weft call will
-// take (the comment on its last line names that call), then refuses with ncclInvalidUsage and
-// a message saying what to use meanwhile. Wiring one is replacing that line with the call.
-#include <cstring>
-
+// 2.29). Each entry point translates what needs more than a cast (a config, a window) now, and
+// refuses with ncclInvalidUsage and a message saying what to use meanwhile; its "Wiring:"
+// comment is the line that replaces the refusal once the Weft call exists. Flags pass unchanged:
+// Weft's are to have NCCL's values (NCCL_REVOKE_DEFAULT 0, NCCL_SUSPEND_MEM 0x01).
 #include "shim.h"
 
 using namespace weft::nccl;
@@ -66,38 +65,34 @@ ncclResult_t translatePutSignal(const char* fn, const void* localbuff, size_t co
 }  // namespace
 
 WEFT_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
-  (void)comm, (void)revokeFlags;                            // passed unchanged (NCCL_REVOKE_* have Weft's values)
-  return notProvided("ncclCommRevoke", kUseAbortOrShrink);  // weftCommRevoke(toWeft(comm), revokeFlags)
+  // Wiring: return fromWeft(weftCommRevoke(toWeft(comm), revokeFlags));
+  return notProvided("ncclCommRevoke", kUseAbortOrShrink);
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) {
-  (void)comm, (void)flags;                             // passed unchanged (NCCL_SUSPEND_MEM has Weft's value)
-  return notProvided("ncclCommSuspend", kUseDestroy);  // weftCommSuspend(toWeft(comm), flags)
+  // Wiring: return fromWeft(weftCommSuspend(toWeft(comm), flags));
+  return notProvided("ncclCommSuspend", kUseDestroy);
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclCommResume, ncclComm_t comm) {
-  (void)comm;
-  return notProvided("ncclCommResume", kUseDestroy);  // weftCommResume(toWeft(comm))
+  // Wiring: return fromWeft(weftCommResume(toWeft(comm)));
+  return notProvided("ncclCommResume", kUseDestroy);
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId) {
-  static_assert(sizeof(ncclUniqueId) == sizeof(weftUniqueId), "both ids are 128 opaque bytes");
-  auto* id = reinterpret_cast<weftUniqueId*>(uniqueId);
-  (void)comm, (void)id;
-  return notProvided("ncclCommGetUniqueId", kUseNewComm);  // weftCommGetUniqueId(toWeft(comm), id)
+  // Wiring: return fromWeft(weftCommGetUniqueId(toWeft(comm), toWeft(uniqueId)));
+  return notProvided("ncclCommGetUniqueId", kUseNewComm);
 }
 
 // Old ranks pass comm and rank -1 (the root also the id); new ranks pass comm NULL, the id and
-// their rank. The config is NCCL's, translated (a bad one is refused now, as it will be then).
+// their rank. The config is NCCL's, translated now (a bad one is refused, as it will be then).
 WEFT_NCCL_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
               ncclComm_t* newcomm, ncclConfig_t* config) {
   TranslatedConfig t = translateConfig(config, "ncclCommGrow");
   if (!t.ok) return t.error;
-  auto* id = reinterpret_cast<const weftUniqueId*>(uniqueId);
-  auto* out = reinterpret_cast<weftComm_t*>(newcomm);
-  (void)comm, (void)nRanks, (void)id, (void)rank, (void)out;
-  return notProvided("ncclCommGrow",
-                     kUseNewComm);  // weftCommGrow(toWeft(comm), nRanks, id, rank, out, weftConfigOf(t))
+  // Wiring: return fromWeft(weftCommGrow(toWeft(comm), nRanks, toWeft(uniqueId), rank,
+  //                                      reinterpret_cast<weftComm_t*>(newcomm), weftConfigOf(t)));
+  return notProvided("ncclCommGrow", kUseNewComm);
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
@@ -107,23 +102,22 @@ WEFT_NCCL_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, 
   ncclResult_t r = translatePutSignal("ncclPutSignal", localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx,
                                       ctx, flags, comm, stream, &a);
   if (r != ncclSuccess) return r;
-  // weftPutSignal(a.localbuff, a.count, a.datatype, a.peer, a.peerRegistration, a.peerOffset, a.sigIdx, a.ctx,
-  //               a.flags, a.comm, a.stream)
+  // Wiring: return fromWeft(weftPutSignal(a.localbuff, a.count, a.datatype, a.peer, a.peerRegistration,
+  //                                       a.peerOffset, a.sigIdx, a.ctx, a.flags, a.comm, a.stream));
   return notProvided("ncclPutSignal", kUseSendRecv);
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
               cudaStream_t stream) {
-  weftStream_t s = resolveStream(stream, nullptr);
-  (void)peer, (void)sigIdx, (void)ctx, (void)flags, (void)comm, (void)s;
-  return notProvided("ncclSignal", kUseSendRecv);  // weftSignal(peer, sigIdx, ctx, flags, toWeft(comm), s)
+  // Wiring: return fromWeft(weftSignal(peer, sigIdx, ctx, flags, toWeft(comm), resolveStream(stream, nullptr)));
+  return notProvided("ncclSignal", kUseSendRecv);
 }
 
-// The descriptors pass as they are: weftWaitSignalDesc_t is to have NCCL's layout (four ints:
-// opCnt, peer, sigIdx, ctx), checked by a static_assert when it exists.
+// The descriptors are to pass as they are: weftWaitSignalDesc_t should have NCCL's layout (four
+// ints: opCnt, peer, sigIdx, ctx), checked with a static_assert when it exists.
 WEFT_NCCL_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
               cudaStream_t stream) {
-  weftStream_t s = resolveStream(stream, nullptr);
-  (void)nDesc, (void)signalDescs, (void)comm, (void)s;
-  return notProvided("ncclWaitSignal", kUseSendRecv);  // weftWaitSignal(nDesc, descs, toWeft(comm), s)
+  // Wiring: return fromWeft(weftWaitSignal(nDesc, reinterpret_cast<const weftWaitSignalDesc_t*>(signalDescs),
+  //                                        toWeft(comm), resolveStream(stream, nullptr)));
+  return notProvided("ncclWaitSignal", kUseSendRecv);
 }

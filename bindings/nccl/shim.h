@@ -70,6 +70,9 @@ inline weftComm_t toWeft(ncclComm_t comm) { return reinterpret_cast<weftComm_t>(
 inline ncclComm_t toNccl(weftComm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
 inline weftDataType_t toWeft(ncclDataType_t t) { return static_cast<weftDataType_t>(t); }
 inline weftRedOp_t toWeft(ncclRedOp_t op) { return static_cast<weftRedOp_t>(op); }
+static_assert(sizeof(ncclUniqueId) == sizeof(weftUniqueId), "both ids are 128 opaque bytes");
+inline weftUniqueId* toWeft(ncclUniqueId* id) { return reinterpret_cast<weftUniqueId*>(id); }
+inline const weftUniqueId* toWeft(const ncclUniqueId* id) { return reinterpret_cast<const weftUniqueId*>(id); }
 
 // Groups. Communicators created inside ncclGroupStart/End (one thread may drive several ranks)
 // are started at the call and completed by the outermost ncclGroupEnd (group.cc).
