@@ -36,9 +36,11 @@ const int kKnownWindowFlags =
 
 }  // namespace
 
-bool findWindow(ncclComm_t comm, ncclWindow_t win, const char* fn, WindowInfo* out) {
-  WindowTable& t = windows();
-  std::lock_guard<std::mutex> lock(t.mutex);
+namespace {
+
+// Looks win up (t.mutex held); erase: takes it out of the table too, so that of two racing
+// deregistrations one wins and the other is told the window is gone.
+bool lookUp(WindowTable& t, ncclComm_t comm, ncclWindow_t win, const char* fn, WindowInfo* out, bool erase) {
   auto it = t.live.find(win);
   if (it == t.live.end()) {
     fail(ncclInvalidArgument,
@@ -53,7 +55,16 @@ bool findWindow(ncclComm_t comm, ncclWindow_t win, const char* fn, WindowInfo* o
     return false;
   }
   *out = it->second->info;
+  if (erase) t.live.erase(it);
   return true;
+}
+
+}  // namespace
+
+bool findWindow(ncclComm_t comm, ncclWindow_t win, const char* fn, WindowInfo* out) {
+  WindowTable& t = windows();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  return lookUp(t, comm, win, fn, out, false);
 }
 
 void forgetWindows(ncclComm_t comm) {
@@ -89,12 +100,12 @@ WEFT_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff,
 
 WEFT_NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
   WindowInfo info;
-  if (!findWindow(comm, win, "ncclCommWindowDeregister", &info)) return ncclInvalidArgument;
-  ncclResult_t r = fromWeft(weftCommDeregister(toWeft(comm), info.registration));
-  WindowTable& t = windows();
-  std::lock_guard<std::mutex> lock(t.mutex);
-  t.live.erase(win);
-  return r;
+  {
+    WindowTable& t = windows();
+    std::lock_guard<std::mutex> lock(t.mutex);
+    if (!lookUp(t, comm, win, "ncclCommWindowDeregister", &info, true)) return ncclInvalidArgument;
+  }
+  return fromWeft(weftCommDeregister(toWeft(comm), info.registration));
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
