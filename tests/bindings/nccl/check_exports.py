@@ -7,6 +7,7 @@ usage: check_exports.py LIB HEADER_DIR|none REAL_LIB|none OUR_NCCL_H
 - each ncclX has its pncclX twin at the same address; no symbol carries a version;
 - the names are exactly the functions declared by nccl.h and the host functions of
   nccl_device/*.h (NVIDIA's headers in HEADER_DIR, else our nccl.h and the device list below);
+  with NVIDIA's headers, our nccl.h declares the same functions as theirs;
 - where NVIDIA's libnccl.so.2 is installed (REAL_LIB), the same names as it exports, but for
   the functions its headers declare and it does not export (NOT_EXPORTED_BY_NVIDIA);
 - SONAME libnccl.so.2, NEEDED libweft, RUNPATH/RPATH with $ORIGIN.
@@ -76,6 +77,9 @@ def main():
     check(len(api) == API_FUNCTIONS, f"expected {API_FUNCTIONS} functions in nccl.h, parsed {len(api)}")
     check(device == DEVICE_HOST_FUNCTIONS, f"device-API host functions differ from the list: {sorted(device ^ DEVICE_HOST_FUNCTIONS)}")
     wanted = api | device
+    if header_dir != "none":
+        ours, _ = declared_names("none", our_header)
+        check(ours == api, f"our nccl.h declares differently from NVIDIA's: {sorted(ours ^ api)}")
 
     weak = {n for n, s in syms.items() if n.startswith("nccl")}
     twins = {n for n, s in syms.items() if n.startswith("pnccl")}
