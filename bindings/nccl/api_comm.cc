@@ -1,5 +1,6 @@
 // libnccl.so.2: version, errors, communicators and groups. Each entry point converts NCCL's
 // arguments and calls the matching weft* function (DESIGN.md, "Bindings").
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -58,6 +59,8 @@ WEFT_NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
       return "remote process exited or there was a network error";
     case ncclInProgress:
       return "NCCL operation in progress";
+    case ncclTimeout:
+      return "operation timed out (see ncclGetLastError for details)";
     default:
       return "unknown result code";
   }
@@ -127,11 +130,13 @@ WEFT_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) { return fromWeft
 WEFT_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   // NCCL accepts NULL here (a rank that got NCCL_SPLIT_NOCOLOR destroys what it got).
   if (comm == nullptr) return ncclSuccess;
+  forgetWindows(comm);
   return fromWeft(weftCommDestroy(toWeft(comm)));
 }
 
 WEFT_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
+  forgetWindows(comm);
   return fromWeft(weftCommAbort(toWeft(comm)));
 }
 
@@ -155,6 +160,33 @@ WEFT_NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device
 
 WEFT_NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
   return fromWeft(weftCommUserRank(toWeft(comm), rank));
+}
+
+// What a program asks before it uses NCCL's device-side API: the communicator's rank, size and
+// device, and no device-API, multimem, GIN, host-RMA or CFT support (Weft provides none). Weft
+// knows no NVML index or communicator hash: -1 and 0. Only the caller's props->size bytes are
+// written (its header stays as it set it).
+WEFT_NCCL_API(ncclResult_t, ncclCommQueryProperties, ncclComm_t comm, ncclCommProperties_t* props) {
+  const char* fn = "ncclCommQueryProperties";
+  if (props == nullptr) return fail(ncclInvalidArgument, "%s: props is NULL", fn);
+  if (props->magic != WEFT_NCCL_CONFIG_MAGIC || props->size < offsetof(ncclCommProperties_t, rank)) {
+    return fail(ncclInvalidArgument,
+                "%s: props (magic 0x%x, size %zu) was not initialised; start from NCCL_COMM_PROPERTIES_INITIALIZER", fn,
+                props->magic, props->size);
+  }
+  ncclCommProperties_t p;
+  std::memset(&p, 0, sizeof(p));
+  ncclResult_t r = fromWeft(weftCommUserRank(toWeft(comm), &p.rank));
+  if (r == ncclSuccess) r = fromWeft(weftCommCount(toWeft(comm), &p.nRanks));
+  if (r == ncclSuccess) r = fromWeft(weftCommDevice(toWeft(comm), &p.cudaDev));
+  if (r != ncclSuccess) return r;
+  p.nvmlDev = -1;
+  p.ginType = p.railedGinType = NCCL_GIN_TYPE_NONE;
+  p.ginConnectionType = NCCL_GIN_CONNECTION_NONE;
+  const size_t header = offsetof(ncclCommProperties_t, rank);
+  const size_t written = std::min(props->size, sizeof(p));
+  std::memcpy(reinterpret_cast<char*>(props) + header, reinterpret_cast<const char*>(&p) + header, written - header);
+  return ncclSuccess;
 }
 
 // ---- Groups ------------------------------------------------------------------------------

@@ -49,11 +49,13 @@ void emit(const std::string& text) {
 
 // ---- Results and errors ------------------------------------------------------------------
 
-// weftTimeout -> ncclRemoteError: Weft times out when a peer is not heard from before the
-// deadline (it died, hangs, or the network dropped it), and the communicator is then in its
-// error state. That is what ncclRemoteError means to NCCL's callers ("remote process exited or
-// there was a network error"): PyTorch aborts the communicator on it. ncclSystemError would
-// point at a local OS call that did not fail.
+// weftTimeout -> ncclRemoteError, although NCCL 2.30 added ncclTimeout with Weft's value (8):
+// a program built against an older nccl.h (PyTorch wheels are built against several) knows no
+// code 8 and may treat it as a bug in the library. Weft times out when a peer is not heard from
+// before the deadline (it died, hangs, or the network dropped it), and the communicator is then
+// in its error state. That is what ncclRemoteError means to NCCL's callers ("remote process
+// exited or there was a network error"): PyTorch aborts the communicator on it. ncclSystemError
+// would point at a local OS call that did not fail.
 ncclResult_t toNccl(weftResult_t r) {
   if (r >= weftSuccess && r <= weftInProgress) return static_cast<ncclResult_t>(r);
   if (r == weftTimeout) return ncclRemoteError;
@@ -73,6 +75,10 @@ ncclResult_t fail(ncclResult_t code, const char* fmt, ...) {
   tOwnIsLatest = true;
   logInfo("%s", tOwnError.c_str());
   return code;
+}
+
+ncclResult_t notProvided(const char* fn, const char* instead) {
+  return fail(ncclInvalidUsage, "%s: Weft does not provide this NCCL function yet; %s", fn, instead);
 }
 
 void noteAsyncError(const char* message) {
@@ -147,6 +153,15 @@ const ConfigField kConfigFields[] = {
     {"nvlsCTAs", offsetof(ncclConfig_t, nvlsCTAs), false, 22700, false},
     {"nChannelsPerNetPeer", offsetof(ncclConfig_t, nChannelsPerNetPeer), false, 22800, false},
     {"nvlinkCentricSched", offsetof(ncclConfig_t, nvlinkCentricSched), false, 22800, false},
+    {"graphUsageMode", offsetof(ncclConfig_t, graphUsageMode), false, 23100, false},
+    {"numRmaCtx", offsetof(ncclConfig_t, numRmaCtx), false, 23100, false},
+    {"maxP2pPeers", offsetof(ncclConfig_t, maxP2pPeers), false, 23100, false},
+    {"graphStreamOrdering", offsetof(ncclConfig_t, graphStreamOrdering), false, 23100, false},
+    {"launchOrderImplicit", offsetof(ncclConfig_t, launchOrderImplicit), false, 23100, false},
+    {"numRmaSig", offsetof(ncclConfig_t, numRmaSig), false, 23100, false},
+    {"rmaEagerInit", offsetof(ncclConfig_t, rmaEagerInit), false, 23100, false},
+    {"hostCftMode", offsetof(ncclConfig_t, hostCftMode), false, 23100, false},
+    {"nvlsHostMode", offsetof(ncclConfig_t, nvlsHostMode), false, 23100, false},
 };
 
 int* intAt(ncclConfig_t* c, size_t offset) { return reinterpret_cast<int*>(reinterpret_cast<char*>(c) + offset); }
@@ -216,6 +231,20 @@ TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn) {
   if (c.minCTAs != INT_MIN && c.maxCTAs != INT_MIN && c.minCTAs > c.maxCTAs) {
     return invalid(fail(ncclInvalidArgument, "%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", fn,
                         c.minCTAs, c.maxCTAs));
+  }
+  // Ignored, but a value NCCL would refuse is refused here too (a typo should not pass silently).
+  if (c.hostCftMode != INT_MIN && (c.hostCftMode < ncclHostCftEnable || c.hostCftMode > ncclHostCftFallback)) {
+    return invalid(fail(ncclInvalidArgument,
+                        "%s: config->hostCftMode is %d; use ncclHostCftEnable (1), ncclHostCftDisable (2), "
+                        "ncclHostCftFallback (3) or leave it unset",
+                        fn, c.hostCftMode));
+  }
+  const int nvlsBits = ncclNvlsHostModeDisableTransport | ncclNvlsHostModeDisableSymmetricMultimem;
+  if (c.nvlsHostMode != INT_MIN && c.nvlsHostMode != INT_MAX && (c.nvlsHostMode & ~nvlsBits) != 0) {
+    return invalid(fail(ncclInvalidArgument,
+                        "%s: config->nvlsHostMode is 0x%x; it must be a combination of the ncclNvlsHostMode* bits "
+                        "(0x%x), ncclNvlsHostModeDisable, or unset",
+                        fn, static_cast<unsigned>(c.nvlsHostMode), static_cast<unsigned>(nvlsBits)));
   }
   t.weft.blocking = c.blocking == INT_MIN ? defaultBlocking() : c.blocking;
   t.weft.minChannels = c.minCTAs == INT_MIN ? 0 : c.minCTAs;

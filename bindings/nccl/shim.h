@@ -14,8 +14,8 @@
 
 namespace weft::nccl {
 
-// Weft's result in NCCL's terms. weftTimeout has no NCCL code: it becomes ncclRemoteError (see
-// shim.cc). A Weft failure makes Weft's own message the one ncclGetLastError returns.
+// Weft's result in NCCL's terms. weftTimeout becomes ncclRemoteError (shim.cc says why). A Weft failure makes Weft's
+// own message the one ncclGetLastError returns.
 ncclResult_t fromWeft(weftResult_t r);
 // The same mapping with no side effect (for results reported, not returned).
 ncclResult_t toNccl(weftResult_t r);
@@ -26,6 +26,9 @@ ncclResult_t fail(ncclResult_t code, const char* fmt, ...) __attribute__((format
 // Records an error found by polling (ncclCommGetAsyncError) so that ncclGetLastError(NULL)
 // returns it, as PyTorch expects.
 void noteAsyncError(const char* message);
+// Refuses an NCCL function Weft does not provide: ncclInvalidUsage, and a message that names fn
+// and says what to use instead.
+ncclResult_t notProvided(const char* fn, const char* instead);
 const char* lastError(ncclComm_t comm);
 
 // Logging of this library, to stderr, when NCCL_DEBUG or WEFT_DEBUG asks for INFO or more.
@@ -44,6 +47,20 @@ TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn);
 // The weftConfig_t* to pass on: NULL when the caller passed none.
 inline weftConfig_t* weftConfigOf(TranslatedConfig& t) { return t.present ? &t.weft : nullptr; }
 
+// A window of ncclCommWindowRegister (api_window.cc): a registration of Weft's on comm.
+struct WindowInfo {
+  weftComm_t comm = nullptr;
+  void* buff = nullptr;
+  size_t size = 0;
+  int flags = 0;
+  void* registration = nullptr;  // weftCommRegister's handle
+};
+// Looks win up in the table of live windows (a stale or foreign handle is refused, never read).
+// false: ncclInvalidArgument, with the message recorded.
+bool findWindow(ncclComm_t comm, ncclWindow_t win, const char* fn, WindowInfo* out);
+// Drops comm's windows (Weft frees their registrations with the communicator).
+void forgetWindows(ncclComm_t comm);
+
 // NCCL's NULL stream is the current device's default stream; Weft's NULL stream means host
 // memory. For a NULL stream: host buffers run Weft's host path (an extension: NCCL programs run
 // on machines without GPUs), anything else goes to WEFT_STREAM_DEFAULT. Other streams pass.
@@ -53,6 +70,9 @@ inline weftComm_t toWeft(ncclComm_t comm) { return reinterpret_cast<weftComm_t>(
 inline ncclComm_t toNccl(weftComm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
 inline weftDataType_t toWeft(ncclDataType_t t) { return static_cast<weftDataType_t>(t); }
 inline weftRedOp_t toWeft(ncclRedOp_t op) { return static_cast<weftRedOp_t>(op); }
+static_assert(sizeof(ncclUniqueId) == sizeof(weftUniqueId), "both ids are 128 opaque bytes");
+inline weftUniqueId* toWeft(ncclUniqueId* id) { return reinterpret_cast<weftUniqueId*>(id); }
+inline const weftUniqueId* toWeft(const ncclUniqueId* id) { return reinterpret_cast<const weftUniqueId*>(id); }
 
 // Groups. Communicators created inside ncclGroupStart/End (one thread may drive several ranks)
 // are started at the call and completed by the outermost ncclGroupEnd (group.cc).

@@ -285,6 +285,23 @@ weftResult_t weftGroupEnd(void);
  * receives the time the cost model predicts for them (microseconds). */
 weftResult_t weftGroupSimulateEnd(weftSimInfo_t* simInfo);
 
+/* ---- Parameters ------------------------------------------------------------------------
+ * The WEFT_* environment variables Weft reads (`weft-topo --params` prints them with their
+ * help), for programs and bindings that show or forward them. Read-only: a value is what the
+ * environment says at the time of the call (a value that does not parse reads as the default),
+ * as Weft itself reads it. */
+typedef enum { weftParamInt64 = 0, weftParamBool = 1, weftParamString = 2 } weftParamType_t;
+/* How many parameters there are. */
+weftResult_t weftParamCount(int* count);
+/* Parameter `index` (0 .. count-1, in the table's order): its variable's name, e.g.
+ * "WEFT_TIMEOUT_S" (static storage), and its type. */
+weftResult_t weftParamInfo(int index, const char** name, weftParamType_t* type);
+/* Parameter `name`'s value now as text (integers in decimal, booleans "0" or "1"): writes it
+ * with its NUL into value (valueBytes bytes) and its length without the NUL into *length.
+ * value may be NULL when valueBytes is 0, to ask for the length; a buffer too small for the
+ * text fails with weftInvalidArgument and still sets *length. */
+weftResult_t weftParamGet(const char* name, char* value, size_t valueBytes, size_t* length);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

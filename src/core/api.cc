@@ -182,4 +182,16 @@ weftResult_t weftCommDeregister(const weftComm_t comm, void* handle) {
   return capi::commDeregister(Call(comm, "weftCommDeregister"), handle);
 }
 
+// ---- Parameters ----
+
+weftResult_t weftParamCount(int* count) { return capi::paramCount(count); }
+
+weftResult_t weftParamInfo(int index, const char** name, weftParamType_t* type) {
+  return capi::paramInfo(index, name, type);
+}
+
+weftResult_t weftParamGet(const char* name, char* value, size_t valueBytes, size_t* length) {
+  return capi::paramGet(name, value, valueBytes, length);
+}
+
 }  // extern "C"

@@ -77,6 +77,11 @@ weftResult_t memQuery(const void* ptr, weftMemKind_t* kind, int* device);
 weftResult_t commRegister(const Call& call, void* buff, size_t size, void** handle);
 weftResult_t commDeregister(const Call& call, void* handle);
 
+// ---- api_params.cc ----
+weftResult_t paramCount(int* count);
+weftResult_t paramInfo(int index, const char** name, weftParamType_t* type);
+weftResult_t paramGet(const char* name, char* value, size_t valueBytes, size_t* length);
+
 }  // namespace capi
 }  // namespace core
 }  // namespace weft

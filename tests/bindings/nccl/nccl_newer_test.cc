@@ -62,7 +62,6 @@ TEST(NcclNewer, MemAllocAndRegistration) {
 }
 
 TEST(NcclNewer, GroupSimulateEndEstimatesWithoutRunning) {
-  ncclSimInfo_t probe = NCCL_SIM_INFO_INITIALIZER;
   nccl_test::runRanks(Mode::kThreads, 2, [](Rank& me) {
     std::vector<float> in(1024, 1.0f), out(1024, -1.0f);
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;

@@ -1,0 +1,152 @@
+// Every NCCL function Weft does not provide yet is exported, returns its code, and leaves a
+// message in ncclGetLastError that names the function and what to use instead: revoke,
+// suspend / resume, grow, one-sided signals (pending Weft's API), and the device API's host
+// functions (called through dlsym: nccl.h does not declare them).
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nccl_harness.h"
+
+using nccl_test::Mode;
+using nccl_test::Rank;
+
+namespace {
+
+std::string lastError() { return ncclGetLastError(nullptr); }
+
+// The message names fn (so it is this call's, not an older one's) and says what to do.
+void expectRefused(ncclResult_t got, const char* fn, const char* advice) {
+  EXPECT_EQ(got, ncclInvalidUsage) << fn;
+  const std::string message = lastError();
+  EXPECT_NE(message.find(std::string(fn) + ": Weft does not provide"), std::string::npos) << fn << ": " << message;
+  EXPECT_NE(message.find(advice), std::string::npos) << fn << ": " << message;
+}
+
+TEST(NcclRefused, PendingFunctionsSayWhatToUseInstead) {
+  nccl_test::runRanks(Mode::kThreads, 1, [](Rank& me) {
+    expectRefused(ncclCommRevoke(me.comm, NCCL_REVOKE_DEFAULT), "ncclCommRevoke", "ncclCommShrink");
+    expectRefused(ncclCommSuspend(me.comm, NCCL_SUSPEND_MEM), "ncclCommSuspend", "ncclCommDestroy");
+    expectRefused(ncclCommResume(me.comm), "ncclCommResume", "ncclCommDestroy");
+    ncclUniqueId id;
+    expectRefused(ncclCommGetUniqueId(me.comm, &id), "ncclCommGetUniqueId", "ncclCommInitRank");
+    ncclComm_t grown = nullptr;
+    expectRefused(ncclCommGrow(me.comm, 2, nullptr, -1, &grown, nullptr), "ncclCommGrow", "ncclCommInitRank");
+    expectRefused(ncclSignal(0, 0, 0, 0, me.comm, nullptr), "ncclSignal", "ncclSend / ncclRecv");
+    ncclWaitSignalDesc_t desc = {1, 0, 0, 0};
+    expectRefused(ncclWaitSignal(1, &desc, me.comm, nullptr), "ncclWaitSignal", "ncclSend / ncclRecv");
+    float buf[16] = {};
+    ncclWindow_t win = nullptr;
+    NCCL_OK(ncclCommWindowRegister(me.comm, buf, sizeof(buf), &win, NCCL_WIN_DEFAULT));
+    expectRefused(ncclPutSignal(buf, 4, ncclFloat, 0, win, 0, 0, 0, 0, me.comm, nullptr), "ncclPutSignal",
+                  "ncclSend / ncclRecv");
+    NCCL_OK(ncclCommWindowDeregister(me.comm, win));
+  });
+}
+
+// What is translated before the refusal is checked already: a bad config or window is
+// ncclInvalidArgument, as it will be once the call is wired.
+TEST(NcclRefused, PendingFunctionsCheckWhatTheyTranslate) {
+  nccl_test::runRanks(Mode::kThreads, 1, [](Rank& me) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 3;
+    ncclComm_t grown = nullptr;
+    EXPECT_EQ(ncclCommGrow(me.comm, 2, nullptr, -1, &grown, &config), ncclInvalidArgument);
+    EXPECT_NE(lastError().find("ncclCommGrow: config->blocking is 3"), std::string::npos) << lastError();
+    float buf[16] = {};
+    int stray = 0;
+    EXPECT_EQ(ncclPutSignal(buf, 4, ncclFloat, 0, reinterpret_cast<ncclWindow_t>(&stray), 0, 0, 0, 0, me.comm, nullptr),
+              ncclInvalidArgument);
+    EXPECT_NE(lastError().find("ncclPutSignal: window"), std::string::npos) << lastError();
+    ncclWindow_t win = nullptr;
+    NCCL_OK(ncclCommWindowRegister(me.comm, buf, sizeof(buf), &win, NCCL_WIN_DEFAULT));
+    EXPECT_EQ(ncclPutSignal(buf, 4, ncclFloat, 0, win, sizeof(buf) + 1, 0, 0, 0, me.comm, nullptr),
+              ncclInvalidArgument);
+    EXPECT_NE(lastError().find("peerWinOffset 65 is past the end of the window (64 bytes)"), std::string::npos)
+        << lastError();
+    NCCL_OK(ncclCommWindowDeregister(me.comm, win));
+  });
+}
+
+// A device-API host function, looked up in the process (libnccl.so.2 is linked).
+template <typename F>
+F deviceFunction(const char* name) {
+  void* f = dlsym(RTLD_DEFAULT, name);
+  EXPECT_NE(f, nullptr) << name << " is not exported";
+  return reinterpret_cast<F>(f);
+}
+
+struct TeamValue {
+  int nRanks, rank, stride;
+};
+
+TEST(NcclRefused, DeviceApiHostFunctionsSayTheyNeedNcclsDeviceCommunicator) {
+  const char* advice = "use the host collectives";
+  // Those returning ncclResult_t: called with NULL arguments of pointer size (never read).
+  using Call2 = ncclResult_t (*)(void*, void*);
+  using Call3 = ncclResult_t (*)(void*, void*, void*);
+  using Call4 = ncclResult_t (*)(void*, size_t, void*, void*);
+  if (auto f = deviceFunction<Call2>("ncclDevCommDestroy")) {
+    expectRefused(f(nullptr, nullptr), "ncclDevCommDestroy", advice);
+  }
+  for (const char* fn : {"ncclDevCommCreate", "ncclGetLsaMultimemDevicePointer"}) {
+    auto f = deviceFunction<Call3>(fn);
+    if (f) expectRefused(f(nullptr, nullptr, nullptr), fn, advice);
+  }
+  for (const char* fn : {"ncclGetMultimemDevicePointer", "ncclGetLsaDevicePointer", "ncclGetPeerDevicePointer",
+                         "ncclGetMultimemDeviceLeInfo", "ncclGetPeerDeviceLeInfo"}) {
+    auto f = deviceFunction<Call4>(fn);
+    if (f) expectRefused(f(nullptr, 0, nullptr, nullptr), fn, advice);
+  }
+  using CftLe = ncclResult_t (*)(void*, size_t, int, TeamValue, void*, void*);
+  if (auto f = deviceFunction<CftLe>("ncclGetCftDeviceLeInfo")) {
+    expectRefused(f(nullptr, 0, 0, TeamValue{1, 0, 1}, nullptr, nullptr), "ncclGetCftDeviceLeInfo", advice);
+  }
+  using Requirement = ncclResult_t (*)(TeamValue, int, void*, void*);
+  for (const char* fn : {"ncclLsaBarrierCreateRequirement", "ncclCftBarrierCreateRequirement"}) {
+    auto f = deviceFunction<Requirement>(fn);
+    if (f) expectRefused(f(TeamValue{1, 0, 1}, 1, nullptr, nullptr), fn, advice);
+  }
+  using GinBarrier = ncclResult_t (*)(void*, TeamValue, int, void*, void*);
+  if (auto f = deviceFunction<GinBarrier>("ncclGinBarrierCreateRequirement")) {
+    expectRefused(f(nullptr, TeamValue{1, 0, 1}, 1, nullptr, nullptr), "ncclGinBarrierCreateRequirement", advice);
+  }
+  using Blocks = ncclResult_t (*)(int, int, void*, void*);
+  for (const char* fn : {"ncclLLA2ACreateRequirement", "ncclGinOutboxCreateRequirement"}) {
+    auto f = deviceFunction<Blocks>(fn);
+    if (f) expectRefused(f(1, 1, nullptr, nullptr), fn, advice);
+  }
+  using Inbox = ncclResult_t (*)(TeamValue, int, int, void*, void*);
+  if (auto f = deviceFunction<Inbox>("ncclGinInboxA2ACreateRequirement")) {
+    expectRefused(f(TeamValue{1, 0, 1}, 1, 1, nullptr, nullptr), "ncclGinInboxA2ACreateRequirement", advice);
+  }
+
+  // Those returning a team or an int: an empty team, or -1, and the same message.
+  using Team = TeamValue (*)(void*);
+  for (const char* fn : {"ncclTeamWorld", "ncclTeamLsa", "ncclTeamRail", "ncclTeamCftMultimem"}) {
+    auto f = deviceFunction<Team>(fn);
+    if (!f) continue;
+    EXPECT_EQ(f(nullptr).nRanks, 0) << fn;
+    EXPECT_NE(lastError().find(std::string(fn) + ": Weft does not provide"), std::string::npos) << lastError();
+  }
+  using TeamMode = TeamValue (*)(void*, int);
+  if (auto f = deviceFunction<TeamMode>("ncclTeamCft")) {
+    EXPECT_EQ(f(nullptr, 0).nRanks, 0);
+    EXPECT_NE(lastError().find("ncclTeamCft: Weft does not provide"), std::string::npos) << lastError();
+  }
+  using RankOf = int (*)(void*, TeamValue, int);
+  for (const char* fn : {"ncclTeamRankToWorld", "ncclTeamRankToLsa"}) {
+    auto f = deviceFunction<RankOf>(fn);
+    if (!f) continue;
+    EXPECT_EQ(f(nullptr, TeamValue{1, 0, 1}, 0), -1) << fn;
+    EXPECT_NE(lastError().find(std::string(fn) + ": Weft does not provide"), std::string::npos) << lastError();
+  }
+  if (auto f = deviceFunction<int (*)(int, int)>("ncclLLA2ACalcSlots")) {
+    EXPECT_EQ(f(16, 8), -1);
+    EXPECT_NE(lastError().find("ncclLLA2ACalcSlots: Weft does not provide"), std::string::npos) << lastError();
+  }
+}
+
+}  // namespace
