@@ -22,10 +22,16 @@ def expect(what, got, want):
     assert got.dtype == want.dtype and torch.equal(got, want), "%s: got %s, expected %s" % (what, got, want)
 
 
+def factor_tensor(value, dtype):
+    """The tensor form of the factor: a one-element tensor (torch 2.x), a list of one (torch 1.13)."""
+    t = torch.tensor([value], dtype=dtype)
+    return t if int(torch.__version__.split(".")[0]) >= 2 else [t]
+
+
 def premul_sum(rank, n):
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         for factor_kind in ("number", "tensor"):
-            op = dist._make_nccl_premul_sum(0.5 if factor_kind == "number" else [torch.tensor([0.25], dtype=dtype)])
+            op = dist._make_nccl_premul_sum(0.5 if factor_kind == "number" else factor_tensor(0.25, dtype))
             f = 0.5 if factor_kind == "number" else 0.25
             for size in (5, 70000):
                 t = data(rank, (size,), dtype, size)

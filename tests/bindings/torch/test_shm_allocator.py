@@ -209,10 +209,12 @@ def ddp_large(rank, n):
             losses[name] = loss.detach()
         test_ddp.check_step(step, rank, models["weft"][0], models["gloo"][0], losses["weft"], losses["gloo"],
                             n <= 2, gloo)
-    # Steps after the first (which builds the buckets again) all-reduce 3 or more buckets of
-    # 1 MiB and more, all in the pool.
+    # Steps after the first (which builds the buckets again) all-reduce their buckets of 1 MiB and
+    # more zero-copy, all in the pool: 3 a step under torch 1.13's bucketing of this model, 2
+    # under torch 2.15's (measured: 21 and 15 in the 7 steps).
     runs = zero_copy_calls() - before
-    assert runs >= 7 * 3, "DDP's buckets ran zero-copy %d times in 8 steps" % runs
+    large = 3 if int(torch.__version__.split(".")[0]) < 2 else 2
+    assert runs >= 7 * large, "DDP's buckets ran zero-copy %d times in 8 steps, expected %d" % (runs, 7 * large)
     if rank == 0:
         print("ddp_large: %d zero-copy collectives in 8 steps" % runs)
 
