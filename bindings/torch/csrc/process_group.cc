@@ -232,6 +232,11 @@ void ProcessGroupWeft::check(weftResult_t r, const char* collective) const {
   std::string message = weftGetLastError(comm_);
   if (message.empty()) message = weftGetLastError(nullptr);
   if (message.empty()) message = "Weft gave no further message";
+  // A time-out says "Timed out" in words: scripts (and torch's own tests) match it.
+  if (r == weftTimeout) {
+    throw std::runtime_error(c10::str("weft: ", collective, " failed on rank ", rank_, " of ", size_,
+                                      ": Timed out waiting for its peers (", weftGetErrorString(r), "): ", message));
+  }
   throw std::runtime_error(c10::str("weft: ", collective, " failed on rank ", rank_, " of ", size_, " (",
                                     weftGetErrorString(r), "): ", message));
 }
@@ -367,6 +372,7 @@ void ProcessGroupWeft::allReduceNow(void* data, size_t count, weftDataType_t typ
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse()) return allreduceSparse(tensors, opts);
   const at::Tensor& t = single(tensors, "all_reduce");
   const WeftElements el = weftElements(t.scalar_type(), "all_reduce");
   const WeftReduction red = weftReduction(opts.reduceOp, t.scalar_type(), "all_reduce");

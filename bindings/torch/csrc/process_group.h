@@ -125,6 +125,9 @@ class ProcessGroupWeft : public BackendBase {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
   // ---- process_group_ops.cc: the coalesced forms, monitored barrier, sequence numbers ----
+  // all_reduce of a sparse COO tensor (SUM, as Gloo): every rank's indices and values gathered,
+  // then summed by coalescing; the tensor takes the result.
+  c10::intrusive_ptr<c10d::Work> allreduceSparse(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts);
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(
       std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputTensors,
       const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;

@@ -62,31 +62,35 @@ int secondsOf(std::chrono::milliseconds t) {
 
 // ---- Coalesced collectives -----------------------------------------------------------------
 
+// torch's layout: outputTensorLists[r][i] receives input i of rank r.
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputTensors,
     const c10d::AllgatherOptions& /* opts */) {
   const char* name = "all_gather_coalesced";
   if (inputTensors.empty()) refuse(name, "got no input tensors");
-  if (outputTensorLists.size() != inputTensors.size()) {
-    refuse(name, "needs one output list per input tensor (got " + std::to_string(outputTensorLists.size()) +
-                     " lists for " + std::to_string(inputTensors.size()) + " inputs)");
+  if (outputTensorLists.size() != static_cast<size_t>(size_)) {
+    refuse(name, "needs one output list per rank (" + std::to_string(size_) + "), got " +
+                     std::to_string(outputTensorLists.size()));
   }
   std::vector<WeftElements> els;
-  for (size_t i = 0; i < inputTensors.size(); ++i) {
-    const at::Tensor& in = inputTensors[i];
+  for (const at::Tensor& in : inputTensors) {
     checkPair(in, inputTensors[0], name);
-    if (outputTensorLists[i].size() != static_cast<size_t>(size_)) {
-      refuse(name, "output list " + std::to_string(i) + " has " + std::to_string(outputTensorLists[i].size()) +
-                       " tensors; it needs one per rank (" + std::to_string(size_) + ")");
+    els.push_back(weftElements(in.scalar_type(), name));
+  }
+  for (size_t r = 0; r < outputTensorLists.size(); ++r) {
+    if (outputTensorLists[r].size() != inputTensors.size()) {
+      refuse(name, "output list " + std::to_string(r) + " has " + std::to_string(outputTensorLists[r].size()) +
+                       " tensors; it needs one per input tensor (" + std::to_string(inputTensors.size()) + ")");
     }
-    for (const at::Tensor& o : outputTensorLists[i]) {
-      checkPair(o, in, name);
-      if (o.numel() != in.numel()) {
-        refuse(name, "every tensor of output list " + std::to_string(i) + " must have as many elements as input " +
-                         std::to_string(i) + " (" + std::to_string(in.numel()) + ")");
+    for (size_t i = 0; i < inputTensors.size(); ++i) {
+      const at::Tensor& o = outputTensorLists[r][i];
+      checkPair(o, inputTensors[i], name);
+      if (o.numel() != inputTensors[i].numel()) {
+        refuse(name, "output " + std::to_string(i) + " of list " + std::to_string(r) +
+                         " must have as many elements as input " + std::to_string(i) + " (" +
+                         std::to_string(inputTensors[i].numel()) + ")");
       }
     }
-    els.push_back(weftElements(in.scalar_type(), name));
   }
   std::vector<at::Tensor> ins = inputTensors;
   std::vector<std::vector<at::Tensor>> outs = outputTensorLists;
@@ -110,7 +114,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
     for (size_t i = 0; i < ins.size(); ++i) {
       const int64_t n = ins[i].numel();
       for (int r = 0; r < size_; ++r) {
-        at::Tensor& o = const_cast<at::Tensor&>(outs[i][static_cast<size_t>(r)]);
+        at::Tensor o = outs[static_cast<size_t>(r)][i];
         o.copy_(gathered[i].narrow(0, r * n, n).view(o.sizes()));
       }
     }
@@ -220,6 +224,61 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter_tensor_coalesced
 }
 #endif
 
+// ---- Sparse all-reduce ----------------------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduceSparse(std::vector<at::Tensor>& tensors,
+                                                                 const c10d::AllreduceOptions& opts) {
+  const char* name = "all_reduce (sparse)";
+  const at::Tensor& t = tensors[0];
+  if (t.layout() != at::kSparse) refuse(name, "only sparse COO tensors are supported; call .to_sparse() first");
+  if (!t.device().is_cpu()) refuse(name, "sparse tensors must be on the CPU");
+  if (opts.reduceOp.op_ != c10d::ReduceOp::SUM) refuse(name, "sparse tensors are summed only (ReduceOp.SUM)");
+  const WeftElements el = weftElements(t.scalar_type(), name);
+  Call call;
+  call.issue = [this, t, el, name](weftStream_t stream) {
+    at::Tensor mine = t.coalesce();
+    const int64_t sparseDim = mine.sparse_dim();
+    at::Tensor indices = mine.indices().t().contiguous();  // nnz x sparseDim
+    at::Tensor values = mine.values().contiguous();        // nnz x dense dims
+    const int64_t nnz = indices.size(0);
+    // Each rank's nnz, then every rank's entries padded to the largest.
+    at::Tensor counts = at::empty({size_}, at::kLong);
+    int64_t nnzCopy = nnz;
+    check(weftAllGather(&nnzCopy, counts.data_ptr(), 1, weftInt64, comm_, stream), name);
+    const int64_t most = counts.max().item<int64_t>();
+    std::vector<int64_t> valueShape = values.sizes().vec();
+    valueShape[0] = most;
+    at::Tensor paddedIndices = at::zeros({most, sparseDim}, at::kLong);
+    at::Tensor paddedValues = at::zeros(valueShape, values.options());
+    paddedIndices.narrow(0, 0, nnz).copy_(indices);
+    paddedValues.narrow(0, 0, nnz).copy_(values);
+    std::vector<int64_t> allValueShape = valueShape;
+    allValueShape[0] = most * size_;
+    at::Tensor allIndices = at::empty({most * size_, sparseDim}, at::kLong);
+    at::Tensor allValues = at::empty(allValueShape, values.options());
+    const size_t valueCount = static_cast<size_t>(paddedValues.numel()) * el.perElement;
+    check(inOneGroup(2,
+                     [&](size_t i) {
+                       return i == 0
+                                  ? weftAllGather(paddedIndices.data_ptr(), allIndices.data_ptr(),
+                                                  static_cast<size_t>(paddedIndices.numel()), weftInt64, comm_, stream)
+                                  : weftAllGather(paddedValues.data_ptr(), allValues.data_ptr(), valueCount, el.type,
+                                                  comm_, stream);
+                     }),
+          name);
+    std::vector<at::Tensor> idx, val;
+    for (int r = 0; r < size_; ++r) {
+      const int64_t n = counts[r].item<int64_t>();
+      idx.push_back(allIndices.narrow(0, r * most, n));
+      val.push_back(allValues.narrow(0, r * most, n));
+    }
+    at::Tensor sum = at::sparse_coo_tensor(at::cat(idx).t(), at::cat(val), mine.sizes(), mine.options()).coalesce();
+    at::Tensor out = t;
+    out.copy_(sum);
+  };
+  return post(c10d::OpType::ALLREDUCE, tensors, nullptr, std::move(call));
+}
+
 // ---- Monitored barrier ------------------------------------------------------------------------
 
 // Every rank but 0 says it arrived under a key of this barrier; rank 0 waits for each until the
@@ -250,7 +309,16 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
     return;
   }
   std::vector<int> missing;
+  std::string passed;
   for (int r = 1; r < size_; ++r) {
+    // Gloo's wording, which scripts match: rank 0 out of time before it could look at a rank is
+    // "Rank 0 timed out in monitoredBarrier", a rank not seen in time "Rank 3 failed to pass ...".
+    if (!waitAllRanks && std::chrono::steady_clock::now() >= deadline) {
+      store_->set(doneKey, std::vector<uint8_t>{0});
+      throw std::runtime_error(c10::str("Rank 0 timed out in monitoredBarrier after ", timeout.count(),
+                                        " ms (weft: ranks that passed: [", passed, "]; rank ", r,
+                                        " and later were not looked at)"));
+    }
     const std::string key = base + "arrived/" + std::to_string(r);
     bool arrived = false;
     while (!(arrived = store_->check({key})) && std::chrono::steady_clock::now() < deadline) {
@@ -259,11 +327,12 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
     if (!arrived) {
       missing.push_back(r);
       if (!waitAllRanks) break;
+    } else {
+      passed += (passed.empty() ? "" : ", ") + std::to_string(r);
     }
   }
   store_->set(doneKey, std::vector<uint8_t>{static_cast<uint8_t>(missing.empty() ? 1 : 0)});
   if (missing.empty()) return;
-  // Gloo's wording, which scripts match: "Rank 3 failed to pass monitoredBarrier in 1000 ms".
   std::string who;
   for (size_t i = 0; i < missing.size(); ++i) who += (i ? ", " : "") + std::to_string(missing[i]);
   throw std::runtime_error(c10::str(missing.size() == 1 ? "Rank " : "Ranks ", who,
