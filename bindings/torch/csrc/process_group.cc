@@ -212,7 +212,8 @@ void ProcessGroupWeft::close(bool abortFirst) {
 
 c10::intrusive_ptr<BackendBase> ProcessGroupWeft::create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                          int size, std::chrono::duration<float> timeout) {
-  return createWithOptions(store, rank, size, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), nullptr);
+  return createWithOptions(store, rank, size, std::chrono::duration_cast<std::chrono::milliseconds>(timeout),
+                           c10::intrusive_ptr<WeftOptions>());
 }
 
 c10::intrusive_ptr<BackendBase> ProcessGroupWeft::createWithOptions(const c10::intrusive_ptr<c10d::Store>& store,
