@@ -755,6 +755,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& t
   return post(c10d::OpType::RECV, tensors, &t, std::move(call));
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>& tensors, int /* tag */) {
+  const at::Tensor& t = single(tensors, "recv (any source)");
+  if (!t.device().is_cpu()) refuse("recv (any source)", "receives from any source take CPU tensors");
+  const WeftElements el = weftElements(t.scalar_type(), "recv (any source)");
+  auto source = std::make_shared<std::atomic<int>>(-1);
+  Call call;
+  call.issue = [this, t, el, source](weftStream_t stream) {
+    Dense d(t);
+    int from = -1;
+    check(weftRecvAny(d.data(), weftCount(t, el), el.type, &from, comm_, stream), "recv (any source)");
+    d.writeBack();
+    source->store(from);
+  };
+  // Not a plain RECV: weftRecvAny runs alone, never inside the Weft group of queued sends and receives.
+  auto work = post(c10d::OpType::RECVANYSOURCE, tensors, &t, std::move(call));
+  static_cast<WeftWork*>(work.get())->setSource(source);
+  return work;
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOptions& /* opts */) {
   Call call;
   call.issue = [this](weftStream_t) { check(weftBarrier(comm_, nullptr), "barrier"); };

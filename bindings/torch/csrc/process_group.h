@@ -123,6 +123,9 @@ class ProcessGroupWeft : public BackendBase {
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+  // weftRecvAny: the first message any peer sends to this rank (host tensors; tags ignored as by
+  // recv). The Work's sourceRank() names the sender.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
   // ---- process_group_ops.cc: the coalesced forms, monitored barrier, sequence numbers ----
   // all_reduce of a sparse COO tensor (SUM, as Gloo): every rank's indices and values gathered,

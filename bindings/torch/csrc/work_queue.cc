@@ -28,6 +28,13 @@ WeftWork::WeftWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
       queue_(std::move(queue)) {}
 
+int WeftWork::sourceRank() const {
+  if (!source_) return c10d::Work::sourceRank();  // torch's own error for other calls
+  const int source = source_->load();
+  if (source < 0) throw std::runtime_error("weft: recv from any source: sourceRank() is known once the call is done");
+  return source;
+}
+
 bool WeftWork::wait(std::chrono::milliseconds timeout) {
   if (!c10d::Work::isCompleted()) {
     if (auto queue = queue_.lock()) {

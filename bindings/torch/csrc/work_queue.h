@@ -7,6 +7,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -49,11 +50,15 @@ class WeftWork : public c10d::Work {
 
   // Marks the call done: the future first (DDP's comm hooks chain on it), then the Work.
   void complete(std::exception_ptr error);
+  // A receive from any source: the rank it received from, once done (sourceRank()).
+  void setSource(std::shared_ptr<std::atomic<int>> source) { source_ = std::move(source); }
+  int sourceRank() const override;
 
  private:
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::weak_ptr<WorkQueue> queue_;
+  std::shared_ptr<std::atomic<int>> source_;  // set for receives from any source
 };
 
 // The per-group queue and its worker thread.
