@@ -133,6 +133,16 @@ typedef struct {
 #define WEFT_SHRINK_ABORT 0x01   /* first stop the parent's operations in flight (the excluded
                                     ranks may be dead), then shrink; the parent is unusable after */
 
+/* weftCommSuspend flags: the same value as NCCL's NCCL_SUSPEND_MEM. */
+#define WEFT_SUSPEND_MEM 0x01 /* release the memory the communicator can give back (the default) */
+
+/* What weftCommMemStats reports. */
+typedef enum {
+  weftStatMemHeld = 0,     /* bytes of connection FIFOs, shared-memory segments and scratch buffers this
+                              rank holds now: what weftCommSuspend releases (0 while suspended) */
+  weftStatMemSuspended = 1 /* 1 while the communicator is suspended, else 0 */
+} weftCommMemStat_t;
+
 /* What weftGroupSimulateEnd fills in. Start from WEFT_SIM_INFO_INITIALIZER. */
 typedef struct {
   size_t size;          /* sizeof(weftSimInfo_t) */
@@ -192,6 +202,28 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
  * and may be dead (use WEFT_SHRINK_ABORT then). */
 weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int nExclude, weftComm_t* newcomm,
                             weftConfig_t* config, int shrinkFlags);
+/* Stops every operation in flight on comm, from any thread (NCCL's ncclCommRevoke): calls in
+ * flight return an error within about a second and later calls are refused. Until they have left,
+ * weftCommGetAsyncError reports weftInProgress, then weftSuccess. A revoked communicator can still
+ * be destroyed, split and shrunk (without WEFT_SHRINK_ABORT); weftCommFinalize is refused.
+ * flags must be 0. Returns at once. */
+weftResult_t weftCommRevoke(weftComm_t comm, int flags);
+/* An id for weftCommGrow, made by rank 0 of comm only (and handed to the new ranks by any means).
+ * One id is pending at a time; a grow that succeeds consumes it (a failed one drops it). */
+weftResult_t weftCommGetUniqueId(weftComm_t comm, weftUniqueId* uniqueId);
+/* A new communicator of nRanks ranks: comm's ranks with their numbers, then new ranks numbered
+ * from comm's size up. Collective over comm's ranks and the new ones: rank 0 of comm passes
+ * (comm, id from weftCommGetUniqueId, rank -1), comm's other ranks (comm, NULL, -1), each new rank
+ * (NULL, that id, its new rank). comm keeps working. */
+weftResult_t weftCommGrow(weftComm_t comm, int nRanks, const weftUniqueId* uniqueId, int rank, weftComm_t* newcomm,
+                          const weftConfig_t* config);
+/* Collective over comm: waits for every rank, then releases the connection FIFOs, shared-memory
+ * segments and scratch buffers (flags: 0 or WEFT_SUSPEND_MEM). Calls that move data are refused
+ * until weftCommResume (collective too), after which they reconnect as they need. */
+weftResult_t weftCommSuspend(weftComm_t comm, int flags);
+weftResult_t weftCommResume(weftComm_t comm);
+/* *value receives the statistic `stat` of this rank of comm. */
+weftResult_t weftCommMemStats(weftComm_t comm, weftCommMemStat_t stat, uint64_t* value);
 /* Waits for pending work, then frees the communicator. */
 weftResult_t weftCommFinalize(weftComm_t comm);
 weftResult_t weftCommDestroy(weftComm_t comm);
@@ -269,6 +301,13 @@ weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatyp
                       weftStream_t stream);
 weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
                       weftStream_t stream);
+/* Receives the first message any peer sends to this rank with weftSend, and says which rank
+ * sent it (*source). Host memory only (stream NULL), blocking, outside a group; count > 0. The
+ * message must have count elements of datatype, as for weftRecv from that peer. Sends from
+ * several peers are each received once, by successive calls, peers taken in turn. A peer that
+ * fails while it waits, WEFT_TIMEOUT_S and weftCommAbort / weftCommRevoke end the wait. */
+weftResult_t weftRecvAny(void* recvbuff, size_t count, weftDataType_t datatype, int* source, weftComm_t comm,
+                         weftStream_t stream);
 /* Returns when every rank has entered the barrier. */
 weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream);
 

@@ -109,6 +109,15 @@ weftResult_t Call::refuse(const Status& s, bool collective) const {
 
 Status Call::explainComm() const {
   WEFT_TRY(checkInitDone());
+  if (comm_->impl != nullptr && comm_->impl->revoked()) {
+    return error(weftInvalidUsage,
+                 "refused: the communicator was revoked (weftCommRevoke); destroy it, or make a new one from it with "
+                 "weftCommShrink or weftCommSplit");
+  }
+  if (comm_->impl != nullptr && comm_->impl->suspended()) {
+    return error(weftInvalidUsage,
+                 "refused: the communicator is suspended (weftCommSuspend); call weftCommResume on every rank first");
+  }
   if (comm_->state.load() == weftSuccess && comm_->impl != nullptr && !comm_->impl->aborted()) return Status::ok();
   std::string why;
   {
