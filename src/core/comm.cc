@@ -708,7 +708,10 @@ Connection* Communicator::get(const coll::ConnectionKey& key) {
 
 Status Communicator::healthCheck() {
   if (revoked_.load()) {
-    return WEFT_ERROR(weftRemoteError, "rank %d: the communicator was revoked (weftCommRevoke)", rank_);
+    return WEFT_ERROR(weftRemoteError,
+                      "rank %d: the communicator was revoked (weftCommRevoke) while this call ran; destroy it, or "
+                      "make a new one from it with weftCommShrink or weftCommSplit",
+                      rank_);
   }
   if (aborted_.load()) {
     return WEFT_ERROR(weftRemoteError, "rank %d: the communicator was aborted (weftCommAbort)", rank_);
