@@ -100,8 +100,9 @@ Status Call::checkInitDone() const {
 weftResult_t Call::refuse(const Status& s, bool collective) const {
   // Inside a group the group's other calls still run and take this call's number: no refusal
   // is published there. A communicator that is not usable has nothing to tell.
+  // Nor one that is suspended: its calls are refused until resume, not for their arguments.
   if (!s.isOk() && groupDepth() == 0 && comm_ && comm_->impl && comm_->state.load() == weftSuccess &&
-      !comm_->impl->aborted()) {
+      !comm_->impl->aborted() && !comm_->impl->suspended()) {
     comm_->impl->publishRefusal(s, collective);
   }
   return finish(s);
