@@ -136,6 +136,21 @@ typedef struct {
 /* weftCommSuspend flags: the same value as NCCL's NCCL_SUSPEND_MEM. */
 #define WEFT_SUSPEND_MEM 0x01 /* release the memory the communicator can give back (the default) */
 
+/* One-sided windows (weftCommWindowRegister): the same flag values as NCCL's. */
+typedef struct weftWindow* weftWindow_t;
+#define WEFT_WIN_DEFAULT 0x00
+#define WEFT_WIN_COLL_SYMMETRIC 0x01 /* accepted; host windows are the same either way */
+/* Signals: sigIdx below WEFT_WIN_MAX_SIGNALS, ctx below WEFT_WIN_MAX_CONTEXTS. */
+#define WEFT_WIN_MAX_SIGNALS 8
+#define WEFT_WIN_MAX_CONTEXTS 4
+/* One wait of weftWaitSignal: opCnt signals from rank `peer` on (sigIdx, ctx). */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} weftWaitSignalDesc_t;
+
 /* What weftCommMemStats reports. */
 typedef enum {
   weftStatMemHeld = 0,     /* bytes of connection FIFOs, shared-memory segments and scratch buffers this
@@ -308,6 +323,26 @@ weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int
  * fails while it waits, WEFT_TIMEOUT_S and weftCommAbort / weftCommRevoke end the wait. */
 weftResult_t weftRecvAny(void* recvbuff, size_t count, weftDataType_t datatype, int* source, weftComm_t comm,
                          weftStream_t stream);
+/* ---- One-sided: windows and signals (host memory, ranks on one host) -------------------
+ * Collective over comm, every rank in the same order: makes `size` bytes at buff on this rank a
+ * window the peers write with weftPutSignal (cross-process peers write memory from weftMemAlloc
+ * through shared memory, other memory where the OS lets them use process_vm_writev). */
+weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size, weftWindow_t* win, int winFlags);
+/* Collective: waits for every rank, then forgets the window (puts to it must have returned). */
+weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win);
+/* Writes count elements from localbuff into peer's part of window peerWin at byte offset
+ * peerWinOffset, without the peer taking part, then adds one signal on (sigIdx, ctx) at the peer
+ * (flags 0). Host memory (stream NULL); returns once the data is in the peer's window. */
+weftResult_t weftPutSignal(const void* localbuff, size_t count, weftDataType_t datatype, int peer, weftWindow_t peerWin,
+                           size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, weftComm_t comm,
+                           weftStream_t stream);
+/* Adds one signal on (sigIdx, ctx) at peer, ordered after this rank's earlier puts to it. */
+weftResult_t weftSignal(int peer, int sigIdx, int ctx, unsigned int flags, weftComm_t comm, weftStream_t stream);
+/* Waits until, for every desc, opCnt more signals than earlier waits took have come from desc's
+ * peer on (sigIdx, ctx); the data of the puts they signal is then visible here. Ends at
+ * WEFT_TIMEOUT_S, on a failed peer, and on abort or revoke. */
+weftResult_t weftWaitSignal(int nDesc, const weftWaitSignalDesc_t* signalDescs, weftComm_t comm, weftStream_t stream);
+
 /* Returns when every rank has entered the barrier. */
 weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream);
 

@@ -182,6 +182,31 @@ weftResult_t weftRecvAny(void* recvbuff, size_t count, weftDataType_t datatype, 
   return capi::recvAny(Call(comm, "weftRecvAny"), recvbuff, count, datatype, source, stream);
 }
 
+// ---- One-sided ----
+
+weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size, weftWindow_t* win, int winFlags) {
+  return capi::commWindowRegister(Call(comm, "weftCommWindowRegister"), buff, size, win, winFlags);
+}
+
+weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win) {
+  return capi::commWindowDeregister(Call(comm, "weftCommWindowDeregister"), win);
+}
+
+weftResult_t weftPutSignal(const void* localbuff, size_t count, weftDataType_t datatype, int peer, weftWindow_t peerWin,
+                           size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, weftComm_t comm,
+                           weftStream_t stream) {
+  capi::PutArgs a{localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, stream};
+  return capi::putSignal(Call(comm, "weftPutSignal"), a);
+}
+
+weftResult_t weftSignal(int peer, int sigIdx, int ctx, unsigned int flags, weftComm_t comm, weftStream_t stream) {
+  return capi::signal(Call(comm, "weftSignal"), peer, sigIdx, ctx, flags, stream);
+}
+
+weftResult_t weftWaitSignal(int nDesc, const weftWaitSignalDesc_t* signalDescs, weftComm_t comm, weftStream_t stream) {
+  return capi::waitSignal(Call(comm, "weftWaitSignal"), nDesc, signalDescs, stream);
+}
+
 // ---- Groups ----
 
 weftResult_t weftGroupStart(void) { return capi::groupStart(); }

@@ -41,6 +41,25 @@ weftResult_t commSuspend(const Call& call, int flags);
 weftResult_t commResume(const Call& call);
 weftResult_t commMemStats(const Call& call, weftCommMemStat_t stat, uint64_t* value);
 
+// ---- api_window.cc ----
+weftResult_t commWindowRegister(const Call& call, void* buff, size_t size, weftWindow_t* win, int flags);
+weftResult_t commWindowDeregister(const Call& call, weftWindow_t win);
+struct PutArgs {
+  const void* localbuff = nullptr;
+  size_t count = 0;
+  weftDataType_t type = weftFloat32;
+  int peer = 0;
+  weftWindow_t peerWin = nullptr;
+  size_t offset = 0;  // bytes into the peer's window
+  int sigIdx = 0;
+  int ctx = 0;
+  unsigned int flags = 0;
+  weftStream_t stream = nullptr;
+};
+weftResult_t putSignal(const Call& call, const PutArgs& a);
+weftResult_t signal(const Call& call, int peer, int sigIdx, int ctx, unsigned int flags, weftStream_t stream);
+weftResult_t waitSignal(const Call& call, int nDesc, const weftWaitSignalDesc_t* descs, weftStream_t stream);
+
 // ---- api_gather_scatter.cc ----
 // A rooted exchange: `spread` is the buffer of nRanks blocks on the root (recvbuff for gather,
 // sendbuff for scatter), `block` the one-block buffer of every rank.

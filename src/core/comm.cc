@@ -13,6 +13,7 @@
 #include "collectives/reduce.h"
 #include "collectives/slot_stores.h"
 #include "core/bootstrap_tags.h"
+#include "core/comm_window.h"
 #include "core/host_memory.h"
 #include "device/device.h"
 #include "topology/tuner.h"

@@ -106,6 +106,7 @@ struct CommSettings {
 void describeDevice(PeerInfo* info);
 
 struct SharedSpan;  // host_memory.h
+struct WindowSet;   // comm_window.h
 class SharedHostBuffer;
 struct ZeroCopyOffer;  // comm_zero_copy.cc
 // While it lives, communicators this thread makes join as host ranks (no GPU, device -1) even
@@ -228,6 +229,16 @@ class Communicator final : public coll::ConnectionProvider {
   // Bytes this rank holds now that suspend would free (FIFOs of its receiving and sending ends,
   // scratch and staging buffers).
   uint64_t suspendableBytes();
+
+  // One-sided windows and signals on host memory (comm_window.cc, comm_window.h). Register and
+  // deregister are collective; *id names the window on every rank alike.
+  Status registerWindow(void* buff, size_t bytes, uint32_t* id);
+  Status deregisterWindow(uint32_t id);
+  // Writes `bytes` from src into rank peer's window `id` at `offset` (id UINT32_MAX: no window,
+  // a signal only), then (signal) adds one signal on (sigIdx, ctx) at the peer.
+  Status putSignal(const void* src, size_t bytes, int peer, uint32_t id, size_t offset, bool signal, int sigIdx,
+                   int ctx);
+  Status waitSignals(const weftWaitSignalDesc_t* descs, int nDesc);
 
   // What the cost model predicts a call takes on this communicator, in microseconds, without
   // running or connecting anything (weftGroupSimulateEnd; comm_estimate.cc).
@@ -477,6 +488,11 @@ class Communicator final : public coll::ConnectionProvider {
   std::atomic<bool> suspended_{false};
   // Frees what suspend frees (under connMutex_).
   void releaseForSuspend();
+  // Windows and signals (comm_window.cc): made by the first registration.
+  std::unique_ptr<WindowSet> windows_;
+  Status makeSignals(const Deadline& deadline);
+  // Ok once a window was registered (fn: the API call, for the message).
+  Status checkWindows(const char* fn) const;
   std::atomic<bool> aborted_{false};
   // Raised by abort and by a liveness verdict: the transports' connect waits poll it.
   std::atomic<bool> stopWaits_{false};
