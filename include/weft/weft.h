@@ -229,15 +229,17 @@ weftResult_t weftCommGetUniqueId(weftComm_t comm, weftUniqueId* uniqueId);
 /* A new communicator of nRanks ranks: comm's ranks with their numbers, then new ranks numbered
  * from comm's size up. Collective over comm's ranks and the new ones: rank 0 of comm passes
  * (comm, id from weftCommGetUniqueId, rank -1), comm's other ranks (comm, NULL, -1), each new rank
- * (NULL, that id, its new rank). comm keeps working. */
+ * (NULL, that id, its new rank). comm keeps working. Existing ranks join blocking; a new rank's
+ * config may ask for a non-blocking join (weftInProgress, as weftCommInitRankConfig). */
 weftResult_t weftCommGrow(weftComm_t comm, int nRanks, const weftUniqueId* uniqueId, int rank, weftComm_t* newcomm,
                           const weftConfig_t* config);
 /* Collective over comm: waits for every rank, then releases the connection FIFOs, shared-memory
- * segments and scratch buffers (flags: 0 or WEFT_SUSPEND_MEM). Calls that move data are refused
- * until weftCommResume (collective too), after which they reconnect as they need. */
+ * segments and scratch buffers (flags: 0 or WEFT_SUSPEND_MEM); windows and signals stay. Calls
+ * that move data are refused until weftCommResume, which every rank calls (it waits for nobody);
+ * the calls after it reconnect as they need. */
 weftResult_t weftCommSuspend(weftComm_t comm, int flags);
 weftResult_t weftCommResume(weftComm_t comm);
-/* *value receives the statistic `stat` of this rank of comm. */
+/* *value receives the statistic `stat` of this rank of comm (call it between operations). */
 weftResult_t weftCommMemStats(weftComm_t comm, weftCommMemStat_t stat, uint64_t* value);
 /* Waits for pending work, then frees the communicator. */
 weftResult_t weftCommFinalize(weftComm_t comm);
