@@ -319,8 +319,9 @@ weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatyp
 weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
                       weftStream_t stream);
 /* Receives the first message any peer sends to this rank with weftSend, and says which rank
- * sent it (*source). Host memory only (stream NULL), blocking, outside a group; count > 0. The
- * message must have count elements of datatype, as for weftRecv from that peer. Sends from
+ * sent it (*source). Host memory only (stream NULL), blocking, outside a group; count > 0 (a send
+ * of 0 elements moves nothing, so it cannot be received this way). The message must have count
+ * elements of datatype, as for weftRecv from that peer. Sends from
  * several peers are each received once, by successive calls, peers taken in turn. A peer that
  * fails while it waits, WEFT_TIMEOUT_S and weftCommAbort / weftCommRevoke end the wait. */
 weftResult_t weftRecvAny(void* recvbuff, size_t count, weftDataType_t datatype, int* source, weftComm_t comm,
