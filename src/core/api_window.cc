@@ -2,18 +2,14 @@
 // weftPutSignal, weftSignal and weftWaitSignal. Their checks, the C handle of a window, and the
 // hand-off to the communicator (comm_window.cc).
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 #include "collectives/datatypes.h"
 #include "core/api_entry.h"
 #include "core/call_context.h"
 #include "core/comm_window.h"
 #include "core/group.h"
-
-// The C handle of a window: which communicator made it, and its number there.
-struct weftWindow {
-  weftComm* comm = nullptr;
-  uint32_t id = 0;
-};
 
 namespace weft {
 namespace core {
@@ -32,6 +28,12 @@ Status checkOneSided(const Call& call, weftStream_t stream) {
     return call.error(weftInvalidUsage, "called inside a group: one-sided calls run on their own; call it outside");
   }
   return Status::ok();
+}
+
+// win is a live handle of comm (a stale or foreign one is never dereferenced).
+bool isWindowOf(weftComm* comm, weftWindow_t win) {
+  std::lock_guard<std::mutex> lock(comm->mutex);
+  return comm->windows.count(win) > 0;
 }
 
 Status checkSignal(const Call& call, int peer, int sigIdx, int ctx, unsigned int flags) {
@@ -62,20 +64,25 @@ weftResult_t commWindowRegister(const Call& call, void* buff, size_t size, weftW
   InFlight inFlight(call.comm());
   s = call.comm()->impl->registerWindow(buff, size, &id);
   if (!s.isOk()) return report(call.comm(), s);
-  *win = new weftWindow{call.comm(), id};
+  auto handle = std::make_unique<weftWindow>(weftWindow{call.comm(), id});
+  *win = handle.get();
+  std::lock_guard<std::mutex> lock(call.comm()->mutex);
+  call.comm()->windows[*win] = std::move(handle);
   return weftSuccess;
 }
 
 weftResult_t commWindowDeregister(const Call& call, weftWindow_t win) {
   Status s = checkOneSided(call, nullptr);
-  if (s.isOk() && (win == nullptr || win->comm != call.comm())) {
-    s = call.error(weftInvalidArgument, "win is %s", win ? "a window of another communicator" : "NULL");
+  if (s.isOk() && !isWindowOf(call.comm(), win)) {
+    s = call.error(weftInvalidArgument, "win is %s",
+                   win ? "not a window of this communicator (of another one, or deregistered already)" : "NULL");
   }
   if (!s.isOk()) return call.finish(s);
   InFlight inFlight(call.comm());
   s = call.comm()->impl->deregisterWindow(win->id);
   if (!s.isOk()) return report(call.comm(), s);
-  delete win;
+  std::lock_guard<std::mutex> lock(call.comm()->mutex);
+  call.comm()->windows.erase(win);
   return weftSuccess;
 }
 
@@ -85,9 +92,9 @@ weftResult_t putSignal(const Call& call, const PutArgs& a) {
   if (s.isOk()) s = checkSignal(call, a.peer, a.sigIdx, a.ctx, a.flags);
   if (s.isOk()) s = call.checkCount(a.count, coll::dataTypeSize(a.type), 1);
   if (s.isOk()) s = call.checkBuffer(a.localbuff, a.count, "localbuff");
-  if (s.isOk() && (a.peerWin == nullptr || a.peerWin->comm != call.comm())) {
+  if (s.isOk() && !isWindowOf(call.comm(), a.peerWin)) {
     s = call.error(weftInvalidArgument, "peerWin is %s; pass a window weftCommWindowRegister made on this communicator",
-                   a.peerWin ? "a window of another communicator" : "NULL");
+                   a.peerWin ? "not a window of this communicator (of another one, or deregistered)" : "NULL");
   }
   if (!s.isOk()) return call.finish(s);
   InFlight inFlight(call.comm());

@@ -185,6 +185,9 @@ TEST(WindowArguments, AreCheckedWithASentence) {
     ASSERT_EQ(weftWaitSignal(1, &d, r.comm, nullptr), weftSuccess) << weftGetLastError(r.comm);
     EXPECT_EQ(w[1], 40 + peer);
     ASSERT_EQ(weftCommWindowDeregister(r.comm, win), weftSuccess);
+    refused(weftInvalidArgument, weftCommWindowDeregister(r.comm, win), "deregistered already");
+    refused(weftInvalidArgument, weftPutSignal(src, 1, weftInt32, peer, win, 0, 0, 0, 0, r.comm, nullptr),
+            "peerWin is not a window of this communicator");
     int32_t x = 1, y = 0;
     ASSERT_EQ(weftAllReduce(&x, &y, 1, weftInt32, weftSum, r.comm, nullptr), weftSuccess) << weftGetLastError(r.comm);
     EXPECT_EQ(y, 2);
