@@ -37,13 +37,28 @@ bool contains(const std::string& text, const std::string& words) { return text.f
 struct Case {
   Mode mode;
   int n;
-  size_t count;  // elements per message
+  size_t count;          // elements per message
+  bool sockets = false;  // WEFT_SHM_DISABLE=1: every FIFO is a TCP connection over loopback
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case>& i) {
   return std::string(modeName(i.param.mode)) + "_" + std::to_string(i.param.n) + "ranks_" +
-         std::to_string(i.param.count);
+         std::to_string(i.param.count) + (i.param.sockets ? "_sockets" : "");
 }
+
+// WEFT_SHM_DISABLE=1 for the scope when asked.
+class Transport {
+ public:
+  explicit Transport(bool sockets) : sockets_(sockets) {
+    if (sockets_) setenv("WEFT_SHM_DISABLE", "1", 1);
+  }
+  ~Transport() {
+    if (sockets_) unsetenv("WEFT_SHM_DISABLE");
+  }
+
+ private:
+  bool sockets_;
+};
 
 class RecvAny : public ::testing::TestWithParam<Case> {};
 
@@ -51,6 +66,7 @@ class RecvAny : public ::testing::TestWithParam<Case> {};
 // once, in order per sender, with its data. Then an all-reduce on the same FIFOs still works.
 TEST_P(RecvAny, ReceivesEverySendOnceInOrderPerSender) {
   const Case c = GetParam();
+  Transport transport(c.sockets);
   const int perSender = 3;
   runRanks(c.mode, c.n, [&](Rank& r) {
     if (r.rank != 0) {
@@ -83,6 +99,7 @@ TEST_P(RecvAny, ReceivesEverySendOnceInOrderPerSender) {
 // Rank 0 sends one message to every other rank, which each take it with weftRecvAny.
 TEST_P(RecvAny, EveryReceiverHearsTheOneSender) {
   const Case c = GetParam();
+  Transport transport(c.sockets);
   runRanks(c.mode, c.n, [&](Rank& r) {
     if (r.rank == 0) {
       for (int p = 1; p < r.nranks; ++p) {
@@ -104,7 +121,9 @@ TEST_P(RecvAny, EveryReceiverHearsTheOneSender) {
 INSTANTIATE_TEST_SUITE_P(Shapes, RecvAny,
                          ::testing::Values(Case{Mode::kThreads, 2, 5}, Case{Mode::kThreads, 3, 1},
                                            Case{Mode::kThreads, 4, 1000}, Case{Mode::kProcesses, 2, 1},
-                                           Case{Mode::kProcesses, 3, 700000}, Case{Mode::kProcesses, 4, 17}),
+                                           Case{Mode::kProcesses, 3, 700000}, Case{Mode::kProcesses, 4, 17},
+                                           Case{Mode::kThreads, 3, 1000, true},
+                                           Case{Mode::kProcesses, 3, 300000, true}),
                          caseName);
 
 class RecvAnyModes : public ::testing::TestWithParam<Mode> {};
