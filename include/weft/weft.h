@@ -153,8 +153,8 @@ typedef struct {
 
 /* What weftCommMemStats reports. */
 typedef enum {
-  weftStatMemHeld = 0,     /* bytes of connection FIFOs, shared-memory segments and scratch buffers this
-                              rank holds now: what weftCommSuspend releases (0 while suspended) */
+  weftStatMemHeld = 0,     /* bytes of shared-memory FIFOs and scratch buffers this rank holds now:
+                              what weftCommSuspend releases (0 while suspended) */
   weftStatMemSuspended = 1 /* 1 while the communicator is suspended, else 0 */
 } weftCommMemStat_t;
 
@@ -233,8 +233,9 @@ weftResult_t weftCommGetUniqueId(weftComm_t comm, weftUniqueId* uniqueId);
  * config may ask for a non-blocking join (weftInProgress, as weftCommInitRankConfig). */
 weftResult_t weftCommGrow(weftComm_t comm, int nRanks, const weftUniqueId* uniqueId, int rank, weftComm_t* newcomm,
                           const weftConfig_t* config);
-/* Collective over comm: waits for every rank, then releases the connection FIFOs, shared-memory
- * segments and scratch buffers (flags: 0 or WEFT_SUSPEND_MEM); windows and signals stay. Calls
+/* Collective over comm: waits for every rank, then releases the shared-memory FIFOs (segments
+ * between ranks of one host) and scratch buffers (flags: 0 or WEFT_SUSPEND_MEM); network
+ * connections, device FIFOs, windows and signals stay. Calls
  * that move data are refused until weftCommResume, which every rank calls (it waits for nobody);
  * the calls after it reconnect as they need. */
 weftResult_t weftCommSuspend(weftComm_t comm, int flags);

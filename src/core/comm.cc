@@ -645,6 +645,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       std::lock_guard<std::mutex> lock(connMutex_);
       if (aborted_.load()) conn->signalAbort(rank_);
       conns_[key] = std::move(conn);
+      if (!forDevice && transport->reconnectsWithoutExchange()) releasable_.insert(key);
     }
   }
   return Status::ok();

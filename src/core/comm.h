@@ -221,13 +221,13 @@ class Communicator final : public coll::ConnectionProvider {
   Status grow(int nRanks, const weftUniqueId* id, const weftConfig_t* config, std::unique_ptr<Communicator>* out);
 
   // weftCommSuspend / weftCommResume (comm_suspend.cc), collective: suspend waits for every rank,
-  // then frees the connections (FIFOs, shared-memory segments), the cached plans and the scratch
-  // buffers; resume lets calls run again, which reconnect as they need.
+  // then frees the shared-memory FIFOs, the cached plans and the scratch buffers; resume lets
+  // calls run again, which reconnect as they need.
   Status suspend();
   Status resume();
   bool suspended() const { return suspended_.load(); }
-  // Bytes this rank holds now that suspend would free (FIFOs of its receiving and sending ends,
-  // scratch and staging buffers).
+  // Bytes this rank holds now that suspend would free (shared-memory FIFOs of its receiving and
+  // sending ends, scratch and staging buffers).
   uint64_t suspendableBytes();
 
   // One-sided windows and signals on host memory (comm_window.cc, comm_window.h). Register and
@@ -425,6 +425,9 @@ class Communicator final : public coll::ConnectionProvider {
   std::vector<std::unique_ptr<Transport>> transports_;
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;
+  // The host connections that weftCommSuspend closes (their transport reconnects without the
+  // bootstrap: Transport::reconnectsWithoutExchange); guarded by connMutex_.
+  std::set<coll::ConnectionKey> releasable_;
   std::map<OpKey, std::unique_ptr<CachedOp>> ops_;
   CachedOp* lastOp_ = nullptr;
   OpKey lastOpKey_;

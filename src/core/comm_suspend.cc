@@ -1,8 +1,11 @@
 // Communicator::suspend / resume (weftCommSuspend, weftCommResume): a communicator that keeps its
-// ranks, bootstrap and liveness but gives back the memory its calls made: the connections (their
-// FIFOs, which are shared-memory segments between processes of one host, or sockets), the plans
-// cached over them, and the scratch and staging buffers. Calls made after resume reconnect as a
-// communicator's first calls do.
+// ranks, bootstrap and liveness but gives back the memory its calls made: its shared-memory
+// FIFOs (segments between ranks of one host), the plans cached over them, and the scratch and
+// staging buffers. Calls made after resume reconnect as a communicator's first calls do.
+// Connections whose ends meet through offers sent over the bootstrap (sockets, libfabric,
+// network plugins) stay: an end made again would find its peer's first, stale offer (a
+// receiving end offers itself whether or not its sender ever came). So do the device
+// executor's FIFOs: the device path keeps views of them.
 //
 // Suspend is collective: a bootstrap barrier first, so that every rank finished its calls (a
 // rank's receives are done when it enters, so every message sent to it was taken); a second one
@@ -19,7 +22,7 @@ namespace weft {
 namespace core {
 
 Status Communicator::suspend() {
-  if (devicePath_) WEFT_TRY(synchronizeDevice());  // device work reads the FIFOs until it ends
+  if (devicePath_) WEFT_TRY(synchronizeDevice());  // device work may still read the host's buffers
   const Deadline deadline = Deadline::afterSeconds(settings_.timeoutS);
   Status s = bootstrap_->barrier(deadline);
   if (!s.isOk()) return fail(std::move(s).withPrefix("rank " + std::to_string(rank_) + ": weftCommSuspend: "));
@@ -43,9 +46,8 @@ Status Communicator::resume() {
 void Communicator::releaseForSuspend() {
   {
     std::lock_guard<std::mutex> lock(connMutex_);
-    devicePath_.reset();  // its launches ended (synchronizeDevice); it holds the device FIFOs' views
-    conns_.clear();       // bridges leave the proxy before it stops
-    bridgeProxy_.reset();
+    for (const coll::ConnectionKey& key : releasable_) conns_.erase(key);
+    releasable_.clear();
   }
   // Plans hold the connections they were bound to.
   ops_.clear();
@@ -63,8 +65,8 @@ uint64_t Communicator::suspendableBytes() {
   uint64_t bytes = 0;
   {
     std::lock_guard<std::mutex> lock(connMutex_);
-    for (const auto& entry : conns_) {
-      const bool token = coll::isCallCheckLane(entry.first.lane);
+    for (const coll::ConnectionKey& key : releasable_) {
+      const bool token = coll::isCallCheckLane(key.lane);
       bytes += token ? kCallTokenSlots * kCallTokenSlotBytes
                      : static_cast<uint64_t>(settings_.nSlots) * static_cast<uint64_t>(settings_.slotBytes);
     }

@@ -1,7 +1,8 @@
 // weftCommSuspend / weftCommResume / weftCommMemStats: after suspend the communicator's FIFO
 // segments are unmapped (none of its /dev/shm/weft-* mappings is left in the process) and it
 // reports holding no bytes; calls that move data are refused with a sentence; after resume they
-// reconnect and give the right results. Ranks as threads and as processes.
+// reconnect and give the right results. Ranks as threads and as processes, over shared memory and
+// over TCP (whose connections stay through a suspend).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -62,16 +63,22 @@ void threadsMeet(Mode mode, int n) {
   while (arrived.load() < n) std::this_thread::yield();
 }
 
-class Suspend : public ::testing::TestWithParam<Mode> {};
+struct Case {
+  Mode mode;
+  bool sockets;  // WEFT_SHM_DISABLE=1: every connection is TCP over loopback, and stays
+};
+
+class Suspend : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Suspend, ReleasesTheFifosAndResumeReconnects) {
   arrived.store(0);
-  const Mode mode = GetParam();
-  runRanks(mode, 3, [mode](Rank& r) {
+  const Mode mode = GetParam().mode;
+  const bool shm = !GetParam().sockets;
+  if (!shm) setenv("WEFT_SHM_DISABLE", "1", 1);
+  runRanks(mode, 3, [mode, shm](Rank& r) {
     runCalls(r);
-    EXPECT_GT(fifoMappings(), 0);
-    const uint64_t held = stat(r.comm, weftStatMemHeld);
-    EXPECT_GT(held, 0u);
+    EXPECT_EQ(fifoMappings() > 0, shm);
+    if (shm) EXPECT_GT(stat(r.comm, weftStatMemHeld), 0u);
     EXPECT_EQ(stat(r.comm, weftStatMemSuspended), 0u);
 
     ASSERT_EQ(weftCommSuspend(r.comm, WEFT_SUSPEND_MEM), weftSuccess) << weftGetLastError(r.comm);
@@ -90,8 +97,8 @@ TEST_P(Suspend, ReleasesTheFifosAndResumeReconnects) {
     ASSERT_EQ(weftCommResume(r.comm), weftSuccess) << weftGetLastError(r.comm);
     EXPECT_EQ(stat(r.comm, weftStatMemSuspended), 0u);
     runCalls(r);
-    EXPECT_GT(fifoMappings(), 0);
-    EXPECT_GT(stat(r.comm, weftStatMemHeld), 0u);
+    EXPECT_EQ(fifoMappings() > 0, shm);
+    if (shm) EXPECT_GT(stat(r.comm, weftStatMemHeld), 0u);
     // A receive from any source reconnects too.
     if (r.rank == 1) ASSERT_EQ(weftSend(&x, 1, weftInt32, 0, r.comm, nullptr), weftSuccess);
     if (r.rank == 0) {
@@ -105,10 +112,15 @@ TEST_P(Suspend, ReleasesTheFifosAndResumeReconnects) {
     ASSERT_EQ(weftCommResume(r.comm), weftSuccess) << weftGetLastError(r.comm);
     runCalls(r);
   });
+  unsetenv("WEFT_SHM_DISABLE");
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, Suspend, ::testing::Values(Mode::kThreads, Mode::kProcesses),
-                         [](const ::testing::TestParamInfo<Mode>& i) { return std::string(modeName(i.param)); });
+INSTANTIATE_TEST_SUITE_P(Modes, Suspend,
+                         ::testing::Values(Case{Mode::kThreads, false}, Case{Mode::kProcesses, false},
+                                           Case{Mode::kThreads, true}, Case{Mode::kProcesses, true}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(modeName(i.param.mode)) + (i.param.sockets ? "_sockets" : "");
+                         });
 
 TEST(SuspendArguments, AreChecked) {
   runRanks(Mode::kThreads, 2, [](Rank& r) {
