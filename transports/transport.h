@@ -183,6 +183,11 @@ class Transport {
   // True for transports whose connections are read by the device executor (deviceFifo()): they
   // serve only its FIFOs, and the host executor's never.
   virtual bool forDevices() const { return false; }
+  // True when both ends of a connection find each other without anything sent through
+  // ConnectRequest::exchange (shm: by the FIFO's name), so that a connection can be closed and
+  // made again later (weftCommSuspend); an end that sent an offer through the exchange would
+  // leave it queued at a peer that never took it.
+  virtual bool reconnectsWithoutExchange() const { return false; }
   // Called for every sending end of a connect before any receiving end is made; never waits.
   // A transport whose receiver needs something of the sender's to make its end (p2p: where the
   // sender's credits are) offers it here; its connectSend prepares itself when this was not called.

@@ -133,6 +133,31 @@ typedef struct {
 #define WEFT_SHRINK_ABORT 0x01   /* first stop the parent's operations in flight (the excluded
                                     ranks may be dead), then shrink; the parent is unusable after */
 
+/* weftCommSuspend flags: the same value as NCCL's NCCL_SUSPEND_MEM. */
+#define WEFT_SUSPEND_MEM 0x01 /* release the memory the communicator can give back (the default) */
+
+/* One-sided windows (weftCommWindowRegister): the same flag values as NCCL's. */
+typedef struct weftWindow* weftWindow_t;
+#define WEFT_WIN_DEFAULT 0x00
+#define WEFT_WIN_COLL_SYMMETRIC 0x01 /* accepted; host windows are the same either way */
+/* Signals: sigIdx below WEFT_WIN_MAX_SIGNALS, ctx below WEFT_WIN_MAX_CONTEXTS. */
+#define WEFT_WIN_MAX_SIGNALS 8
+#define WEFT_WIN_MAX_CONTEXTS 4
+/* One wait of weftWaitSignal: opCnt signals from rank `peer` on (sigIdx, ctx). */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} weftWaitSignalDesc_t;
+
+/* What weftCommMemStats reports. */
+typedef enum {
+  weftStatMemHeld = 0,     /* bytes of shared-memory FIFOs and scratch buffers this rank holds now:
+                              what weftCommSuspend releases (0 while suspended) */
+  weftStatMemSuspended = 1 /* 1 while the communicator is suspended, else 0 */
+} weftCommMemStat_t;
+
 /* What weftGroupSimulateEnd fills in. Start from WEFT_SIM_INFO_INITIALIZER. */
 typedef struct {
   size_t size;          /* sizeof(weftSimInfo_t) */
@@ -192,6 +217,31 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
  * and may be dead (use WEFT_SHRINK_ABORT then). */
 weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int nExclude, weftComm_t* newcomm,
                             weftConfig_t* config, int shrinkFlags);
+/* Stops every operation in flight on comm, from any thread (NCCL's ncclCommRevoke): calls in
+ * flight return an error within about a second and later calls are refused. Until they have left,
+ * weftCommGetAsyncError reports weftInProgress, then weftSuccess. A revoked communicator can still
+ * be destroyed, split and shrunk (without WEFT_SHRINK_ABORT); weftCommFinalize is refused.
+ * flags must be 0. Returns at once. */
+weftResult_t weftCommRevoke(weftComm_t comm, int flags);
+/* An id for weftCommGrow, made by rank 0 of comm only (and handed to the new ranks by any means).
+ * One id is pending at a time; a grow that succeeds consumes it (a failed one drops it). */
+weftResult_t weftCommGetUniqueId(weftComm_t comm, weftUniqueId* uniqueId);
+/* A new communicator of nRanks ranks: comm's ranks with their numbers, then new ranks numbered
+ * from comm's size up. Collective over comm's ranks and the new ones: rank 0 of comm passes
+ * (comm, id from weftCommGetUniqueId, rank -1), comm's other ranks (comm, NULL, -1), each new rank
+ * (NULL, that id, its new rank). comm keeps working. Existing ranks join blocking; a new rank's
+ * config may ask for a non-blocking join (weftInProgress, as weftCommInitRankConfig). */
+weftResult_t weftCommGrow(weftComm_t comm, int nRanks, const weftUniqueId* uniqueId, int rank, weftComm_t* newcomm,
+                          const weftConfig_t* config);
+/* Collective over comm: waits for every rank, then releases the shared-memory FIFOs (segments
+ * between ranks of one host) and scratch buffers (flags: 0 or WEFT_SUSPEND_MEM); network
+ * connections, device FIFOs, windows and signals stay. Calls
+ * that move data are refused until weftCommResume, which every rank calls (it waits for nobody);
+ * the calls after it reconnect as they need. */
+weftResult_t weftCommSuspend(weftComm_t comm, int flags);
+weftResult_t weftCommResume(weftComm_t comm);
+/* *value receives the statistic `stat` of this rank of comm (call it between operations). */
+weftResult_t weftCommMemStats(weftComm_t comm, weftCommMemStat_t stat, uint64_t* value);
 /* Waits for pending work, then frees the communicator. */
 weftResult_t weftCommFinalize(weftComm_t comm);
 weftResult_t weftCommDestroy(weftComm_t comm);
@@ -272,6 +322,34 @@ weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatyp
                       weftStream_t stream);
 weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
                       weftStream_t stream);
+/* Receives the first message any peer sends to this rank with weftSend, and says which rank
+ * sent it (*source). Host memory only (stream NULL), blocking, outside a group; count > 0 (a send
+ * of 0 elements moves nothing, so it cannot be received this way). The message must have count
+ * elements of datatype, as for weftRecv from that peer. Sends from
+ * several peers are each received once, by successive calls, peers taken in turn. A peer that
+ * fails while it waits, WEFT_TIMEOUT_S and weftCommAbort / weftCommRevoke end the wait. */
+weftResult_t weftRecvAny(void* recvbuff, size_t count, weftDataType_t datatype, int* source, weftComm_t comm,
+                         weftStream_t stream);
+/* ---- One-sided: windows and signals (host memory, ranks on one host) -------------------
+ * Collective over comm, every rank in the same order: makes `size` bytes at buff on this rank a
+ * window the peers write with weftPutSignal (cross-process peers write memory from weftMemAlloc
+ * through shared memory, other memory where the OS lets them use process_vm_writev). */
+weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size, weftWindow_t* win, int winFlags);
+/* Collective: waits for every rank, then forgets the window (puts to it must have returned). */
+weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win);
+/* Writes count elements from localbuff into peer's part of window peerWin at byte offset
+ * peerWinOffset, without the peer taking part, then adds one signal on (sigIdx, ctx) at the peer
+ * (flags 0). Host memory (stream NULL); returns once the data is in the peer's window. */
+weftResult_t weftPutSignal(const void* localbuff, size_t count, weftDataType_t datatype, int peer, weftWindow_t peerWin,
+                           size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, weftComm_t comm,
+                           weftStream_t stream);
+/* Adds one signal on (sigIdx, ctx) at peer, ordered after this rank's earlier puts to it. */
+weftResult_t weftSignal(int peer, int sigIdx, int ctx, unsigned int flags, weftComm_t comm, weftStream_t stream);
+/* Waits until, for every desc, opCnt more signals than earlier waits took have come from desc's
+ * peer on (sigIdx, ctx); the data of the puts they signal is then visible here. Ends at
+ * WEFT_TIMEOUT_S, on a failed peer, and on abort or revoke. */
+weftResult_t weftWaitSignal(int nDesc, const weftWaitSignalDesc_t* signalDescs, weftComm_t comm, weftStream_t stream);
+
 /* Returns when every rank has entered the barrier. */
 weftResult_t weftBarrier(weftComm_t comm, weftStream_t stream);
 

@@ -311,6 +311,28 @@ bool readProcessMemory(int pid, uint64_t address, void* dst, size_t bytes, int* 
   return true;
 }
 
+bool writeProcessMemory(int pid, uint64_t address, const void* src, size_t bytes, int* err) {
+  if (pid == getpid()) {
+    std::memcpy(reinterpret_cast<void*>(address), src, bytes);
+    return true;
+  }
+  const auto* in = static_cast<const char*>(src);
+  while (bytes > 0) {
+    iovec local{const_cast<char*>(in), bytes};
+    iovec remote{reinterpret_cast<void*>(address), bytes};
+    ssize_t n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      *err = n < 0 ? errno : EFAULT;
+      return false;
+    }
+    in += n;
+    address += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 uint64_t memoryProbeAddress() {
   static volatile const uint64_t probe = kMemoryProbeValue;
   return reinterpret_cast<uint64_t>(&probe);

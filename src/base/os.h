@@ -102,6 +102,9 @@ int preferredNumaNode(void* addr);
 // process_vm_readv (cross-memory attach) for another. False, with errno in *err, when the OS
 // refuses (no permission: ptrace rules; or the process is gone).
 bool readProcessMemory(int pid, uint64_t address, void* dst, size_t bytes, int* err);
+// Writes `bytes` from src at `address` in process `pid` on this host: memcpy for this process,
+// process_vm_writev for another (the same permission rules as readProcessMemory).
+bool writeProcessMemory(int pid, uint64_t address, const void* src, size_t bytes, int* err);
 // The address of a word holding kMemoryProbeValue in this process; a peer that reads that
 // value there with readProcessMemory can read this process's buffers.
 uint64_t memoryProbeAddress();

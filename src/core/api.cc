@@ -52,6 +52,31 @@ weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int nExclu
   return capi::commShrink(Call(comm, "weftCommShrink"), excludeRanks, nExclude, newcomm, config, shrinkFlags);
 }
 
+weftResult_t weftCommRevoke(weftComm_t comm, int flags) {
+  return capi::commRevoke(Call(comm, "weftCommRevoke"), flags);
+}
+
+weftResult_t weftCommGetUniqueId(weftComm_t comm, weftUniqueId* uniqueId) {
+  return capi::commGetUniqueId(Call(comm, "weftCommGetUniqueId"), uniqueId);
+}
+
+weftResult_t weftCommGrow(weftComm_t comm, int nRanks, const weftUniqueId* uniqueId, int rank, weftComm_t* newcomm,
+                          const weftConfig_t* config) {
+  // A new rank has no communicator yet: its messages name the rank it joins as.
+  Call call = comm != nullptr ? Call(comm, "weftCommGrow") : Call("weftCommGrow", rank);
+  return capi::commGrow(call, nRanks, uniqueId, rank, newcomm, config);
+}
+
+weftResult_t weftCommSuspend(weftComm_t comm, int flags) {
+  return capi::commSuspend(Call(comm, "weftCommSuspend"), flags);
+}
+
+weftResult_t weftCommResume(weftComm_t comm) { return capi::commResume(Call(comm, "weftCommResume")); }
+
+weftResult_t weftCommMemStats(weftComm_t comm, weftCommMemStat_t stat, uint64_t* value) {
+  return capi::commMemStats(Call(comm, "weftCommMemStats"), stat, value);
+}
+
 weftResult_t weftCommFinalize(weftComm_t comm) { return capi::commFinalize(Call(comm, "weftCommFinalize")); }
 
 weftResult_t weftCommDestroy(weftComm_t comm) { return capi::commDestroy(Call(comm, "weftCommDestroy")); }
@@ -154,6 +179,36 @@ weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatyp
 weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
                       weftStream_t stream) {
   return capi::pointToPoint(Call(comm, "weftRecv"), {false, recvbuff, count, datatype, peer, stream});
+}
+
+weftResult_t weftRecvAny(void* recvbuff, size_t count, weftDataType_t datatype, int* source, weftComm_t comm,
+                         weftStream_t stream) {
+  return capi::recvAny(Call(comm, "weftRecvAny"), recvbuff, count, datatype, source, stream);
+}
+
+// ---- One-sided ----
+
+weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size, weftWindow_t* win, int winFlags) {
+  return capi::commWindowRegister(Call(comm, "weftCommWindowRegister"), buff, size, win, winFlags);
+}
+
+weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win) {
+  return capi::commWindowDeregister(Call(comm, "weftCommWindowDeregister"), win);
+}
+
+weftResult_t weftPutSignal(const void* localbuff, size_t count, weftDataType_t datatype, int peer, weftWindow_t peerWin,
+                           size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, weftComm_t comm,
+                           weftStream_t stream) {
+  capi::PutArgs a{localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, stream};
+  return capi::putSignal(Call(comm, "weftPutSignal"), a);
+}
+
+weftResult_t weftSignal(int peer, int sigIdx, int ctx, unsigned int flags, weftComm_t comm, weftStream_t stream) {
+  return capi::signal(Call(comm, "weftSignal"), peer, sigIdx, ctx, flags, stream);
+}
+
+weftResult_t weftWaitSignal(int nDesc, const weftWaitSignalDesc_t* signalDescs, weftComm_t comm, weftStream_t stream) {
+  return capi::waitSignal(Call(comm, "weftWaitSignal"), nDesc, signalDescs, stream);
 }
 
 // ---- Groups ----

@@ -45,6 +45,35 @@ Status validateP2p(const Call& call, const P2pArgs& a) {
   return Status::ok();
 }
 
+// weftRecvAny's checks: weftRecv's, and what it adds (host memory, a peer to hear from, outside a
+// group, a place for the source).
+Status validateRecvAny(const Call& call, void* recvbuff, size_t count, weftDataType_t type, const int* source,
+                       weftStream_t stream) {
+  WEFT_TRY(call.checkComm());
+  if (stream != nullptr) {
+    return call.error(weftInvalidArgument,
+                      "stream is not NULL: weftRecvAny receives into host memory only; pass stream NULL and a host "
+                      "buffer, or use weftRecv with the peer's rank on device buffers");
+  }
+  if (groupDepth() > 0) {
+    return call.error(weftInvalidUsage,
+                      "called inside a group: weftRecvAny blocks until a message arrives, so it runs on its own; call "
+                      "it after weftGroupEnd, or use weftRecv with the peer's rank inside the group");
+  }
+  WEFT_TRY(call.checkCall(stream, type, nullptr));
+  WEFT_TRY(call.checkOutput(source, "source"));
+  if (count == 0) {
+    return call.error(weftInvalidArgument,
+                      "count is 0: a send of 0 elements moves nothing, so no sender could be found; pass the count "
+                      "the senders send");
+  }
+  if (call.comm()->nRanks == 1) {
+    return call.error(weftInvalidUsage, "the communicator has one rank: no peer can send to it");
+  }
+  WEFT_TRY(call.checkCount(count, coll::dataTypeSize(type), 1));
+  return call.checkBuffer(recvbuff, count, "recvbuff");
+}
+
 }  // namespace
 
 weftResult_t collective(const Call& call, const CollCall& c, weftStream_t stream) {
@@ -58,6 +87,14 @@ weftResult_t pointToPoint(const Call& call, const P2pArgs& a) {
   if (!s.isOk()) return call.refuse(s, false);
   const size_t bytes = a.count * coll::dataTypeSize(a.type);
   return submit(call.comm(), p2pOp(call.comm(), a.stream, a.send, a.buf, bytes, a.peer));
+}
+
+weftResult_t recvAny(const Call& call, void* recvbuff, size_t count, weftDataType_t type, int* source,
+                     weftStream_t stream) {
+  Status s = validateRecvAny(call, recvbuff, count, type, source, stream);
+  if (!s.isOk()) return call.refuse(s, false);
+  InFlight inFlight(call.comm());
+  return call.finishOp(call.comm()->impl->recvAny(recvbuff, count * coll::dataTypeSize(type), source));
 }
 
 weftResult_t barrier(const Call& call, weftStream_t stream) {

@@ -25,9 +25,40 @@ struct P2pArgs {
 };
 weftResult_t pointToPoint(const Call& call, const P2pArgs& a);
 weftResult_t barrier(const Call& call, weftStream_t stream);
+// weftRecvAny: host memory, blocking, outside a group.
+weftResult_t recvAny(const Call& call, void* recvbuff, size_t count, weftDataType_t type, int* source,
+                     weftStream_t stream);
 weftResult_t redOpCreatePreMulSum(const Call& call, weftRedOp_t* op, void* scalar, weftDataType_t type,
                                   weftScalarResidence_t residence);
 weftResult_t redOpDestroy(const Call& call, weftRedOp_t op);
+
+// ---- api_elastic.cc ----
+weftResult_t commRevoke(const Call& call, int flags);
+weftResult_t commGetUniqueId(const Call& call, weftUniqueId* uniqueId);
+weftResult_t commGrow(const Call& call, int nRanks, const weftUniqueId* uniqueId, int rank, weftComm_t* newcomm,
+                      const weftConfig_t* config);
+weftResult_t commSuspend(const Call& call, int flags);
+weftResult_t commResume(const Call& call);
+weftResult_t commMemStats(const Call& call, weftCommMemStat_t stat, uint64_t* value);
+
+// ---- api_window.cc ----
+weftResult_t commWindowRegister(const Call& call, void* buff, size_t size, weftWindow_t* win, int flags);
+weftResult_t commWindowDeregister(const Call& call, weftWindow_t win);
+struct PutArgs {
+  const void* localbuff = nullptr;
+  size_t count = 0;
+  weftDataType_t type = weftFloat32;
+  int peer = 0;
+  weftWindow_t peerWin = nullptr;
+  size_t offset = 0;  // bytes into the peer's window
+  int sigIdx = 0;
+  int ctx = 0;
+  unsigned int flags = 0;
+  weftStream_t stream = nullptr;
+};
+weftResult_t putSignal(const Call& call, const PutArgs& a);
+weftResult_t signal(const Call& call, int peer, int sigIdx, int ctx, unsigned int flags, weftStream_t stream);
+weftResult_t waitSignal(const Call& call, int nDesc, const weftWaitSignalDesc_t* descs, weftStream_t stream);
 
 // ---- api_gather_scatter.cc ----
 // A rooted exchange: `spread` is the buffer of nRanks blocks on the root (recvbuff for gather,

@@ -8,6 +8,7 @@
 #define WEFT_CORE_API_INTERNAL_H_
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,15 @@
 #include "base/status.h"
 #include "core/comm.h"
 #include "weft/weft.h"
+
+struct weftComm;
+
+// The C handle of a one-sided window (api_window.cc): which communicator made it, and its number
+// there. The communicator owns it (freed with it, or by weftCommWindowDeregister).
+struct weftWindow {
+  weftComm* comm = nullptr;
+  uint32_t id = 0;
+};
 
 // The C handle: the communicator plus what the API layer tracks about it.
 struct weftComm {
@@ -28,7 +38,7 @@ struct weftComm {
   std::atomic<int> state{weftSuccess};
   // Set by weftCommAbort while an init may still run: the bootstrap gives up within ~0.1 s.
   std::atomic<bool> initAbort{false};
-  std::mutex mutex;  // guards lastError, errorMessage and registrations
+  std::mutex mutex;  // guards lastError, errorMessage, registrations and windows
   std::string lastError;
   std::string errorMessage;  // the failure that put the communicator in its error state
   // Calls running on the communicator now (see InFlight): weftCommAbort waits for none.
@@ -39,6 +49,8 @@ struct weftComm {
     size_t size = 0;
   };
   std::map<void*, std::unique_ptr<Registration>> registrations;
+  // weftCommWindowRegister's handles (the key is the handle), freed with the communicator.
+  std::map<weftWindow*, std::unique_ptr<weftWindow>> windows;
 };
 
 namespace weft {

@@ -72,7 +72,9 @@ Status checkShrinkArgs(const Call& call, const int* excludeRanks, int nExclude, 
 }  // namespace
 
 weftResult_t commSplit(const Call& call, int color, int key, weftComm_t* newcomm, weftConfig_t* config) {
-  Status s = call.checkComm();
+  // A revoked communicator still splits: its bootstrap works (weftCommRevoke).
+  const bool revoked = call.comm() && call.comm()->impl && call.comm()->impl->revoked();
+  Status s = revoked ? call.checkInitDone() : call.checkComm();
   if (s.isOk()) s = call.checkOutput(newcomm, "newcomm");
   if (s.isOk() && color < 0 && color != WEFT_SPLIT_NOCOLOR) {
     s = call.error(weftInvalidArgument, "color %d is negative; use WEFT_SPLIT_NOCOLOR to opt out", color);
@@ -111,6 +113,11 @@ weftResult_t commShrink(const Call& call, const int* excludeRanks, int nExclude,
 weftResult_t commFinalize(const Call& call) {
   weftComm* comm = call.comm();
   Status s = call.checkOutput(comm, "comm");
+  if (s.isOk() && comm->impl && comm->impl->revoked()) {
+    s = call.error(weftInvalidUsage,
+                   "refused: the communicator was revoked (weftCommRevoke), which stopped its work; there is nothing "
+                   "to finalize: call weftCommDestroy");
+  }
   if (!s.isOk()) return call.finish(s);
   // Host-memory calls complete before they return; device work may still be queued.
   if (comm->initThread.joinable()) comm->initThread.join();
@@ -132,7 +139,12 @@ weftResult_t commDestroy(const Call& call) {
                                   "call weftGroupEnd first, or weftCommAbort to drop them",
                                   n));
   }
-  freeComm(call.comm());
+  // Calls that a revoke released on other threads leave within milliseconds.
+  weftComm* comm = call.comm();
+  if (comm->impl && comm->impl->revoked()) {
+    while (comm->inFlight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  freeComm(comm);
   return weftSuccess;
 }
 
@@ -158,6 +170,11 @@ weftResult_t commGetAsyncError(const Call& call, weftResult_t* asyncError) {
   weftComm* comm = call.comm();
   if (comm == nullptr || asyncError == nullptr) {
     return call.finish(call.error(weftInvalidArgument, "comm or asyncError is NULL"));
+  }
+  // Revoked: in progress until the calls it stopped have left, then done (NCCL's ncclCommRevoke).
+  if (comm->impl && comm->impl->revoked()) {
+    *asyncError = comm->inFlight.load() > 0 ? weftInProgress : weftSuccess;
+    return weftSuccess;
   }
   if (comm->state.load() == weftSuccess && comm->impl) {
     Status s = comm->impl->deviceAsyncError();

@@ -100,8 +100,9 @@ Status Call::checkInitDone() const {
 weftResult_t Call::refuse(const Status& s, bool collective) const {
   // Inside a group the group's other calls still run and take this call's number: no refusal
   // is published there. A communicator that is not usable has nothing to tell.
+  // Nor one that is suspended: its calls are refused until resume, not for their arguments.
   if (!s.isOk() && groupDepth() == 0 && comm_ && comm_->impl && comm_->state.load() == weftSuccess &&
-      !comm_->impl->aborted()) {
+      !comm_->impl->aborted() && !comm_->impl->suspended()) {
     comm_->impl->publishRefusal(s, collective);
   }
   return finish(s);
@@ -109,6 +110,15 @@ weftResult_t Call::refuse(const Status& s, bool collective) const {
 
 Status Call::explainComm() const {
   WEFT_TRY(checkInitDone());
+  if (comm_->impl != nullptr && comm_->impl->revoked()) {
+    return error(weftInvalidUsage,
+                 "refused: the communicator was revoked (weftCommRevoke); destroy it, or make a new one from it with "
+                 "weftCommShrink or weftCommSplit");
+  }
+  if (comm_->impl != nullptr && comm_->impl->suspended()) {
+    return error(weftInvalidUsage,
+                 "refused: the communicator is suspended (weftCommSuspend); call weftCommResume on every rank first");
+  }
   if (comm_->state.load() == weftSuccess && comm_->impl != nullptr && !comm_->impl->aborted()) return Status::ok();
   std::string why;
   {

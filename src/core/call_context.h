@@ -95,7 +95,8 @@ class Call {
  private:
   // The fast tests: true means the check passes (false: explain* decides, and says why).
   bool commUsable() const {
-    return comm_ != nullptr && comm_->state.load() == weftSuccess && comm_->impl != nullptr && !comm_->impl->aborted();
+    return comm_ != nullptr && comm_->state.load() == weftSuccess && comm_->impl != nullptr &&
+           !comm_->impl->aborted() && !comm_->impl->suspended();
   }
   // Host buffers on a communicator without GPU ranks.
   bool streamFits(weftStream_t stream) const { return stream == nullptr && !comm_->impl->mixed(); }

@@ -13,6 +13,7 @@
 #include "collectives/reduce.h"
 #include "collectives/slot_stores.h"
 #include "core/bootstrap_tags.h"
+#include "core/comm_window.h"
 #include "core/host_memory.h"
 #include "device/device.h"
 #include "topology/tuner.h"
@@ -26,9 +27,6 @@ namespace {
 // share FIFOs safely because every rank runs its operations in the same order and each FIFO
 // delivers in order.
 constexpr int kP2pLane = 0;
-// Call-check tokens and probes (coll::isCallCheckLane) are one byte: their FIFOs take 2 slots of
-// the smallest size WEFT_BUFFSIZE allows.
-constexpr size_t kCallTokenSlotBytes = 4096;
 // Schedules kept per communicator (they are rebuilt cheaply when evicted).
 constexpr size_t kMaxCachedSchedules = 64;
 // How long a failure blamed on a watched rank on another host waits for that rank's beats to
@@ -587,6 +585,11 @@ void Communicator::abort() {
   abortOperations();
 }
 
+void Communicator::revoke() {
+  revoked_.store(true);
+  abortOperations();
+}
+
 void Communicator::abortOperations() {
   aborted_.store(true);
   stopWaits_.store(true);
@@ -631,7 +634,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       req.self = peers()[rank_];
       req.peer = peer;
       req.lane = key.lane;
-      req.nSlots = coll::isCallCheckLane(key.lane) ? 2 : static_cast<size_t>(settings_.nSlots);
+      req.nSlots = coll::isCallCheckLane(key.lane) ? kCallTokenSlots : static_cast<size_t>(settings_.nSlots);
       req.slotBytes = coll::isCallCheckLane(key.lane) ? kCallTokenSlotBytes : static_cast<size_t>(settings_.slotBytes);
       req.numaNode = topology_ ? topology_->global.numaOf(rank_) : -1;
       req.nic = topology_ ? topology_->global.place(rank_).nicName : "";
@@ -657,6 +660,7 @@ Status Communicator::connect(const std::vector<coll::ConnectionKey>& planKeys, c
       std::lock_guard<std::mutex> lock(connMutex_);
       if (aborted_.load()) conn->signalAbort(rank_);
       conns_[key] = std::move(conn);
+      if (!forDevice && transport->reconnectsWithoutExchange()) releasable_.insert(key);
     }
   }
   return Status::ok();
@@ -720,6 +724,12 @@ Connection* Communicator::get(const coll::ConnectionKey& key) {
 }
 
 Status Communicator::healthCheck() {
+  if (revoked_.load()) {
+    return WEFT_ERROR(weftRemoteError,
+                      "rank %d: the communicator was revoked (weftCommRevoke) while this call ran; destroy it, or "
+                      "make a new one from it with weftCommShrink or weftCommSplit",
+                      rank_);
+  }
   if (aborted_.load()) {
     return WEFT_ERROR(weftRemoteError, "rank %d: the communicator was aborted (weftCommAbort)", rank_);
   }

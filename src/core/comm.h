@@ -106,6 +106,7 @@ struct CommSettings {
 void describeDevice(PeerInfo* info);
 
 struct SharedSpan;  // host_memory.h
+struct WindowSet;   // comm_window.h
 class SharedHostBuffer;
 struct ZeroCopyOffer;  // comm_zero_copy.cc
 // While it lives, communicators this thread makes join as host ranks (no GPU, device -1) even
@@ -204,6 +205,43 @@ class Communicator final : public coll::ConnectionProvider {
   // communicator's operations first; it is unusable afterwards.
   Status shrink(const std::vector<int>& excluded, const weftConfig_t* config, bool abortFirst,
                 std::unique_ptr<Communicator>* out);
+
+  // weftRecvAny (comm_recv_any.cc): waits for the next send any peer makes to this rank, then
+  // receives it (`bytes` bytes, checked like a receive from that peer) into recvbuff; *source is
+  // the sender. Peers are served in turn, so that every sender is heard.
+  Status recvAny(void* recvbuff, size_t bytes, int* source);
+
+  // weftCommRevoke: stops every operation in flight, like abortOperations; the bootstrap stays
+  // usable, so that split and shrink still work. From any thread.
+  void revoke();
+  bool revoked() const { return revoked_.load(); }
+
+  // weftCommGetUniqueId / weftCommGrow (comm_grow.cc). makeGrowId (rank 0 only) makes the id new
+  // ranks join with; one is pending at a time. grow is collective over this communicator's ranks
+  // (and the new ranks, which join the id with Communicator::create): rank 0 passes the pending
+  // id, the others null; ranks keep their numbers in the new communicator of nRanks ranks.
+  Status makeGrowId(weftUniqueId* id);
+  Status grow(int nRanks, const weftUniqueId* id, const weftConfig_t* config, std::unique_ptr<Communicator>* out);
+
+  // weftCommSuspend / weftCommResume (comm_suspend.cc), collective: suspend waits for every rank,
+  // then frees the shared-memory FIFOs, the cached plans and the scratch buffers; resume lets
+  // calls run again, which reconnect as they need.
+  Status suspend();
+  Status resume();
+  bool suspended() const { return suspended_.load(); }
+  // Bytes this rank holds now that suspend would free (shared-memory FIFOs of its receiving and
+  // sending ends, scratch and staging buffers).
+  uint64_t suspendableBytes();
+
+  // One-sided windows and signals on host memory (comm_window.cc, comm_window.h). Register and
+  // deregister are collective; *id names the window on every rank alike.
+  Status registerWindow(void* buff, size_t bytes, uint32_t* id);
+  Status deregisterWindow(uint32_t id);
+  // Writes `bytes` from src into rank peer's window `id` at `offset` (id UINT32_MAX: no window,
+  // a signal only), then (signal) adds one signal on (sigIdx, ctx) at the peer.
+  Status putSignal(const void* src, size_t bytes, int peer, uint32_t id, size_t offset, bool signal, int sigIdx,
+                   int ctx);
+  Status waitSignals(const weftWaitSignalDesc_t* descs, int nDesc);
 
   // What the cost model predicts a call takes on this communicator, in microseconds, without
   // running or connecting anything (weftGroupSimulateEnd; comm_estimate.cc).
@@ -394,6 +432,9 @@ class Communicator final : public coll::ConnectionProvider {
   std::vector<std::unique_ptr<Transport>> transports_;
   std::mutex connMutex_;  // guards conns_ against abort() from another thread
   std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;
+  // The host connections that weftCommSuspend closes (their transport reconnects without the
+  // bootstrap: Transport::reconnectsWithoutExchange); guarded by connMutex_.
+  std::set<coll::ConnectionKey> releasable_;
   std::map<OpKey, std::unique_ptr<CachedOp>> ops_;
   CachedOp* lastOp_ = nullptr;
   OpKey lastOpKey_;
@@ -443,6 +484,25 @@ class Communicator final : public coll::ConnectionProvider {
   uint64_t opNumber_ = 0;  // liveNumber of the latest operation this rank started
   uint32_t splits_ = 0;
   uint32_t shrinks_ = 0;
+  uint32_t grows_ = 0;
+  uint32_t suspends_ = 0;
+  // makeGrowId's id, until a grow consumes it.
+  bool growIdPending_ = false;
+  weftUniqueId growId_{};
+  // recvAny: its receiving ends from every peer exist; the peer it looks at first next time.
+  bool recvAnyConnected_ = false;
+  int recvAnyNext_ = 0;
+  // Waits for the first peer whose next message to this rank is a send (recvAny).
+  Status waitForAnySender(int* from);
+  std::atomic<bool> revoked_{false};
+  std::atomic<bool> suspended_{false};
+  // Frees what suspend frees (under connMutex_).
+  void releaseForSuspend();
+  // Windows and signals (comm_window.cc): made by the first registration.
+  std::unique_ptr<WindowSet> windows_;
+  Status makeSignals(const Deadline& deadline);
+  // Ok once a window was registered (fn: the API call, for the message).
+  Status checkWindows(const char* fn) const;
   std::atomic<bool> aborted_{false};
   // Raised by abort and by a liveness verdict: the transports' connect waits poll it.
   std::atomic<bool> stopWaits_{false};
@@ -468,8 +528,12 @@ class Communicator final : public coll::ConnectionProvider {
   // counts and sizes must match).
   Status pairSelfCalls(const std::vector<P2pCall>& calls,
                        std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const;
-  int maxDeviceLanes_ = 1;           // lanes (GPU blocks) one rank's launch may use
-  bool mixed_ = false;               // mixed(): set at init from the peers' devices
+  // Call-check tokens and probes (coll::isCallCheckLane) are one byte: their FIFOs take 2 slots of
+  // the smallest size WEFT_BUFFSIZE allows.
+  static constexpr size_t kCallTokenSlots = 2;
+  static constexpr size_t kCallTokenSlotBytes = 4096;
+  int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
+  bool mixed_ = false;      // mixed(): set at init from the peers' devices
   bool hostRanksOnOneHost_ = false;  // no rank has a GPU, all on one host: set at init beside mixed_
 
   // Premul-sum ops: value = weftNumOps + (redOpTag() << kRedOpIndexBits) + index.

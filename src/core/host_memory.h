@@ -73,6 +73,7 @@ class SharedHostBuffer {
     return Status::ok();
   }
   char* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
 
  private:
   char* data_ = nullptr;

@@ -19,6 +19,8 @@ class ShmTransport final : public Transport {
   const char* name() const override { return "shm"; }
   // Same host, unless WEFT_SHM_DISABLE forbids it.
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override;
+  // The sender attaches to the receiver's FIFO by its name.
+  bool reconnectsWithoutExchange() const override { return true; }
   Status connectRecv(const ConnectRequest& req, std::unique_ptr<Connection>* out) override;
   Status connectSend(const ConnectRequest& req, std::unique_ptr<Connection>* out) override;
 };
