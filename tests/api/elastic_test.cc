@@ -282,7 +282,9 @@ void runThreads(int victim, Control* ctl) {
   threads.emplace_back([&] { joinerRun(victim, ctl); });
   for (auto& t : threads) t.join();
   // A dead rank's communicator: what a process would leave behind, freed once the others are done.
-  if (comms[victim]) EXPECT_EQ(weftCommDestroy(comms[victim]), weftSuccess);
+  if (comms[victim]) {
+    EXPECT_EQ(weftCommDestroy(comms[victim]), weftSuccess);
+  }
 }
 
 // Forks a process that runs body and exits with its result (alarm: a hung child ends itself).
@@ -370,8 +372,8 @@ TEST_P(Elastic, LoseAWorkerShrinkGrowAndMatchTheUninterruptedRun) {
   unsetenv("WEFT_TIMEOUT_S");
 }
 
-// The host model itself: the membership changes move the result (a run that ignored them would
-// not match), and a step at 3 ranks differs from the same step at 4.
+// The host model itself: who took part moves the result (losing worker 2 and losing worker 0 give
+// different parameters), and the workers of each phase are the ones the scenario runs.
 TEST(ElasticReference, DependsOnWhoTookPart) {
   EXPECT_NE(referenceParams(2), referenceParams(0));
   EXPECT_EQ(workersAt(kKillStep - 1, 2), (std::vector<int>{0, 1, 2, 3}));
