@@ -3,6 +3,8 @@
 #ifndef WEFT_BINDINGS_NCCL_SHIM_H_
 #define WEFT_BINDINGS_NCCL_SHIM_H_
 
+#include <string>
+
 #include "nccl.h"
 #include "weft/weft.h"
 
@@ -47,13 +49,16 @@ TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn);
 // The weftConfig_t* to pass on: NULL when the caller passed none.
 inline weftConfig_t* weftConfigOf(TranslatedConfig& t) { return t.present ? &t.weft : nullptr; }
 
-// A window of ncclCommWindowRegister (api_window.cc): a registration of Weft's on comm.
+// A window of ncclCommWindowRegister (api_window.cc): a window of Weft's on comm (what
+// ncclPutSignal writes) and a registration of the same range (what collectives on it use).
 struct WindowInfo {
   weftComm_t comm = nullptr;
   void* buff = nullptr;
   size_t size = 0;
   int flags = 0;
-  void* registration = nullptr;  // weftCommRegister's handle
+  void* registration = nullptr;   // weftCommRegister's handle
+  weftWindow_t window = nullptr;  // weftCommWindowRegister's; NULL: collectives only (oneSidedRefusal says why)
+  std::string oneSidedRefusal;
 };
 // Looks win up in the table of live windows (a stale or foreign handle is refused, never read).
 // false: ncclInvalidArgument, with the message recorded.
