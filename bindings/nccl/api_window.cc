@@ -112,8 +112,11 @@ ncclResult_t oneSidedWindow(ncclComm_t comm, ncclWindow_t win, const char* fn, W
   if (weftMemQuery(out->buff, &kind, &device) == weftSuccess && kind != weftMemHost) {
     return fail(ncclInvalidUsage,
                 "%s: window %p is on %s memory; Weft's one-sided puts and signals reach pageable host memory only: "
-         "register a host buffer, or use ncclSend / ncclRecv",
-         fn, static_cast<void*>(win), kind == weftMemDevice ? "device" : kind == weftMemManaged ? "managed" : "pinned");
+                "register a host buffer, or use ncclSend / ncclRecv",
+                fn, static_cast<void*>(win),
+                kind == weftMemDevice    ? "device"
+                : kind == weftMemManaged ? "managed"
+                                         : "pinned");
   }
   return ncclSuccess;
 }

@@ -72,14 +72,20 @@ TEST(NcclWindow, BadArgumentsAreRefused) {
   });
 }
 
-TEST(NcclMemStats, AHostCommunicatorHoldsNoGpuMemory) {
+// A host communicator holds no GPU memory a suspend keeps: all it holds is what a suspend
+// releases (nccl_elastic_test.cc follows it through a suspend).
+TEST(NcclMemStats, AHostCommunicatorHoldsWhatASuspendReleases) {
   nccl_test::runRanks(Mode::kThreads, 2, [](Rank& me) {
+    uint64_t stats[4];
     for (ncclCommMemStat_t stat :
          {ncclStatGpuMemSuspend, ncclStatGpuMemSuspended, ncclStatGpuMemPersist, ncclStatGpuMemTotal}) {
-      uint64_t value = 12345;
-      NCCL_OK(ncclCommMemStats(me.comm, stat, &value));
-      EXPECT_EQ(value, 0u) << "stat " << stat;
+      stats[stat] = 12345;
+      NCCL_OK(ncclCommMemStats(me.comm, stat, &stats[stat]));
     }
+    EXPECT_EQ(stats[ncclStatGpuMemSuspended], 0u);
+    EXPECT_EQ(stats[ncclStatGpuMemPersist], 0u);
+    EXPECT_EQ(stats[ncclStatGpuMemTotal], stats[ncclStatGpuMemSuspend]);
+    EXPECT_NE(stats[ncclStatGpuMemSuspend], 12345u);
     uint64_t value = 0;
     EXPECT_EQ(ncclCommMemStats(me.comm, static_cast<ncclCommMemStat_t>(7), &value), ncclInvalidArgument);
     EXPECT_TRUE(said("stat is 7")) << lastError();

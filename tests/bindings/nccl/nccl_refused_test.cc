@@ -1,6 +1,5 @@
-// Every NCCL function Weft does not provide yet is exported, returns its code, and leaves a
-// message in ncclGetLastError that names the function and what to use instead: revoke,
-// suspend / resume, grow, one-sided signals (pending Weft's API), and the device API's host
+// Every NCCL function Weft does not provide is exported, returns its code, and leaves a message
+// in ncclGetLastError that names the function and what to use instead: the device API's host
 // functions (called through dlsym: nccl.h does not declare them).
 #include <dlfcn.h>
 
@@ -9,9 +8,6 @@
 #include <vector>
 
 #include "nccl_harness.h"
-
-using nccl_test::Mode;
-using nccl_test::Rank;
 
 namespace {
 
@@ -23,51 +19,6 @@ void expectRefused(ncclResult_t got, const char* fn, const char* advice) {
   const std::string message = lastError();
   EXPECT_NE(message.find(std::string(fn) + ": Weft does not provide"), std::string::npos) << fn << ": " << message;
   EXPECT_NE(message.find(advice), std::string::npos) << fn << ": " << message;
-}
-
-TEST(NcclRefused, PendingFunctionsSayWhatToUseInstead) {
-  nccl_test::runRanks(Mode::kThreads, 1, [](Rank& me) {
-    expectRefused(ncclCommRevoke(me.comm, NCCL_REVOKE_DEFAULT), "ncclCommRevoke", "ncclCommShrink");
-    expectRefused(ncclCommSuspend(me.comm, NCCL_SUSPEND_MEM), "ncclCommSuspend", "ncclCommDestroy");
-    expectRefused(ncclCommResume(me.comm), "ncclCommResume", "ncclCommDestroy");
-    ncclUniqueId id;
-    expectRefused(ncclCommGetUniqueId(me.comm, &id), "ncclCommGetUniqueId", "ncclCommInitRank");
-    ncclComm_t grown = nullptr;
-    expectRefused(ncclCommGrow(me.comm, 2, nullptr, -1, &grown, nullptr), "ncclCommGrow", "ncclCommInitRank");
-    expectRefused(ncclSignal(0, 0, 0, 0, me.comm, nullptr), "ncclSignal", "ncclSend / ncclRecv");
-    ncclWaitSignalDesc_t desc = {1, 0, 0, 0};
-    expectRefused(ncclWaitSignal(1, &desc, me.comm, nullptr), "ncclWaitSignal", "ncclSend / ncclRecv");
-    float buf[16] = {};
-    ncclWindow_t win = nullptr;
-    NCCL_OK(ncclCommWindowRegister(me.comm, buf, sizeof(buf), &win, NCCL_WIN_DEFAULT));
-    expectRefused(ncclPutSignal(buf, 4, ncclFloat, 0, win, 0, 0, 0, 0, me.comm, nullptr), "ncclPutSignal",
-                  "ncclSend / ncclRecv");
-    NCCL_OK(ncclCommWindowDeregister(me.comm, win));
-  });
-}
-
-// What is translated before the refusal is checked already: a bad config or window is
-// ncclInvalidArgument, as it will be once the call is wired.
-TEST(NcclRefused, PendingFunctionsCheckWhatTheyTranslate) {
-  nccl_test::runRanks(Mode::kThreads, 1, [](Rank& me) {
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 3;
-    ncclComm_t grown = nullptr;
-    EXPECT_EQ(ncclCommGrow(me.comm, 2, nullptr, -1, &grown, &config), ncclInvalidArgument);
-    EXPECT_NE(lastError().find("ncclCommGrow: config->blocking is 3"), std::string::npos) << lastError();
-    float buf[16] = {};
-    int stray = 0;
-    EXPECT_EQ(ncclPutSignal(buf, 4, ncclFloat, 0, reinterpret_cast<ncclWindow_t>(&stray), 0, 0, 0, 0, me.comm, nullptr),
-              ncclInvalidArgument);
-    EXPECT_NE(lastError().find("ncclPutSignal: window"), std::string::npos) << lastError();
-    ncclWindow_t win = nullptr;
-    NCCL_OK(ncclCommWindowRegister(me.comm, buf, sizeof(buf), &win, NCCL_WIN_DEFAULT));
-    EXPECT_EQ(ncclPutSignal(buf, 4, ncclFloat, 0, win, sizeof(buf) + 1, 0, 0, 0, me.comm, nullptr),
-              ncclInvalidArgument);
-    EXPECT_NE(lastError().find("peerWinOffset 65 is past the end of the window (64 bytes)"), std::string::npos)
-        << lastError();
-    NCCL_OK(ncclCommWindowDeregister(me.comm, win));
-  });
 }
 
 // A device-API host function, looked up in the process (libnccl.so.2 is linked).
