@@ -2,7 +2,7 @@
 // device-side API (nccl_device.h), and encrypted sockets. They are exported, so that programs
 // and frameworks that link them load, and refuse at run time with ncclInvalidUsage and a message
 // in ncclGetLastError. Those that return no ncclResult_t return an empty team or -1, with the
-// same message. (Functions whose Weft counterparts are on the way are in api_pending.cc.)
+// same message.
 #include "shim.h"
 
 using namespace weft::nccl;
