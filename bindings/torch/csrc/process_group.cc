@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/StringUtil.h>
 
+#include "call_parts.h"
 #include "shared_memory_allocator.h"
 
 #ifdef WEFT_TORCH_CUDA
@@ -19,84 +20,6 @@ namespace weft_torch {
 namespace {
 
 constexpr const char* kUniqueIdKey = "weft_unique_id";
-
-[[noreturn]] void refuse(const char* collective, const std::string& what) {
-  throw std::invalid_argument(std::string("weft: ") + collective + ": " + what);
-}
-
-void checkTensor(const at::Tensor& t, const char* collective) {
-  if (!t.defined()) refuse(collective, "got an undefined tensor");
-  if (t.layout() != at::kStrided) refuse(collective, "sparse tensors are not supported; call .to_dense() first");
-  if (!t.device().is_cpu() && !t.device().is_cuda()) {
-    refuse(collective, "tensors on " + t.device().str() + " are not supported; use CPU (or CUDA) tensors");
-  }
-}
-
-const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* collective) {
-  if (tensors.size() != 1) {
-    refuse(collective, "takes exactly one tensor per process (got " + std::to_string(tensors.size()) + ")");
-  }
-  checkTensor(tensors[0], collective);
-  return tensors[0];
-}
-
-void checkSame(const at::Tensor& t, const at::Tensor& like, const char* collective, const char* what) {
-  checkTensor(t, collective);
-  if (t.scalar_type() != like.scalar_type() || t.device() != like.device()) {
-    refuse(collective, std::string(what) + " must have the input's dtype and device (" +
-                           c10::toString(like.scalar_type()) + " on " + like.device().str() + "), got " +
-                           c10::toString(t.scalar_type()) + " on " + t.device().str());
-  }
-}
-
-size_t weftCount(const at::Tensor& t, const WeftElements& el) { return static_cast<size_t>(t.numel()) * el.perElement; }
-
-// A contiguous stand-in for a tensor: the tensor itself, or a copy that writeBack() copies into
-// the tensor. Made on the thread that runs the Weft call, so a copy sees earlier calls' results.
-class Dense {
- public:
-  explicit Dense(at::Tensor t) : user_(std::move(t)), buf_(user_.is_contiguous() ? user_ : user_.contiguous()) {}
-  void* data() const { return buf_.data_ptr(); }
-  const at::Tensor& tensor() const { return buf_; }
-  void writeBack() {
-    if (!buf_.is_same(user_)) user_.copy_(buf_);
-  }
-
- private:
-  at::Tensor user_;
-  at::Tensor buf_;
-};
-
-// The Weft op for one call: a built-in op, or a pre-multiplied sum made on the communicator for
-// this call and destroyed after it.
-class ScopedRedOp {
- public:
-  ScopedRedOp(weftComm_t comm, const WeftReduction& red, weftDataType_t type, c10::ScalarType dtype)
-      : comm_(comm), op_(red.op) {
-    if (!red.preMulSum) return;
-    // The factor has the reduced elements' type (the real type for complex tensors).
-    const c10::ScalarType scalarType = c10::isComplexType(dtype) ? c10::toRealValueType(dtype) : dtype;
-    at::Tensor factor = red.hasFactorTensor
-                            ? red.factorTensor.to(at::kCPU).to(scalarType).reshape({-1}).narrow(0, 0, 1).contiguous()
-                            : at::scalar_tensor(red.factor, at::TensorOptions().dtype(scalarType));
-    result_ = weftRedOpCreatePreMulSum(&op_, factor.data_ptr(), type, weftScalarHostImmediate, comm);
-    made_ = result_ == weftSuccess;
-  }
-  ~ScopedRedOp() {
-    if (made_) (void)weftRedOpDestroy(op_, comm_);
-  }
-  ScopedRedOp(const ScopedRedOp&) = delete;
-  ScopedRedOp& operator=(const ScopedRedOp&) = delete;
-
-  weftResult_t result() const { return result_; }
-  weftRedOp_t op() const { return op_; }
-
- private:
-  weftComm_t comm_;
-  weftRedOp_t op_;
-  weftResult_t result_ = weftSuccess;
-  bool made_ = false;
-};
 
 // Element offsets of split sizes along dim 0 (torch's all_to_all_single); empty = even.
 std::vector<int64_t> splitRows(const std::vector<int64_t>& splits, int64_t rows, int size, const char* which) {
@@ -148,12 +71,7 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     }
     std::memcpy(&id, bytes.data(), sizeof(id));
   }
-  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
-  const double seconds = std::chrono::duration<double>(options_->timeout).count();
-  config.timeoutS = seconds > 0 ? static_cast<int>(std::min(std::ceil(seconds), 2147483647.0)) : 0;
-  config.minChannels = options_->minChannels;
-  config.maxChannels = options_->maxChannels;
-  config.commName = options_->commName.empty() ? "torch.distributed" : options_->commName.c_str();
+  weftConfig_t config = configFor(*options_);
   if (weftCommInitRankConfig(&comm_, size, id, rank, &config) != weftSuccess) {
     throw std::runtime_error("weft: init_process_group: rank " + std::to_string(rank) + " of " + std::to_string(size) +
                              " could not join the communicator: " + weftGetLastError(nullptr));
@@ -405,15 +323,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(std::vector
       check(ops.back()->result(), "weftRedOpCreatePreMulSum");
     }
     // One group: Weft runs the all-reduces back to back.
-    check(weftGroupStart(), "all_reduce_coalesced");
-    weftResult_t first = weftSuccess;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      weftResult_t r = weftAllReduce(dense[i].data(), dense[i].data(), weftCount(tensors[i], els[i]), els[i].type,
-                                     ops[i]->op(), comm_, stream);
-      if (first == weftSuccess) first = r;
-    }
-    weftResult_t end = weftGroupEnd();
-    check(first != weftSuccess ? first : end, "all_reduce_coalesced");
+    check(inOneGroup(tensors.size(),
+                     [&](size_t i) {
+                       return weftAllReduce(dense[i].data(), dense[i].data(), weftCount(tensors[i], els[i]),
+                                            els[i].type, ops[i]->op(), comm_, stream);
+                     }),
+          "all_reduce_coalesced");
     for (Dense& d : dense) d.writeBack();
   };
   return post(c10d::OpType::ALLREDUCE_COALESCED, tensors, &tensors[0], std::move(call));

@@ -11,54 +11,10 @@
 #include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include "call_parts.h"
 #include "process_group.h"
 
 namespace weft_torch {
-namespace {
-
-[[noreturn]] void refuse(const char* collective, const std::string& what) {
-  throw std::invalid_argument(std::string("weft: ") + collective + ": " + what);
-}
-
-void checkPair(const at::Tensor& a, const at::Tensor& b, const char* collective) {
-  if (!a.defined() || !b.defined()) refuse(collective, "got an undefined tensor");
-  if (a.layout() != at::kStrided || b.layout() != at::kStrided) refuse(collective, "sparse tensors are not supported");
-  if (a.scalar_type() != b.scalar_type() || a.device() != b.device()) {
-    refuse(collective, "the output and input tensors must have the same dtype and device (got " +
-                           std::string(c10::toString(a.scalar_type())) + " on " + a.device().str() + " and " +
-                           c10::toString(b.scalar_type()) + " on " + b.device().str() + ")");
-  }
-}
-
-// A contiguous stand-in for a tensor (as in process_group.cc): results are copied back by writeBack().
-struct DenseCopy {
-  explicit DenseCopy(const at::Tensor& t) : user(t), buf(t.is_contiguous() ? t : t.contiguous()) {}
-  void writeBack() {
-    if (!buf.is_same(user)) user.copy_(buf);
-  }
-  at::Tensor user, buf;
-};
-
-// Runs `issue` for each element inside one Weft group and reports the first failure.
-template <typename IssueOne>
-weftResult_t inOneGroup(size_t n, IssueOne issue) {
-  weftResult_t r = weftGroupStart();
-  if (r != weftSuccess) return r;
-  weftResult_t first = weftSuccess;
-  for (size_t i = 0; i < n; ++i) {
-    weftResult_t one = issue(i);
-    if (first == weftSuccess) first = one;
-  }
-  weftResult_t end = weftGroupEnd();
-  return first != weftSuccess ? first : end;
-}
-
-int secondsOf(std::chrono::milliseconds t) {
-  const double s = std::chrono::duration<double>(t).count();
-  return s > 0 ? static_cast<int>(std::min(std::ceil(s), 2147483647.0)) : 0;
-}
-
-}  // namespace
 
 // ---- Coalesced collectives -----------------------------------------------------------------
 
@@ -74,7 +30,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
   }
   std::vector<WeftElements> els;
   for (const at::Tensor& in : inputTensors) {
-    checkPair(in, inputTensors[0], name);
+    checkSame(in, inputTensors[0], name, "every input tensor");
     els.push_back(weftElements(in.scalar_type(), name));
   }
   for (size_t r = 0; r < outputTensorLists.size(); ++r) {
@@ -84,7 +40,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
     }
     for (size_t i = 0; i < inputTensors.size(); ++i) {
       const at::Tensor& o = outputTensorLists[r][i];
-      checkPair(o, inputTensors[i], name);
+      checkSame(o, inputTensors[i], name, "every output tensor");
       if (o.numel() != inputTensors[i].numel()) {
         refuse(name, "output " + std::to_string(i) + " of list " + std::to_string(r) +
                          " must have as many elements as input " + std::to_string(i) + " (" +
@@ -98,7 +54,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
   for (const auto& list : outs) flatOutputs.insert(flatOutputs.end(), list.begin(), list.end());
   Call call;
   call.issue = [this, ins, outs, els, name](weftStream_t stream) {
-    std::vector<DenseCopy> src;
+    std::vector<Dense> src;
     std::vector<at::Tensor> gathered;
     for (const at::Tensor& in : ins) {
       src.emplace_back(in);
@@ -106,9 +62,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_coalesced(
     }
     check(inOneGroup(ins.size(),
                      [&](size_t i) {
-                       return weftAllGather(src[i].buf.data_ptr(), gathered[i].data_ptr(),
-                                            static_cast<size_t>(ins[i].numel()) * els[i].perElement, els[i].type, comm_,
-                                            stream);
+                       return weftAllGather(src[i].data(), gathered[i].data_ptr(), weftCount(ins[i], els[i]),
+                                            els[i].type, comm_, stream);
                      }),
           name);
     for (size_t i = 0; i < ins.size(); ++i) {
@@ -132,8 +87,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_into_tensor_coalesced
   }
   std::vector<WeftElements> els;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    checkPair(outputs[i], inputs[i], name);
-    checkPair(inputs[i], inputs[0], name);
+    checkSame(outputs[i], inputs[i], name, "every output tensor");
+    checkSame(inputs[i], inputs[0], name, "every input tensor");
     if (outputs[i].numel() != inputs[i].numel() * size_) {
       refuse(name, "output " + std::to_string(i) + " must have world size (" + std::to_string(size_) +
                        ") times as many elements as input " + std::to_string(i));
@@ -143,19 +98,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather_into_tensor_coalesced
   std::vector<at::Tensor> ins = inputs, outs = outputs;
   Call call;
   call.issue = [this, ins, outs, els, name](weftStream_t stream) {
-    std::vector<DenseCopy> src, dst;
+    std::vector<Dense> src, dst;
     for (size_t i = 0; i < ins.size(); ++i) {
       src.emplace_back(ins[i]);
       dst.emplace_back(outs[i]);
     }
     check(inOneGroup(ins.size(),
                      [&](size_t i) {
-                       return weftAllGather(src[i].buf.data_ptr(), dst[i].buf.data_ptr(),
-                                            static_cast<size_t>(ins[i].numel()) * els[i].perElement, els[i].type, comm_,
+                       return weftAllGather(src[i].data(), dst[i].data(), weftCount(ins[i], els[i]), els[i].type, comm_,
                                             stream);
                      }),
           name);
-    for (DenseCopy& d : dst) d.writeBack();
+    for (Dense& d : dst) d.writeBack();
   };
   return post(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outs, &ins[0], std::move(call));
 }
@@ -170,8 +124,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter_tensor_coalesced
   std::vector<WeftElements> els;
   std::vector<WeftReduction> reds;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    checkPair(outputs[i], inputs[i], name);
-    checkPair(inputs[i], inputs[0], name);
+    checkSame(outputs[i], inputs[i], name, "every output tensor");
+    checkSame(inputs[i], inputs[0], name, "every input tensor");
     if (inputs[i].numel() != outputs[i].numel() * size_) {
       refuse(name, "input " + std::to_string(i) + " must have world size (" + std::to_string(size_) +
                        ") times as many elements as output " + std::to_string(i));
@@ -182,43 +136,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter_tensor_coalesced
   std::vector<at::Tensor> ins = inputs, outs = outputs;
   Call call;
   call.issue = [this, ins, outs, els, reds, name](weftStream_t stream) {
-    std::vector<DenseCopy> src, dst;
-    std::vector<weftRedOp_t> ops;
-    std::vector<bool> made;
+    std::vector<Dense> src, dst;
+    // Pre-multiplied sums are made for the group's calls and destroyed after them.
+    std::vector<std::unique_ptr<ScopedRedOp>> ops;
     for (size_t i = 0; i < ins.size(); ++i) {
       src.emplace_back(ins[i]);
       dst.emplace_back(outs[i]);
-    }
-    // Pre-multiplied sums are made for the group's calls and destroyed after them.
-    struct Ops {
-      weftComm_t comm;
-      std::vector<weftRedOp_t> made;
-      ~Ops() {
-        for (weftRedOp_t op : made) (void)weftRedOpDestroy(op, comm);
-      }
-    } scoped{comm_, {}};
-    for (size_t i = 0; i < ins.size(); ++i) {
-      weftRedOp_t op = reds[i].op;
-      if (reds[i].preMulSum) {
-        const c10::ScalarType st = c10::isComplexType(ins[i].scalar_type()) ? c10::toRealValueType(ins[i].scalar_type())
-                                                                            : ins[i].scalar_type();
-        at::Tensor factor = reds[i].hasFactorTensor
-                                ? reds[i].factorTensor.to(at::kCPU).to(st).reshape({-1}).narrow(0, 0, 1).contiguous()
-                                : at::scalar_tensor(reds[i].factor, at::TensorOptions().dtype(st));
-        check(weftRedOpCreatePreMulSum(&op, factor.data_ptr(), els[i].type, weftScalarHostImmediate, comm_),
-              "weftRedOpCreatePreMulSum");
-        scoped.made.push_back(op);
-      }
-      ops.push_back(op);
+      ops.push_back(std::make_unique<ScopedRedOp>(comm_, reds[i], els[i].type, ins[i].scalar_type()));
+      check(ops.back()->result(), "weftRedOpCreatePreMulSum");
     }
     check(inOneGroup(ins.size(),
                      [&](size_t i) {
-                       return weftReduceScatter(src[i].buf.data_ptr(), dst[i].buf.data_ptr(),
-                                                static_cast<size_t>(outs[i].numel()) * els[i].perElement, els[i].type,
-                                                ops[i], comm_, stream);
+                       return weftReduceScatter(src[i].data(), dst[i].data(), weftCount(outs[i], els[i]), els[i].type,
+                                                ops[i]->op(), comm_, stream);
                      }),
           name);
-    for (DenseCopy& d : dst) d.writeBack();
+    for (Dense& d : dst) d.writeBack();
   };
   return post(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outs, &ins[0], std::move(call));
 }
@@ -256,7 +189,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduceSparse(std::vector<at:
     allValueShape[0] = most * size_;
     at::Tensor allIndices = at::empty({most * size_, sparseDim}, at::kLong);
     at::Tensor allValues = at::empty(allValueShape, values.options());
-    const size_t valueCount = static_cast<size_t>(paddedValues.numel()) * el.perElement;
+    const size_t valueCount = weftCount(paddedValues, el);
     check(inOneGroup(2,
                      [&](size_t i) {
                        return i == 0
@@ -343,18 +276,28 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
 // ---- torch 2.x's life cycle -----------------------------------------------------------------
 
 #ifdef WEFT_TORCH_BACKEND_API
+namespace {
+
+// A new group's options (split, shrink): the caller's when they are weft's, else this group's
+// with the caller's timeout, if any. A copy: torch may hand the same object to several groups.
+c10::intrusive_ptr<WeftOptions> childOptions(const WeftOptions& parent,
+                                             const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  if (auto theirs = c10::dynamic_intrusive_pointer_cast<WeftOptions>(opts))
+    return c10::make_intrusive<WeftOptions>(*theirs);
+  auto own = c10::make_intrusive<WeftOptions>(parent);
+  if (opts) own->timeout = opts->timeout;
+  return own;
+}
+
+}  // namespace
+
 c10::intrusive_ptr<c10d::Backend> ProcessGroupWeft::split(const c10::intrusive_ptr<c10d::Store>& store,
                                                           const std::vector<int>& ranks,
                                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
   auto it = std::find(ranks.begin(), ranks.end(), rank_);
   if (it == ranks.end()) return nullptr;  // not a member: no group here
   for (int r : ranks) checkRank(r, "member", "split_group");
-  auto own = c10::make_intrusive<WeftOptions>(*options_);
-  if (auto theirs = c10::dynamic_intrusive_pointer_cast<WeftOptions>(opts)) {
-    own = c10::make_intrusive<WeftOptions>(*theirs);
-  } else if (opts) {
-    own->timeout = opts->timeout;
-  }
+  auto own = childOptions(*options_, opts);
   own->global_ranks_in_group.clear();
   const int newRank = static_cast<int>(it - ranks.begin());
   return c10::make_intrusive<ProcessGroupWeft>(store, newRank, static_cast<int>(ranks.size()), std::move(own));
@@ -368,19 +311,10 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupWeft::shrink(const std::vector<int
     checkRank(r, "excluded rank", "shrink_group");
     excluded.push_back(static_cast<int>(r));
   }
-  auto own = c10::make_intrusive<WeftOptions>(*options_);
-  if (auto theirs = c10::dynamic_intrusive_pointer_cast<WeftOptions>(opts)) {
-    own = c10::make_intrusive<WeftOptions>(*theirs);
-  } else if (opts) {
-    own->timeout = opts->timeout;
-  }
+  auto own = childOptions(*options_, opts);
   // Calls queued on this group run (or fail) first, unless the caller asks to abort them.
   if ((shrinkFlags & WEFT_SHRINK_ABORT) == 0) queue_->drain();
-  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
-  config.timeoutS = secondsOf(own->timeout);
-  config.minChannels = own->minChannels;
-  config.maxChannels = own->maxChannels;
-  config.commName = own->commName.empty() ? "torch.distributed" : own->commName.c_str();
+  weftConfig_t config = configFor(*own);
   weftComm_t newComm = nullptr;
   check(weftCommShrink(comm_, excluded.data(), static_cast<int>(excluded.size()), &newComm, &config, shrinkFlags),
         "shrink_group");
