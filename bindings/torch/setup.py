@@ -91,6 +91,7 @@ setup(
             extra_compile_args={"cxx": cxx},
         )
     ],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=False)},
+    # ninja (when installed) compiles the sources in parallel; without it, one after another.
+    cmdclass={"build_ext": BuildExtension},
     entry_points={"torch.backends": ["weft = weft_torch_autoload:register"]},
 )

@@ -226,18 +226,22 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
     store_->set(base + "arrived/" + std::to_string(rank_), std::vector<uint8_t>{1});
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    // Gloo's wording, which the suite's tests and users' scripts match, then Weft's reason.
+    const auto failed = [&](const std::string& why) {
+      return std::runtime_error(c10::str("Rank ", rank_,
+                                         " successfully reached monitoredBarrier, but received errors while waiting"
+                                         " for send/recv from rank 0. Please check rank 0 logs for faulty rank. (weft: ",
+                                         why, ")"));
+    };
     try {
       store_->wait({doneKey}, std::max(left, std::chrono::milliseconds(1)));
     } catch (const std::exception&) {
-      throw std::runtime_error(c10::str("weft: monitored_barrier: rank ", rank_, " of ", size_,
-                                        " was not released by rank 0 within ", timeout.count(),
-                                        " ms; rank 0 found a rank missing or is itself stuck"));
+      throw failed(c10::str("rank ", rank_, " of ", size_, " was not released by rank 0 within ", timeout.count(),
+                            " ms; rank 0 found a rank missing or is itself stuck"));
     }
     std::vector<uint8_t> outcome = store_->get(doneKey);
     if (outcome.empty() || outcome[0] != 1) {
-      throw std::runtime_error(c10::str("weft: monitored_barrier: rank ", rank_, " of ", size_,
-                                        ": rank 0 reports that other ranks did not arrive within ", timeout.count(),
-                                        " ms"));
+      throw failed(c10::str("rank 0 reports that other ranks did not arrive within ", timeout.count(), " ms"));
     }
     return;
   }
