@@ -37,6 +37,8 @@ KNOWN_DIFFERENCES = {
         "(distributed_c10d.py: 'monitored_barrier is only implemented for GLOO backend'); the group's own "
         "monitored_barrier works on weft (test_monitored_barrier_gloo_rank_0_timeout), and torch 2.x lifts the check",
         "test_monitored_barrier_gloo_subgroup": "the same check of torch 1.13's dist.monitored_barrier",
+        "test_monitored_barrier_failure_order": "the same check of torch 1.13's dist.monitored_barrier (3+ ranks)",
+        "test_monitored_barrier_wait_all_ranks": "the same check of torch 1.13's dist.monitored_barrier (3+ ranks)",
     },
     2: {
         "test_ddp_logging_data_cpu": "torch 2.x's ProcessGroup names its backend by type, and every plugin backend "
