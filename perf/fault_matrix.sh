@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Failures and what you see" table, reproduced: each fault is made on purpose in a
+# docs/failures.md's "Failures and what you see" table, reproduced: each fault is made on purpose in a
 # 2-rank job (rank 1 is the odd one out), and the script prints, per fault and rank, the line
 # that rank printed (the failing call's result, how long it took, weftGetLastError's message)
 # and the first line the library wrote to stderr (its log), if any.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # perf/fault_matrix_netns.sh [BUILD_DIR]
 #
-# Reproduces the second table of the README's "Failures and what you see" (faults that need
+# Reproduces the second table of docs/failures.md, "Failures and what you see" (faults that need
 # namespaces or whole-program runs; perf/fault_matrix.sh makes the call mismatches and the
 # stopped, killed and never-joining ranks): runs each fault and prints, per
 # rank, how long after the fault it failed and the first line it printed. Needs a build

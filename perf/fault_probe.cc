@@ -1,4 +1,4 @@
-// weft-fault-probe: one rank of a faulty job, for perf/fault_matrix.sh (the README's "Failures
+// weft-fault-probe: one rank of a faulty job, for perf/fault_matrix.sh (docs/failures.md's "Failures
 // and what you see" table). Every rank joins through the environment (weftCommInitFromEnv:
 // WEFT_RANK, WEFT_NRANKS, WEFT_ROOT_ADDR, WEFT_ROOT_SECRET), makes one agreeing all-reduce so
 // that the connections exist, then makes the call the fault is about, and prints one line:

@@ -196,7 +196,7 @@ weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId c
                                     weftConfig_t* config);
 /* Creates ndev ranks in this process, rank i on GPU devlist[i]. devlist NULL: rank i uses GPU
  * i modulo the GPU count when a GPU backend is loaded, else host memory (host ranks). A devlist
- * entry of -1 makes that rank a host rank beside GPU ranks (a mixed communicator: README).
+ * entry of -1 makes that rank a host rank beside GPU ranks (a mixed communicator: docs/gpus.md).
  * Drive them from ndev threads, or from one thread inside weftGroupStart/weftGroupEnd. */
 weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
 /* Joins a communicator described by the environment, as launchers (torchrun-like scripts,

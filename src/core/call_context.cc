@@ -144,7 +144,7 @@ Status Call::explainStream(weftStream_t stream) const {
     return error(weftInvalidUsage,
                  "stream is NULL (host buffers), but this rank is on GPU %d of a mixed communicator (ranks %s on GPUs, "
                  "ranks %s on host memory): its calls run on its GPU and need device buffers and a stream; host "
-                 "buffers with stream NULL are for the host ranks (README, Mixed communicators)",
+                 "buffers with stream NULL are for the host ranks (docs/gpus.md, Mixed communicators)",
                  comm_->impl->device(), comm_->impl->ranksOnGpus(true).c_str(),
                  comm_->impl->ranksOnGpus(false).c_str());
   }

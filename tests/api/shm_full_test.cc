@@ -1,6 +1,7 @@
-// Issue 13, item 3: a /dev/shm too small for the FIFOs is the clear error the README promises,
-// on every rank, never SIGBUS. The test mounts a 2 MiB tmpfs on /dev/shm in a private mount
-// namespace (unshare(CLONE_NEWNS), as root) inside a child process; without that it skips.
+// Issue 13, item 3: a /dev/shm too small for the FIFOs is the clear error the docs promise
+// (docs/failures.md, docs/troubleshooting.md), on every rank, never SIGBUS. The test mounts a
+// 2 MiB tmpfs on /dev/shm in a private mount namespace (unshare(CLONE_NEWNS), as root) inside
+// a child process; without that it skips.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>

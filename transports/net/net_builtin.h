@@ -2,7 +2,7 @@
 // into the library. WEFT_NET=socket-plugin (ofi-plugin) runs them through the generic transport
 // (PluginTransport, net_plugin.h) exactly as it runs a vendor's library, so the built-ins are
 // the proof that the ABI carries everything Weft needs. The direct transports (socket_transport.h,
-// ofi_transport.h) stay the default: see README, "Network plugins", for the measured reason.
+// ofi_transport.h) stay the default: see docs/network.md, "Which is the default", for the measured reason.
 #ifndef WEFT_TRANSPORTS_NET_NET_BUILTIN_H_
 #define WEFT_TRANSPORTS_NET_NET_BUILTIN_H_
 

@@ -38,7 +38,7 @@ struct Modelled {
   SearchResult topo;
 };
 
-// Prints the comparison (the README quotes these lines) and checks the 10% band.
+// Prints the comparison (docs/topology.md quotes these lines) and checks the 10% band.
 void expectNearPublished(const char* what, double predicted, double publishedLow, double publishedHigh) {
   double mid = (publishedLow + publishedHigh) / 2;
   double off = (predicted - mid) / mid * 100;
