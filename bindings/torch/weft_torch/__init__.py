@@ -6,7 +6,7 @@
     dist.init_process_group("weft", pg_options=weft_torch.Options())  # Weft's own settings
 
 The backend runs every collective torch.distributed offers on CPU tensors (and, built against
-torch 2.x with CUDA, on CUDA tensors) through Weft's C API; see the README, "Using Weft from
+torch 2.x with CUDA, on CUDA tensors) through Weft's C API; see docs/pytorch.md, "Using Weft from
 PyTorch".
 """
 import inspect

@@ -18,7 +18,7 @@ The recorded gloo runs ctest compares with are in suite-baseline/ (torch<major>-
     torch_suite.py --backend gloo --world-size N --json suite-baseline/torch2-N.json --brief
 --expect: a JSON written by an earlier run on gloo (--json): the run fails when a test that
 passed there fails here; tests listed in KNOWN_DIFFERENCES below are reported, not failed, with
-their reason (the same list is in the README, "Using Weft from PyTorch").
+their reason (the same list is in docs/pytorch.md).
 """
 import argparse
 import fnmatch
@@ -30,7 +30,7 @@ import time
 import unittest
 
 # Tests where weft differs from gloo on purpose, with the reason (by torch major version). Keep in
-# step with the README ("torch's own test suite").
+# step with docs/pytorch.md ("torch's own test suite").
 KNOWN_DIFFERENCES = {
     1: {
         "test_monitored_barrier_gloo": "torch 1.13's dist.monitored_barrier refuses every backend but gloo by name "
