@@ -15,6 +15,8 @@ import sysconfig
 import tempfile
 import textwrap
 
+import fwlaunch
+
 RANK_SCRIPT = textwrap.dedent(
     """
     import os, sys
@@ -42,19 +44,10 @@ RANK_SCRIPT = textwrap.dedent(
 )
 
 
-def run(cmd, env=None, cwd=None):
-    print("+ " + " ".join(cmd), flush=True)
-    done = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if done.returncode != 0:
-        print(done.stdout[-6000:])
-        raise SystemExit("FAILED (exit %d): %s" % (done.returncode, " ".join(cmd)))
-    return done.stdout
-
-
 def user_env(root):
     """A fresh environment that sees this interpreter's torch, as a user's venv with torch in it."""
     env_dir = os.path.join(root, "env")
-    run([sys.executable, "-m", "venv", "--system-site-packages", env_dir])
+    fwlaunch.run_command([sys.executable, "-m", "venv", "--system-site-packages", env_dir], 120)
     python = os.path.join(env_dir, "bin", "python")
     if sys.prefix != sys.base_prefix:
         # This interpreter is itself a virtual environment (the project's torch 2.x): its packages
@@ -74,43 +67,28 @@ def main():
     try:
         import torch  # noqa: F401
     except ImportError as e:
-        print("skipped: no torch for %s (%s)" % (sys.executable, e))
-        return 77
-    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH")}
+        fwlaunch.skip("no torch for %s (%s)" % (sys.executable, e))
+    # Nothing of the build tree on any path of what runs from here on (fwlaunch passes this
+    # process's environment on): the user's environment only.
+    for key in ("PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH"):
+        os.environ.pop(key, None)
     root = tempfile.mkdtemp(prefix="weft-pip-")
     try:
         prefix = os.path.join(root, "prefix")
-        run(["cmake", "--install", build_dir, "--prefix", prefix])
+        fwlaunch.run_command(["cmake", "--install", build_dir, "--prefix", prefix], 300)
         python = user_env(root)
         # pip builds in the source tree it is given: a copy keeps the checkout clean.
         source = os.path.join(root, "weft_torch-src")
         shutil.copytree(os.path.join(source_dir, "bindings", "torch"), source)
-        env = dict(clean, WEFT_HOME=prefix, MAX_JOBS=os.environ.get("MAX_JOBS", "2"))
-        run([python, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", source], env=env)
-        listed = run([python, "-m", "pip", "show", "-f", "weft_torch"], env=clean)
+        fwlaunch.run_command([python, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", source],
+                             500, env={"WEFT_HOME": prefix, "MAX_JOBS": os.environ.get("MAX_JOBS", "2")})
+        listed = subprocess.run([python, "-m", "pip", "show", "-f", "weft_torch"], capture_output=True, text=True,
+                                check=True).stdout
         assert "weft_torch_autoload.py" in listed, listed
-        # The user's ranks: nothing of the build tree or the prefix on any path.
         script = os.path.join(root, "ranks.py")
         with open(script, "w") as f:
             f.write(RANK_SCRIPT)
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        ranks = []
-        for rank in range(2):
-            rank_env = dict(clean, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                            WEFT_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-            ranks.append(subprocess.Popen([python, script], env=rank_env, cwd=root, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, text=True))
-        failed = False
-        for rank, p in enumerate(ranks):
-            out, _ = p.communicate(timeout=300)
-            print(out.strip())
-            failed |= p.returncode != 0
-        if failed:
-            raise SystemExit("FAILED: a rank of the pip-installed backend failed")
+        fwlaunch.spawn_ranks([python, script], 2, 300, what="the pip-installed backend's ranks")
         print("PASS: pip install against torch %s, then init_process_group('weft') from the user's environment"
               % torch.__version__)
         return 0
