@@ -283,8 +283,8 @@ class Executor {
     // Reused across calls on this thread: no allocation on the path of a small collective.
     static thread_local std::vector<TrackState> tracks;
     tracks.assign(plan_.tracks.size(), TrackState());
-    if (plan_.waitForConsumers && plan_.stamp != 0) {
-      for (Connection* c : plan_.receivers) c->announceCall(plan_.stamp);
+    if (plan_.checks.waitForConsumers && plan_.checks.stamp != 0) {
+      for (Connection* c : plan_.receivers) c->announceCall(plan_.checks.stamp);
     }
     for (size_t i = 0; i < tracks.size(); ++i) {
       tracks[i].track = &plan_.tracks[i];
@@ -309,7 +309,7 @@ class Executor {
         }
         allDone = allDone && t.done;
       }
-      if (allDone) return plan_.waitForConsumers ? waitForConsumers(tracks) : waitForReferences(tracks);
+      if (allDone) return plan_.checks.waitForConsumers ? waitForConsumers(tracks) : waitForReferences(tracks);
       if (progressed) {
         if (backoff.rounds() > 0) stallSince = 0;  // read the clock again at the next stall
         backoff.reset();
@@ -326,8 +326,8 @@ class Executor {
         nextCheck = now + kHealthCheckIntervalNs;
         bool expired = static_cast<double>(now - stallSince) / 1e9 > plan_.timeoutS;
         WEFT_TRY(blame_.check(tracks, expired, static_cast<double>(now - stallSince) / 1e9));
-        if (!plan_.probePeers.empty()) WEFT_TRY(probeStalled(tracks));
-        else if (plan_.findStraysWhenStalled) WEFT_TRY(findStrayMessage(true));
+        if (!plan_.checks.probePeers.empty()) WEFT_TRY(probeStalled(tracks));
+        else if (plan_.checks.findStraysWhenStalled) WEFT_TRY(findStrayMessage(true));
       }
     }
   }
@@ -407,7 +407,7 @@ class Executor {
   Status checkMessage(const TrackState& t, const StepIo& io) {
     const LaneRun& run = currentRun(t);
     const Step& step = currentStep(t);
-    if (plan_.checkStamps && io.inStamp != run.recvStamp) {
+    if (plan_.checks.stamps && io.inStamp != run.recvStamp) {
       char where[96];
       std::snprintf(where, sizeof(where), "lane %d, step %zu %s, iteration %lld", run.fifoLane, t.step,
                     stepName(step.kind), static_cast<long long>(t.iteration));
@@ -491,7 +491,7 @@ class Executor {
     for (;;) {
       bool pending = false;
       for (Connection* c : plan_.senders) {
-        if (!c->allSendsConsumed() && !(plan_.stamp != 0 && c->peerAnnounced(plan_.stamp) && lent_.count(c) == 0)) {
+        if (!c->allSendsConsumed() && !(plan_.checks.stamp != 0 && c->peerAnnounced(plan_.checks.stamp) && lent_.count(c) == 0)) {
           pending = true;
           break;
         }
@@ -499,12 +499,12 @@ class Executor {
       if (!pending) return Status::ok();
       backoff.pause();
       if ((backoff.rounds() & 15) != 1) continue;
-      if (plan_.yieldToIncoming && messageWaiting()) return Status::ok();
+      if (plan_.checks.yieldToIncoming && messageWaiting()) return Status::ok();
       uint64_t now = nowNs();
       if (start == 0) start = now, nextCheck = now + kHealthCheckIntervalNs;
       if (now < nextCheck) continue;
       nextCheck = now + kHealthCheckIntervalNs;
-      if (!plan_.yieldToIncoming) WEFT_TRY(findStrayMessage(false));
+      if (!plan_.checks.yieldToIncoming) WEFT_TRY(findStrayMessage(false));
       WEFT_TRY(readProbes());
       WEFT_TRY(blame_.check(tracks, false, 0));
       for (Connection* c : plan_.senders) {
@@ -536,15 +536,15 @@ class Executor {
   // this rank's steps are done, on any end; while they run (skipOwn), on the ends the plan does
   // not read.
   Status findStrayMessage(bool skipOwn) {
-    if (!plan_.checkStamps) return Status::ok();
+    if (!plan_.checks.stamps) return Status::ok();
     receivers_.clear();
     provider_->collectiveReceivers(&receivers_);
     for (const auto& [peer, conn] : receivers_) {
       if (skipOwn && readsFrom(conn)) continue;
       size_t bytes = 0;
       uint64_t stamp = 0;
-      if (conn->tryRecv(&bytes, &stamp) == nullptr || stampSeq(stamp) != plan_.collectiveSeq) continue;
-      return callMismatch(peer, stamp, plan_.stamp,
+      if (conn->tryRecv(&bytes, &stamp) == nullptr || stampSeq(stamp) != plan_.checks.collectiveSeq) continue;
+      return callMismatch(peer, stamp, plan_.checks.stamp,
                           skipOwn ? "a message on a FIFO this rank does not read in this call"
                                   : "a message this rank, done with its part, did not expect");
     }
@@ -565,18 +565,18 @@ class Executor {
     return false;
   }
 
-  // The plan stalled for a health-check interval (ExecPlan::probePeers): probe each peer this
+  // The plan stalled for a health-check interval (CallChecks::probePeers): probe each peer this
   // rank waits for data from (once per call), then read the peers' probes and look for messages
   // of this call where this rank does not read. Why this completes the checks of a two-rank
-  // rooted collective: see ExecPlan::probePeers and Communicator::runCachedPlan.
+  // rooted collective: see CallChecks::probePeers and Communicator::runCachedPlan.
   Status probeStalled(const std::vector<TrackState>& tracks) {
-    if (probed_.size() != plan_.probePeers.size()) probed_.assign(plan_.probePeers.size(), 0);
-    for (size_t i = 0; i < plan_.probePeers.size(); ++i) {
-      if (probed_[i] || !waitsForDataFrom(tracks, plan_.probePeers[i])) continue;
-      void* slot = plan_.probeSends[i]->trySendSlot();
+    if (probed_.size() != plan_.checks.probePeers.size()) probed_.assign(plan_.checks.probePeers.size(), 0);
+    for (size_t i = 0; i < plan_.checks.probePeers.size(); ++i) {
+      if (probed_[i] || !waitsForDataFrom(tracks, plan_.checks.probePeers[i])) continue;
+      void* slot = plan_.checks.probeSends[i]->trySendSlot();
       if (slot == nullptr) continue;  // earlier probes fill the FIFO: the peer drops them when it looks
       *static_cast<char*>(slot) = 0;
-      plan_.probeSends[i]->postSend(1, plan_.stamp);
+      plan_.checks.probeSends[i]->postSend(1, plan_.checks.stamp);
       probed_[i] = 1;
     }
     WEFT_TRY(readProbes());
@@ -594,17 +594,17 @@ class Executor {
   // (the peer waits for what this rank sends); one of this call from a peer this rank sends
   // nothing to means that both wait for each other: their calls differ. Later calls' stay.
   Status readProbes() {
-    for (size_t i = 0; i < plan_.probeRecvs.size(); ++i) {
-      Connection* in = plan_.probeRecvs[i];
+    for (size_t i = 0; i < plan_.checks.probeRecvs.size(); ++i) {
+      Connection* in = plan_.checks.probeRecvs[i];
       size_t bytes = 0;
       uint64_t stamp = 0;
       while (in->tryRecv(&bytes, &stamp) != nullptr) {
         const uint32_t seq = stampSeq(stamp);
         // Collective sequences count modulo 2^31 (call_stamp.h): earlier = behind by up to 2^30.
-        const bool earlier = seq != plan_.collectiveSeq && ((seq - plan_.collectiveSeq) & 0x40000000u) != 0;
-        if (!earlier && seq != plan_.collectiveSeq) break;
-        if (!earlier && !sendsTo(plan_.probePeers[i])) {
-          return callMismatch(plan_.probePeers[i], stamp, plan_.stamp,
+        const bool earlier = seq != plan_.checks.collectiveSeq && ((seq - plan_.checks.collectiveSeq) & 0x40000000u) != 0;
+        if (!earlier && seq != plan_.checks.collectiveSeq) break;
+        if (!earlier && !sendsTo(plan_.checks.probePeers[i])) {
+          return callMismatch(plan_.checks.probePeers[i], stamp, plan_.checks.stamp,
                               "it waits for data from this rank, which sends it none in this call");
         }
         in->releaseRecv();

@@ -139,42 +139,48 @@ struct ExecPlan {
   bool sendBufferStable = false;
   bool peersReadReferences = false;
   size_t referenceMinBytes = 16384;
-  // Receivers refuse a message whose stamp is not theirs (WEFT_CHECK_CALLS).
-  bool checkStamps = true;
-  // A collective: the rank returns only once its peers took every message it sent (they may
-  // refuse one), or, where the transport can tell, once each receiver announced this very call
-  // (Connection::peerAnnounced: it runs the same call, so it will take them; not for messages
-  // that lent memory by reference, which must be read first); it looks for messages of this
-  // call it did not expect (a peer that made another call) while it waits. The rank announces
-  // the call on its own receiving connections when it starts. collectiveSeq: the call's
-  // sequence field (call_stamp.h).
-  bool waitForConsumers = false;
-  // A send/recv group waiting for its consumers: it stops waiting (and returns success) as soon as
-  // a message waits on a receiving end of this rank, since its receiver may be blocked in a send
-  // of its own (ranks that each send, then receive, outside a group) and only this rank's next
-  // receive frees it; the size check is then the receiver's alone. It looks for no stray messages.
-  bool yieldToIncoming = false;
-  uint32_t collectiveSeq = 0;
-  uint64_t stamp = 0;  // a collective's (stampPlan)
-  // Two-rank rooted collectives checked without the token lane (src/core: every call of a shape
-  // after its first): the peers this rank may probe on FIFO lane kCallProbeLane (connectPlan
-  // connects both directions into probeSends / probeRecvs, in this order). A rank stalled for a
-  // health-check interval while it waits for data from such a peer sends it one probe stamped
-  // with the call; a rank that finds a probe of its own call from a peer it sends nothing to
-  // fails with a call mismatch (both ranks only receive: they named each other the root), and
-  // drops probes of earlier calls, or of this call from a peer it sends to (that peer is only
-  // slow). While stalled it also fails on a message of its call waiting on a receiving end this
-  // plan does not read (the peer sends on other lanes, or runs the token lane alone).
-  std::vector<int> probePeers;
-  std::vector<Connection*> probeSends;
-  std::vector<Connection*> probeRecvs;
-  // The last (or only) plan of its call (src/core: a collective's data, or the token lane alone
-  // for a call of count 0): stalled for a health-check interval, the rank fails on a message of
-  // its call waiting on a receiving end this plan does not read (a peer in a call of count 0 runs
-  // the token lane alone; a peer that called more sends data where this one reads tokens). Not
-  // for an earlier phase of a call (the tokens before a shape's first data, the zero-copy
-  // handshake): agreeing peers may already send the next phase's messages.
-  bool findStraysWhenStalled = false;
+  // How the call is checked against its peers' (WEFT_CHECK_CALLS; src/core fills these per call
+  // shape, host_plan.cc stampPlan the stamp): what receivers accept, how senders wait at the end,
+  // and what a stalled rank looks for.
+  struct CallChecks {
+    // Receivers refuse a message whose stamp is not theirs (WEFT_CHECK_CALLS).
+    bool stamps = true;
+    // A collective: the rank returns only once its peers took every message it sent (they may
+    // refuse one), or, where the transport can tell, once each receiver announced this very call
+    // (Connection::peerAnnounced: it runs the same call, so it will take them; not for messages
+    // that lent memory by reference, which must be read first); it looks for messages of this
+    // call it did not expect (a peer that made another call) while it waits. The rank announces
+    // the call on its own receiving connections when it starts. collectiveSeq: the call's
+    // sequence field (call_stamp.h).
+    bool waitForConsumers = false;
+    // A send/recv group waiting for its consumers: it stops waiting (and returns success) as soon as
+    // a message waits on a receiving end of this rank, since its receiver may be blocked in a send
+    // of its own (ranks that each send, then receive, outside a group) and only this rank's next
+    // receive frees it; the size check is then the receiver's alone. It looks for no stray messages.
+    bool yieldToIncoming = false;
+    uint32_t collectiveSeq = 0;
+    uint64_t stamp = 0;  // a collective's (stampPlan)
+    // Two-rank rooted collectives checked without the token lane (src/core: every call of a shape
+    // after its first): the peers this rank may probe on FIFO lane kCallProbeLane (connectPlan
+    // connects both directions into probeSends / probeRecvs, in this order). A rank stalled for a
+    // health-check interval while it waits for data from such a peer sends it one probe stamped
+    // with the call; a rank that finds a probe of its own call from a peer it sends nothing to
+    // fails with a call mismatch (both ranks only receive: they named each other the root), and
+    // drops probes of earlier calls, or of this call from a peer it sends to (that peer is only
+    // slow). While stalled it also fails on a message of its call waiting on a receiving end this
+    // plan does not read (the peer sends on other lanes, or runs the token lane alone).
+    std::vector<int> probePeers;
+    std::vector<Connection*> probeSends;
+    std::vector<Connection*> probeRecvs;
+    // The last (or only) plan of its call (src/core: a collective's data, or the token lane alone
+    // for a call of count 0): stalled for a health-check interval, the rank fails on a message of
+    // its call waiting on a receiving end this plan does not read (a peer in a call of count 0 runs
+    // the token lane alone; a peer that called more sends data where this one reads tokens). Not
+    // for an earlier phase of a call (the tokens before a shape's first data, the zero-copy
+    // handshake): agreeing peers may already send the next phase's messages.
+    bool findStraysWhenStalled = false;
+  };
+  CallChecks checks;
   // How long the executor may wait with nothing moving (connecting included) before it fails
   // with weftTimeout. A large collective that keeps moving never times out.
   double timeoutS = 1800;

@@ -27,22 +27,22 @@ std::vector<ConnectionKey> connectionsOf(const ExecPlan& plan) {
 
 namespace {
 
-// Both directions of the probe lane with every probe peer (ExecPlan::probePeers); not in
+// Both directions of the probe lane with every probe peer (CallChecks::probePeers); not in
 // plan->keys: probes are never waited for.
 Status connectProbes(ExecPlan* plan, ConnectionProvider* provider) {
-  plan->probeSends.clear();
-  plan->probeRecvs.clear();
-  if (plan->probePeers.empty()) return Status::ok();
+  plan->checks.probeSends.clear();
+  plan->checks.probeRecvs.clear();
+  if (plan->checks.probePeers.empty()) return Status::ok();
   std::vector<ConnectionKey> keys;
-  for (int peer : plan->probePeers) {
+  for (int peer : plan->checks.probePeers) {
     keys.push_back({peer, false, kCallProbeLane});
     keys.push_back({peer, true, kCallProbeLane});
   }
   Status connected = provider->connect(keys, Deadline::afterSeconds(plan->timeoutS));
   if (!connected.isOk()) return std::move(connected).withPrefix(plan->what() + ": ");
-  for (int peer : plan->probePeers) {
-    plan->probeSends.push_back(provider->get({peer, true, kCallProbeLane}));
-    plan->probeRecvs.push_back(provider->get({peer, false, kCallProbeLane}));
+  for (int peer : plan->checks.probePeers) {
+    plan->checks.probeSends.push_back(provider->get({peer, true, kCallProbeLane}));
+    plan->checks.probeRecvs.push_back(provider->get({peer, false, kCallProbeLane}));
   }
   return Status::ok();
 }
@@ -112,8 +112,8 @@ void addCallTokenTrack(ExecPlan* plan, const Lane* tokenLane, char* token) {
 }
 
 void stampPlan(ExecPlan* plan, uint64_t stamp) {
-  plan->stamp = stamp;
-  plan->collectiveSeq = stampSeq(stamp);
+  plan->checks.stamp = stamp;
+  plan->checks.collectiveSeq = stampSeq(stamp);
   for (auto& track : plan->tracks) {
     for (auto& run : track.runs) run.sendStamp = run.recvStamp = stamp;
   }

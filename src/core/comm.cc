@@ -381,12 +381,12 @@ Status Communicator::runCollective(const CollCall& call) {
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), reduce, reduceCopy, divisor, preMul, &scalarNow_,
               reduceStream);
   coll::stampPlan(&plan, stamp);
-  plan.checkStamps = checkCalls_;
+  plan.checks.stamps = checkCalls_;
   // The call's last plan (not the zero-copy handshake's): a peer's token or data of this call
   // where it does not read shows a disagreement (rooted calls have their own checks, below).
-  plan.findStraysWhenStalled = checkCalls_ && !coll::collRooted(call.kind);
+  plan.checks.findStraysWhenStalled = checkCalls_ && !coll::collRooted(call.kind);
   // Only where a rank may finish without hearing from every peer (coll_traits.h).
-  plan.waitForConsumers = checkCalls_ && !coll::collTraits(call.kind).everyResultNeedsEveryRank;
+  plan.checks.waitForConsumers = checkCalls_ && !coll::collTraits(call.kind).everyResultNeedsEveryRank;
   // Out of place, nothing writes the send buffer during the call: peers may read it directly.
   // That saves a copy where the receiver stores the data as it is (all-to-all, broadcast);
   // a reduction would read it into a bounce buffer anyway, so the others keep the slots.
@@ -518,14 +518,14 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   };
   plan.timeoutS = settings_.timeoutS;
   plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
-  plan.checkStamps = checkCalls_;
+  plan.checks.stamps = checkCalls_;
   // WEFT_CHECK_SENDS: a send completes once its receiver took the message, which it refuses when
   // the receive is of another size: then both ranks fail. Unless a message waits for this rank
   // meanwhile (its receiver may be sending to it, outside a group): yieldToIncoming. Off by
   // default: the wait for the receiver costs 8 B send/recv far more than the 3 % the checks may
   // (perf/RESULTS.md, "Call fingerprint cost").
-  plan.waitForConsumers = checkSends_;
-  plan.yieldToIncoming = true;
+  plan.checks.waitForConsumers = checkSends_;
+  plan.checks.yieldToIncoming = true;
   recordP2pCall(nCalls);
   Status s = coll::connectPlan(&plan, this);
   if (s.isOk()) s = coll::runHostPlan(plan, this);

@@ -16,8 +16,8 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
     // of the others' calls: its tokens run alone, as on the first call (which connected them).
     // A peer that called more finds the token while it waits for data (host_executor.cc).
     if (s.isOk() && withTokens && plan.keys.empty()) {
-      coll::stampPlan(&cached->tokenPlan, plan.stamp);
-      cached->tokenPlan.findStraysWhenStalled = plan.findStraysWhenStalled;  // the call's only plan
+      coll::stampPlan(&cached->tokenPlan, plan.checks.stamp);
+      cached->tokenPlan.checks.findStraysWhenStalled = plan.checks.findStraysWhenStalled;  // the call's only plan
       s = coll::runHostPlan(cached->tokenPlan, this);
     }
     return s.isOk() ? coll::runHostPlan(plan, this) : s;
@@ -27,19 +27,19 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
   // token lane is the same on every rank whatever the root, so its FIFOs always meet, and the
   // stamps fail every rank of a disagreeing call before any of them connects its data lanes.
   coll::ExecPlan& tokens = cached->tokenPlan;
-  if (rooted && probesForTokens()) plan.probePeers = {1 - rank_};  // connected with the data lanes, below
+  if (rooted && probesForTokens()) plan.checks.probePeers = {1 - rank_};  // connected with the data lanes, below
   if (tokens.tracks.empty()) {
     cached->tokenLane = coll::callTokenLane(nRanks_, rank_);
     coll::addCallTokenTrack(&tokens, &cached->tokenLane, callToken_);
     tokens.what = plan.what;
     tokens.timeoutS = plan.timeoutS;
   }
-  coll::stampPlan(&tokens, plan.stamp);
-  tokens.checkStamps = plan.checkStamps;
-  tokens.findStraysWhenStalled = false;  // peers done with their tokens send the data meanwhile
+  coll::stampPlan(&tokens, plan.checks.stamp);
+  tokens.checks.stamps = plan.checks.stamps;
+  tokens.checks.findStraysWhenStalled = false;  // peers done with their tokens send the data meanwhile
   Status s = tokens.connected ? Status::ok() : coll::connectPlan(&tokens, this);
   if (s.isOk()) s = coll::runHostPlan(tokens, this);
-  if (s.isOk() && (!plan.connected || plan.probeRecvs.size() != plan.probePeers.size())) {
+  if (s.isOk() && (!plan.connected || plan.checks.probeRecvs.size() != plan.checks.probePeers.size())) {
     s = coll::connectPlan(&plan, this);
   }
   if (s.isOk()) s = coll::runHostPlan(plan, this);
@@ -55,7 +55,7 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
 // Why two ranks need no tokens once a shape's FIFOs exist. Each rank either sends to the other or
 // receives from it (or both, on different lanes); a sender returns only once the receiver took
 // every message or announced the very call the sender stamped them with (shared memory:
-// ExecPlan::waitForConsumers), and a receiver takes only a message stamped with its own call,
+// CallChecks::waitForConsumers), and a receiver takes only a message stamped with its own call,
 // before it releases the slot. So a rank that returns has accepted the peer's stamp, or seen
 // the peer accept or announce its own: both made the same call. (An announcement comes at the
 // start of the receiver's call, so a sender in a loop of calls finds it there without waiting
@@ -66,10 +66,10 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
 //   - both send to each other: each, waiting for its message to be taken, finds the other's
 //     message of its call number in the receiving end connect() adds (the stray check);
 //   - one sends on a FIFO the other does not read (other lanes): the reader stalls and finds it
-//     there (the stray check while stalled, ExecPlan::probePeers);
+//     there (the stray check while stalled, CallChecks::probePeers);
 //   - both only receive (each named the other the root): both stall, and each sends the other a
 //     probe of its call; a rank finding a probe of its call from the rank it sends nothing to
-//     fails (ExecPlan::probePeers);
+//     fails (CallChecks::probePeers);
 //   - one runs the token lane alone (its first call of that shape, or a call of count 0, which
 //     moves nothing and so always runs them) and the other does not: the other finds the token in
 //     its stray check (stalled, or waiting for its message to be taken).

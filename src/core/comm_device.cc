@@ -219,7 +219,7 @@ Status Communicator::runCallTokens(uint64_t stamp, const std::string& what) {
   }
   tokenWhat_ = what;
   coll::stampPlan(&tokenPlan_, stamp);
-  tokenPlan_.checkStamps = true;
+  tokenPlan_.checks.stamps = true;
   Status s = tokenPlan_.connected ? Status::ok() : coll::connectPlan(&tokenPlan_, this);
   return s.isOk() ? coll::runHostPlan(tokenPlan_, this) : s;
 }

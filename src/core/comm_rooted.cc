@@ -120,9 +120,9 @@ Status Communicator::runRootedExchange(const CollCall& call) {
   plan.what = [&what] { return what; };
   plan.timeoutS = settings_.timeoutS;
   plan.sendBufferStable = true;  // nothing this call receives lands in what it sends
-  plan.checkStamps = checkCalls_;
+  plan.checks.stamps = checkCalls_;
   // The root of a scatter only sends: it returns once the ranks took its blocks (they may refuse one).
-  plan.waitForConsumers = checkCalls_;
+  plan.checks.waitForConsumers = checkCalls_;
   Status s = runRootedPlan(call, &plan, stamp, what);
   if (!s.isOk()) return fail(std::move(s));
   if (moves.copyTo != nullptr) std::memmove(moves.copyTo, moves.copyFrom, moves.bytes);
@@ -145,7 +145,7 @@ Status Communicator::runRootedPlan(const CollCall& call, coll::ExecPlan* plan, u
     const std::pair<int, int> shape{static_cast<int>(call.kind), call.root};
     const bool probes = probesForTokens();
     if (probes) {
-      plan->probePeers = {1 - rank_};
+      plan->checks.probePeers = {1 - rank_};
       // A call that moves nothing (count 0) runs the tokens alone: nothing else would give
       // either rank evidence of the other's call.
       connected = rootedRun_.count(shape) != 0 && !plan->tracks.empty();

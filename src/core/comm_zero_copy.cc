@@ -123,9 +123,9 @@ Status Communicator::gatherOffers(const CollCall& call, const void* mine, void* 
   coll::ExecPlan& plan = cached->plan;
   bindBuffers(&plan, mine, all, scratch_.data(), nullptr, nullptr, 0);
   coll::stampPlan(&plan, stamp ^ kHandshakeStampBits);
-  plan.checkStamps = checkCalls_;
-  plan.findStraysWhenStalled = false;  // peers done with it send the call's data meanwhile
-  plan.waitForConsumers = false;
+  plan.checks.stamps = checkCalls_;
+  plan.checks.findStraysWhenStalled = false;  // peers done with it send the call's data meanwhile
+  plan.checks.waitForConsumers = false;
   plan.sendBufferStable = false;
   plan.peersReadReferences = false;
   cached->lastCall = call;

@@ -1,4 +1,4 @@
-// The sender's end-of-call wait (ExecPlan::waitForConsumers): a rank whose collective only sends
+// The sender's end-of-call wait (CallChecks::waitForConsumers): a rank whose collective only sends
 // returns once its receiver took every message, or once the receiver announced the very same
 // call (Connection::peerAnnounced); never on another call's announcement, and never while a
 // message that lent memory by reference is unread. And the wait for lent memory alone (without
@@ -122,7 +122,7 @@ struct SendOnly {
     plan = planCollective(schedule, sizeof(float), conn.slotBytes());
     plan.what = [] { return std::string("rank 0: broadcast #7"); };
     plan.timeoutS = 0.2;
-    plan.waitForConsumers = true;
+    plan.checks.waitForConsumers = true;
     plan.sendBufferStable = true;
     plan.referenceMinBytes = 1;
     stampPlan(&plan, makeStamp(7, 0x1234abcd));
@@ -229,7 +229,7 @@ TEST(LentMemoryWait, EndsWhenAnotherPeerOfTheCallReportsAFailure) {
 // would had the abort come while rank 0's steps ran, so that every rank's message names the same.
 TEST(LentMemoryWait, AReaderThatAbortedIsNamedWithTheRankItBlamed) {
   SendOnly rank0(true);
-  rank0.plan.waitForConsumers = false;
+  rank0.plan.checks.waitForConsumers = false;
   rank0.plan.timeoutS = 5;
   rank0.conn.abortCulprit = 3;
   Status s = rank0.run();
