@@ -67,6 +67,7 @@ sources = [
     for f in (
         "module.cc",
         "process_group.cc",
+        "process_group_exchange.cc",
         "process_group_ops.cc",
         "work_queue.cc",
         "tensor_types.cc",

@@ -1,6 +1,7 @@
-// What the collectives of ProcessGroupWeft share (process_group.cc, process_group_ops.cc): the
-// argument refusals, the contiguous stand-in for a tensor, the per-call reduce op, one Weft group
-// for a list of calls, and the weftConfig_t a group's options make.
+// What the collectives of ProcessGroupWeft share (process_group.cc, process_group_exchange.cc,
+// process_group_ops.cc): the argument refusals, the contiguous stand-in for a tensor, the
+// per-call reduce op, one Weft group for a list of calls, and the weftConfig_t a group's options
+// make.
 #pragma once
 
 #include <ATen/ATen.h>

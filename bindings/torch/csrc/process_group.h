@@ -189,6 +189,10 @@ class ProcessGroupWeft : public BackendBase {
   void exchange(const std::vector<std::pair<const void*, size_t>>& send,
                 const std::vector<std::pair<void*, size_t>>& recv, weftDataType_t type, weftStream_t stream,
                 const char* collective) const;
+  // all_to_all_single's two forms (process_group_exchange.cc): even blocks, and split sizes.
+  Call evenAllToAll(const at::Tensor& in, const at::Tensor& out, const WeftElements& el);
+  Call unevenAllToAll(const at::Tensor& in, const at::Tensor& out, const WeftElements& el,
+                      const std::vector<int64_t>& inputSplitSizes, const std::vector<int64_t>& outputSplitSizes);
   void allReduceNow(void* data, size_t count, weftDataType_t type, c10::ScalarType dtype, const WeftReduction& red,
                     weftStream_t stream, const char* collective) const;
 

@@ -1,7 +1,7 @@
 // ProcessGroupWeft, the rest of what torch asks of a backend: the coalesced collectives (one Weft
 // group for a list of calls), the monitored barrier (through the store), and torch 2.x's life
 // cycle (split, shrink, abort, shutdown, getError, setTimeout). The plain collectives are in
-// process_group.cc.
+// process_group.cc, all-to-all and point to point in process_group_exchange.cc.
 #include <ATen/ATen.h>
 #include <c10/util/StringUtil.h>
 
