@@ -427,6 +427,70 @@ class SystemBuilder {
   int placeholderSwitch_ = -1;  // the NVSwitch that links with no bus id reach (one per machine)
 };
 
+// hwloc (live machine only) and sysfs, merged by bus id; *sys keeps what sysfs alone found.
+Inventory readTreeSources(const DetectOptions& options, bool live, const std::string& root, DetectReport* rep,
+                          Inventory* sys) {
+  Inventory hw;
+  DetectSourceResult hwr;
+  hwr.name = "hwloc";
+  if (!options.useHwloc) {
+    hwr.detail = "disabled";
+  } else if (!live) {
+    hwr.detail = "reads the live machine only (root is " + options.root + ")";
+  } else {
+    hwr = readHwloc(&hw);
+  }
+  record(rep, hwr, false);
+
+  record(rep, readSysfs(root, sys), false);
+  return merge(hwr.state == SourceState::kUsed ? &hw : nullptr, *sys);
+}
+
+// The vendor libraries and KFD add GPUs, links and NICs to *inv.
+void readVendorLibraries(const DetectOptions& options, bool live, const std::string& root, DetectReport* rep,
+                         Inventory* inv) {
+  if (!options.nvmlLibrary.empty()) {
+    record(rep, readNvml(options.nvmlLibrary, inv), true);
+  } else {
+    record(rep, DetectSourceResult{"nvml", SourceState::kSkipped, "disabled"}, true);
+  }
+  record(rep, readKfd(root, inv), true);
+  if (!options.rsmiLibrary.empty()) {
+    record(rep, readRocmSmi(options.rsmiLibrary, inv), true);
+  } else {
+    record(rep, DetectSourceResult{"rocm-smi", SourceState::kSkipped, "disabled"}, true);
+  }
+  if (!options.fabricLibrary.empty() && live) {
+    record(rep, readLibfabric(options.fabricLibrary, inv), true);
+  } else {
+    record(rep, DetectSourceResult{"libfabric", SourceState::kSkipped, live ? "disabled" : "live machine only"}, true);
+  }
+}
+
+// What no source gave: the PCI functions of GPUs and switches, the CPU's architecture, a NUMA node.
+void completeInventory(const Inventory& sys, bool live, DetectReport* rep, Inventory* inv) {
+  for (const GpuEntry& g : inv->gpus) ensurePci(inv, sys, g.busId);
+  for (const GpuLink& l : inv->gpuLinks) {
+    if (l.toSwitch) ensurePci(inv, sys, l.to);
+  }
+
+  if (live && inv->cpu.arch.empty()) {
+    struct utsname u;
+    if (uname(&u) == 0) inv->cpu.arch = u.machine;
+  }
+  inv->cpu.arch = normaliseArch(inv->cpu.arch);
+  if (inv->numa.empty()) {
+    // No source could tell: one CPU node for the whole machine.
+    NumaDomain d;
+    d.id = 0;
+    long n = live ? sysconf(_SC_NPROCESSORS_ONLN) : 0;
+    for (long c = 0; c < n; ++c) d.cpus.push_back(static_cast<int>(c));
+    inv->numa.push_back(d);
+    rep->notes.push_back("no NUMA information: one CPU node for the whole machine");
+    WEFT_LOG(kWarn, kGraph, "topology detection: no NUMA information from hwloc or sysfs; assuming one CPU node");
+  }
+}
+
 }  // namespace
 }  // namespace detect
 
@@ -441,58 +505,10 @@ Status detectSystem(const DetectOptions& options, System* out, DetectReport* rep
   const bool live = options.root == "/";
   const std::string root = live ? "" : options.root;  // paths are root + "/sys/..."
 
-  Inventory hw;
-  DetectSourceResult hwr;
-  hwr.name = "hwloc";
-  if (!options.useHwloc) {
-    hwr.detail = "disabled";
-  } else if (!live) {
-    hwr.detail = "reads the live machine only (root is " + options.root + ")";
-  } else {
-    hwr = readHwloc(&hw);
-  }
-  record(rep, hwr, false);
-
   Inventory sys;
-  record(rep, readSysfs(root, &sys), false);
-  Inventory inv = merge(hwr.state == SourceState::kUsed ? &hw : nullptr, sys);
-
-  if (!options.nvmlLibrary.empty()) {
-    record(rep, readNvml(options.nvmlLibrary, &inv), true);
-  } else {
-    record(rep, DetectSourceResult{"nvml", SourceState::kSkipped, "disabled"}, true);
-  }
-  record(rep, readKfd(root, &inv), true);
-  if (!options.rsmiLibrary.empty()) {
-    record(rep, readRocmSmi(options.rsmiLibrary, &inv), true);
-  } else {
-    record(rep, DetectSourceResult{"rocm-smi", SourceState::kSkipped, "disabled"}, true);
-  }
-  if (!options.fabricLibrary.empty() && live) {
-    record(rep, readLibfabric(options.fabricLibrary, &inv), true);
-  } else {
-    record(rep, DetectSourceResult{"libfabric", SourceState::kSkipped, live ? "disabled" : "live machine only"}, true);
-  }
-  for (const GpuEntry& g : inv.gpus) ensurePci(&inv, sys, g.busId);
-  for (const GpuLink& l : inv.gpuLinks) {
-    if (l.toSwitch) ensurePci(&inv, sys, l.to);
-  }
-
-  if (live && inv.cpu.arch.empty()) {
-    struct utsname u;
-    if (uname(&u) == 0) inv.cpu.arch = u.machine;
-  }
-  inv.cpu.arch = normaliseArch(inv.cpu.arch);
-  if (inv.numa.empty()) {
-    // No source could tell: one CPU node for the whole machine.
-    NumaDomain d;
-    d.id = 0;
-    long n = live ? sysconf(_SC_NPROCESSORS_ONLN) : 0;
-    for (long c = 0; c < n; ++c) d.cpus.push_back(static_cast<int>(c));
-    inv.numa.push_back(d);
-    rep->notes.push_back("no NUMA information: one CPU node for the whole machine");
-    WEFT_LOG(kWarn, kGraph, "topology detection: no NUMA information from hwloc or sysfs; assuming one CPU node");
-  }
+  Inventory inv = readTreeSources(options, live, root, rep, &sys);
+  readVendorLibraries(options, live, root, rep, &inv);
+  completeInventory(sys, live, rep, &inv);
 
   SystemBuilder(inv, out, rep, live ? hostHash() : 0).build();
   WEFT_LOG(kInfo, kGraph,

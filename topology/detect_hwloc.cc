@@ -108,21 +108,8 @@ const char* infoOf(hwloc_obj_t obj, const char* name) {
   return obj == nullptr ? nullptr : hwloc_obj_get_info_by_name(obj, name);
 }
 
-}  // namespace
-
-DetectSourceResult readHwloc(Inventory* inv) {
-  DetectSourceResult r;
-  r.name = "hwloc";
-  HwlocTopology t;
-  std::string why = t.load();
-  if (!why.empty()) {
-    r.state = SourceState::kFailed;
-    r.detail = why;
-    return r;
-  }
-  hwloc_topology_t topo = t.get();
-
-  // NUMA nodes with CPUs (memory-only nodes are not CPU nodes).
+// NUMA nodes with CPUs (memory-only nodes are not CPU nodes).
+void readNuma(hwloc_topology_t topo, Inventory* inv) {
   int nNuma = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
   for (int i = 0; i < nNuma; ++i) {
     hwloc_obj_t n = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
@@ -138,24 +125,31 @@ DetectSourceResult readHwloc(Inventory* inv) {
     d.cpus = cpusOf(hwloc_get_root_obj(topo)->cpuset);
     if (!d.cpus.empty()) inv->numa.push_back(d);
   }
+}
 
-  // CPU identity: x86 packages carry CPUVendor/CPUFamilyNumber/CPUModelNumber.
+// CPU identity: x86 packages carry CPUVendor/CPUFamilyNumber/CPUModelNumber.
+void readCpuIdentity(hwloc_topology_t topo, Inventory* inv) {
   hwloc_obj_t root = hwloc_get_root_obj(topo);
   hwloc_obj_t pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
   if (const char* v = infoOf(root, "Architecture")) inv->cpu.arch = v;
   if (const char* v = infoOf(pkg, "CPUVendor")) inv->cpu.vendor = v;
   if (const char* v = infoOf(pkg, "CPUFamilyNumber")) inv->cpu.familyId = std::atoi(v);
   if (const char* v = infoOf(pkg, "CPUModelNumber")) inv->cpu.modelId = std::atoi(v);
+}
 
-  // The PCI tree: bridges (with a PCI function) and devices.
+// The PCI tree: bridges (with a PCI function) and devices.
+void readPciTree(hwloc_topology_t topo, Inventory* inv) {
   for (hwloc_obj_t b = hwloc_get_next_bridge(topo, nullptr); b != nullptr; b = hwloc_get_next_bridge(topo, b)) {
     if (const PciAttr* a = pciAttrOf(b)) inv->pci.push_back(functionOf(topo, b, *a));
   }
   for (hwloc_obj_t d = hwloc_get_next_pcidev(topo, nullptr); d != nullptr; d = hwloc_get_next_pcidev(topo, d)) {
     inv->pci.push_back(functionOf(topo, d, d->attr->pcidev));
   }
+}
 
-  // OS devices under PCI functions: network interfaces and RDMA devices. Speeds come from sysfs.
+// OS devices under PCI functions: network interfaces and RDMA devices. Speeds come from sysfs.
+// Returns how many it added.
+size_t readNetDevices(hwloc_topology_t topo, Inventory* inv) {
   size_t nPorts = 0;
   for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o != nullptr; o = hwloc_get_next_osdev(topo, o)) {
     hwloc_obj_osdev_type_t type = o->attr->osdev.type;
@@ -179,6 +173,26 @@ DetectSourceResult readHwloc(Inventory* inv) {
     inv->ports.push_back(p);
     ++nPorts;
   }
+  return nPorts;
+}
+
+}  // namespace
+
+DetectSourceResult readHwloc(Inventory* inv) {
+  DetectSourceResult r;
+  r.name = "hwloc";
+  HwlocTopology t;
+  std::string why = t.load();
+  if (!why.empty()) {
+    r.state = SourceState::kFailed;
+    r.detail = why;
+    return r;
+  }
+  hwloc_topology_t topo = t.get();
+  readNuma(topo, inv);
+  readCpuIdentity(topo, inv);
+  readPciTree(topo, inv);
+  size_t nPorts = readNetDevices(topo, inv);
 
   r.state = SourceState::kUsed;
   char text[200];

@@ -27,6 +27,45 @@ std::string busIdOf(const struct fid_nic* nic) {
   return text;
 }
 
+// Records each provider under its domain, and adds to inv->ports the NICs libfabric knows by
+// PCI address that no other source reported. Returns how many it added.
+int addFabricNics(const struct fi_info* list, std::map<std::string, std::set<std::string>>* providers, Inventory* inv) {
+  int added = 0;
+  for (const struct fi_info* i = list; i != nullptr; i = i->next) {
+    std::string prov = i->fabric_attr && i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
+    std::string domain = i->domain_attr && i->domain_attr->name ? i->domain_attr->name : "";
+    (*providers)[domain].insert(prov);
+    std::string busId = busIdOf(i->nic);
+    if (busId.empty() || domain.empty()) continue;
+    bool known = false;
+    for (const NetPort& p : inv->ports) known = known || p.busId == busId || p.name == domain;
+    if (known) continue;
+    NetPort port;
+    port.name = domain;
+    port.kind = PortKind::kRdma;
+    port.busId = busId;
+    if (i->nic->link_attr) {
+      port.speedMbps = static_cast<double>(i->nic->link_attr->speed) / 1e6;  // bits/s -> Mb/s
+      port.up = i->nic->link_attr->state == FI_LINK_UP;
+    }
+    inv->ports.push_back(port);
+    ++added;
+  }
+  return added;
+}
+
+// The report's detail: "domain: prov,prov; ..." and the count of NICs only libfabric reported.
+std::string providerSummary(const std::map<std::string, std::set<std::string>>& providers, int added) {
+  std::string detail;
+  for (const auto& [domain, provs] : providers) {
+    std::string names;
+    for (const auto& p : provs) names += (names.empty() ? "" : ",") + p;
+    detail += (detail.empty() ? "" : "; ") + (domain.empty() ? std::string("-") : domain) + ": " + names;
+  }
+  if (added > 0) detail += "; " + std::to_string(added) + " NIC(s) only libfabric reported";
+  return detail;
+}
+
 }  // namespace
 
 DetectSourceResult readLibfabric(const std::string& library, Inventory* inv) {
@@ -69,35 +108,10 @@ DetectSourceResult readLibfabric(const std::string& library, Inventory* inv) {
   }
   // Providers per domain (a NIC or a netdev name), and NICs libfabric knows by PCI address.
   std::map<std::string, std::set<std::string>> providers;
-  int added = 0;
-  for (struct fi_info* i = list; i != nullptr; i = i->next) {
-    std::string prov = i->fabric_attr && i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
-    std::string domain = i->domain_attr && i->domain_attr->name ? i->domain_attr->name : "";
-    providers[domain].insert(prov);
-    std::string busId = busIdOf(i->nic);
-    if (busId.empty() || domain.empty()) continue;
-    bool known = false;
-    for (const NetPort& p : inv->ports) known = known || p.busId == busId || p.name == domain;
-    if (known) continue;
-    NetPort port;
-    port.name = domain;
-    port.kind = PortKind::kRdma;
-    port.busId = busId;
-    if (i->nic->link_attr) {
-      port.speedMbps = static_cast<double>(i->nic->link_attr->speed) / 1e6;  // bits/s -> Mb/s
-      port.up = i->nic->link_attr->state == FI_LINK_UP;
-    }
-    inv->ports.push_back(port);
-    ++added;
-  }
+  int added = addFabricNics(list, &providers, inv);
   freeInfo(list);
   r.state = SourceState::kUsed;
-  for (const auto& [domain, provs] : providers) {
-    std::string names;
-    for (const auto& p : provs) names += (names.empty() ? "" : ",") + p;
-    r.detail += (r.detail.empty() ? "" : "; ") + (domain.empty() ? std::string("-") : domain) + ": " + names;
-  }
-  if (added > 0) r.detail += "; " + std::to_string(added) + " NIC(s) only libfabric reported";
+  r.detail = providerSummary(providers, added);
   return r;
 }
 

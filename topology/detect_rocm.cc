@@ -85,28 +85,16 @@ int linkCount(uint64_t minBw, uint64_t maxBw) {
   return n >= 1 && n <= 16 ? static_cast<int>(n) : 1;
 }
 
-}  // namespace
-
-DetectSourceResult readKfd(const std::string& root, Inventory* inv) {
-  DetectSourceResult r;
-  r.name = "rocm-kfd";
-  std::string nodesDir = root + "/sys/class/kfd/kfd/topology/nodes";
-  std::error_code ec;
-  if (!fs::exists(nodesDir, ec)) {
-    r.state = SourceState::kAbsent;
-    r.detail = "no KFD topology at " + nodesDir + " (amdgpu driver not loaded): no AMD GPUs/xGMI links detected";
-    return r;
-  }
-
-  std::map<int, std::string> gpuOfNode;  // KFD node -> GPU bus id
-  std::map<int, std::string> archOfNode;
+// The GPU nodes of the KFD topology (CPU nodes skipped), added to inv->gpus in HIP's order;
+// *gpuOfNode maps each GPU node (partitions included) to its bus id. Returns how many GPUs.
+int readKfdGpus(const std::string& nodesDir, std::map<int, std::string>* gpuOfNode, std::string* problems,
+                Inventory* inv) {
   int dev = 0;
-  std::string problems;
   for (int node : numericEntries(nodesDir)) {
     Properties p;
     std::string nodeDir = nodesDir + "/" + std::to_string(node);
     if (!readProperties(nodeDir + "/properties", &p)) {
-      problems += "; node " + std::to_string(node) + ": properties unreadable";
+      *problems += "; node " + std::to_string(node) + ": properties unreadable";
       continue;
     }
     uint32_t target = static_cast<uint32_t>(prop(p, "gfx_target_version"));
@@ -123,15 +111,18 @@ DetectSourceResult readKfd(const std::string& root, Inventory* inv) {
     if (inv->findGpu(g.busId) != nullptr) {
       // A partition of a GPU already listed (MI300 in CPX mode shares the function): one node.
       WEFT_LOG(kTrace, kGraph, "KFD node %d: another partition of %s", node, busId);
-      gpuOfNode[node] = g.busId;
+      (*gpuOfNode)[node] = g.busId;
       continue;
     }
     g.dev = dev++;  // HIP numbers GPUs in KFD node order
-    gpuOfNode[node] = g.busId;
-    archOfNode[node] = g.arch;
+    (*gpuOfNode)[node] = g.busId;
     inv->gpus.push_back(g);
   }
+  return dev;
+}
 
+// The xGMI io_links between the GPU nodes, once per pair, added to inv->gpuLinks. Returns how many.
+size_t readXgmiLinks(const std::string& nodesDir, const std::map<int, std::string>& gpuOfNode, Inventory* inv) {
   size_t nLinks = 0;
   for (const auto& kv : gpuOfNode) {
     std::string linksDir = nodesDir + "/" + std::to_string(kv.first) + "/io_links";
@@ -153,6 +144,26 @@ DetectSourceResult readKfd(const std::string& root, Inventory* inv) {
                static_cast<unsigned long long>(prop(p, "weight")), l.count);
     }
   }
+  return nLinks;
+}
+
+}  // namespace
+
+DetectSourceResult readKfd(const std::string& root, Inventory* inv) {
+  DetectSourceResult r;
+  r.name = "rocm-kfd";
+  std::string nodesDir = root + "/sys/class/kfd/kfd/topology/nodes";
+  std::error_code ec;
+  if (!fs::exists(nodesDir, ec)) {
+    r.state = SourceState::kAbsent;
+    r.detail = "no KFD topology at " + nodesDir + " (amdgpu driver not loaded): no AMD GPUs/xGMI links detected";
+    return r;
+  }
+
+  std::map<int, std::string> gpuOfNode;  // KFD node -> GPU bus id
+  std::string problems;
+  int dev = readKfdGpus(nodesDir, &gpuOfNode, &problems, inv);
+  size_t nLinks = readXgmiLinks(nodesDir, gpuOfNode, inv);
   r.state = SourceState::kUsed;
   r.detail = std::to_string(dev) + " GPU(s), " + std::to_string(nLinks) + " xGMI bundle(s)" + problems;
   return r;

@@ -266,9 +266,10 @@ bool readSysfsPci(const std::string& root, std::vector<PciFunction>* out) {
   return true;
 }
 
-void readSysfsNetPorts(const std::string& root, std::vector<NetPort>* out, std::vector<std::string>* notes) {
-  out->clear();
-  // RDMA devices: one entry per port.
+namespace {
+
+// RDMA devices: one entry per port.
+void readRdmaPorts(const std::string& root, std::vector<NetPort>* out, std::vector<std::string>* notes) {
   std::string ibDir = root + "/sys/class/infiniband";
   for (const std::string& dev : listDir(ibDir)) {
     std::string path = ibDir + "/" + dev;
@@ -300,8 +301,11 @@ void readSysfsNetPorts(const std::string& root, std::vector<NetPort>* out, std::
       out->push_back(p);
     }
   }
+}
 
-  // Netdevs with a device behind them (loopback, bridges, veth, tunnels have none).
+// Netdevs with a device behind them (loopback, bridges, veth, tunnels have none); an RDMA
+// port's own netdev is recorded on that port instead of as a port of its own.
+void readNetdevPorts(const std::string& root, std::vector<NetPort>* out) {
   std::string netDir = root + "/sys/class/net";
   for (const std::string& name : listDir(netDir)) {
     if (name == "lo") continue;
@@ -333,6 +337,14 @@ void readSysfsNetPorts(const std::string& root, std::vector<NetPort>* out, std::
     }
     out->push_back(p);
   }
+}
+
+}  // namespace
+
+void readSysfsNetPorts(const std::string& root, std::vector<NetPort>* out, std::vector<std::string>* notes) {
+  out->clear();
+  readRdmaPorts(root, out, notes);
+  readNetdevPorts(root, out);
 }
 
 DetectSourceResult readSysfs(const std::string& root, Inventory* inv) {

@@ -209,7 +209,10 @@ RankDescription describeRank(const System& local, const RankIdentity& self) {
   return d;
 }
 
-Status checkRankDescription(const RankDescription& d, int expectedRank) {
+namespace {
+
+// The envelope: magic, version and size of this build, and the rank it was sent as.
+Status checkEnvelope(const RankDescription& d, int expectedRank) {
   if (d.magic != kRankDescMagic) {
     return WEFT_ERROR(weftRemoteError, "not a topology description (magic 0x%08x)", d.magic);
   }
@@ -220,6 +223,11 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
   if (d.rank != expectedRank) {
     return WEFT_ERROR(weftRemoteError, "topology description says rank %d, expected %d", d.rank, expectedRank);
   }
+  return Status::ok();
+}
+
+// The rank's own fields: flags, text, GPU bus id, ring positions, device and NUMA node.
+Status checkPlacement(const RankDescription& d) {
   if (d.failed != 0 && d.failed != 1) return WEFT_ERROR(weftRemoteError, "failed flag %d is not 0 or 1", d.failed);
   if (d.p2pLevel < -1 || d.p2pLevel > 5) return WEFT_ERROR(weftRemoteError, "P2P level %d is not -1..5", d.p2pLevel);
   if (!terminated(d.gpuBusId) || !terminated(d.gpuUuid) || !terminated(d.cpuAffinity) || !terminated(d.cpuVendor) ||
@@ -239,6 +247,11 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
   if (d.device < -1 || d.numaId < -1 || d.numaId >= 65536) {
     return WEFT_ERROR(weftRemoteError, "device %d / NUMA node %d out of range", d.device, d.numaId);
   }
+  return Status::ok();
+}
+
+// The counts of the NIC and visible-GPU lists, and the nearest NIC and its path class.
+Status checkListCounts(const RankDescription& d) {
   if (d.nNics < 0 || d.nNics > kRankDescMaxNics || d.nicsOmitted < 0) {
     return WEFT_ERROR(weftRemoteError, "%d NICs (%d omitted): at most %d fit", d.nNics, d.nicsOmitted,
                       kRankDescMaxNics);
@@ -254,6 +267,11 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
     return WEFT_ERROR(weftRemoteError, "%d visible GPUs (%d omitted): at most %d fit", d.nVisibleGpus,
                       d.visibleGpusOmitted, kRankDescMaxVisibleGpus);
   }
+  return Status::ok();
+}
+
+// Each visible GPU's bus id and each NIC's name, bus id, speed and NUMA node.
+Status checkListEntries(const RankDescription& d) {
   for (int i = 0; i < d.nVisibleGpus; ++i) {
     if (!terminated(d.visibleGpus[i]) || d.visibleGpus[i][0] == '\0' || !busIdOk(d.visibleGpus[i])) {
       return WEFT_ERROR(weftRemoteError, "visible GPU %d has an unterminated or unparsable bus id", i);
@@ -269,6 +287,16 @@ Status checkRankDescription(const RankDescription& d, int expectedRank) {
                         n.speedMbps, n.numaId);
     }
   }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status checkRankDescription(const RankDescription& d, int expectedRank) {
+  WEFT_TRY(checkEnvelope(d, expectedRank));
+  WEFT_TRY(checkPlacement(d));
+  WEFT_TRY(checkListCounts(d));
+  WEFT_TRY(checkListEntries(d));
   return Status::ok();
 }
 

@@ -1,5 +1,6 @@
 // Reading topology files: XML elements (xml.cc) -> System. The mapping is documented in
-// topo_file.h; the writer (topo_file_write.cc) emits exactly what this reads back.
+// topo_file.h; attributes are read through topo_file_attrs.h; the writer (topo_file_write.cc)
+// emits exactly what this reads back.
 #include "topology/topo_file.h"
 
 #include <sys/stat.h>
@@ -7,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -15,6 +15,7 @@
 
 #include "base/log.h"
 #include "topology/link_bw.h"
+#include "topology/topo_file_attrs.h"
 #include "topology/topo_file_classes.h"
 #include "topology/topo_file_values.h"
 #include "topology/xml.h"
@@ -26,9 +27,9 @@ namespace {
 constexpr int kMaxCpus = 256;  // NUMA domains in one node; every pair gets a kSmp link
 constexpr int kMaxLinkCount = 1024;
 
-class Builder {
+class Builder : private TopoAttrReader {
  public:
-  Builder(const std::string& source, System* sys) : source_(source), sys_(sys) {}
+  Builder(const std::string& source, System* sys) : TopoAttrReader(source), sys_(sys) {}
 
   Status build(const XmlElement& root) {
     if (root.name != "system") {
@@ -71,134 +72,10 @@ class Builder {
     bool placeholder;  // an NVLink to NCCL's NVSwitch placeholder
   };
 
-  std::string where(int line) const { return xmlWhere(source_, line); }
-
   int addNode(const Node& n, int root) {
     int i = sys_->addNode(n);
     nodeRoot_.push_back(n.type == NodeType::kCpu ? i : root);
     return i;
-  }
-
-  Status fail(int line, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
-    char what[600];
-    va_list args;
-    va_start(args, fmt);
-    std::vsnprintf(what, sizeof(what), fmt, args);
-    va_end(args);
-    return WEFT_ERROR(weftInvalidArgument, "%s: %s", where(line).c_str(), what);
-  }
-
-  Status badValue(const XmlElement& e, const XmlAttribute& a, const char* expected) {
-    return fail(a.line, "attribute %s=\"%s\" of <%s> is not %s", xmlShown(a.name).c_str(), xmlShown(a.value).c_str(),
-                e.name.c_str(), expected);
-  }
-
-  // Unknown attributes are worth a TRACE line: a newer NCCL may add some.
-  void note(const XmlElement& e, std::initializer_list<const char*> known) {
-    for (const XmlAttribute& a : e.attributes) {
-      bool isKnown = false;
-      for (const char* k : known) isKnown = isKnown || a.name == k;
-      if (!isKnown) {
-        WEFT_LOG(kTrace, kGraph, "%s: attribute %s of <%s> ignored", where(a.line).c_str(), xmlShown(a.name).c_str(),
-                 e.name.c_str());
-      }
-    }
-  }
-
-  void skipElement(const XmlElement& e, const XmlElement& parent) {
-    WEFT_LOG(kInfo, kGraph, "%s: <%s> inside <%s> is not part of the topology format; skipped", where(e.line).c_str(),
-             xmlShown(e.name).c_str(), parent.name.c_str());
-  }
-
-  // The attribute, or nullptr when it is absent or blank: real dumps write link_speed="" and
-  // other empty values where the tool had nothing to say, and NCCL reads those as unset.
-  static const XmlAttribute* given(const XmlElement& e, const char* name) {
-    const XmlAttribute* a = e.attribute(name);
-    return a == nullptr || trimBlanks(a->value).empty() ? nullptr : a;
-  }
-
-  Status readInt(const XmlElement& e, const char* name, long long lo, long long hi, long long* out) {
-    const XmlAttribute* a = given(e, name);
-    if (a == nullptr) return Status::ok();
-    long long v = 0;
-    if (!parseInteger(a->value, &v)) return badValue(e, *a, "an integer");
-    if (v < lo || v > hi) {
-      char range[96];
-      std::snprintf(range, sizeof(range), "an integer in %lld..%lld", lo, hi);
-      return badValue(e, *a, range);
-    }
-    *out = v;
-    return Status::ok();
-  }
-
-  template <typename T>
-  Status readIntAs(const XmlElement& e, const char* name, long long lo, long long hi, T* out) {
-    long long v = static_cast<long long>(*out);
-    WEFT_TRY(readInt(e, name, lo, hi, &v));
-    *out = static_cast<T>(v);
-    return Status::ok();
-  }
-
-  Status readHex(const XmlElement& e, const char* name, uint64_t max, uint64_t* out) {
-    const XmlAttribute* a = given(e, name);
-    if (a == nullptr) return Status::ok();
-    uint64_t v = 0;
-    if (!parseHex(a->value, &v) || v > max) return badValue(e, *a, max > 0xffffffffu ? "a hex number" : "a hex id");
-    *out = v;
-    return Status::ok();
-  }
-
-  Status readHex32(const XmlElement& e, const char* name, uint32_t max, uint32_t* out) {
-    uint64_t v = *out;
-    WEFT_TRY(readHex(e, name, max, &v));
-    *out = static_cast<uint32_t>(v);
-    return Status::ok();
-  }
-
-  Status readReal(const XmlElement& e, const char* name, double max, double* out) {
-    const XmlAttribute* a = given(e, name);
-    if (a == nullptr) return Status::ok();
-    double v = 0;
-    std::string rest;
-    if (!parseRealPrefix(a->value, &v, &rest) || !rest.empty() || v < 0 || v > max) {
-      return badValue(e, *a, "a non-negative number");
-    }
-    *out = v;
-    return Status::ok();
-  }
-
-  Status readString(const XmlElement& e, const char* name, std::string* out) {
-    const XmlAttribute* a = e.attribute(name);
-    if (a != nullptr) *out = a->value;
-    return Status::ok();
-  }
-
-  Status readBusId(const XmlElement& e, const char* name, std::string* out) {
-    const XmlAttribute* a = given(e, name);
-    if (a == nullptr) return Status::ok();
-    std::string id = normaliseBusId(trimBlanks(a->value));
-    if (id.empty()) return badValue(e, *a, "a PCI bus id (expected e.g. \"0000:18:00.0\")");
-    *out = id;
-    return Status::ok();
-  }
-
-  Status readLinkSpeed(const XmlElement& e, double* out) {
-    const XmlAttribute* a = e.attribute("link_speed");
-    if (a != nullptr && !parseLinkSpeed(a->value, out)) {
-      return badValue(e, *a, "a PCIe link speed (expected e.g. \"16.0 GT/s PCIe\")");
-    }
-    return Status::ok();
-  }
-
-  Status readWidth(const XmlElement& e, int* out) {
-    const XmlAttribute* a = given(e, "link_width");
-    if (a == nullptr) return Status::ok();
-    std::string t = trimBlanks(a->value);
-    if (!t.empty() && (t[0] == 'x' || t[0] == 'X')) t.erase(0, 1);  // "x16"
-    long long v = 0;
-    if (!parseInteger(t, &v) || v < 0 || v > 64) return badValue(e, *a, "a PCIe link width in lanes (0..64)");
-    *out = static_cast<int>(v);
-    return Status::ok();
   }
 
   Status registerBusId(const std::string& busId, int node, int line, int parent) {
@@ -650,7 +527,6 @@ class Builder {
     }
   }
 
-  const std::string& source_;
   System* sys_;
   int cpus_ = 0;
   struct BusIdUse {

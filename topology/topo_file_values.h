@@ -1,5 +1,6 @@
 // Attribute values of topology files as text: integers (decimal or 0x hex), hex ids, real
-// numbers, PCIe link speeds. Locale-independent (std::from_chars); used by topo_file.cc.
+// numbers, PCIe link speeds. Locale-independent (std::from_chars); used by topo_file_attrs.cc
+// and topo_file.cc.
 #ifndef WEFT_TOPOLOGY_TOPO_FILE_VALUES_H_
 #define WEFT_TOPOLOGY_TOPO_FILE_VALUES_H_
 

@@ -286,6 +286,43 @@ class XmlWriter {
     return bareNics || isGpuClass(cls) || isNetworkClass(cls) || isNvSwitchClass(cls) ? kPciClassBridge : cls;
   }
 
+  // The <gpu> inside GPU i's <pci> at depth, with its NVLink/xGMI links; nothing when the
+  // GPU has nothing to say and its <pci> class tells it is a GPU.
+  void writeGpu(int i, int depth) {
+    const Node& n = node(i);
+    size_t gpuStart = out_.size();
+    indent(depth);
+    out_ += "<gpu";
+    size_t attrsStart = out_.size();
+    const GpuInfo& g = n.gpu;
+    if (g.dev >= 0) attrInt("dev", g.dev);
+    if (g.sm > 0) attrInt("sm", g.sm);
+    // What is written depends on the text alone, so that writing what was read back gives
+    // the same file: a gfx name is RCCL's gcn (not in NCCL's dialect); sm_90 is implied by
+    // sm="90"; another name goes in arch (RCCL's own numeric arch is not kept).
+    if (startsWithNoCase(g.arch, "gfx")) {
+      if (version_ >= 2) attr("gcn", g.arch);
+    } else if (!isArchNumber(g.arch) && g.arch != "sm_" + std::to_string(g.sm)) {
+      attr("arch", g.arch);
+    }
+    if (g.rank >= 0) attrInt("rank", g.rank);
+    // Nothing to say about the GPU (a skeleton's, or what this dialect cannot express): the
+    // <pci> of a GPU class alone, as cloud images write it.
+    bool placeholder = out_.size() == attrsStart && !g.gdr && isGpuClass(n.pci.pciClass);
+    attrInt("gdr", g.gdr ? 1 : 0);
+    out_ += ">\n";
+    size_t linksStart = out_.size();
+    writeGpuLinks(i, depth + 1);
+    if (out_.size() == linksStart) {
+      out_.resize(linksStart - 2);
+      out_ += "/>\n";
+      if (placeholder) out_.resize(gpuStart);
+    } else {
+      indent(depth);
+      out_ += "</gpu>\n";
+    }
+  }
+
   void writeDevice(const std::vector<int>& group, int depth) {
     int i = group[0];
     for (int g : group) written_[static_cast<size_t>(g)] = true;
@@ -306,37 +343,7 @@ class XmlWriter {
     out_ += ">\n";
     size_t bodyStart = out_.size();
     if (n.type == NodeType::kGpu) {
-      size_t gpuStart = out_.size();
-      indent(depth + 1);
-      out_ += "<gpu";
-      size_t attrsStart = out_.size();
-      const GpuInfo& g = n.gpu;
-      if (g.dev >= 0) attrInt("dev", g.dev);
-      if (g.sm > 0) attrInt("sm", g.sm);
-      // What is written depends on the text alone, so that writing what was read back gives
-      // the same file: a gfx name is RCCL's gcn (not in NCCL's dialect); sm_90 is implied by
-      // sm="90"; another name goes in arch (RCCL's own numeric arch is not kept).
-      if (startsWithNoCase(g.arch, "gfx")) {
-        if (version_ >= 2) attr("gcn", g.arch);
-      } else if (!isArchNumber(g.arch) && g.arch != "sm_" + std::to_string(g.sm)) {
-        attr("arch", g.arch);
-      }
-      if (g.rank >= 0) attrInt("rank", g.rank);
-      // Nothing to say about the GPU (a skeleton's, or what this dialect cannot express): the
-      // <pci> of a GPU class alone, as cloud images write it.
-      bool placeholder = out_.size() == attrsStart && !g.gdr && isGpuClass(n.pci.pciClass);
-      attrInt("gdr", g.gdr ? 1 : 0);
-      out_ += ">\n";
-      size_t linksStart = out_.size();
-      writeGpuLinks(i, depth + 2);
-      if (out_.size() == linksStart) {
-        out_.resize(linksStart - 2);
-        out_ += "/>\n";
-        if (placeholder) out_.resize(gpuStart);
-      } else {
-        indent(depth + 1);
-        out_ += "</gpu>\n";
-      }
+      writeGpu(i, depth + 1);
     } else if (n.type == NodeType::kNic) {
       bool placeholder = group.size() == 1 && nicInfoIsDefault(n.nic) && isNetworkClass(n.pci.pciClass);
       if (!placeholder) writeNicGroup(group, depth + 1);

@@ -175,31 +175,27 @@ int defaultBlocking() {
   return (v && std::atoi(v) == 0 && v[0] == '0') ? 0 : 1;
 }
 
-}  // namespace
-
-TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn) {
-  TranslatedConfig t;
-  t.weft.blocking = defaultBlocking();
-  if (config == nullptr) return t;
-  t.present = true;
-  auto invalid = [&](ncclResult_t code) {
-    t.ok = false;
-    t.error = code;
-    return t;
-  };
+// The header: the magic NCCL_CONFIG_INITIALIZER writes, and a size that covers it.
+ncclResult_t checkConfigHeader(const ncclConfig_t* config, const char* fn) {
   if (config->magic != WEFT_NCCL_CONFIG_MAGIC) {
-    return invalid(fail(ncclInvalidArgument,
-                        "%s: config->magic is 0x%x, not 0xcafebeef: the ncclConfig_t was not initialised; start "
-                        "from NCCL_CONFIG_INITIALIZER",
-                        fn, config->magic));
+    return fail(ncclInvalidArgument,
+                "%s: config->magic is 0x%x, not 0xcafebeef: the ncclConfig_t was not initialised; start "
+                "from NCCL_CONFIG_INITIALIZER",
+                fn, config->magic);
   }
   if (config->size < offsetof(ncclConfig_t, blocking)) {
-    return invalid(fail(ncclInvalidArgument,
-                        "%s: config->size is %zu, smaller than the ncclConfig_t header; start from "
-                        "NCCL_CONFIG_INITIALIZER",
-                        fn, config->size));
+    return fail(ncclInvalidArgument,
+                "%s: config->size is %zu, smaller than the ncclConfig_t header; start from "
+                "NCCL_CONFIG_INITIALIZER",
+                fn, config->size);
   }
-  // Copy what the caller wrote (a newer caller's struct may be larger: its tail is not ours).
+  return ncclSuccess;
+}
+
+// What the caller wrote (a newer caller's struct may be larger: its tail is not ours), with the
+// fields its size or version does not reach unset (INT_MIN, nullptr); set fields Weft ignores
+// are logged once.
+ncclConfig_t readConfigFields(const ncclConfig_t* config) {
   ncclConfig_t c;
   std::memset(&c, 0, sizeof(c));
   std::memcpy(&c, config, std::min(config->size, sizeof(c)));
@@ -219,33 +215,55 @@ TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn) {
       }
     }
   }
+  return c;
+}
 
+// The values NCCL would refuse, refused with its words.
+ncclResult_t checkConfigValues(const ncclConfig_t& c, const char* fn) {
   if (c.blocking != INT_MIN && c.blocking != 0 && c.blocking != 1) {
-    return invalid(fail(ncclInvalidArgument, "%s: config->blocking is %d; it must be 0 or 1", fn, c.blocking));
+    return fail(ncclInvalidArgument, "%s: config->blocking is %d; it must be 0 or 1", fn, c.blocking);
   }
   for (int v : {c.minCTAs, c.maxCTAs}) {
     if (v != INT_MIN && v <= 0) {
-      return invalid(fail(ncclInvalidArgument, "%s: config->minCTAs / maxCTAs is %d; it must be positive", fn, v));
+      return fail(ncclInvalidArgument, "%s: config->minCTAs / maxCTAs is %d; it must be positive", fn, v);
     }
   }
   if (c.minCTAs != INT_MIN && c.maxCTAs != INT_MIN && c.minCTAs > c.maxCTAs) {
-    return invalid(fail(ncclInvalidArgument, "%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", fn,
-                        c.minCTAs, c.maxCTAs));
+    return fail(ncclInvalidArgument, "%s: config->minCTAs (%d) is larger than config->maxCTAs (%d)", fn, c.minCTAs,
+                c.maxCTAs);
   }
   // Ignored, but a value NCCL would refuse is refused here too (a typo should not pass silently).
   if (c.hostCftMode != INT_MIN && (c.hostCftMode < ncclHostCftEnable || c.hostCftMode > ncclHostCftFallback)) {
-    return invalid(fail(ncclInvalidArgument,
-                        "%s: config->hostCftMode is %d; use ncclHostCftEnable (1), ncclHostCftDisable (2), "
-                        "ncclHostCftFallback (3) or leave it unset",
-                        fn, c.hostCftMode));
+    return fail(ncclInvalidArgument,
+                "%s: config->hostCftMode is %d; use ncclHostCftEnable (1), ncclHostCftDisable (2), "
+                "ncclHostCftFallback (3) or leave it unset",
+                fn, c.hostCftMode);
   }
   const int nvlsBits = ncclNvlsHostModeDisableTransport | ncclNvlsHostModeDisableSymmetricMultimem;
   if (c.nvlsHostMode != INT_MIN && c.nvlsHostMode != INT_MAX && (c.nvlsHostMode & ~nvlsBits) != 0) {
-    return invalid(fail(ncclInvalidArgument,
-                        "%s: config->nvlsHostMode is 0x%x; it must be a combination of the ncclNvlsHostMode* bits "
-                        "(0x%x), ncclNvlsHostModeDisable, or unset",
-                        fn, static_cast<unsigned>(c.nvlsHostMode), static_cast<unsigned>(nvlsBits)));
+    return fail(ncclInvalidArgument,
+                "%s: config->nvlsHostMode is 0x%x; it must be a combination of the ncclNvlsHostMode* bits "
+                "(0x%x), ncclNvlsHostModeDisable, or unset",
+                fn, static_cast<unsigned>(c.nvlsHostMode), static_cast<unsigned>(nvlsBits));
   }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+TranslatedConfig translateConfig(const ncclConfig_t* config, const char* fn) {
+  TranslatedConfig t;
+  t.weft.blocking = defaultBlocking();
+  if (config == nullptr) return t;
+  t.present = true;
+  auto invalid = [&](ncclResult_t code) {
+    t.ok = false;
+    t.error = code;
+    return t;
+  };
+  if (ncclResult_t rc = checkConfigHeader(config, fn); rc != ncclSuccess) return invalid(rc);
+  const ncclConfig_t c = readConfigFields(config);
+  if (ncclResult_t rc = checkConfigValues(c, fn); rc != ncclSuccess) return invalid(rc);
   t.weft.blocking = c.blocking == INT_MIN ? defaultBlocking() : c.blocking;
   t.weft.minChannels = c.minCTAs == INT_MIN ? 0 : c.minCTAs;
   t.weft.maxChannels = c.maxCTAs == INT_MIN ? 0 : c.maxCTAs;

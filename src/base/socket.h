@@ -1,6 +1,7 @@
-// TCP sockets for the bootstrap and the socket fallback transport: addresses (IPv4 and IPv6),
-// an RAII Socket whose every wait has a deadline and an optional abort flag, and the choice of
-// network interface (WEFT_SOCKET_IFNAME, with NCCL_SOCKET_IFNAME's rules).
+// TCP sockets for the bootstrap and the socket fallback transport: an RAII Socket whose every
+// wait has a deadline and an optional abort flag. Its addresses (IPv4 and IPv6) are
+// socket_address.h's, the choice of network interface (WEFT_SOCKET_IFNAME, with
+// NCCL_SOCKET_IFNAME's rules) net_interface.h's; this header includes both.
 //
 // Every Socket is non-blocking underneath; the blocking-looking calls poll in slices of at most
 // kAbortPollMs so that an abort flag set by another thread ends them within about 0.1 s.
@@ -17,44 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "base/net_interface.h"
 #include "base/os.h"
+#include "base/socket_address.h"
 #include "base/status.h"
 
 namespace weft {
 
 // Longest a blocked socket call goes without looking at its abort flag.
 constexpr int kAbortPollMs = 50;
-
-// An IPv4 or IPv6 address and port.
-class SocketAddress {
- public:
-  SocketAddress() = default;
-  // "1.2.3.4:80", "[fd00::1]:80", "[fe80::1%eth0]:80" or "hostname:80" (resolved, IPv4 first).
-  static Status parse(const std::string& text, SocketAddress* out);
-  // A numeric host ("127.0.0.1", "::1") and a port.
-  static Status fromHostPort(const std::string& host, uint16_t port, SocketAddress* out);
-  static SocketAddress fromSockaddr(const sockaddr* sa, socklen_t len);
-  static SocketAddress loopbackV4(uint16_t port = 0);
-  static SocketAddress anyOfFamily(int family, uint16_t port = 0);
-
-  bool valid() const { return family() == AF_INET || family() == AF_INET6; }
-  int family() const { return storage_.ss_family; }
-  uint16_t port() const;
-  void setPort(uint16_t port);
-  bool isLoopback() const;
-  // "127.0.0.1:80", "[::1]:80"; "(none)" when not valid.
-  std::string toString() const;
-  // Just the host part: "127.0.0.1", "::1".
-  std::string hostString() const;
-
-  const sockaddr* sockaddrPtr() const { return reinterpret_cast<const sockaddr*>(&storage_); }
-  socklen_t length() const;
-  bool operator==(const SocketAddress& o) const;
-  bool operator!=(const SocketAddress& o) const { return !(*this == o); }
-
- private:
-  sockaddr_storage storage_{};
-};
 
 // Where a connection leaves this host: the local address to bind to before connecting (port 0:
 // any) and, optionally, the interface whose link it must leave through (SO_BINDTODEVICE; that
@@ -111,28 +83,6 @@ class Socket {
   SocketAddress local_;
   SocketAddress peer_;
 };
-
-// One address of one network interface.
-struct NetInterface {
-  std::string name;
-  SocketAddress address;  // port 0
-  bool loopback = false;
-};
-
-// The interfaces among `candidates` (one entry per address of each up interface) that `spec`
-// selects, one entry per interface with its preferred address (IPv4 first, never link-local
-// IPv6), best first. spec follows NCCL_SOCKET_IFNAME: comma-separated name prefixes; a leading
-// '^' excludes them instead; a leading '=' (after the '^', if any) makes them exact names.
-// Empty spec: the first interface that is not loopback (nor docker/virbr/veth) and has an IPv4
-// address, else one with an IPv6 address, else loopback.
-std::vector<NetInterface> matchInterfaces(const std::string& spec, const std::vector<NetInterface>& candidates);
-
-// The up interfaces of this host, one entry per IPv4/IPv6 address.
-Status listInterfaces(std::vector<NetInterface>* out);
-
-// matchInterfaces() over this host's interfaces; an error naming the interfaces that exist when
-// none matches. Logs the choice at INFO (kBoot).
-Status findInterfaces(const std::string& spec, std::vector<NetInterface>* out);
 
 }  // namespace weft
 

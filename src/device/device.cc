@@ -92,7 +92,10 @@ Status checkReduceCopyArgs(const ReduceCopyArgs& a) {
   return Status::ok();
 }
 
-Status checkLaneLaunch(const LaneLaunch& l) {
+namespace {
+
+// The launch's own fields: datatype, op, lane count, tables, FIFOs, buffers and block size.
+Status checkLaneLaunchFields(const LaneLaunch& l) {
   if (static_cast<int>(l.type) < 0 || static_cast<int>(l.type) >= weftNumTypes) {
     return WEFT_ERROR(weftInvalidArgument, "lane launch: datatype %d is not a weftDataType_t",
                       static_cast<int>(l.type));
@@ -130,31 +133,41 @@ Status checkLaneLaunch(const LaneLaunch& l) {
     return WEFT_ERROR(weftInvalidArgument, "lane launch: maxLaneSteps is %d; it must be 0 (unknown) or more",
                       l.maxLaneSteps);
   }
-  const LaneDesc* lanes = l.hostLanes != nullptr ? l.hostLanes : l.lanes;  // where the host reads them
-  for (int32_t i = 0; i < l.nLanes; ++i) {
-    const LaneDesc& d = lanes[i];
-    if (l.maxLaneSteps > 0 && d.nSteps > l.maxLaneSteps) {
-      return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has %d steps, more than maxLaneSteps %d", i,
-                        d.nSteps, l.maxLaneSteps);
-    }
-    if (d.firstStep < 0 || d.nSteps < 0) {
-      return WEFT_ERROR(weftInvalidArgument,
-                        "lane launch: lane %d has firstStep %d and nSteps %d; neither may be negative", i, d.firstStep,
-                        d.nSteps);
-    }
-    if (d.buffers < 0 || d.buffers >= l.nBuffers) {
-      return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d names buffers %d of a launch with %d", i, d.buffers,
-                        l.nBuffers);
-    }
-    if (d.sliceElems < 1) {
-      return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has sliceElems %lld; it must be at least 1", i,
-                        static_cast<long long>(d.sliceElems));
-    }
-    if (d.iterations < 0) {
-      return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has %lld iterations", i,
-                        static_cast<long long>(d.iterations));
-    }
+  return Status::ok();
+}
+
+// Lane i's descriptor d against the launch l it belongs to.
+Status checkLaneDesc(const LaneLaunch& l, int32_t i, const LaneDesc& d) {
+  if (l.maxLaneSteps > 0 && d.nSteps > l.maxLaneSteps) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has %d steps, more than maxLaneSteps %d", i, d.nSteps,
+                      l.maxLaneSteps);
   }
+  if (d.firstStep < 0 || d.nSteps < 0) {
+    return WEFT_ERROR(weftInvalidArgument,
+                      "lane launch: lane %d has firstStep %d and nSteps %d; neither may be negative", i, d.firstStep,
+                      d.nSteps);
+  }
+  if (d.buffers < 0 || d.buffers >= l.nBuffers) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d names buffers %d of a launch with %d", i, d.buffers,
+                      l.nBuffers);
+  }
+  if (d.sliceElems < 1) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has sliceElems %lld; it must be at least 1", i,
+                      static_cast<long long>(d.sliceElems));
+  }
+  if (d.iterations < 0) {
+    return WEFT_ERROR(weftInvalidArgument, "lane launch: lane %d has %lld iterations", i,
+                      static_cast<long long>(d.iterations));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status checkLaneLaunch(const LaneLaunch& l) {
+  WEFT_TRY(checkLaneLaunchFields(l));
+  const LaneDesc* lanes = l.hostLanes != nullptr ? l.hostLanes : l.lanes;  // where the host reads them
+  for (int32_t i = 0; i < l.nLanes; ++i) WEFT_TRY(checkLaneDesc(l, i, lanes[i]));
   return Status::ok();
 }
 

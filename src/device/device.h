@@ -1,9 +1,9 @@
 // The device runtime interface: memory, copies, streams, events, IPC handles and kernel launch
 // on whatever holds a buffer. Three implementations: the host runtime (always present, plain
-// memory, no devices) and the CUDA and HIP runtimes, one source (gpu_runtime.cu) built twice
-// into libweft-cuda.so and libweft-hip.so and loaded at run time by gpuRuntime(), so one install
-// runs on NVIDIA, AMD and CPU-only machines. Transports and executors call it; src/core owns
-// the choice of runtime per buffer.
+// memory, no devices) and the CUDA and HIP runtimes, one set of sources (gpu_runtime.cu and its
+// neighbours) built twice into libweft-cuda.so and libweft-hip.so and loaded at run time by
+// gpuRuntime(), so one install runs on NVIDIA, AMD and CPU-only machines. Transports and
+// executors call it; src/core owns the choice of runtime per buffer.
 //
 // Every fallible method returns a Status whose message names the call, the device and the
 // runtime's own error text, e.g. "cudaMalloc(1 GiB) on device 3: out of memory

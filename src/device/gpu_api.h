@@ -1,7 +1,8 @@
-// The CUDA / HIP compatibility layer for the host side of the GPU modules: gpu_runtime.cu is
-// written once against these names, and nvcc builds it into libweft-cuda.so, hipcc into
-// libweft-hip.so. Names that differ only by prefix go through WEFT_GPU(Name) (cudaName /
-// hipName); the few that differ otherwise are spelled out below. Device code uses platform.h.
+// The CUDA / HIP compatibility layer for the host side of the GPU modules: gpu_runtime.cu,
+// gpu_call.cu and gpu_module_entry.cu are written once against these names, and nvcc builds
+// them into libweft-cuda.so, hipcc into libweft-hip.so. Names that differ only by prefix go
+// through WEFT_GPU(Name) (cudaName / hipName); the few that differ otherwise are spelled out
+// below. Device code uses platform.h.
 #ifndef WEFT_DEVICE_GPU_API_H_
 #define WEFT_DEVICE_GPU_API_H_
 

@@ -1,131 +1,26 @@
-// The GPU runtime: the device interface (device.h) over the CUDA or the HIP runtime, written
-// once against gpu_api.h. nvcc builds it into libweft-cuda.so and hipcc into libweft-hip.so,
-// each with the kernels of collectives/device/*.cu beside it; libweft.so loads them at run time
-// (gpu_loader.cc) through the one entry point at the bottom of this file.
-#include <cstdarg>
+// The GPU runtime (gpu_runtime.h): the device interface (device.h) over the CUDA or the HIP
+// runtime, written once against gpu_api.h. nvcc builds it into libweft-cuda.so and hipcc into
+// libweft-hip.so, with gpu_call.cu and gpu_module_entry.cu and the kernels of
+// collectives/device/*.cu beside it; libweft.so loads them at run time (gpu_loader.cc)
+// through the module's one entry point (gpu_module_entry.cu).
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <new>
 #include <vector>
 
 #include "device/device.h"
 #include "device/gpu_api.h"
-#include "device/gpu_module.h"
+#include "device/gpu_call.h"
+#include "device/gpu_runtime.h"
 #include "device/own_allocations.h"
 
 namespace weft {
 namespace device {
 namespace {
 
-// base/os.h's formatBytes, which lives in an object this module does not link.
-std::string bytesText(size_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
-  char buf[32];
-  if (u == 0)
-    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
-  else
-    std::snprintf(buf, sizeof(buf), v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
-
-// "out of memory (cudaErrorMemoryAllocation)"; just the name where the runtime has no
-// sentence for it (HIP 5 answers some errors with their name).
-std::string gpuErrorText(GpuError err) {
-  std::string text = WEFT_GPU(GetErrorString)(err);
-  std::string name = WEFT_GPU(GetErrorName)(err);
-  return text == name ? name : text + " (" + name + ")";
-}
-
-// A failed runtime call as a person reads it: "cudaMalloc(1 GiB) on device 3: out of memory
-// (cudaErrorMemoryAllocation)". Clears the runtime's last error, so that the next check does
-// not report this failure again.
-Status gpuFailure(GpuError err, const char* call, const char* file, int line, const char* fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-Status gpuFailure(GpuError err, const char* call, const char* file, int line, const char* fmt, ...) {
-  (void)WEFT_GPU(GetLastError)();
-  int device = -1;
-  if (WEFT_GPU(GetDevice)(&device) != kGpuSuccess) device = -1;
-  char detail[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(detail, sizeof(detail), fmt, ap);
-  va_end(ap);
-  // Capture refusals are the caller's mistake, not the device's: say what to do instead.
-  const char* hint = "";
-  weftResult_t code = weftUnhandledDeviceError;
-  if (err == WEFT_GPU(ErrorStreamCaptureUnsupported) || err == WEFT_GPU(ErrorStreamCaptureImplicit) ||
-      err == WEFT_GPU(ErrorCapturedEvent)) {
-    hint =
-        "; a stream is being captured into a graph (in global mode: by any thread), and this call cannot happen "
-        "then: make it before the capture begins or after it ends";
-    code = weftInvalidUsage;
-  } else if (err == WEFT_GPU(ErrorStreamCaptureInvalidated)) {
-    hint = "; an earlier call failed during this graph capture, which ended it: end the capture and start again";
-    code = weftInvalidUsage;
-  }
-  return makeError(code, "%s(%s) on device %d: %s%s", call, detail, device, gpuErrorText(err).c_str(), hint)
-      .withSite(file, line);
-}
-
-#define WEFT_GPU_NAME(name) WEFT_GPU_PREFIX #name
-
-// Calls cudaName / hipName with `args`; on failure returns the Status that names it.
-#define WEFT_GPU_TRY(name, args, ...)                                                         \
-  do {                                                                                        \
-    GpuError weft_gpu_err_ = WEFT_GPU(name) args;                                             \
-    if (weft_gpu_err_ != kGpuSuccess) {                                                       \
-      return gpuFailure(weft_gpu_err_, WEFT_GPU_NAME(name), __FILE__, __LINE__, __VA_ARGS__); \
-    }                                                                                         \
-  } while (0)
-
-// WEFT_STREAM_DEFAULT (device.h) is the current device's default stream: CUDA's legacy
-// default stream, which synchronizes with other blocking streams as NCCL's NULL does; HIP's
-// NULL stream.
-GpuStream gpuStream(Stream s) {
-  if (isDefaultStreamHandle(s)) {
-#if defined(__HIPCC__)
-    return nullptr;
-#else
-    return cudaStreamLegacy;
-#endif
-  }
-  return reinterpret_cast<GpuStream>(s);
-}
-GpuEvent gpuEvent(Event e) { return reinterpret_cast<GpuEvent>(e); }
-
-// What a Graph points to: the captured graph and its executable instance.
-struct GpuGraph {
-  WEFT_GPU(Graph_t) graph = nullptr;
-  WEFT_GPU(GraphExec_t) exec = nullptr;
-};
-GpuGraph* gpuGraph(Graph g) { return reinterpret_cast<GpuGraph*>(g); }
-
-WEFT_GPU(MemcpyKind) gpuCopyKind(CopyKind kind) {
-  switch (kind) {
-    case CopyKind::kHostToDevice:
-      return WEFT_GPU(MemcpyHostToDevice);
-    case CopyKind::kDeviceToHost:
-      return WEFT_GPU(MemcpyDeviceToHost);
-    case CopyKind::kDeviceToDevice:
-      return WEFT_GPU(MemcpyDeviceToDevice);
-    case CopyKind::kDefault:
-      break;
-  }
-  return WEFT_GPU(MemcpyDefault);
-}
-
 class GpuRuntime final : public Runtime {
  public:
-  // What each device can do, queried once when the module starts.
-  struct DeviceLimits {
-    int warpSize = 0;
-    int multiProcessors = 0;
-    bool pageableAccess = false;  // kernels may touch pageable host memory (HMM, ATS)
-  };
+  using DeviceLimits = GpuDeviceLimits;
 
   GpuRuntime(std::vector<DeviceLimits> devices, std::string description)
       : devices_(std::move(devices)), description_(std::move(description)) {}
@@ -590,72 +485,11 @@ class GpuRuntime final : public Runtime {
   OwnAllocations ownDevice_;  // allocDevice's, until freeDevice (the lane tables among them)
 };
 
-// "CUDA runtime 13.0, driver 12.8; 8 devices: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, warp 32), ...".
-std::string describe(int count) {
-  int runtimeVersion = 0, driverVersion = 0;
-  (void)WEFT_GPU(RuntimeGetVersion)(&runtimeVersion);
-  (void)WEFT_GPU(DriverGetVersion)(&driverVersion);
-  char text[512];
-  std::snprintf(text, sizeof(text), "%s runtime %s, driver %s; %d device%s", WEFT_GPU_RUNTIME,
-                gpuVersionText(runtimeVersion).c_str(), gpuVersionText(driverVersion).c_str(), count,
-                count == 1 ? "" : "s");
-  std::string out = text;
-  GpuDeviceProp p;
-  if (count > 0 && WEFT_GPU(GetDeviceProperties)(&p, 0) == kGpuSuccess) {
-    std::snprintf(text, sizeof(text), ": %s (%s, %d %s, warp %d)%s", p.name, gpuArchName(p).c_str(),
-                  p.multiProcessorCount, WEFT_GPU_UNITS, p.warpSize, count > 1 ? ", ..." : "");
-    out += text;
-  }
-  (void)WEFT_GPU(GetLastError)();
-  return out;
+}  // namespace
+
+Runtime* newGpuRuntime(std::vector<GpuDeviceLimits> devices, std::string description) {
+  return new GpuRuntime(std::move(devices), std::move(description));
 }
 
-}  // namespace
 }  // namespace device
 }  // namespace weft
-
-// The module's only exported symbol (gpu_module.h).
-extern "C" __attribute__((visibility("default"))) weft::device::Runtime* weftCreateGpuRuntime(int abiVersion,
-                                                                                              char* whyNot,
-                                                                                              size_t whyNotBytes) {
-  using namespace weft::device;
-  if (whyNotBytes > 0) whyNot[0] = '\0';
-  if (!gpuModuleAbiMatches(abiVersion, whyNot, whyNotBytes)) return nullptr;
-  try {
-    int count = 0;
-    GpuError err = WEFT_GPU(GetDeviceCount)(&count);
-    if (err != kGpuSuccess || count == 0) {
-      (void)WEFT_GPU(GetLastError)();
-      if (err != kGpuSuccess) {
-        std::snprintf(whyNot, whyNotBytes, "no %s device: %s: %s%s", WEFT_GPU_VENDOR, WEFT_GPU_NAME(GetDeviceCount),
-                      gpuErrorText(err).c_str(), gpuDriverHint());
-      } else {
-        std::snprintf(whyNot, whyNotBytes, "no %s device: %s found none%s", WEFT_GPU_VENDOR,
-                      WEFT_GPU_NAME(GetDeviceCount), gpuDriverHint());
-      }
-      return nullptr;
-    }
-    std::vector<GpuRuntime::DeviceLimits> devices(count);
-    for (int d = 0; d < count; ++d) {
-      GpuDeviceProp p;
-      err = WEFT_GPU(GetDeviceProperties)(&p, d);
-      if (err != kGpuSuccess) {
-        std::snprintf(whyNot, whyNotBytes, "%s(device %d): %s", WEFT_GPU_NAME(GetDeviceProperties), d,
-                      gpuErrorText(err).c_str());
-        (void)WEFT_GPU(GetLastError)();
-        return nullptr;
-      }
-      devices[d].warpSize = p.warpSize;
-      devices[d].multiProcessors = p.multiProcessorCount;
-      int pageable = 0;
-      if (WEFT_GPU(DeviceGetAttribute)(&pageable, kGpuPageableMemoryAccess, d) == kGpuSuccess) {
-        devices[d].pageableAccess = pageable != 0;
-      }
-    }
-    (void)WEFT_GPU(GetLastError)();
-    return new GpuRuntime(std::move(devices), describe(count));
-  } catch (const std::exception& e) {
-    std::snprintf(whyNot, whyNotBytes, "%s runtime failed to start: %s", WEFT_GPU_BACKEND_NAME, e.what());
-    return nullptr;
-  }
-}
