@@ -191,7 +191,7 @@ endfunction()
 # weft_gpu_module(<target> BACKEND cuda|hip SOURCES <file> INCLUDES <dirs>... [SOURCES ...]
 #                 DEFINES <defs> LIBS <libs> VERSION_SCRIPT <file>)
 # SOURCES/INCLUDES pairs give each source its own include directories, so the runtime sees
-# only src/device's layer and the kernels see collectives'. INCLUDES may hold generator
+# only device/'s layer and the kernels see collectives'. INCLUDES may hold generator
 # expressions that expand to lists.
 function(weft_gpu_module name)
   set(backend "")

@@ -1,4 +1,4 @@
-// Backoff (src/base/os.h): how a waiting rank gives way when other threads need its core.
+// Backoff (base/os.h): how a waiting rank gives way when other threads need its core.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>

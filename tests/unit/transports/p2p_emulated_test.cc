@@ -1,5 +1,5 @@
 // The GPU peer-to-peer transport between two real processes over the emulated device
-// (src/device/emulated_runtime.cc): the receiver (a forked child) exports its FIFO through an
+// (device/emulated_runtime.cc): the receiver (a forked child) exports its FIFO through an
 // IPC handle, the sender imports it, messages cross through the FifoViews as the lane program
 // moves them, an abort reaches the child with its culprit, and the child's exit is seen by the
 // sender's checkPeer(). The handshake travels through pipes.
