@@ -66,8 +66,8 @@ void SocketLink::failIo(const char* doing, int err) {
 }
 
 void SocketLink::failClosed(bool midMessage) {
-  state_.fail(WEFT_ERROR(weftRemoteError, "%s closed the connection%s; its process exited or failed",
-                         peerText_.c_str(), midMessage ? " in the middle of a message" : ""),
+  state_.fail(WEFT_ERROR(weftRemoteError, "%s closed the connection%s; its process exited or failed", peerText_.c_str(),
+                         midMessage ? " in the middle of a message" : ""),
               false);
 }
 
@@ -117,8 +117,7 @@ bool SocketLink::sendAbort() {
     (void)w;
   }
   ::shutdown(socket_.fd(), SHUT_WR);
-  state_.fail(WEFT_ERROR(weftRemoteError, "this rank aborted its connection to %s", peerText_.c_str()),
-              false);
+  state_.fail(WEFT_ERROR(weftRemoteError, "this rank aborted its connection to %s", peerText_.c_str()), false);
   return true;
 }
 

@@ -79,9 +79,9 @@ class SocketLink final : public NetLink {
   bool progressRecv();
 
   const int lane_;
-  Socket socket_;                  // touched by drive() only
-  std::atomic<int> fd_{-1};        // socket_'s descriptor once it is set, for pollFd()
-  std::mutex handoverMutex_;       // guards handover_
+  Socket socket_;             // touched by drive() only
+  std::atomic<int> fd_{-1};   // socket_'s descriptor once it is set, for pollFd()
+  std::mutex handoverMutex_;  // guards handover_
   Socket handover_;
   std::atomic<bool> handedOver_{false};
   FrameHeader header_;
@@ -89,11 +89,11 @@ class SocketLink final : public NetLink {
   size_t dataDone_ = 0;
   FrameHeader control_;
   size_t controlDone_ = 0;
-  FrameHeader ack_;                      // receiving: the acknowledgement on its way
+  FrameHeader ack_;  // receiving: the acknowledgement on its way
   size_t ackDone_ = 0;
-  std::atomic<uint64_t> ackSent_{0};     // receiving: released messages the sender knows of
-  std::atomic<uint64_t> consumed_{0};    // sending: messages the receiver acknowledged
-  std::atomic<bool> ackClosed_{false};   // receiving: the sender no longer takes acknowledgements
+  std::atomic<uint64_t> ackSent_{0};    // receiving: released messages the sender knows of
+  std::atomic<uint64_t> consumed_{0};   // sending: messages the receiver acknowledged
+  std::atomic<bool> ackClosed_{false};  // receiving: the sender no longer takes acknowledgements
   std::atomic<bool> abortSent_{false};
 };
 
