@@ -251,6 +251,7 @@ class PluginLink final : public NetLink {
     return true;
   }
 
+  // Sender: one turn of the proxy: the back channel, the hello, the slots, the completions.
   bool driveSend() {
     bool moved = false, failed = false;
     // The back channel: the receiver connects to it and may send an abort on it.
@@ -262,18 +263,42 @@ class PluginLink final : public NetLink {
     if (backRecv_ && !takeControl(&moved)) return true;
     // The hello first, even before an abort: the back channel's handle.
     if (!helloSent_) {
-      FrameHeader h;
-      h.magic = kFrameMagic;
-      h.type = kFrameHello;
-      h.bytes = WEFT_NET_HANDLE_BYTES_V1;
-      std::memcpy(helloFrame_.data(), &h, sizeof(h));
-      std::memcpy(helloFrame_.data() + sizeof(h), hello_.data(), WEFT_NET_HANDLE_BYTES_V1);
-      if (!startSend(sendComm_, helloFrame_.data(), helloFrame_.size(), &helloRequest_)) return moved;
-      helloSent_ = true;
+      if (!startHello()) return moved;
       moved = true;
     }
     if (state_.abortRequested.load(std::memory_order_relaxed)) return sendAbort(sendComm_);
-    // Post every slot not on its way yet: the bytes (a reference's, copied in) and the header.
+    bool overflowed = false;
+    moved = postSlots(&overflowed) || moved;
+    if (overflowed) return true;
+    if (helloRequest_ && done(helloRequest_, "sending", nullptr, &failed)) helloRequest_ = nullptr;
+    if (failed) return true;
+    // Completed sends free their slots, in order.
+    while (!inflight_.empty() && done(inflight_.front().request, "sending", nullptr, &failed)) {
+      ring_.tail.store(inflight_.front().counter + 1, std::memory_order_release);
+      inflight_.pop_front();
+      moved = true;
+    }
+    return moved || failed;
+  }
+
+  // Sender: starts sending the hello (the back channel's handle); false while the plugin cannot
+  // take it.
+  bool startHello() {
+    FrameHeader h;
+    h.magic = kFrameMagic;
+    h.type = kFrameHello;
+    h.bytes = WEFT_NET_HANDLE_BYTES_V1;
+    std::memcpy(helloFrame_.data(), &h, sizeof(h));
+    std::memcpy(helloFrame_.data() + sizeof(h), hello_.data(), WEFT_NET_HANDLE_BYTES_V1);
+    if (!startSend(sendComm_, helloFrame_.data(), helloFrame_.size(), &helloRequest_)) return false;
+    helloSent_ = true;
+    return true;
+  }
+
+  // Sender: posts every slot not on its way yet: the bytes (a reference's, copied in) and the
+  // header. True when any went; *overflowed when a slot held more than it can (the link failed).
+  bool postSlots(bool* overflowed) {
+    bool moved = false;
     const uint64_t head = ring_.head.load(std::memory_order_acquire);
     while (ring_.tail.load(std::memory_order_relaxed) + inflight_.size() < head) {
       const uint64_t c = ring_.tail.load(std::memory_order_relaxed) + inflight_.size();
@@ -287,7 +312,8 @@ class PluginLink final : public NetLink {
                                "a bug in the caller",
                                selfRank_, peerText_.c_str(), bytes, ring_.slotBytes()),
                     false);
-        return true;
+        *overflowed = true;
+        return moved;
       }
       // A reference's bytes go into the slot it was posted in (the peer cannot read this
       // process's memory); the header goes right after the payload.
@@ -308,17 +334,11 @@ class PluginLink final : public NetLink {
       inflight_.push_back(p);
       moved = true;
     }
-    if (helloRequest_ && done(helloRequest_, "sending", nullptr, &failed)) helloRequest_ = nullptr;
-    if (failed) return true;
-    // Completed sends free their slots, in order.
-    while (!inflight_.empty() && done(inflight_.front().request, "sending", nullptr, &failed)) {
-      ring_.tail.store(inflight_.front().counter + 1, std::memory_order_release);
-      inflight_.pop_front();
-      moved = true;
-    }
-    return moved || failed;
+    return moved;
   }
 
+  // Receiver: one turn of the proxy: the connection, the hello, the back channel, the
+  // acknowledgements, the receives.
   bool driveRecv() {
     bool moved = false, failed = false;
     if (recvComm_ == nullptr) {
@@ -351,20 +371,35 @@ class PluginLink final : public NetLink {
       helloSeen_ = true;
       moved = true;
     }
-    if (backSend_ == nullptr && !backFailed_) {
-      // A sender that already finished and exited refuses this; its data still counts, and the
-      // forward communication reports the exit once it is drained.
-      weftResult_t r = ops_.connect(0, hello_.data(), &backSend_);
-      if (r != weftSuccess) {
-        backFailed_ = true;
-        ackClosed_.store(true, std::memory_order_relaxed);
-        WEFT_LOG(kInfo, kNet, "rank %d: no back channel to %s (%s): its aborts will show as a closed connection",
-                 selfRank_, peerText_.c_str(), netResultName(r));
-      }
-    }
+    if (backSend_ == nullptr && !backFailed_) connectBackChannel();
     if (state_.abortRequested.load(std::memory_order_relaxed)) return sendAbort(backSend_);
     moved = sendAck() || moved;
-    // Receives into staging for every free slot, in order.
+    postReceives();
+    bool ended = false;
+    moved = takeReceived(&failed, &ended) || moved;
+    if (ended) return true;
+    if (!failed && postError_ != weftSuccess && inflight_.empty()) {
+      fail("receiving", postError_);
+      return true;
+    }
+    return moved || failed;
+  }
+
+  // Receiver: connects the back channel to the handle the hello carried.
+  void connectBackChannel() {
+    // A sender that already finished and exited refuses this; its data still counts, and the
+    // forward communication reports the exit once it is drained.
+    weftResult_t r = ops_.connect(0, hello_.data(), &backSend_);
+    if (r != weftSuccess) {
+      backFailed_ = true;
+      ackClosed_.store(true, std::memory_order_relaxed);
+      WEFT_LOG(kInfo, kNet, "rank %d: no back channel to %s (%s): its aborts will show as a closed connection",
+               selfRank_, peerText_.c_str(), netResultName(r));
+    }
+  }
+
+  // Receiver: posts a receive into staging for every free slot, in order.
+  void postReceives() {
     while (ring_.head.load(std::memory_order_relaxed) + inflight_.size() <
            ring_.tail.load(std::memory_order_acquire) + ring_.nSlots()) {
       const uint64_t c = ring_.head.load(std::memory_order_relaxed) + inflight_.size();
@@ -380,14 +415,20 @@ class PluginLink final : public NetLink {
       if (p.request == nullptr) break;
       inflight_.push_back(p);
     }
+  }
+
+  // Receiver: hands the completed receives to the executor, in order. True when any was;
+  // *failed when polling failed the link, *ended when a message was an abort or not Weft's.
+  bool takeReceived(bool* failed, bool* ended) {
+    bool moved = false;
     size_t n = 0;
-    while (!inflight_.empty() && done(inflight_.front().request, "receiving", &n, &failed)) {
+    while (!inflight_.empty() && done(inflight_.front().request, "receiving", &n, failed)) {
       const uint64_t c = inflight_.front().counter;
       inflight_.pop_front();
       // The header is the message's last bytes (an abort is a header alone).
       FrameHeader h;
       const char* trailer = ring_.slot(c) + (n >= sizeof(h) ? n - sizeof(h) : 0);
-      if (n >= sizeof(h) && takeAbort(trailer, sizeof(h))) return true;
+      if (n >= sizeof(h) && takeAbort(trailer, sizeof(h))) return *ended = true;
       if (n >= sizeof(h)) std::memcpy(&h, trailer, sizeof(h));
       if (n < sizeof(h) || h.magic != kFrameMagic || h.type != kFrameData || h.bytes != n - sizeof(h) ||
           h.bytes > ring_.slotBytes()) {
@@ -396,18 +437,14 @@ class PluginLink final : public NetLink {
                                "Weft's (%zu bytes); the plugin corrupted or reordered it",
                                selfRank_, peerText_.c_str(), pluginName_.c_str(), n),
                     false);
-        return true;
+        return *ended = true;
       }
       ring_.size(c).store(h.bytes, std::memory_order_relaxed);
       ring_.stamp(c).store(h.stamp, std::memory_order_relaxed);
       ring_.head.store(c + 1, std::memory_order_release);
       moved = true;
     }
-    if (!failed && postError_ != weftSuccess && inflight_.empty()) {
-      fail("receiving", postError_);
-      return true;
-    }
-    return moved || failed;
+    return moved;
   }
 
   const weftNet_v1_t ops_;

@@ -191,6 +191,46 @@ std::vector<std::string> ofiAvailableProviders(const OfiApi& api) {
   return names;
 }
 
+namespace {
+
+// The entries of the providers `wanted` names (WEFT_OFI_PROVIDER; empty: all), the preferred
+// first. Exact names first: "tcp" should not pick "tcp;ofi_rxm" when a provider is called "tcp".
+std::vector<struct fi_info*> providersMatching(const std::vector<struct fi_info*>& entries, const std::string& wanted) {
+  std::vector<struct fi_info*> candidates;
+  for (struct fi_info* e : entries) {
+    if (!wanted.empty() && provNameOf(e) == wanted) candidates.push_back(e);
+  }
+  if (candidates.empty()) {
+    for (struct fi_info* e : entries) {
+      if (ofiProviderMatches(wanted, provNameOf(e))) candidates.push_back(e);
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const fi_info* a, const fi_info* b) {
+    return ofiProviderPreference(provNameOf(a)) < ofiProviderPreference(provNameOf(b));
+  });
+  return candidates;
+}
+
+// The same provider and domain as `chosen` once more, asking for device memory (FI_HMEM):
+// providers list it only when asked. Replaces out->info and sets out->hmem when one offers it.
+void askForDeviceMemory(const OfiApi& api, const std::string& provider, const struct fi_info* chosen,
+                        OfiProviderChoice* out) {
+  OfiInfoPtr hmemHints = makeHints(api, true);
+  if (!hmemHints) return;
+  hmemHints->fabric_attr->prov_name = strdup(provider.c_str());
+  hmemHints->domain_attr->name = strdup(out->domain.c_str());
+  InfoList withHmem = getInfo(api, std::move(hmemHints));
+  for (struct fi_info* e : withHmem.entries) {
+    if (fabricNameOf(e) == fabricNameOf(chosen) && (e->caps & FI_HMEM) != 0) {
+      out->info = OfiInfoPtr(api.dupinfo(e), OfiInfoDeleter{&api});
+      out->hmem = true;
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 Status chooseOfiProvider(const OfiApi& api, const std::string& wanted, const std::string& ifname, int rank,
                          OfiProviderChoice* out, const std::string& nic) {
   InfoList all = getInfo(api, makeHints(api, false));
@@ -201,25 +241,13 @@ Status chooseOfiProvider(const OfiApi& api, const std::string& wanted, const std
                       "or set WEFT_NET=socket",
                       rank, api.strerror(-all.rc));
   }
-  // Exact names first: "tcp" should not pick "tcp;ofi_rxm" when a provider is called "tcp".
-  std::vector<struct fi_info*> candidates;
-  for (struct fi_info* e : all.entries) {
-    if (!wanted.empty() && provNameOf(e) == wanted) candidates.push_back(e);
-  }
-  if (candidates.empty()) {
-    for (struct fi_info* e : all.entries) {
-      if (ofiProviderMatches(wanted, provNameOf(e))) candidates.push_back(e);
-    }
-  }
+  std::vector<struct fi_info*> candidates = providersMatching(all.entries, wanted);
   if (candidates.empty()) {
     return WEFT_ERROR(weftInvalidUsage,
                       "rank %d: WEFT_OFI_PROVIDER=%s names no libfabric provider with reliable tagged endpoints on "
                       "this host; available: %s. Set WEFT_OFI_PROVIDER to one of them, or unset it to take the best",
                       rank, wanted.c_str(), join(ofiAvailableProviders(api)).c_str());
   }
-  std::stable_sort(candidates.begin(), candidates.end(), [](const fi_info* a, const fi_info* b) {
-    return ofiProviderPreference(provNameOf(a)) < ofiProviderPreference(provNameOf(b));
-  });
   std::string provider = provNameOf(candidates.front());
   std::vector<struct fi_info*> entries;
   for (struct fi_info* e : candidates) {
@@ -235,21 +263,7 @@ Status chooseOfiProvider(const OfiApi& api, const std::string& wanted, const std
   out->domain = domainNameOf(chosen);
   out->hmem = false;
   out->info = OfiInfoPtr(api.dupinfo(chosen), OfiInfoDeleter{&api});
-  // The same provider and domain once more, asking for device memory (FI_HMEM): providers list
-  // it only when asked.
-  OfiInfoPtr hmemHints = makeHints(api, true);
-  if (hmemHints) {
-    hmemHints->fabric_attr->prov_name = strdup(provider.c_str());
-    hmemHints->domain_attr->name = strdup(out->domain.c_str());
-    InfoList withHmem = getInfo(api, std::move(hmemHints));
-    for (struct fi_info* e : withHmem.entries) {
-      if (fabricNameOf(e) == fabricNameOf(chosen) && (e->caps & FI_HMEM) != 0) {
-        out->info = OfiInfoPtr(api.dupinfo(e), OfiInfoDeleter{&api});
-        out->hmem = true;
-        break;
-      }
-    }
-  }
+  askForDeviceMemory(api, provider, chosen, out);
   if (!out->info) return WEFT_ERROR(weftSystemError, "rank %d: fi_dupinfo failed (out of memory)", rank);
   out->why = (wanted.empty() ? std::string("the best available") : "WEFT_OFI_PROVIDER=" + wanted) + ", " + domainWhy;
   return Status::ok();

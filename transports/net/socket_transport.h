@@ -1,7 +1,9 @@
 // The TCP socket transport ("socket", WEFT_NET=socket): the network fallback that works on any
-// IP network. One TCP connection per edge and lane; the sender's proxy writes each posted slot
-// as a FrameHeader plus the bytes, the receiver's proxy reads them into a free slot (and leaves
-// them in the kernel while none is free, which is TCP's flow control doing ours).
+// IP network. One TCP connection per edge and lane (a SocketLink, socket_link.h); the sender's
+// proxy writes each posted slot as a FrameHeader plus the bytes, the receiver's proxy reads them
+// into a free slot (and leaves them in the kernel while none is free, which is TCP's flow control
+// doing ours). The listener that hands accepted connections to their links is in
+// socket_transport.cc.
 //
 // Connecting: the receiving side listens, and sends the sender an offer through the bootstrap:
 // its address and a random token. The sender connects and presents the token; a connection

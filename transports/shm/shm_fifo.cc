@@ -1,16 +1,11 @@
+// The shared-memory FIFO (shm_fifo.h): its layout, the receiver's header and page placement
+// (ShmFifo::create), the sender's checks of what it attaches to (ShmFifo::attach), and the
+// peer checks. The /dev/shm side of both is shm_segments.cc.
 #include "transports/shm/shm_fifo.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cinttypes>
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -24,54 +19,6 @@ namespace {
 
 size_t roundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
-// Closes a descriptor on every path out.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Unmaps on every path out unless released.
-class Mapping {
- public:
-  Mapping(void* base, size_t bytes) : base_(base), bytes_(bytes) {}
-  ~Mapping() {
-    if (base_ != nullptr) munmap(base_, bytes_);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  void* get() const { return base_; }
-  void* release() { return std::exchange(base_, nullptr); }
-
- private:
-  void* base_;
-  size_t bytes_;
-};
-
-// Unlinks a segment name on every path out unless dismissed (creation failed half-way).
-class UnlinkGuard {
- public:
-  explicit UnlinkGuard(const std::string& name) : name_(name) {}
-  ~UnlinkGuard() {
-    if (armed_) shm_unlink(name_.c_str());
-  }
-  UnlinkGuard(const UnlinkGuard&) = delete;
-  UnlinkGuard& operator=(const UnlinkGuard&) = delete;
-  void dismiss() { armed_ = false; }
-
- private:
-  const std::string& name_;
-  bool armed_ = true;
-};
-
 Status checkGeometry(const FifoSpec& spec) {
   if (spec.nSlots < 1 || spec.nSlots > kMaxSlots || spec.slotBytes < 1 || spec.slotBytes > kMaxSlotBytes) {
     return WEFT_ERROR(weftInvalidArgument,
@@ -82,72 +29,10 @@ Status checkGeometry(const FifoSpec& spec) {
   return Status::ok();
 }
 
-// The creator of the FIFO segment `name` as its header says: *ready false while the header is
-// not complete (being created, or not a FIFO); false when the segment cannot be read.
-bool segmentOwner(const char* name, bool* ready, int* owner, uint64_t* ownerPidNs) {
-  int fd = shm_open(name, O_RDONLY, 0);
-  if (fd < 0) return false;
-  Fd guard(fd);
-  struct stat st;
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(FifoHeader)) return false;
-  void* p = mmap(nullptr, sizeof(FifoHeader), PROT_READ, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return false;
-  Mapping map(p, sizeof(FifoHeader));
-  const auto* h = static_cast<const FifoHeader*>(p);
-  *ready = h->magic.load(std::memory_order_acquire) == kFifoMagic;
-  *owner = h->receiverPid;
-  *ownerPidNs = h->receiverPidNs;
-  return true;
-}
-
-// Once per process, before its first FIFO (removeFifosOfDeadProcesses).
-void sweepDeadOwners(int selfRank) {
-  static std::once_flag once;
-  std::call_once(once, [selfRank] {
-    const size_t removed = removeFifosOfDeadProcesses();
-    if (removed > 0) {
-      WEFT_LOG(kInfo, kShm, "rank %d: removed %zu shared-memory FIFO segments left by processes that no longer run",
-               selfRank, removed);
-    }
-  });
-}
-
-// Creating with O_EXCL found `name` already there. A segment whose creator still runs belongs
-// to someone else (two communicators with one tag): an error. Anything else is left over from a
-// crashed run and is replaced.
-Status removeStale(const FifoSpec& spec) {
-  const char* name = spec.name.c_str();
-  bool ready = false;
-  int owner = 0;
-  uint64_t ownerNs = 0;
-  if (segmentOwner(name, &ready, &owner, &ownerNs) && ready && owner != getpid() && ownerNs == processPidNamespace() &&
-      processAlive(owner)) {
-    return WEFT_ERROR(weftInvalidUsage,
-                      "rank %d: the shared-memory FIFO %s from rank %d already exists and belongs to the running "
-                      "process %d; do two communicators on this host use the same tag?",
-                      spec.selfRank, name, spec.peerRank, owner);
-  }
-  WEFT_LOG(kInfo, kShm, "rank %d: replacing the stale shared-memory segment %s (left by an earlier run)", spec.selfRank,
-           name);
-  if (shm_unlink(name) != 0 && errno != ENOENT) {
-    int err = errno;
-    return WEFT_ERROR(weftSystemError, "rank %d: shm_unlink(%s) of a stale segment failed: %s", spec.selfRank, name,
-                      errnoText(err).c_str());
-  }
-  return Status::ok();
-}
+// The segment of the FIFO `spec` names, for the /dev/shm side (shm_segments.h).
+SegmentId segmentOf(const FifoSpec& spec) { return SegmentId{spec.name, spec.selfRank, spec.peerRank}; }
 
 }  // namespace
-
-size_t removeFifosOfDeadProcesses() {
-  return unlinkShmSegments("weft-", [](const std::string& name) {
-    if (name.rfind("/weft-mem-", 0) == 0) return false;  // weftMemAlloc's (host_memory.cc)
-    bool ready = false;
-    int owner = 0;
-    uint64_t ownerNs = 0;
-    return segmentOwner(name.c_str(), &ready, &owner, &ownerNs) && ready && creatorGone(owner, ownerNs);
-  });
-}
 
 FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
   FifoLayout l;
@@ -158,77 +43,6 @@ FifoLayout fifoLayout(size_t nSlots, size_t slotBytes) {
   l.dataOffset = l.controlsOffset + l.controlCandidates * l.controlBytes;
   l.totalBytes = roundUp(l.dataOffset + nSlots * l.slotStride, kPageBytes);
   return l;
-}
-
-std::string fifoName(const std::string& commTag, int sender, int receiver, int lane) {
-  std::string tag = commTag;
-  for (char& c : tag) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
-    if (!ok) c = '_';
-  }
-  if (tag.size() > 160) {
-    char hex[17];
-    std::snprintf(hex, sizeof(hex), "%016" PRIx64, hashBytes(commTag.data(), commTag.size()));
-    tag = hex;
-  }
-  char buf[256];
-  std::snprintf(buf, sizeof(buf), "/weft-%s-%d-%d-%d", tag.c_str(), sender, receiver, lane);
-  return buf;
-}
-
-uint64_t shmFreeBytes() {
-  struct statvfs vfs;
-  if (statvfs("/dev/shm", &vfs) != 0) return UINT64_MAX;
-  return static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize);
-}
-
-// A receiver that could not create its FIFO for lack of /dev/shm leaves an empty segment (no
-// data: it fits in a full tmpfs) named "<fifo>-nospace"; the sender waiting in attach() finds
-// it, removes it and fails at once with the same remedy, instead of timing out.
-static std::string noSpaceMarker(const std::string& fifoName) { return fifoName + "-nospace"; }
-
-// The markers this process left: removed at exit when no sender took them (its peer failed too,
-// or gave up), so that nothing stays in /dev/shm.
-static std::mutex markersMutex;
-static std::vector<std::string>* markers = new std::vector<std::string>();  // used at exit
-
-// A rank that fails often exits at once: give each waiting sender up to 2 s (it polls every
-// 200 us at most) to take its marker before removing it (failure path only).
-static void removeMarkersAtExit() {
-  std::lock_guard<std::mutex> lock(markersMutex);
-  for (const std::string& m : *markers) {
-    for (int i = 0; i < 400; ++i) {
-      int fd = shm_open(m.c_str(), O_RDONLY, 0);
-      if (fd < 0) break;  // taken
-      close(fd);
-      usleep(5000);
-    }
-    shm_unlink(m.c_str());
-  }
-  markers->clear();
-}
-
-static void markNoSpace(const std::string& fifoName) {
-  const std::string marker = noSpaceMarker(fifoName);
-  int fd = shm_open(marker.c_str(), O_RDWR | O_CREAT, 0600);
-  if (fd < 0) return;
-  close(fd);
-  static const int registered = std::atexit(removeMarkersAtExit);
-  (void)registered;
-  std::lock_guard<std::mutex> lock(markersMutex);
-  markers->push_back(marker);
-}
-
-static bool takeNoSpaceMark(const std::string& fifoName) {
-  return shm_unlink(noSpaceMarker(fifoName).c_str()) == 0;
-}
-
-Status checkShmSpace(uint64_t freeBytes, uint64_t needBytes, int selfRank, int peerRank) {
-  if (needBytes <= freeBytes) return Status::ok();
-  return WEFT_ERROR(weftSystemError,
-                    "rank %d: /dev/shm has %s free but the shared-memory transport needs %s more for the FIFO from "
-                    "rank %d; run the container with --shm-size=1g, lower WEFT_BUFFSIZE, or set WEFT_SHM_DISABLE=1",
-                    selfRank, formatBytes(freeBytes).c_str(), formatBytes(needBytes).c_str(), peerRank);
 }
 
 ShmFifo::ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes)
@@ -245,13 +59,9 @@ ShmFifo::ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes)
 ShmFifo::~ShmFifo() {
   // The sender unlinks the name once it has mapped the segment; until then it is ours to remove.
   if (role_ == Role::kReceiver && header_->senderAttached.load(std::memory_order_acquire) == 0) {
-    if (shm_unlink(spec_.name.c_str()) != 0 && errno != ENOENT) {
-      int err = errno;
-      WEFT_LOG(kWarn, kShm, "rank %d: shm_unlink(%s) failed: %s", spec_.selfRank, spec_.name.c_str(),
-               errnoText(err).c_str());
-    }
+    unlinkSegment(spec_.name, spec_.selfRank);
   }
-  munmap(base_, mappedBytes_);
+  unmapSegment(base_, mappedBytes_);
 }
 
 namespace {
@@ -291,26 +101,6 @@ void initHeader(void* base, const FifoSpec& spec, const FifoLayout& layout) {
   auto* descs = reinterpret_cast<char*>(base) + h->descsOffset;
   for (size_t i = 0; i < spec.nSlots; ++i) new (descs + i * sizeof(SlotDesc)) SlotDesc{{0}, 0, 0, {}};
   h->magic.store(kFifoMagic, std::memory_order_release);
-}
-
-// Reserves the segment's real space: a sparse segment over-commits /dev/shm, and the first write
-// past what is left would kill this rank or its peer with SIGBUS instead of failing here.
-Status reserveSpace(int fd, size_t bytes, const FifoSpec& spec) {
-  int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  while (rc == EINTR) rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  if (rc == ENOSPC) {
-    markNoSpace(spec.name);
-    return WEFT_ERROR(weftSystemError,
-                      "rank %d: /dev/shm has %s free but the shared-memory transport needs %s for the FIFO from rank "
-                      "%d; run the container with --shm-size=1g, lower WEFT_BUFFSIZE, or set WEFT_SHM_DISABLE=1",
-                      spec.selfRank, formatBytes(shmFreeBytes()).c_str(), formatBytes(bytes).c_str(), spec.peerRank);
-  }
-  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-    return WEFT_ERROR(weftSystemError, "rank %d: reserving %s of /dev/shm for %s (the FIFO from rank %d) failed: %s",
-                      spec.selfRank, formatBytes(bytes).c_str(), spec.name.c_str(), spec.peerRank,
-                      errnoText(rc).c_str());
-  }
-  return Status::ok();
 }
 
 // Re-draws the far pages of the control candidates and the slots (near_pages.h), where there
@@ -356,6 +146,61 @@ bool controlPlaced(const FifoHeader& h, const FifoLayout& layout) {
          h.descsOffset == h.controlOffset + kControlBytes;
 }
 
+// Whether the ready header `h` is the one the peer made for this sender: a ready segment made by
+// another process than the peer is left over from a crashed run; the peer replaces it when it
+// gets to connectRecv().
+bool madeByPeer(const FifoSpec& spec, const FifoHeader& h) {
+  if (h.magic.load(std::memory_order_acquire) != kFifoMagic) return false;
+  const bool stale =
+      spec.peerPid > 0 ? h.receiverPid != spec.peerPid : h.receiverPid != getpid() && !processAlive(h.receiverPid);
+  return !stale;
+}
+
+// Ok when the peer's FIFO has this build's format, the geometry this rank expects and a layout
+// that fits the `bytes` mapped.
+Status checkPeersHeader(const FifoSpec& spec, const FifoHeader& h, size_t bytes) {
+  const char* name = spec.name.c_str();
+  if (h.version != kFifoVersion) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: rank %d made the shared-memory FIFO %s with format version %u but this rank "
+                      "uses version %u; every rank must run the same Weft build",
+                      spec.selfRank, spec.peerRank, name, h.version, kFifoVersion);
+  }
+  if (h.nSlots != spec.nSlots || h.slotBytes != spec.slotBytes) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: rank %d made the shared-memory FIFO %s with %" PRIu64 " slots of %" PRIu64
+                      " B but this rank expects %zu slots of %zu B; every rank must use the same "
+                      "WEFT_BUFFSIZE and WEFT_NSLOTS",
+                      spec.selfRank, spec.peerRank, name, h.nSlots, h.slotBytes, spec.nSlots, spec.slotBytes);
+  }
+  const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
+  if (h.totalBytes != bytes || layout.totalBytes != bytes || h.slotStride != layout.slotStride ||
+      !controlPlaced(h, layout) || h.dataOffset != layout.dataOffset) {
+    return WEFT_ERROR(weftInternalError,
+                      "rank %d: the shared-memory FIFO %s from rank %d has an inconsistent layout "
+                      "(%zu B mapped, header says %" PRIu64 " B, expected %zu B)",
+                      spec.selfRank, name, spec.peerRank, bytes, h.totalBytes, layout.totalBytes);
+  }
+  return Status::ok();
+}
+
+// Ok while the sender may wait on for the receiver's FIFO: not aborted, the deadline not passed.
+Status checkStillWaiting(const FifoSpec& spec, const Deadline& deadline, uint64_t startNs) {
+  const char* name = spec.name.c_str();
+  if (spec.abort && spec.abort->load(std::memory_order_relaxed)) {
+    return WEFT_ERROR(weftRemoteError, "rank %d: aborted while waiting for rank %d's shared-memory FIFO %s",
+                      spec.selfRank, spec.peerRank, name);
+  }
+  if (deadline.expired()) {
+    double waited = static_cast<double>(nowNs() - startNs) / 1e9;
+    return WEFT_ERROR(weftTimeout,
+                      "rank %d: timed out after %.3g s waiting for rank %d to create its shared-memory FIFO %s; "
+                      "is rank %d running and in the same communicator?",
+                      spec.selfRank, waited, spec.peerRank, name, spec.peerRank);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint64_t freeBytes) {
@@ -366,151 +211,65 @@ Status ShmFifo::create(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out, uint
     markNoSpace(spec.name);
     return space;
   }
-  const char* name = spec.name.c_str();
-
-  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0 && errno == EEXIST) {
-    WEFT_TRY(removeStale(spec));
-    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-  }
-  if (fd < 0) {
-    int err = errno;
-    return WEFT_ERROR(weftSystemError, "rank %d: shm_open(%s) for the FIFO from rank %d failed: %s", spec.selfRank,
-                      name, spec.peerRank, errnoText(err).c_str());
-  }
-  Fd guard(fd);
-  UnlinkGuard unlinkOnError(spec.name);
-
-  if (ftruncate(fd, static_cast<off_t>(layout.totalBytes)) != 0) {
-    int err = errno;
-    return WEFT_ERROR(weftSystemError, "rank %d: ftruncate(%s, %s) for the FIFO from rank %d failed: %s", spec.selfRank,
-                      name, formatBytes(layout.totalBytes).c_str(), spec.peerRank, errnoText(err).c_str());
-  }
-  void* base = mmap(nullptr, layout.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    int err = errno;
-    return WEFT_ERROR(weftSystemError, "rank %d: mmap of %s (%s) for the FIFO from rank %d failed: %s", spec.selfRank,
-                      name, formatBytes(layout.totalBytes).c_str(), spec.peerRank, errnoText(err).c_str());
-  }
-  Mapping map(base, layout.totalBytes);
+  const SegmentId id = segmentOf(spec);
+  Segment segment;  // unlinked again if anything below fails
+  WEFT_TRY(Segment::create(id, layout.totalBytes, &segment));
   // The policy goes on the segment before its pages exist, so that the reservation below
   // allocates them on the reader's (this rank's) NUMA node.
-  const int placed = placeOnNode(base, layout.totalBytes, spec);
-  WEFT_TRY(reserveSpace(fd, layout.totalBytes, spec));
-  WEFT_TRY(settlePages(fd, static_cast<char*>(base), spec, layout));
+  const int placed = placeOnNode(segment.base(), layout.totalBytes, spec);
+  WEFT_TRY(segment.reserve(id));
+  WEFT_TRY(settlePages(segment.fd(), segment.base(), spec, layout));
 
   // The header, byte counts and stamps are written here; the slots' pages already exist (the
   // reservation allocated them, on the preferred node where one was given).
-  initHeader(base, spec, layout);
+  initHeader(segment.base(), spec, layout);
 
-  std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kReceiver, spec, map.release(), layout.totalBytes));
+  std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kReceiver, spec, segment.release(), layout.totalBytes));
   fifo->placedNode_ = placed;
   // Until the sender attaches, the pid the peer reported at init is all there is to watch.
   fifo->peerPidComparable_ = spec.peerPid > 0 && spec.peerPid != getpid() && processAlive(spec.peerPid);
-  unlinkOnError.dismiss();
   *out = std::move(fifo);
-  WEFT_LOG(kTrace, kShm, "rank %d: created %s: %zu slots of %zu B, %s mapped", spec.selfRank, name, spec.nSlots,
-           spec.slotBytes, formatBytes(layout.totalBytes).c_str());
+  WEFT_LOG(kTrace, kShm, "rank %d: created %s: %zu slots of %zu B, %s mapped", spec.selfRank, spec.name.c_str(),
+           spec.nSlots, spec.slotBytes, formatBytes(layout.totalBytes).c_str());
   return Status::ok();
 }
 
 Status ShmFifo::attach(const FifoSpec& spec, Deadline deadline, std::unique_ptr<ShmFifo>* out) {
   WEFT_TRY(checkGeometry(spec));
-  const char* name = spec.name.c_str();
   const uint64_t startNs = nowNs();
   Backoff backoff;
   for (;;) {
-    int fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0 && errno == ENOENT && takeNoSpaceMark(spec.name)) {
-      return WEFT_ERROR(weftSystemError,
-                        "rank %d: rank %d could not create the shared-memory FIFO to this rank: /dev/shm is full (%s "
-                        "free here); run the container with --shm-size=1g, lower WEFT_BUFFSIZE, or set "
-                        "WEFT_SHM_DISABLE=1",
-                        spec.selfRank, spec.peerRank, formatBytes(shmFreeBytes()).c_str());
+    std::unique_ptr<ShmFifo> fifo;
+    WEFT_TRY(tryAttach(spec, &fifo));
+    if (fifo) {
+      *out = std::move(fifo);
+      WEFT_LOG(kTrace, kShm, "rank %d: attached to %s after %.3f s", spec.selfRank, spec.name.c_str(),
+               static_cast<double>(nowNs() - startNs) / 1e9);
+      return Status::ok();
     }
-    if (fd < 0 && errno != ENOENT) {
-      int err = errno;
-      return WEFT_ERROR(weftSystemError, "rank %d: shm_open(%s) for the FIFO to rank %d failed: %s", spec.selfRank,
-                        name, spec.peerRank, errnoText(err).c_str());
-    }
-    if (fd >= 0) {
-      Fd guard(fd);
-      struct stat st;
-      if (fstat(fd, &st) != 0) {
-        int err = errno;
-        return WEFT_ERROR(weftSystemError, "rank %d: fstat(%s) failed: %s", spec.selfRank, name,
-                          errnoText(err).c_str());
-      }
-      // Size 0: the receiver has not sized it yet.
-      const size_t bytes = static_cast<size_t>(st.st_size);
-      if (bytes >= sizeof(FifoHeader)) {
-        void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (base == MAP_FAILED) {
-          int err = errno;
-          return WEFT_ERROR(weftSystemError, "rank %d: mmap of %s (%s) for the FIFO to rank %d failed: %s",
-                            spec.selfRank, name, formatBytes(bytes).c_str(), spec.peerRank, errnoText(err).c_str());
-        }
-        Mapping map(base, bytes);
-        auto* h = static_cast<FifoHeader*>(base);
-        bool ready = h->magic.load(std::memory_order_acquire) == kFifoMagic;
-        // A ready segment made by another process than the peer is left over from a crashed
-        // run; the peer replaces it when it gets to connectRecv().
-        bool stale = ready && (spec.peerPid > 0 ? h->receiverPid != spec.peerPid
-                                                : h->receiverPid != getpid() && !processAlive(h->receiverPid));
-        if (ready && !stale) {
-          if (h->version != kFifoVersion) {
-            return WEFT_ERROR(weftInvalidUsage,
-                              "rank %d: rank %d made the shared-memory FIFO %s with format version %u but this rank "
-                              "uses version %u; every rank must run the same Weft build",
-                              spec.selfRank, spec.peerRank, name, h->version, kFifoVersion);
-          }
-          if (h->nSlots != spec.nSlots || h->slotBytes != spec.slotBytes) {
-            return WEFT_ERROR(weftInvalidUsage,
-                              "rank %d: rank %d made the shared-memory FIFO %s with %" PRIu64 " slots of %" PRIu64
-                              " B but this rank expects %zu slots of %zu B; every rank must use the same "
-                              "WEFT_BUFFSIZE and WEFT_NSLOTS",
-                              spec.selfRank, spec.peerRank, name, h->nSlots, h->slotBytes, spec.nSlots, spec.slotBytes);
-          }
-          const FifoLayout layout = fifoLayout(spec.nSlots, spec.slotBytes);
-          if (h->totalBytes != bytes || layout.totalBytes != bytes || h->slotStride != layout.slotStride ||
-              !controlPlaced(*h, layout) || h->dataOffset != layout.dataOffset) {
-            return WEFT_ERROR(weftInternalError,
-                              "rank %d: the shared-memory FIFO %s from rank %d has an inconsistent layout "
-                              "(%zu B mapped, header says %" PRIu64 " B, expected %zu B)",
-                              spec.selfRank, name, spec.peerRank, bytes, h->totalBytes, layout.totalBytes);
-          }
-          // Both sides have it mapped now: drop the name so that no crash can leak it.
-          if (shm_unlink(name) != 0 && errno != ENOENT) {
-            int err = errno;
-            WEFT_LOG(kWarn, kShm, "rank %d: shm_unlink(%s) failed: %s", spec.selfRank, name, errnoText(err).c_str());
-          }
-          h->senderPid.store(getpid(), std::memory_order_relaxed);
-          h->senderPidNs.store(processPidNamespace(), std::memory_order_relaxed);
-          h->senderAttached.store(1, std::memory_order_release);
-
-          std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kSender, spec, map.release(), bytes));
-          int peer = h->receiverPid;
-          fifo->peerPidComparable_ = peer != getpid() && h->receiverPidNs == processPidNamespace();
-          *out = std::move(fifo);
-          WEFT_LOG(kTrace, kShm, "rank %d: attached to %s after %.3f s", spec.selfRank, name,
-                   static_cast<double>(nowNs() - startNs) / 1e9);
-          return Status::ok();
-        }
-      }
-    }
-    if (spec.abort && spec.abort->load(std::memory_order_relaxed)) {
-      return WEFT_ERROR(weftRemoteError, "rank %d: aborted while waiting for rank %d's shared-memory FIFO %s",
-                        spec.selfRank, spec.peerRank, name);
-    }
-    if (deadline.expired()) {
-      double waited = static_cast<double>(nowNs() - startNs) / 1e9;
-      return WEFT_ERROR(weftTimeout,
-                        "rank %d: timed out after %.3g s waiting for rank %d to create its shared-memory FIFO %s; "
-                        "is rank %d running and in the same communicator?",
-                        spec.selfRank, waited, spec.peerRank, name, spec.peerRank);
-    }
+    WEFT_TRY(checkStillWaiting(spec, deadline, startNs));
     backoff.pause();
   }
+}
+
+Status ShmFifo::tryAttach(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out) {
+  Segment segment;  // closed and unmapped again unless the FIFO takes it
+  WEFT_TRY(Segment::open(segmentOf(spec), sizeof(FifoHeader), &segment));
+  if (!segment.mapped()) return Status::ok();
+  auto* h = reinterpret_cast<FifoHeader*>(segment.base());
+  if (!madeByPeer(spec, *h)) return Status::ok();
+  WEFT_TRY(checkPeersHeader(spec, *h, segment.bytes()));
+  // Both sides have it mapped now: drop the name so that no crash can leak it.
+  unlinkSegment(spec.name, spec.selfRank);
+  h->senderPid.store(getpid(), std::memory_order_relaxed);
+  h->senderPidNs.store(processPidNamespace(), std::memory_order_relaxed);
+  h->senderAttached.store(1, std::memory_order_release);
+
+  const size_t bytes = segment.bytes();
+  std::unique_ptr<ShmFifo> fifo(new ShmFifo(Role::kSender, spec, segment.release(), bytes));
+  fifo->peerPidComparable_ = h->receiverPid != getpid() && h->receiverPidNs == processPidNamespace();
+  *out = std::move(fifo);
+  return Status::ok();
 }
 
 size_t ShmFifo::controlBlock() const {

@@ -5,7 +5,9 @@
 // few candidate blocks of the segment the receiver finds nearest in memory (near_pages.h): on a
 // VM whose host spreads its memory over two sockets, that halves a small message's latency. The receiver creates the segment (ShmFifo::create, returns at once); the
 // sender waits for it and attaches (ShmFifo::attach) and then unlinks its name, so nothing is
-// left in /dev/shm once both sides have it mapped, whichever of them dies later.
+// left in /dev/shm once both sides have it mapped, whichever of them dies later. The /dev/shm
+// side (names, making and opening segments, reserving space, the "-nospace" markers, sweeping
+// what dead processes left) is shm_segments.h.
 //
 // The hot paths (trySendSlot, postSend, tryRecv, releaseRecv) are inline: a few loads and
 // stores, no syscalls, no locks. A message crosses between cores as one descriptor when it is
@@ -28,6 +30,7 @@
 #include "base/os.h"
 #include "base/status.h"
 #include "transports/shm/near_pages.h"
+#include "transports/shm/shm_segments.h"
 
 namespace weft {
 namespace shm {
@@ -108,22 +111,6 @@ struct FifoLayout {
   size_t totalBytes = 0;
 };
 FifoLayout fifoLayout(size_t nSlots, size_t slotBytes);
-
-// "/weft-<commTag>-<sender>-<receiver>-<lane>", with characters that cannot appear in a
-// shared-memory name replaced (and an over-long tag replaced by its hash).
-std::string fifoName(const std::string& commTag, int sender, int receiver, int lane);
-
-// Removes the FIFO segments in /dev/shm whose creator was a process of this pid namespace that
-// no longer runs (a receiver killed, or ended by _exit, before its sender attached: nobody else
-// would ever unlink them); returns how many. Segments of live processes, of other namespaces,
-// half-made ones and anything that is not a FIFO (weftMemAlloc's /weft-mem-*) are left alone.
-// ShmFifo::create runs it once per process.
-size_t removeFifosOfDeadProcesses();
-
-// Free bytes in /dev/shm, or UINT64_MAX when that cannot be told.
-uint64_t shmFreeBytes();
-// Ok when `needBytes` fit in `freeBytes`; otherwise an error saying what to do about it.
-Status checkShmSpace(uint64_t freeBytes, uint64_t needBytes, int selfRank, int peerRank);
 
 // Both ends of one edge as seen from this side.
 struct FifoSpec {
@@ -223,6 +210,8 @@ class ShmFifo {
 
  private:
   ShmFifo(Role role, const FifoSpec& spec, void* base, size_t bytes);
+  // Sender: one look for the receiver's segment; *out stays empty while it is not ready (yet).
+  [[nodiscard]] static Status tryAttach(const FifoSpec& spec, std::unique_ptr<ShmFifo>* out);
   int peerPidToCheck() const;
 
   Role role_;

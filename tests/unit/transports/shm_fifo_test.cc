@@ -1,5 +1,6 @@
 // The shared-memory FIFO on its own, both ends in this process: order, fullness, wraparound,
-// byte counts, layout, naming, the /dev/shm space check and stale segments.
+// byte counts, layout, running out of /dev/shm and stale segments. The /dev/shm side alone
+// (names, the space check, the sweep) is shm_segments_test.cc's.
 #include "transports/shm/shm_fifo.h"
 
 #include <fcntl.h>
@@ -222,34 +223,6 @@ TEST(ShmFifo, TheSenderSeesTheCallTheReceiverAnnounced) {
   EXPECT_TRUE(p.send->peerAnnounced(kTestStamp + 1));
 }
 
-// A receiver that dies before its sender attached leaves its segment; the next process's sweep
-// removes it, and keeps the segments of live processes (this one's).
-TEST(ShmFifo, SegmentsOfDeadCreatorsAreSweptAndLiveOnesKept) {
-  const std::string deadTag = uniqueTag(), liveTag = uniqueTag();
-  std::unique_ptr<ShmFifo> live;
-  ASSERT_TRUE(ShmFifo::create(spec(liveTag, false, 2, 64), &live).isOk());
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::unique_ptr<ShmFifo> orphan;
-    const bool ok = ShmFifo::create(spec(deadTag, false, 2, 64), &orphan).isOk();
-    _exit(ok ? 0 : 1);  // no destructor: the segment stays, as after a kill
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  const std::string dead = fifoName(deadTag, 0, 1, 0), kept = fifoName(liveTag, 0, 1, 0);
-  auto exists = [](const std::string& name) {
-    int fd = shm_open(name.c_str(), O_RDONLY, 0);
-    if (fd >= 0) close(fd);
-    return fd >= 0;
-  };
-  ASSERT_TRUE(exists(dead)) << "the dead child's segment is left behind";
-  EXPECT_GE(removeFifosOfDeadProcesses(), 1u);
-  EXPECT_FALSE(exists(dead)) << "swept";
-  EXPECT_TRUE(exists(kept)) << "this live process's FIFO is kept";
-}
-
 TEST(ShmFifo, LayoutAlignsSlotsAndData) {
   for (size_t slotBytes : {size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{4096}, size_t{5000}}) {
     for (size_t nSlots : {size_t{1}, size_t{7}, size_t{600}}) {
@@ -447,33 +420,6 @@ TEST(ShmFifo, AttachRejectsAControlBlockOutsideTheCandidates) {
     EXPECT_FALSE(st.isOk()) << bad;
     EXPECT_NE(st.message().find("inconsistent layout"), std::string::npos) << st.message();
   }
-}
-
-TEST(ShmFifo, NamesAreDeterministicAndValid) {
-  EXPECT_EQ(fifoName("abc", 2, 3, 1), "/weft-abc-2-3-1");
-  EXPECT_NE(fifoName("abc", 2, 3, 1), fifoName("abc", 3, 2, 1)) << "each direction has its own FIFO";
-  std::string odd = fifoName("a/b c", 0, 1, 0);
-  EXPECT_EQ(odd.find('/', 1), std::string::npos) << odd;
-  EXPECT_EQ(odd.find(' '), std::string::npos) << odd;
-  std::string longName = fifoName(std::string(1000, 'x'), 12345, 54321, 7);
-  EXPECT_LT(longName.size(), 255u);
-  EXPECT_NE(longName, fifoName(std::string(1000, 'y'), 12345, 54321, 7));
-}
-
-TEST(ShmFifo, SpaceCheckPassesWhenTheFifoFits) {
-  EXPECT_TRUE(checkShmSpace(60ull << 20, 512ull << 10, 3, 2).isOk());
-  EXPECT_TRUE(checkShmSpace(4096, 4096, 3, 2).isOk());
-}
-
-TEST(ShmFifo, SpaceCheckSaysWhatToDoWhenDevShmIsFull) {
-  Status st = checkShmSpace(100ull << 10, 512ull << 10, 3, 2);
-  ASSERT_FALSE(st.isOk());
-  EXPECT_EQ(st.code(), weftSystemError);
-  EXPECT_NE(st.message().find("rank 3: /dev/shm has 100 KiB free"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("needs 512 KiB more for the FIFO from rank 2"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("--shm-size"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("WEFT_BUFFSIZE"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("WEFT_SHM_DISABLE=1"), std::string::npos) << st.message();
 }
 
 TEST(ShmFifo, CreateFailsCleanlyWithoutSpace) {
