@@ -95,14 +95,9 @@ void bootstrapHellos(BootstrapMode raw, BootstrapMode keyed, const char* tag) {
   write(sub, t + "-wrong-secret", raw, bytesOf(h));
 }
 
-void bootstrapSeeds() {
+// The connection hello between two ranks: valid, truncated, and from/to the wrong ranks.
+void bootstrapConnSeeds() {
   const std::string sub = "bootstrap";
-  bootstrapHellos(fuzz::kHelloRaw, fuzz::kHelloKeyed, "hello");
-  bootstrapHellos(fuzz::kRootRaw, fuzz::kRootKeyed, "root");
-  write(sub, "root-hello-then-bytes", fuzz::kRootKeyed, bytesOf(hello(0, 3)) + "trailing bytes");
-  write(sub, "root-one-rank-completes", fuzz::kRootKeyed, bytesOf(hello(0, 1)));
-  write(sub, "root-huge-length", fuzz::kRootRaw, std::string(16, '\xff'));
-
   wire::ConnHello c{};
   c.magic = wire::kConnMagic;
   c.version = wire::kProtocolVersion;
@@ -121,7 +116,11 @@ void bootstrapSeeds() {
   bad = c;
   bad.from = -2147483647 - 1;
   write(sub, "conn-from-min", fuzz::kConnHelloKeyed, bytesOf(bad));
+}
 
+// The root's answer, read by the pure check and by a live rank: tables, errors, hostile lengths.
+void bootstrapReplySeeds() {
+  const std::string sub = "bootstrap";
   // The root's answer: byte 1 is nRanks - 1 for the pure check; the live rank joins as 1 of 1.
   wire::Reply ok{wire::kReplyMagic, 0, 2, 0};
   wire::Entry e0{hello(0, 2).info, hello(0, 2).listen}, e1{hello(1, 2).info, hello(1, 2).listen};
@@ -149,7 +148,11 @@ void bootstrapSeeds() {
   write(sub, "rank-reply-bad-address", fuzz::kRankReply, bytesOf(one) + bytesOf(badAddr));
   write(sub, "rank-reply-garbage", fuzz::kRankReply, "HTTP/1.1 400 Bad Request\r\n\r\n");
   write(sub, "rank-reply-nothing", fuzz::kRankReply, "");
+}
 
+// The framed stream after the handshake, read by the pure check and by a live rank.
+void bootstrapFrameSeeds() {
+  const std::string sub = "bootstrap";
   wire::Frame user{wire::kUser, 42, 5}, gather{wire::kInternal, wire::kGather, 0};
   write(sub, "frames-valid", fuzz::kFrameStream, bytesOf(user) + "hello" + bytesOf(gather));
   wire::Frame huge{wire::kUser, 1, UINT64_MAX};
@@ -168,6 +171,18 @@ void bootstrapSeeds() {
   write(sub, "rank-frames-truncated-payload", fuzz::kRankFrames, bytesOf(user) + "he");
   write(sub, "rank-frames-nothing", fuzz::kRankFrames, "");
   write(sub, "rank-frames-http", fuzz::kRankFrames, "GET / HTTP/1.1\r\n\r\n");
+}
+
+void bootstrapSeeds() {
+  const std::string sub = "bootstrap";
+  bootstrapHellos(fuzz::kHelloRaw, fuzz::kHelloKeyed, "hello");
+  bootstrapHellos(fuzz::kRootRaw, fuzz::kRootKeyed, "root");
+  write(sub, "root-hello-then-bytes", fuzz::kRootKeyed, bytesOf(hello(0, 3)) + "trailing bytes");
+  write(sub, "root-one-rank-completes", fuzz::kRootKeyed, bytesOf(hello(0, 1)));
+  write(sub, "root-huge-length", fuzz::kRootRaw, std::string(16, '\xff'));
+  bootstrapConnSeeds();
+  bootstrapReplySeeds();
+  bootstrapFrameSeeds();
 }
 
 net::FrameHeader frame(uint32_t type, uint64_t bytes) {

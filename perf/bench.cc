@@ -19,9 +19,10 @@
 // mpirun, forked ranks and a lone process. A library that cannot start is a note; one whose
 // call fails on any rank leaves the run on every rank. The nccl-tests table stays Weft's alone;
 // the side-by-side table follows the footer, and --json/--csv/--plot hold every library's rows.
+//
+// The Bench class is declared in bench_impl.h; what it prints and writes beside the table (the
+// "Using devices" block, the side-by-side table, the summary and the files) is bench_report.cc.
 #include "perf/bench.h"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,12 +30,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "perf/bench_impl.h"
 #include "perf/bench_support.h"
 #include "perf/datatypes.h"
 #include "perf/expected.h"
@@ -47,101 +48,6 @@
 #include "perf/sizes.h"
 
 namespace weft::perf {
-namespace {
-
-// Timed blocks per half when several libraries take turns.
-constexpr int kCompareBlocks = 4;
-
-// What one rank tells the others for the "Using devices" block.
-struct RankInfo {
-  int32_t pid;
-  int32_t group;
-  int32_t device;
-  int32_t reserved;
-  char host[64];
-  char busId[32];  // device memory: the GPU's PCI bus id and name
-  char name[144];
-};
-static_assert(sizeof(RankInfo) == 256, "RankInfo travels as 256 bytes");
-
-// One library in the run: Weft through the communicator (peer null), or a peer library.
-struct Lib {
-  std::string name;
-  std::unique_ptr<PeerLib> peer;
-  std::string description;  // rank 0's, for the report
-  std::string unsupported;  // why it cannot run the current type and op, or ""
-  bool failed = false;
-  std::string failure;  // "at 1024 B, rank 1: ..."
-  int64_t wrong = 0;    // over the whole run
-};
-
-// One (type, op, root) pass of the side-by-side table.
-struct Section {
-  std::string title;  // "float sum", "int32 none root 1"
-  std::string notes;  // "# gloo: n/a, ..." lines
-  std::vector<std::vector<LibRow>> rows;
-};
-
-class Bench {
- public:
-  Bench(const Options& o, const char* program, weftComm_t comm, int group, const RankDevice& dev)
-      : o_(o), program_(program), comm_(comm), group_(group), dev_(dev) {}
-
-  int run();
-  bool callFailed() const { return callFailed_; }
-
- private:
-  struct Half {
-    double seconds = 0;
-    int64_t wrong = 0;
-  };
-
-  bool ok(weftResult_t r, const char* what);
-  bool gpuOk(const GpuStatus& s);
-  bool chooseMemory(int* rc);
-  bool allocate();
-  bool printDevices();
-  bool startPeers();
-  bool everyRankOk(const PeerStatus& s, std::string* message, int* badRank);
-  void settle(size_t l, const PeerStatus& s, const DataSpec& d);
-  bool active(size_t l) const { return l == 0 || (libs_[l].peer && libs_[l].unsupported.empty()); }
-  weftResult_t call(const void* send, void* recv, const CollCounts& c, weftDataType_t t, weftRedOp_t op, int root);
-  bool iterate(int n, const void* send, void* recv, const CollCounts& c, weftDataType_t t, weftRedOp_t op, int root);
-  PeerStatus runLib(size_t l, int iters, bool once, const void* send, void* recv, const DataSpec& d);
-  bool setup(bool inPlace, const DataSpec& d, void** send, void** recv, bool fill);
-  bool runHalf(bool inPlace, const DataSpec& d, std::vector<Half>* halves);
-  bool runRow(size_t bytes, weftDataType_t t, weftRedOp_t op, int root);
-  void startSection(int cycle, weftDataType_t t, weftRedOp_t op, int root);
-  // What one row moves: this collective at `bytes` in type t with op and root.
-  DataSpec spec(size_t bytes, weftDataType_t t, weftRedOp_t op, int root) const;
-  std::string comparison() const;
-  RunSummary summary() const;
-  bool writeFiles() const;
-  void print(const std::string& s) {
-    if (rank_ != 0) return;
-    std::fputs(s.c_str(), stdout);
-    std::fflush(stdout);
-  }
-
-  Options o_;  // o_.mem and o_.notes may change when Weft has no GPU (chooseMemory)
-  const char* program_;
-  weftComm_t comm_;
-  int group_;
-  RankDevice dev_;
-  int rank_ = 0;
-  int nranks_ = 1;
-  std::unique_ptr<RankBuffers> buf_;
-  std::vector<std::string> hosts_;  // per rank
-  std::unique_ptr<CommBootstrap> boot_;
-  std::vector<Lib> libs_;           // Weft first
-  std::vector<std::string> notes_;  // for the summary: skipped and failed libraries
-  int peerFailures_ = 0;
-  std::vector<Section> sections_;
-  std::vector<Measurement> measurements_;
-  BusBwAverage avg_;
-  int64_t wrong_ = 0;
-  bool callFailed_ = false;
-};
 
 bool Bench::ok(weftResult_t r, const char* what) {
   if (r == weftSuccess) return true;
@@ -207,37 +113,6 @@ bool Bench::allocate() {
   return failed == 0;
 }
 
-bool Bench::printDevices() {
-  RankInfo self{};
-  self.pid = static_cast<int32_t>(getpid());
-  self.group = group_;
-  int dev = -1;
-  if (weftCommDevice(comm_, &dev) != weftSuccess) dev = -1;
-  self.device = dev;
-  if (gethostname(self.host, sizeof self.host - 1) != 0) std::strcpy(self.host, "unknown");
-  if (dev_.gpu) {
-    std::snprintf(self.busId, sizeof self.busId, "%s", dev_.gpu->pciBusId(dev_.device).c_str());
-    std::snprintf(self.name, sizeof self.name, "%s", dev_.gpu->deviceName(dev_.device).c_str());
-  }
-  std::vector<RankInfo> all(static_cast<size_t>(nranks_));
-  if (!ok(weftAllGather(&self, all.data(), sizeof self, weftUint8, comm_, nullptr), "weftAllGather (rank list)"))
-    return false;
-  std::string s;
-  for (int r = 0; r < nranks_; ++r) {
-    const RankInfo& i = all[static_cast<size_t>(r)];
-    hosts_.emplace_back(i.host, strnlen(i.host, sizeof i.host));
-    const std::string busId(i.busId, strnlen(i.busId, sizeof i.busId)), name(i.name, strnlen(i.name, sizeof i.name));
-    if (o_.mem != MemKind::kDevice) {
-      s += formatDeviceLine(r, i.group, i.pid, hosts_.back().c_str(), i.device, "host", "host memory");
-    } else {
-      s += formatDeviceLine(r, i.group, i.pid, hosts_.back().c_str(), i.device, busId.empty() ? "gpu" : busId.c_str(),
-                            (name.empty() ? std::string("device memory") : name + ", device memory").c_str());
-    }
-  }
-  print(s);
-  return true;
-}
-
 // Whether s is ok on every rank; if not, *message and *badRank are the lowest failing rank's.
 // A failed Weft call also returns false (callFailed_ says which).
 bool Bench::everyRankOk(const PeerStatus& s, std::string* message, int* badRank) {
@@ -271,16 +146,7 @@ bool Bench::startPeers() {
   }
 
   boot_ = std::make_unique<CommBootstrap>(comm_, rank_, nranks_);
-  PeerSettings settings;
-  settings.timeoutS = o_.timeoutS;
-  settings.storeDir = o_.peerStoreDir;
-  if (buf_->onDevice()) {
-    settings.device = dev_.device;
-    settings.stream = buf_->stream();
-  }
-  settings.iface = glooInterface(static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size()));
-  settings.ranksAreThreads = o_.nThreads > 1;
-  settings.weftNet = o_.weftNet;
+  const PeerSettings settings = peerSettings();
   std::string s;
   for (const std::string& name : o_.compare) {
     Lib lib;
@@ -304,8 +170,30 @@ bool Bench::startPeers() {
     s += "# Compare: " + name + ": " + lib.description + "\n";
     libs_.push_back(std::move(lib));
   }
-  // Which path each library's data takes, where weft-perf chose it, and how it was set up.
-  std::string paths, notes;
+  print(s + peerPathsAndNotes());
+  return true;
+}
+
+// What the peer libraries are given: the timeout, the store, the rank's GPU and stream, the
+// interface for Gloo, and how the ranks run.
+PeerSettings Bench::peerSettings() const {
+  PeerSettings settings;
+  settings.timeoutS = o_.timeoutS;
+  settings.storeDir = o_.peerStoreDir;
+  if (buf_->onDevice()) {
+    settings.device = dev_.device;
+    settings.stream = buf_->stream();
+  }
+  settings.iface = glooInterface(static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size()));
+  settings.ranksAreThreads = o_.nThreads > 1;
+  settings.weftNet = o_.weftNet;
+  return settings;
+}
+
+// Which path each library's data takes, where weft-perf chose it, and how it was set up: the
+// "# weft:" line, the paths and the notes (which also go to the summary).
+std::string Bench::peerPathsAndNotes() {
+  std::string s, paths, notes;
   for (const Lib& lib : libs_) {
     if (!lib.peer) continue;
     if (!lib.peer->path().empty()) paths += "# " + lib.name + ": " + lib.peer->path() + "\n";
@@ -318,8 +206,7 @@ bool Bench::startPeers() {
     s += "# weft: " + o_.weftPath + "\n";
   else if (!paths.empty())
     s += "# weft: its own paths between the ranks (shared memory, GPU peer access; --weft-net for its network path)\n";
-  print(s + paths + notes);
-  return true;
+  return s + paths + notes;
 }
 
 // After every rank ran peer l: if it failed anywhere, it leaves the run everywhere.
@@ -574,70 +461,67 @@ void Bench::startSection(int cycle, weftDataType_t t, weftRedOp_t op, int root) 
   sections_.push_back(std::move(sec));
 }
 
-// The side-by-side table and the verdict on the peers, for rank 0 to print after the footer.
-std::string Bench::comparison() const {
-  std::vector<std::string> names;
-  for (const Lib& lib : libs_) names.push_back(lib.name);
-  const int blocks = std::min(kCompareBlocks, o_.iters);
-  std::string s = "#\n# Side by side: " + std::string(collectiveName(o_.coll)) + ", " + std::to_string(nranks_) +
-                  (nranks_ == 1 ? " rank, " : " ranks, ") + memName(o_.mem) + " memory, the same buffers; per size " +
-                  std::to_string(blocks) +
-                  " timed blocks with the library order rotating; times combined over ranks as -a " +
-                  std::to_string(o_.average) + "\n";
-  s += "# " + names[0] + "/X speed = X's time / " + names[0] + "'s time (> 1: " + names[0] + " is faster)\n";
-  for (const Lib& lib : libs_) s += "# " + lib.name + ": " + lib.description + "\n";
-  for (const Section& sec : sections_) {
-    s += "#\n# " + sec.title + "\n" + sec.notes + formatSideBySideHeader(names);
-    for (const std::vector<LibRow>& row : sec.rows) s += formatSideBySideRows(row, names);
+// Warm up at the largest and the smallest size, as nccl-tests does, every active library.
+bool Bench::warmUp(weftDataType_t t, weftRedOp_t op, int root) {
+  for (size_t bytes : {o_.maxBytes, o_.minBytes}) {
+    const DataSpec d = spec(bytes, t, op, root);
+    void* s = nullptr;
+    void* r = nullptr;
+    if (!setup(false, d, &s, &r, true)) return false;
+    for (size_t l = 0; l < libs_.size(); ++l) {
+      if (!active(l)) continue;
+      const PeerStatus st = runLib(l, o_.warmupIters, false, s, r, d);
+      if (callFailed_) return false;
+      settle(l, st, d);
+      if (callFailed_) return false;
+    }
   }
-  std::string wrong;
-  int64_t any = 0;
-  for (const Lib& lib : libs_) {
-    wrong += (wrong.empty() ? "" : ", ") + lib.name + " " + std::to_string(lib.wrong);
-    any += lib.wrong;
-  }
-  s += "#\n# Compare: wrong elements: " + wrong + (any ? ": FAILED" : ": OK") + "\n";
-  for (const Lib& lib : libs_)
-    if (lib.failed) s += "# Compare: " + lib.name + " FAILED " + lib.failure + "\n";
-  return s;
+  return true;
 }
 
-RunSummary Bench::summary() const {
-  RunSummary run;
-  run.program = program_;
-  run.collective = collectiveName(o_.coll);
-  run.host = hosts_.empty() ? "unknown" : hosts_[0];
-  run.date = utcNow();
-  run.memory = memName(o_.mem);
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  const bool amd = dev_.gpu && dev_.gpu->prefix() == "hip";
-  run.topology = topologySummary(nranks_, static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size()),
-                                 runsInVm(), cpus > 0 ? static_cast<int>(cpus) : 1,
-                                 dev_.gpu ? dev_.gpu->deviceCount() : nvidiaGpus(), amd ? "AMD" : "NVIDIA");
-  int v = 0;
-  (void)weftGetVersion(&v);
-  run.weftVersion = versionText(v);
-  run.nranks = nranks_;
-  for (const Lib& lib : libs_) run.libraries.push_back(lib.name);
-  run.notes = o_.notes;
-  run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
-  return run;
+// The rows: per run cycle, type, op and root, a warm-up and then every size.
+bool Bench::runSweep() {
+  const std::vector<size_t> sizes = sizeSteps(o_.minBytes, o_.maxBytes, o_.stepBytes, o_.stepFactor);
+  std::vector<weftRedOp_t> ops = o_.ops;
+  if (!collectiveReduces(o_.coll)) ops = {weftSum};  // one pass, printed as "none"
+  std::vector<int> roots = {o_.root};
+  if (collectiveRooted(o_.coll) && o_.root < 0) {
+    roots.clear();
+    for (int r = 0; r < nranks_; ++r) roots.push_back(r);
+  }
+  if (!collectiveRooted(o_.coll)) roots = {0};
+
+  for (int cycle = 0; o_.runCycles == 0 || cycle < o_.runCycles; ++cycle) {
+    for (weftDataType_t t : o_.types) {
+      for (weftRedOp_t op : ops) {
+        for (int root : roots) {
+          startSection(cycle, t, op, root);
+          if (!warmUp(t, op, root)) return false;
+          for (size_t bytes : sizes)
+            if (!runRow(bytes, t, op, root)) return false;
+        }
+      }
+    }
+  }
+  return true;
 }
 
-// --json (-J), --csv and --plot, written by rank 0.
-bool Bench::writeFiles() const {
-  if (rank_ != 0 || (o_.jsonFile.empty() && o_.csvFile.empty() && o_.plotFile.empty())) return true;
-  const RunSummary run = summary();
-  bool good = true;
-  const std::pair<const std::string*, std::string (*)(const RunSummary&, const std::vector<Measurement>&)> files[] = {
-      {&o_.jsonFile, formatResultsJson}, {&o_.csvFile, formatResultsCsv}, {&o_.plotFile, plotResultsSvg}};
-  for (const auto& [path, render] : files) {
-    std::string error;
-    if (path->empty() || writeTextFile(*path, render(run, measurements_), &error)) continue;
-    std::fprintf(stderr, "weft-perf: %s\n", error.c_str());
-    good = false;
+// The footer, the verdict and the comparison; the exit status (a failed or wrong peer, or a
+// file that could not be written, makes a good run 1).
+int Bench::verdict() {
+  print(formatFooter(wrong_, avg_.value(), program_));
+  const Verdict v =
+      finalVerdict(wrong_, avg_.value(), std::getenv("WEFT_PERF_MIN_BW"), std::getenv("NCCL_TESTS_MIN_BW"));
+  print(v.message);
+  int rc = v.exitCode;
+  if (libs_.size() > 1) print(comparison());
+  if (!o_.compare.empty()) {
+    bool peersBad = peerFailures_ > 0;
+    for (size_t l = 1; l < libs_.size(); ++l) peersBad = peersBad || libs_[l].wrong > 0;
+    if (peersBad && rc == 0) rc = 1;
   }
-  return good;
+  if (!writeFiles() && rc == 0) rc = 1;
+  return rc;
 }
 
 int Bench::run() {
@@ -654,60 +538,10 @@ int Bench::run() {
     return 2;
   }
   if (!allocate() || !startPeers()) return 1;
-
   print(formatColumnHeader(o_.reportCpuTime != 0));
-  const std::vector<size_t> sizes = sizeSteps(o_.minBytes, o_.maxBytes, o_.stepBytes, o_.stepFactor);
-  std::vector<weftRedOp_t> ops = o_.ops;
-  if (!collectiveReduces(o_.coll)) ops = {weftSum};  // one pass, printed as "none"
-  std::vector<int> roots = {o_.root};
-  if (collectiveRooted(o_.coll) && o_.root < 0) {
-    roots.clear();
-    for (int r = 0; r < nranks_; ++r) roots.push_back(r);
-  }
-  if (!collectiveRooted(o_.coll)) roots = {0};
-
-  for (int cycle = 0; o_.runCycles == 0 || cycle < o_.runCycles; ++cycle) {
-    for (weftDataType_t t : o_.types) {
-      for (weftRedOp_t op : ops) {
-        for (int root : roots) {
-          startSection(cycle, t, op, root);
-          // Warm up at the largest and the smallest size, as nccl-tests does.
-          for (size_t bytes : {o_.maxBytes, o_.minBytes}) {
-            const DataSpec d = spec(bytes, t, op, root);
-            void* s = nullptr;
-            void* r = nullptr;
-            if (!setup(false, d, &s, &r, true)) return 1;
-            for (size_t l = 0; l < libs_.size(); ++l) {
-              if (!active(l)) continue;
-              const PeerStatus st = runLib(l, o_.warmupIters, false, s, r, d);
-              if (callFailed_) return 1;
-              settle(l, st, d);
-              if (callFailed_) return 1;
-            }
-          }
-          for (size_t bytes : sizes)
-            if (!runRow(bytes, t, op, root)) return 1;
-        }
-      }
-    }
-  }
-
-  print(formatFooter(wrong_, avg_.value(), program_));
-  const Verdict v =
-      finalVerdict(wrong_, avg_.value(), std::getenv("WEFT_PERF_MIN_BW"), std::getenv("NCCL_TESTS_MIN_BW"));
-  print(v.message);
-  rc = v.exitCode;
-  if (libs_.size() > 1) print(comparison());
-  if (!o_.compare.empty()) {
-    bool peersBad = peerFailures_ > 0;
-    for (size_t l = 1; l < libs_.size(); ++l) peersBad = peersBad || libs_[l].wrong > 0;
-    if (peersBad && rc == 0) rc = 1;
-  }
-  if (!writeFiles() && rc == 0) rc = 1;
-  return rc;
+  if (!runSweep()) return 1;
+  return verdict();
 }
-
-}  // namespace
 
 int runBenchmark(const Options& o, const char* program, weftComm_t comm, int group, const RankDevice& dev,
                  bool* callFailed) {

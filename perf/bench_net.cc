@@ -138,208 +138,272 @@ std::string usage(const char* prog) {
          compareUsageText();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CompareOptions co;
-  const CompareParse cp = parseCompareOptions(argc, argv, &co);
-  Options o;
-  o.minBytes = 1u << 10;
-  o.maxBytes = 64u << 20;
-  o.stepFactor = 4;
-  o.iters = 40;
-  o.warmupIters = 5;
+// Reads the command line: compare_options.h's flags, then weft-perf's from the rest. -1 when
+// the run goes on, else the exit status (0 after -h, 2 after a bad flag, with the usage).
+int parseCommandLine(int argc, char** argv, Options* o, CompareOptions* co) {
+  const CompareParse cp = parseCompareOptions(argc, argv, co);
+  o->minBytes = 1u << 10;
+  o->maxBytes = 64u << 20;
+  o->stepFactor = 4;
+  o->iters = 40;
+  o->warmupIters = 5;
   ParseResult parsed;
   if (cp.ok) {
     std::vector<const char*> rest;
     for (const std::string& a : cp.rest) rest.push_back(a.c_str());
-    parsed = parseOptions(static_cast<int>(rest.size()), rest.data(), &o);
+    parsed = parseOptions(static_cast<int>(rest.size()), rest.data(), o);
   } else {
     parsed.ok = false;
     parsed.error = cp.error;
   }
-  if (!parsed.ok || o.help) {
+  if (!parsed.ok || o->help) {
     if (!parsed.ok) std::fprintf(stderr, "%s: %s\n\n", kProgram, parsed.error.c_str());
     std::fputs(usage(argv[0]).c_str(), parsed.ok ? stdout : stderr);
     return parsed.ok ? 0 : 2;
   }
-  co.peers.timeoutS = o.timeoutS;
+  co->peers.timeoutS = o->timeoutS;
+  return -1;
+}
 
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &gRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &gNranks);
-  MpiBootstrap boot;
-
-  // The libraries, made collectively; one that cannot start is reported and left out.
+// The whole run: the options, the libraries still in it, the shared buffers and the totals.
+struct NetRun {
+  const Options& o;
+  const CompareOptions& co;
   std::vector<Lib> libs;
-  std::string header;
+  std::vector<std::string> names;
+  HostBuffer send, recv;
+  int blockIters = 0;
+  int64_t failures = 0;
+  int64_t wrongTotal = 0;
+};
+
+// The header's first lines: what runs, how it is timed, how busbw and speed read.
+std::string runHeader(const Options& o, const CompareOptions& co) {
   char hdr[512];
   std::snprintf(hdr, sizeof hdr,
                 "# %s: %s%s, %d ranks in separate processes, same buffers; %d blocks of %d iterations per library and "
                 "size, order rotating per block; warm-up %d; times averaged over ranks\n",
                 kProgram, collectiveName(o.coll), co.inPlace ? " in place" : "", gNranks, co.blocks,
                 (o.iters + co.blocks - 1) / co.blocks, o.warmupIters);
-  header += hdr;
-  header +=
-      "# busbw as nccl-tests (all-reduce: algbw x 2(n-1)/n); a/b speed = b's time / a's time (> 1: a is faster)\n";
-  int64_t failures = 0;
-  for (const std::string& name : co.libs) {
+  return std::string(hdr) +
+         "# busbw as nccl-tests (all-reduce: algbw x 2(n-1)/n); a/b speed = b's time / a's time (> 1: a is faster)\n";
+}
+
+// The libraries, made collectively; one that cannot start is reported (a header line) and left out.
+void makeLibs(NetRun* run, PeerBootstrap& boot, std::string* header) {
+  for (const std::string& name : run->co.libs) {
     Lib lib;
     lib.name = name;
     std::string message;
-    const PeerStatus s = makePeer(name, co.peers, boot, &lib.peer);
+    const PeerStatus s = makePeer(name, run->co.peers, boot, &lib.peer);
     if (!everyRankOk(s, &message)) {
       if (s.error.rfind("not built", 0) == 0) {
-        header += "# " + name + ": not built, left out\n";
+        *header += "# " + name + ": not built, left out\n";
         continue;
       }
       lib.peer.reset();
       lib.failed = true;
       lib.failure = "at start, " + message;
-      header += "# " + name + ": FAILED at start, " + message + "\n";
-      ++failures;
+      *header += "# " + name + ": FAILED at start, " + message + "\n";
+      ++run->failures;
     } else {
-      header += "# " + name + ": " + lib.peer->description() + "\n";
+      *header += "# " + name + ": " + lib.peer->description() + "\n";
     }
-    libs.push_back(std::move(lib));
+    run->libs.push_back(std::move(lib));
   }
+}
+
+// Notes when the environment lets a library skip the network (shared memory for Weft or MPI).
+std::string environmentNotes(const std::vector<Lib>& libs) {
+  std::string notes;
   const char* shmOff = std::getenv("WEFT_SHM_DISABLE");
   const char* btl = std::getenv("OMPI_MCA_btl");
   for (const Lib& lib : libs) {
     if (lib.name == "weft" && !(shmOff && std::strcmp(shmOff, "1") == 0))
-      header +=
+      notes +=
           "# note: WEFT_SHM_DISABLE is not 1: Weft may move data through shared memory, not its network transport\n";
     if (lib.name == "mpi" && !(btl && std::strstr(btl, "tcp") && !std::strstr(btl, "vader") && !std::strstr(btl, "sm")))
-      header +=
+      notes +=
           "# note: MPI's btl is not restricted to tcp (run mpirun --mca btl tcp,self): it may use shared memory\n";
   }
-  say(header);
+  return notes;
+}
 
-  std::vector<std::string> names;
-  for (const Lib& lib : libs) names.push_back(lib.name);
-  const std::vector<size_t> sizes = sizeSteps(o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor);
-  HostBuffer send = allocHost(o.maxBytes), recv = allocHost(o.maxBytes);
-  if (!send || !recv) {
+// One size of one type and op: the data it checks, the call every library makes, and where
+// (which size) a failure happened.
+struct SizeCase {
+  DataSpec d;
+  PeerCall call;
+  char* sendPtr = nullptr;
+  char* recvPtr = nullptr;
+  std::string where;
+  std::vector<bool> unsupported;  // per library, for this type and op
+};
+
+SizeCase makeCase(const NetRun& run, weftDataType_t type, weftRedOp_t op, int root, size_t bytes) {
+  SizeCase c;
+  DataSpec& d = c.d;
+  d.coll = run.o.coll;
+  d.type = type;
+  d.op = op;
+  d.nranks = gNranks;
+  d.rank = gRank;
+  d.root = root;
+  d.counts = collCounts(run.o.coll, bytes, typeSize(type), gNranks);
+  // Out of place: the two buffers. In place, as nccl-tests: all-gather sends from its
+  // block of the receive buffer, reduce-scatter receives into its block of the send
+  // buffer, the others use one buffer for both.
+  const size_t ts = typeSize(type), me = static_cast<size_t>(gRank);
+  c.sendPtr = run.co.inPlace ? run.recv.get() + d.counts.sendInplaceOffset * me * ts : run.send.get();
+  c.recvPtr = run.co.inPlace ? run.recv.get() + d.counts.recvInplaceOffset * me * ts : run.recv.get();
+  c.call.coll = run.o.coll;
+  c.call.send = c.sendPtr;
+  c.call.recv = c.recvPtr;
+  c.call.count = d.counts.paramCount;
+  c.call.type = type;
+  c.call.op = op;
+  c.call.root = root;
+  c.where = "at " + std::to_string(rowBytes(d.counts, typeSize(type))) + " B";
+  return c;
+}
+
+// The inputs of one call (and the sentinel in the receive buffer, out of place).
+void fillCase(const NetRun& run, const SizeCase& c) {
+  if (run.co.inPlace && run.o.coll != Collective::kAllGather) {
+    fillInput(c.d, run.recv.get(), 0, c.d.counts.sendCount);
+    return;
+  }
+  fillSentinel(c.d.type, run.recv.get(), c.d.counts.recvCount);
+  fillInput(c.d, c.sendPtr, 0, c.d.counts.sendCount);
+}
+
+// Whether library l is still in the run and supports this case.
+bool active(const NetRun& run, const SizeCase& c, size_t l) { return run.libs[l].peer && !c.unsupported[l]; }
+
+// Whether library l's call went well on every rank; if not, it leaves the run.
+bool checkLib(NetRun* run, const SizeCase& c, size_t l, const PeerStatus& s) {
+  std::string message;
+  if (everyRankOk(s, &message)) return true;
+  retire(run->libs[l], c.where, message);
+  ++run->failures;
+  return false;
+}
+
+// Timed blocks, the first library of block b being b mod nlibs: seconds per library.
+std::vector<double> timeBlocks(NetRun* run, const SizeCase& c) {
+  const size_t nlibs = run->libs.size();
+  std::vector<double> sec(nlibs, 0.0);
+  for (int b = 0; b < run->co.blocks; ++b) {
+    for (size_t k = 0; k < nlibs; ++k) {
+      const size_t l = (static_cast<size_t>(b) + k) % nlibs;
+      if (!active(*run, c, l)) continue;
+      MPI_Barrier(MPI_COMM_WORLD);
+      const auto t0 = std::chrono::steady_clock::now();
+      const PeerStatus s = repeat(*run->libs[l].peer, c.call, run->blockIters);
+      sec[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      checkLib(run, c, l, s);
+    }
+  }
+  return sec;
+}
+
+// One size: warm-up, the timed blocks, each result checked on fresh inputs, and rank 0's row.
+void benchSize(NetRun* run, SizeCase& c) {
+  const size_t nlibs = run->libs.size();
+  fillCase(*run, c);
+  for (size_t l = 0; l < nlibs; ++l)
+    if (active(*run, c, l)) checkLib(run, c, l, repeat(*run->libs[l].peer, c.call, run->o.warmupIters));
+  std::vector<double> sec = timeBlocks(run, c);
+
+  // Each result on fresh inputs.
+  std::vector<int64_t> wrong(nlibs, 0);
+  c.d.rep = 1;
+  for (size_t l = 0; l < nlibs; ++l) {
+    if (!active(*run, c, l)) continue;
+    fillCase(*run, c);
+    if (checkLib(run, c, l, run->libs[l].peer->run(c.call))) wrong[l] = countWrong(c.d, c.recvPtr);
+  }
+  for (double& s : sec) s /= static_cast<double>(run->co.blocks) * run->blockIters;
+  MPI_Allreduce(MPI_IN_PLACE, sec.data(), static_cast<int>(nlibs), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, wrong.data(), static_cast<int>(nlibs), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+
+  CompareRow row;
+  row.bytes = rowBytes(c.d.counts, typeSize(c.d.type));
+  row.paramCount = c.d.counts.paramCount;
+  row.typeSize = typeSize(c.d.type);
+  for (size_t l = 0; l < nlibs; ++l) {
+    LibSample sample;
+    if (!run->libs[l].peer)
+      sample.state = LibState::kFailed;
+    else if (c.unsupported[l])
+      sample.state = LibState::kUnsupported;
+    sample.seconds = sec[l] / gNranks;
+    sample.wrong = wrong[l];
+    run->wrongTotal += sample.state == LibState::kRan ? sample.wrong : 0;
+    row.libs.push_back(sample);
+  }
+  say(formatCompareRow(row, run->names, run->o.coll, gNranks));
+}
+
+// One type and op: its section header (with the libraries that do not support it), then every size.
+void benchTypeOp(NetRun* run, weftDataType_t type, weftRedOp_t op, int root) {
+  const Options& o = run->o;
+  std::string section = "#\n# " + std::string(typeName(type)) +
+                        (collectiveReduces(o.coll) ? std::string(" ") + opName(op) : std::string()) +
+                        (collectiveRooted(o.coll) ? " root " + std::to_string(root) : std::string()) + "\n";
+  const size_t nlibs = run->libs.size();
+  std::vector<bool> unsupported(nlibs, false);
+  for (size_t l = 0; l < nlibs; ++l) {
+    if (!run->libs[l].peer) continue;
+    const std::string why = run->libs[l].peer->unsupported(o.coll, type, op);
+    unsupported[l] = !why.empty();
+    if (unsupported[l]) section += "# " + run->libs[l].name + ": n/a, " + why + "\n";
+  }
+  say(section + formatCompareHeader(run->names));
+  for (size_t bytes : sizeSteps(o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor)) {
+    SizeCase c = makeCase(*run, type, op, root, bytes);
+    c.unsupported = unsupported;
+    benchSize(run, c);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CompareOptions co;
+  Options o;
+  if (int rc = parseCommandLine(argc, argv, &o, &co); rc >= 0) return rc;
+
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &gRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &gNranks);
+  MpiBootstrap boot;
+
+  NetRun run{o, co, {}, {}, nullptr, nullptr};
+  std::string header = runHeader(o, co);
+  makeLibs(&run, boot, &header);
+  say(header + environmentNotes(run.libs));
+
+  for (const Lib& lib : run.libs) run.names.push_back(lib.name);
+  run.send = allocHost(o.maxBytes);
+  run.recv = allocHost(o.maxBytes);
+  if (!run.send || !run.recv) {
     std::fprintf(stderr, "%s: rank %d: cannot allocate 2 x %zu bytes; lower -e\n", kProgram, gRank, o.maxBytes);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  const int blockIters = (o.iters + co.blocks - 1) / co.blocks;
-  const size_t nlibs = libs.size();
+  run.blockIters = (o.iters + co.blocks - 1) / co.blocks;
   std::vector<weftRedOp_t> ops = o.ops;
   if (!collectiveReduces(o.coll)) ops = {weftSum};
   const int root = collectiveRooted(o.coll) ? std::max(o.root, 0) % gNranks : 0;
-  int64_t wrongTotal = 0;
+  for (weftDataType_t type : o.types)
+    for (weftRedOp_t op : ops) benchTypeOp(&run, type, op, root);
 
-  for (weftDataType_t type : o.types) {
-    for (weftRedOp_t op : ops) {
-      std::string section = "#\n# " + std::string(typeName(type)) +
-                            (collectiveReduces(o.coll) ? std::string(" ") + opName(op) : std::string()) +
-                            (collectiveRooted(o.coll) ? " root " + std::to_string(root) : std::string()) + "\n";
-      std::vector<bool> unsupported(nlibs, false);
-      for (size_t l = 0; l < nlibs; ++l) {
-        if (!libs[l].peer) continue;
-        const std::string why = libs[l].peer->unsupported(o.coll, type, op);
-        unsupported[l] = !why.empty();
-        if (unsupported[l]) section += "# " + libs[l].name + ": n/a, " + why + "\n";
-      }
-      say(section + formatCompareHeader(names));
-
-      for (size_t bytes : sizes) {
-        DataSpec d;
-        d.coll = o.coll;
-        d.type = type;
-        d.op = op;
-        d.nranks = gNranks;
-        d.rank = gRank;
-        d.root = root;
-        d.counts = collCounts(o.coll, bytes, typeSize(type), gNranks);
-        // Out of place: the two buffers. In place, as nccl-tests: all-gather sends from its
-        // block of the receive buffer, reduce-scatter receives into its block of the send
-        // buffer, the others use one buffer for both.
-        const size_t ts = typeSize(type), me = static_cast<size_t>(gRank);
-        char* sendPtr = co.inPlace ? recv.get() + d.counts.sendInplaceOffset * me * ts : send.get();
-        char* recvPtr = co.inPlace ? recv.get() + d.counts.recvInplaceOffset * me * ts : recv.get();
-        auto fill = [&] {
-          if (co.inPlace && o.coll != Collective::kAllGather) {
-            fillInput(d, recv.get(), 0, d.counts.sendCount);
-            return;
-          }
-          fillSentinel(type, recv.get(), d.counts.recvCount);
-          fillInput(d, sendPtr, 0, d.counts.sendCount);
-        };
-        PeerCall call;
-        call.coll = o.coll;
-        call.send = sendPtr;
-        call.recv = recvPtr;
-        call.count = d.counts.paramCount;
-        call.type = type;
-        call.op = op;
-        call.root = root;
-        const std::string where = "at " + std::to_string(rowBytes(d.counts, typeSize(type))) + " B";
-        auto active = [&](size_t l) { return libs[l].peer && !unsupported[l]; };
-        auto check = [&](size_t l, const PeerStatus& s) {
-          std::string message;
-          if (everyRankOk(s, &message)) return true;
-          retire(libs[l], where, message);
-          ++failures;
-          return false;
-        };
-
-        fill();
-        for (size_t l = 0; l < nlibs; ++l)
-          if (active(l)) check(l, repeat(*libs[l].peer, call, o.warmupIters));
-
-        // Timed blocks, the first library of block b being b mod nlibs.
-        std::vector<double> sec(nlibs, 0.0);
-        for (int b = 0; b < co.blocks; ++b) {
-          for (size_t k = 0; k < nlibs; ++k) {
-            const size_t l = (static_cast<size_t>(b) + k) % nlibs;
-            if (!active(l)) continue;
-            MPI_Barrier(MPI_COMM_WORLD);
-            const auto t0 = std::chrono::steady_clock::now();
-            const PeerStatus s = repeat(*libs[l].peer, call, blockIters);
-            sec[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            check(l, s);
-          }
-        }
-
-        // Each result on fresh inputs.
-        std::vector<int64_t> wrong(nlibs, 0);
-        d.rep = 1;
-        for (size_t l = 0; l < nlibs; ++l) {
-          if (!active(l)) continue;
-          fill();
-          if (check(l, libs[l].peer->run(call))) wrong[l] = countWrong(d, recvPtr);
-        }
-        for (double& s : sec) s /= static_cast<double>(co.blocks) * blockIters;
-        MPI_Allreduce(MPI_IN_PLACE, sec.data(), static_cast<int>(nlibs), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        MPI_Allreduce(MPI_IN_PLACE, wrong.data(), static_cast<int>(nlibs), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-
-        CompareRow row;
-        row.bytes = rowBytes(d.counts, typeSize(type));
-        row.paramCount = d.counts.paramCount;
-        row.typeSize = typeSize(type);
-        for (size_t l = 0; l < nlibs; ++l) {
-          LibSample sample;
-          if (!libs[l].peer)
-            sample.state = LibState::kFailed;
-          else if (unsupported[l])
-            sample.state = LibState::kUnsupported;
-          sample.seconds = sec[l] / gNranks;
-          sample.wrong = wrong[l];
-          wrongTotal += sample.state == LibState::kRan ? sample.wrong : 0;
-          row.libs.push_back(sample);
-        }
-        say(formatCompareRow(row, names, o.coll, gNranks));
-      }
-    }
-  }
-
-  std::string footer = "#\n# wrong elements: " + std::to_string(wrongTotal) + (wrongTotal ? " FAILED" : " OK") + "\n";
-  for (const Lib& lib : libs)
+  std::string footer =
+      "#\n# wrong elements: " + std::to_string(run.wrongTotal) + (run.wrongTotal ? " FAILED" : " OK") + "\n";
+  for (const Lib& lib : run.libs)
     if (lib.failed) footer += "# " + lib.name + " FAILED " + lib.failure + "\n";
   say(footer);
-  libs.clear();  // the communicators go before MPI does
+  run.libs.clear();  // the communicators go before MPI does
   MPI_Finalize();
-  return wrongTotal || failures ? 1 : 0;
+  return run.wrongTotal || run.failures ? 1 : 0;
 }

@@ -155,18 +155,10 @@ std::string describeStatus(int status) {
   return "stopped with wait status " + std::to_string(status);
 }
 
-int runForked(const Options& o, const char* program) {
-  weftUniqueId id;
-  const weftResult_t r = weftGetUniqueId(&id);
-  if (r != weftSuccess) {
-    std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r),
-                 weftGetLastError(nullptr));
-    return 1;
-  }
+// Forks the n ranks of this host, each running runProcess; false (after stopping the ones
+// already forked) when a fork fails.
+bool forkRanks(const Options& o, const char* program, const weftUniqueId& id, std::vector<pid_t>* pids) {
   const int n = o.nranks;
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::vector<pid_t> pids(static_cast<size_t>(n), -1);
   const pid_t parent = getpid();
   for (int i = 0; i < n; ++i) {
     const pid_t pid = fork();
@@ -181,62 +173,99 @@ int runForked(const Options& o, const char* program) {
     }
     if (pid < 0) {
       std::fprintf(stderr, "weft-perf: cannot fork rank %d: %s\n", i, std::strerror(errno));
-      for (int j = 0; j < i; ++j) kill(pids[static_cast<size_t>(j)], SIGTERM);
-      for (int j = 0; j < i; ++j) waitpid(pids[static_cast<size_t>(j)], nullptr, 0);
-      return 1;
+      for (int j = 0; j < i; ++j) kill((*pids)[static_cast<size_t>(j)], SIGTERM);
+      for (int j = 0; j < i; ++j) waitpid((*pids)[static_cast<size_t>(j)], nullptr, 0);
+      return false;
     }
-    pids[static_cast<size_t>(i)] = pid;
+    (*pids)[static_cast<size_t>(i)] = pid;
   }
+  return true;
+}
 
-  // Wait for every rank; once one fails, give the rest kGraceSeconds to notice, then stop them.
-  int remaining = n;
+// The forked ranks being waited for: their pids (negated once reaped), which ones weft-perf
+// stopped, and the exit status so far.
+struct RankWait {
+  std::vector<pid_t> pids;
+  std::vector<bool> stoppedByUs;
+  int nThreads = 1;
+  int remaining = 0;
   int exitCode = 0;
   bool sawFailure = false;
   int termSent = 0;  // 0 none, 1 SIGTERM, 2 SIGKILL
-  std::vector<bool> stoppedByUs(static_cast<size_t>(n), false);
-  auto deadline = std::chrono::steady_clock::time_point::max();
-  while (remaining > 0) {
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+// A rank ended with `status`: a failure is reported, sets the exit status and, the first time,
+// starts the grace period the others have to notice.
+void noteExit(RankWait* w, pid_t pid, int status) {
+  int rank = -1;
+  for (size_t i = 0; i < w->pids.size(); ++i)
+    if (w->pids[i] == pid) rank = static_cast<int>(i);
+  if (rank < 0) return;
+  --w->remaining;
+  w->pids[static_cast<size_t>(rank)] = -pid;  // reaped: never signalled again
+  const bool good = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (good) return;
+  if (w->stoppedByUs[static_cast<size_t>(rank)] && WIFSIGNALED(status)) {
+    std::fprintf(stderr, "weft-perf: %s (pid %d) was stopped by weft-perf after another rank failed\n",
+                 processLabel(rank, w->nThreads).c_str(), static_cast<int>(pid));
+  } else {
+    std::fprintf(stderr, "weft-perf: %s (pid %d) %s\n", processLabel(rank, w->nThreads).c_str(),
+                 static_cast<int>(pid), describeStatus(status).c_str());
+  }
+  const int code = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
+  if (w->exitCode == 0 || (w->exitCode == 2 && code == 1)) w->exitCode = code;
+  if (!w->sawFailure) {
+    w->sawFailure = true;
+    w->deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kGraceSeconds);
+  }
+}
+
+// After a failure's grace period: SIGTERM to the ranks still running, 5 s later SIGKILL.
+void stopStragglers(RankWait* w) {
+  if (!w->sawFailure || std::chrono::steady_clock::now() <= w->deadline || w->termSent >= 2) return;
+  const int sig = w->termSent == 0 ? SIGTERM : SIGKILL;
+  for (size_t i = 0; i < w->pids.size(); ++i) {
+    if (w->pids[i] > 0) {
+      w->stoppedByUs[i] = true;
+      kill(w->pids[i], sig);
+    }
+  }
+  ++w->termSent;
+  w->deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+}
+
+int runForked(const Options& o, const char* program) {
+  weftUniqueId id;
+  const weftResult_t r = weftGetUniqueId(&id);
+  if (r != weftSuccess) {
+    std::fprintf(stderr, "weft-perf: weftGetUniqueId failed: %s: %s\n", weftGetErrorString(r),
+                 weftGetLastError(nullptr));
+    return 1;
+  }
+  const int n = o.nranks;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  RankWait w;
+  w.pids.assign(static_cast<size_t>(n), -1);
+  if (!forkRanks(o, program, id, &w.pids)) return 1;
+
+  // Wait for every rank; once one fails, give the rest kGraceSeconds to notice, then stop them.
+  w.stoppedByUs.assign(static_cast<size_t>(n), false);
+  w.nThreads = o.nThreads;
+  w.remaining = n;
+  while (w.remaining > 0) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
-      int rank = -1;
-      for (int i = 0; i < n; ++i)
-        if (pids[static_cast<size_t>(i)] == pid) rank = i;
-      if (rank < 0) continue;
-      --remaining;
-      pids[static_cast<size_t>(rank)] = -pid;  // reaped: never signalled again
-      const bool good = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (good) continue;
-      if (stoppedByUs[static_cast<size_t>(rank)] && WIFSIGNALED(status)) {
-        std::fprintf(stderr, "weft-perf: %s (pid %d) was stopped by weft-perf after another rank failed\n",
-                     processLabel(rank, o.nThreads).c_str(), static_cast<int>(pid));
-      } else {
-        std::fprintf(stderr, "weft-perf: %s (pid %d) %s\n", processLabel(rank, o.nThreads).c_str(),
-                     static_cast<int>(pid), describeStatus(status).c_str());
-      }
-      const int code = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
-      if (exitCode == 0 || (exitCode == 2 && code == 1)) exitCode = code;
-      if (!sawFailure) {
-        sawFailure = true;
-        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kGraceSeconds);
-      }
+      noteExit(&w, pid, status);
       continue;
     }
     if (pid < 0 && errno != EINTR) break;
-    if (sawFailure && std::chrono::steady_clock::now() > deadline && termSent < 2) {
-      const int sig = termSent == 0 ? SIGTERM : SIGKILL;
-      for (int i = 0; i < n; ++i) {
-        if (pids[static_cast<size_t>(i)] > 0) {
-          stoppedByUs[static_cast<size_t>(i)] = true;
-          kill(pids[static_cast<size_t>(i)], sig);
-        }
-      }
-      ++termSent;
-      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    }
+    stopStragglers(&w);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return exitCode;
+  return w.exitCode;
 }
 
 // Set in the environment of a re-run under mpirun, to the mpirun command line. Not WEFT_*: the

@@ -133,67 +133,74 @@ std::string flagLabel(const FlagSpec& f) {
   return std::string("-") + f.shortName + "/--" + f.longName;
 }
 
-// Applies one flag's value; returns an error sentence or "".
-std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
+constexpr long long kIntMax = 1LL << 30;
+
+// The integer flags: the range each accepts and the field it sets.
+struct IntFlag {
+  Flag flag;
+  long long lo, hi;
+  int Options::*field;
+};
+
+const IntFlag kIntFlags[] = {
+    {Flag::kThreads, 1, 1024, &Options::nThreads},     {Flag::kGpus, 1, 1024, &Options::nGpus},
+    {Flag::kIters, 1, kIntMax, &Options::iters},        {Flag::kWarmup, 0, kIntMax, &Options::warmupIters},
+    {Flag::kAgg, 1, kIntMax, &Options::aggIters},       {Flag::kCycles, 0, kIntMax, &Options::runCycles},
+    {Flag::kCheck, 0, kIntMax, &Options::check},        {Flag::kRoot, -1, kIntMax, &Options::root},
+    {Flag::kBlocking, 0, 1, &Options::blocking},        {Flag::kRegister, 0, 1, &Options::localRegister},
+    {Flag::kStreamNull, 0, 1, &Options::streamNull},    {Flag::kTimeout, 0, kIntMax, &Options::timeoutS},
+    {Flag::kGraph, 0, kIntMax, &Options::cudaGraph},    {Flag::kCpuTime, 0, 1, &Options::reportCpuTime},
+    {Flag::kAverage, 0, 3, &Options::average},          {Flag::kNranks, 1, 4096, &Options::nranks},
+};
+
+// The byte-count flags and the field each sets.
+struct SizeFlag {
+  Flag flag;
+  size_t Options::*field;
+};
+
+const SizeFlag kSizeFlags[] = {
+    {Flag::kMinBytes, &Options::minBytes},
+    {Flag::kMaxBytes, &Options::maxBytes},
+    {Flag::kStepBytes, &Options::stepBytes},
+};
+
+// -o: one op, or all of them.
+std::string applyOp(const FlagSpec& f, const std::string& value, Options* o) {
+  if (value == "all") {
+    o->ops.clear();
+    for (int i = 0; i < weftNumOps; ++i) o->ops.push_back(static_cast<weftRedOp_t>(i));
+    return "";
+  }
+  weftRedOp_t op;
+  if (!opFromName(value.c_str(), &op)) return flagLabel(f) + " wants sum, prod, min, max, avg or all, not '" + value + "'";
+  o->ops = {op};
+  return "";
+}
+
+// -d: one type, a list of them, or all.
+std::string applyType(const FlagSpec& f, const std::string& value, Options* o) {
+  if (value == "all") {
+    o->types.clear();
+    for (int i = 0; i < weftNumTypes; ++i) o->types.push_back(static_cast<weftDataType_t>(i));
+    return "";
+  }
+  // A comma-separated list runs the types in that order, each cycle (-N) again, so that
+  // types measured side by side share the machine's state (perf/lowp_compare.sh).
+  if (!typeList(value, &o->types))
+    return flagLabel(f) + " wants one of " + allTypeNames() + ", a comma-separated list of them, or all, not '" +
+           value + "'";
+  return "";
+}
+
+// The flags that take a name, a file or a word (and -f, -h, --weft-net).
+std::string applyText(const FlagSpec& f, const std::string& value, Options* o) {
   long long v = 0;
-  auto intIn = [&](long long lo, long long hi, int* dst) -> std::string {
-    if (!parseInt(value, lo, hi, &v))
-      return flagLabel(f) + " wants an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not '" +
-             value + "'";
-    *dst = static_cast<int>(v);
-    return "";
-  };
-  auto sizeIn = [&](size_t* dst) -> std::string {
-    if (!parseSize(value, dst))
-      return flagLabel(f) + " wants a byte count such as 8, 64K, 1M or 2G (powers of 1024), not '" + value + "'";
-    return "";
-  };
-  const long long kIntMax = 1LL << 30;
   switch (f.flag) {
-    case Flag::kThreads:
-      return intIn(1, 1024, &o->nThreads);
-    case Flag::kGpus:
-      return intIn(1, 1024, &o->nGpus);
-    case Flag::kMinBytes:
-      return sizeIn(&o->minBytes);
-    case Flag::kMaxBytes:
-      return sizeIn(&o->maxBytes);
-    case Flag::kStepBytes:
-      return sizeIn(&o->stepBytes);
-    case Flag::kStepFactor: {
+    case Flag::kStepFactor:
       if (!parseInt(value, 1, kIntMax, &v)) return flagLabel(f) + " wants an integer factor >= 1, not '" + value + "'";
       o->stepFactor = static_cast<size_t>(v);
       return "";
-    }
-    case Flag::kIters:
-      return intIn(1, kIntMax, &o->iters);
-    case Flag::kWarmup:
-      return intIn(0, kIntMax, &o->warmupIters);
-    case Flag::kAgg:
-      return intIn(1, kIntMax, &o->aggIters);
-    case Flag::kCycles:
-      return intIn(0, kIntMax, &o->runCycles);
-    case Flag::kCheck:
-      return intIn(0, kIntMax, &o->check);
-    case Flag::kRoot:
-      return intIn(-1, kIntMax, &o->root);
-    case Flag::kBlocking:
-      return intIn(0, 1, &o->blocking);
-    case Flag::kRegister:
-      if (value == "2") return flagLabel(f) + " 2 (symmetric window registration) is not provided by Weft; use 0 or 1";
-      return intIn(0, 1, &o->localRegister);
-    case Flag::kStreamNull:
-      return intIn(0, 1, &o->streamNull);
-    case Flag::kTimeout:
-      return intIn(0, kIntMax, &o->timeoutS);
-    case Flag::kGraph:
-      return intIn(0, kIntMax, &o->cudaGraph);
-    case Flag::kCpuTime:
-      return intIn(0, 1, &o->reportCpuTime);
-    case Flag::kAverage:
-      return intIn(0, 3, &o->average);
-    case Flag::kNranks:
-      return intIn(1, 4096, &o->nranks);
     case Flag::kJson:
     case Flag::kCsv:
     case Flag::kPlot: {
@@ -224,31 +231,6 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
     case Flag::kWeftNet:
       o->weftNet = true;
       return "";
-    case Flag::kOp: {
-      if (value == "all") {
-        o->ops.clear();
-        for (int i = 0; i < weftNumOps; ++i) o->ops.push_back(static_cast<weftRedOp_t>(i));
-        return "";
-      }
-      weftRedOp_t op;
-      if (!opFromName(value.c_str(), &op))
-        return flagLabel(f) + " wants sum, prod, min, max, avg or all, not '" + value + "'";
-      o->ops = {op};
-      return "";
-    }
-    case Flag::kType: {
-      if (value == "all") {
-        o->types.clear();
-        for (int i = 0; i < weftNumTypes; ++i) o->types.push_back(static_cast<weftDataType_t>(i));
-        return "";
-      }
-      // A comma-separated list runs the types in that order, each cycle (-N) again, so that
-      // types measured side by side share the machine's state (perf/lowp_compare.sh).
-      if (!typeList(value, &o->types))
-        return flagLabel(f) + " wants one of " + allTypeNames() + ", a comma-separated list of them, or all, not '" +
-               value + "'";
-      return "";
-    }
     case Flag::kColl:
       if (!collectiveFromName(value.c_str(), &o->coll))
         return flagLabel(f) +
@@ -258,8 +240,34 @@ std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
     case Flag::kHelp:
       o->help = true;
       return "";
+    default:
+      break;
   }
   return "internal: unhandled flag";
+}
+
+// Applies one flag's value; returns an error sentence or "".
+std::string apply(const FlagSpec& f, const std::string& value, Options* o) {
+  if (f.flag == Flag::kRegister && value == "2")
+    return flagLabel(f) + " 2 (symmetric window registration) is not provided by Weft; use 0 or 1";
+  for (const IntFlag& i : kIntFlags) {
+    if (i.flag != f.flag) continue;
+    long long v = 0;
+    if (!parseInt(value, i.lo, i.hi, &v))
+      return flagLabel(f) + " wants an integer from " + std::to_string(i.lo) + " to " + std::to_string(i.hi) +
+             ", not '" + value + "'";
+    o->*i.field = static_cast<int>(v);
+    return "";
+  }
+  for (const SizeFlag& z : kSizeFlags) {
+    if (z.flag != f.flag) continue;
+    if (!parseSize(value, &(o->*z.field)))
+      return flagLabel(f) + " wants a byte count such as 8, 64K, 1M or 2G (powers of 1024), not '" + value + "'";
+    return "";
+  }
+  if (f.flag == Flag::kOp) return applyOp(f, value, o);
+  if (f.flag == Flag::kType) return applyType(f, value, o);
+  return applyText(f, value, o);
 }
 
 // Checks that need every flag: sizes in order, a step that moves, notes for GPU-only flags.

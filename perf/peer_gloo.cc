@@ -164,92 +164,119 @@ class GlooPeer : public PeerLib {
     if (timeout_.count() > 0) opts.setTimeout(timeout_);
   }
 
+  // One call of c.coll in element type T, through the collective's own function below.
   template <typename T>
   void call(const PeerCall& c) {
-    const int rank = ctx_->rank, n = ctx_->size;
     T* send = const_cast<T*>(static_cast<const T*>(c.send));  // Gloo only reads inputs, but takes void*
     T* recv = static_cast<T*>(c.recv);
-    const size_t count = c.count;
     switch (c.coll) {
-      case Collective::kAllReduce: {
-        if (allreduce_ != "ring" && allreduce_ != "bcube") {
-          legacyAllreduce<T>(c, send, recv);
-          return;
-        }
-        gloo::AllreduceOptions opts(ctx_);
-        opts.setAlgorithm(allreduce_ == "bcube" ? gloo::AllreduceOptions::Algorithm::BCUBE
-                                                : gloo::AllreduceOptions::Algorithm::RING);
-        if (send != recv) opts.setInput(send, count);  // without an input, the output is the input
-        opts.setOutput(recv, count);
-        opts.setReduceFunction(reduceFn<T>(c.op));
-        limitTime(opts);
-        gloo::allreduce(opts);
+      case Collective::kAllReduce:
+        allreduce<T>(c, send, recv);
         return;
-      }
-      case Collective::kAllGather: {
-        gloo::AllgatherOptions opts(ctx_);
-        if (send != recv + rank * count) opts.setInput(send, count);
-        opts.setOutput(recv, count * n);
-        limitTime(opts);
-        gloo::allgather(opts);
+      case Collective::kAllGather:
+        allgather<T>(c, send, recv);
         return;
-      }
       case Collective::kReduceScatter:
         reduceScatter<T>(c, send, recv);
         return;
-      case Collective::kBroadcast: {
-        gloo::BroadcastOptions opts(ctx_);
-        opts.setRoot(c.root);
-        if (rank == c.root && send != recv) opts.setInput(send, count);
-        opts.setOutput(recv, count);
-        limitTime(opts);
-        gloo::broadcast(opts);
+      case Collective::kBroadcast:
+        broadcast<T>(c, send, recv);
         return;
-      }
-      case Collective::kReduce: {
-        gloo::ReduceOptions opts(ctx_);
-        opts.setRoot(c.root);
-        if (send != recv) opts.setInput(send, count);
-        opts.setOutput(recv, count);
-        opts.setReduceFunction(reduceFn<T>(c.op));
-        limitTime(opts);
-        gloo::reduce(opts);
+      case Collective::kReduce:
+        reduce<T>(c, send, recv);
         return;
-      }
-      case Collective::kAllToAll: {
-        if (send == recv) {
-          // Gloo's all-to-all reads and writes different buffers.
-          scratch_.assign(reinterpret_cast<char*>(send), reinterpret_cast<char*>(send + count * n));
-          send = reinterpret_cast<T*>(scratch_.data());
-        }
-        gloo::AlltoallOptions opts(ctx_);
-        opts.setInput(send, count * n);
-        opts.setOutput(recv, count * n);
-        limitTime(opts);
-        gloo::alltoall(opts);
+      case Collective::kAllToAll:
+        alltoall<T>(c, send, recv);
         return;
-      }
-      case Collective::kSendRecv: {
-        const size_t bytes = count * sizeof(T);
-        if (n == 1) {
-          if (send != recv) std::memcpy(c.recv, c.send, bytes);
-          return;
-        }
-        if (send == recv) {
-          scratch_.assign(reinterpret_cast<char*>(send), reinterpret_cast<char*>(send) + bytes);
-          send = reinterpret_cast<T*>(scratch_.data());
-        }
-        const uint64_t slot = gloo::Slot::build(kSendRecvSlotPrefix, 0);
-        auto out = ctx_->createUnboundBuffer(send, bytes);
-        auto in = ctx_->createUnboundBuffer(recv, bytes);
-        in->recv((rank - 1 + n) % n, slot);
-        out->send((rank + 1) % n, slot);
-        const auto wait = timeout_.count() > 0 ? std::chrono::milliseconds(timeout_) : ctx_->getTimeout();
-        in->waitRecv(wait);
-        out->waitSend(wait);
+      case Collective::kSendRecv:
+        sendRecv<T>(c, send, recv);
         return;
-      }
     }
+  }
+
+  // All-reduce: Gloo's ring or bcube, or one of the old-style algorithms (legacyAllreduce).
+  template <typename T>
+  void allreduce(const PeerCall& c, T* send, T* recv) {
+    if (allreduce_ != "ring" && allreduce_ != "bcube") {
+      legacyAllreduce<T>(c, send, recv);
+      return;
+    }
+    gloo::AllreduceOptions opts(ctx_);
+    opts.setAlgorithm(allreduce_ == "bcube" ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                            : gloo::AllreduceOptions::Algorithm::RING);
+    if (send != recv) opts.setInput(send, c.count);  // without an input, the output is the input
+    opts.setOutput(recv, c.count);
+    opts.setReduceFunction(reduceFn<T>(c.op));
+    limitTime(opts);
+    gloo::allreduce(opts);
+  }
+
+  template <typename T>
+  void allgather(const PeerCall& c, T* send, T* recv) {
+    gloo::AllgatherOptions opts(ctx_);
+    if (send != recv + ctx_->rank * c.count) opts.setInput(send, c.count);
+    opts.setOutput(recv, c.count * ctx_->size);
+    limitTime(opts);
+    gloo::allgather(opts);
+  }
+
+  template <typename T>
+  void broadcast(const PeerCall& c, T* send, T* recv) {
+    gloo::BroadcastOptions opts(ctx_);
+    opts.setRoot(c.root);
+    if (ctx_->rank == c.root && send != recv) opts.setInput(send, c.count);
+    opts.setOutput(recv, c.count);
+    limitTime(opts);
+    gloo::broadcast(opts);
+  }
+
+  template <typename T>
+  void reduce(const PeerCall& c, T* send, T* recv) {
+    gloo::ReduceOptions opts(ctx_);
+    opts.setRoot(c.root);
+    if (send != recv) opts.setInput(send, c.count);
+    opts.setOutput(recv, c.count);
+    opts.setReduceFunction(reduceFn<T>(c.op));
+    limitTime(opts);
+    gloo::reduce(opts);
+  }
+
+  template <typename T>
+  void alltoall(const PeerCall& c, T* send, T* recv) {
+    const size_t total = c.count * ctx_->size;
+    if (send == recv) {
+      // Gloo's all-to-all reads and writes different buffers.
+      scratch_.assign(reinterpret_cast<char*>(send), reinterpret_cast<char*>(send + total));
+      send = reinterpret_cast<T*>(scratch_.data());
+    }
+    gloo::AlltoallOptions opts(ctx_);
+    opts.setInput(send, total);
+    opts.setOutput(recv, total);
+    limitTime(opts);
+    gloo::alltoall(opts);
+  }
+
+  // Send to the next rank, receive from the previous one, through unbound buffers.
+  template <typename T>
+  void sendRecv(const PeerCall& c, T* send, T* recv) {
+    const int rank = ctx_->rank, n = ctx_->size;
+    const size_t bytes = c.count * sizeof(T);
+    if (n == 1) {
+      if (send != recv) std::memcpy(c.recv, c.send, bytes);
+      return;
+    }
+    if (send == recv) {
+      scratch_.assign(reinterpret_cast<char*>(send), reinterpret_cast<char*>(send) + bytes);
+      send = reinterpret_cast<T*>(scratch_.data());
+    }
+    const uint64_t slot = gloo::Slot::build(kSendRecvSlotPrefix, 0);
+    auto out = ctx_->createUnboundBuffer(send, bytes);
+    auto in = ctx_->createUnboundBuffer(recv, bytes);
+    in->recv((rank - 1 + n) % n, slot);
+    out->send((rank + 1) % n, slot);
+    const auto wait = timeout_.count() > 0 ? std::chrono::milliseconds(timeout_) : ctx_->getTimeout();
+    in->waitRecv(wait);
+    out->waitSend(wait);
   }
 
   // An old-style algorithm object: bound to one buffer, count, type and op when built, so it

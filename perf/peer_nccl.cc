@@ -354,13 +354,9 @@ PeerStatus gatherPlaces(PeerBootstrap& boot, const RankPlace& self, std::vector<
   return PeerStatus::success();
 }
 
-PeerStatus makeNccl(const PeerSettings& settings, PeerBootstrap& boot, std::unique_ptr<PeerLib>* out) {
-  GpuApi* gpu = nullptr;
-  NcclApi nccl;
-  std::string why = loadLibraries(&gpu, &nccl), first;
-  if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
-  if (!first.empty()) return PeerStatus::failure("skipped: " + first);
-
+// Where this rank runs: the GPU it uses (*device) and, from every rank's place, how many hosts
+// there are and whether ranks share a GPU (q->nHosts, q->gpuShared).
+PeerStatus placeRank(const PeerSettings& settings, PeerBootstrap& boot, GpuApi* gpu, int* device, NcclShareQuery* q) {
   // This rank's index among the ranks on its host, from every rank's host name.
   RankPlace self{};
   if (gethostname(self.host, sizeof self.host - 1) != 0) std::strcpy(self.host, "unknown");
@@ -370,10 +366,9 @@ PeerStatus makeNccl(const PeerSettings& settings, PeerBootstrap& boot, std::uniq
   for (int r = 0; r < boot.rank(); ++r) local += std::strcmp(places[static_cast<size_t>(r)].host, self.host) == 0;
   // Device buffers live on the GPU weft-perf chose for the rank (current on this thread); host
   // buffers take GPUs in rank order, as weft-perf does.
-  const bool deviceBuffers = settings.device >= 0;
-  const int device = deviceBuffers ? settings.device : local % gpu->deviceCount();
-  std::string busId = gpu->pciBusId(device);
-  if (busId.empty()) busId = "device " + std::to_string(device);
+  *device = settings.device >= 0 ? settings.device : local % gpu->deviceCount();
+  std::string busId = gpu->pciBusId(*device);
+  if (busId.empty()) busId = "device " + std::to_string(*device);
   std::snprintf(self.gpu, sizeof self.gpu, "%s", busId.c_str());
   if (PeerStatus s = gatherPlaces(boot, self, &places); !s.ok) return s;
   std::set<std::string> hosts;
@@ -382,9 +377,56 @@ PeerStatus makeNccl(const PeerSettings& settings, PeerBootstrap& boot, std::uniq
     hosts.insert(p.host);
     gpus.emplace(p.host, p.gpu);
   }
+  q->nHosts = static_cast<int>(hosts.size());
+  q->gpuShared = gpus.size() < places.size();
+  return PeerStatus::success();
+}
+
+// The rank's stream (its own, on the rank's GPU, for host buffers) and rank 0's unique id,
+// broadcast once every rank got this far; a failure anywhere fails every rank.
+PeerStatus streamAndId(const PeerSettings& settings, PeerBootstrap& boot, GpuApi* gpu, NcclApi& nccl, int device,
+                       GpuStream* stream, NcclUniqueId* id) {
+  const bool deviceBuffers = settings.device >= 0;
+  *stream = deviceBuffers ? settings.stream : nullptr;
+  GpuStatus g;
+  if (!deviceBuffers) {
+    g = gpu->setDevice(device);
+    if (g.ok()) g = gpu->streamCreate(stream);
+  }
+  std::string why = g.error, first;
+  std::memset(id, 0, sizeof *id);
+  if (boot.rank() == 0 && why.empty()) {
+    const NcclResult r = nccl.getUniqueId(id);
+    if (r != 0) why = std::string("ncclGetUniqueId: ") + nccl.getErrorString(r);
+  }
+  if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
+  if (!first.empty()) {
+    if (*stream && !deviceBuffers) (void)gpu->streamDestroy(*stream);
+    return PeerStatus::failure(first);
+  }
+  return boot.broadcast(id, sizeof *id, 0);
+}
+
+// ncclCommInitRank's failure: NCCL's words, its last error and what weft-perf set in the environment.
+std::string initFailure(NcclApi& nccl, NcclResult r, const EnvPlan& plan) {
+  const char* last = nccl.getLastError(nullptr);  // "Duplicate GPU detected ..." and the like
+  std::string set;
+  for (const auto& [name, value] : plan.set) set += (set.empty() ? " (weft-perf set " : " ") + name + "=" + value;
+  return std::string("ncclCommInitRank: ") + nccl.getErrorString(r) +
+         (last && *last ? std::string(": ") + last : std::string()) + (set.empty() ? "" : set + ")");
+}
+
+PeerStatus makeNccl(const PeerSettings& settings, PeerBootstrap& boot, std::unique_ptr<PeerLib>* out) {
+  GpuApi* gpu = nullptr;
+  NcclApi nccl;
+  std::string why = loadLibraries(&gpu, &nccl), first;
+  if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
+  if (!first.empty()) return PeerStatus::failure("skipped: " + first);
+
+  const bool deviceBuffers = settings.device >= 0;
+  int device = -1;
   NcclShareQuery q;
-  q.nHosts = static_cast<int>(hosts.size());
-  q.gpuShared = gpus.size() < places.size();
+  if (PeerStatus s = placeRank(settings, boot, gpu, &device, &q); !s.ok) return s;
 
   // Ranks that share a GPU: NCCL's environment is set here, before its first init.
   int version = 0;
@@ -399,37 +441,15 @@ PeerStatus makeNccl(const PeerSettings& settings, PeerBootstrap& boot, std::uniq
   if (!first.empty()) return PeerStatus::failure("skipped: " + first);
   applyEnv(plan);
 
-  GpuStream stream = deviceBuffers ? settings.stream : nullptr;
-  GpuStatus g;
-  if (!deviceBuffers) {
-    g = gpu->setDevice(device);
-    if (g.ok()) g = gpu->streamCreate(&stream);
-  }
-  why = g.error;
-
+  GpuStream stream = nullptr;
   NcclUniqueId id;
-  std::memset(&id, 0, sizeof id);
-  if (boot.rank() == 0 && why.empty()) {
-    const NcclResult r = nccl.getUniqueId(&id);
-    if (r != 0) why = std::string("ncclGetUniqueId: ") + nccl.getErrorString(r);
-  }
-  if (PeerStatus s = agree(boot, why, &first); !s.ok) return s;
-  if (!first.empty()) {
-    if (stream && !deviceBuffers) (void)gpu->streamDestroy(stream);
-    return PeerStatus::failure(first);
-  }
-  if (PeerStatus s = boot.broadcast(&id, sizeof id, 0); !s.ok) return s;
+  if (PeerStatus s = streamAndId(settings, boot, gpu, nccl, device, &stream, &id); !s.ok) return s;
 
   void* comm = nullptr;
   const NcclResult r = nccl.commInitRank(&comm, boot.size(), id, boot.rank());
   if (r != 0) {
     if (!deviceBuffers) (void)gpu->streamDestroy(stream);
-    const char* last = nccl.getLastError(nullptr);  // "Duplicate GPU detected ..." and the like
-    std::string set;
-    for (const auto& [name, value] : plan.set) set += (set.empty() ? " (weft-perf set " : " ") + name + "=" + value;
-    return PeerStatus::failure(std::string("ncclCommInitRank: ") + nccl.getErrorString(r) +
-                               (last && *last ? std::string(": ") + last : std::string()) +
-                               (set.empty() ? "" : set + ")"));
+    return PeerStatus::failure(initFailure(nccl, r, plan));
   }
   *out = std::make_unique<NcclPeer>(*gpu, nccl, comm, stream, deviceBuffers, boot.rank(), boot.size(), device,
                                     q.gpuShared, std::move(plan));

@@ -282,9 +282,14 @@ std::vector<Series> makeSeries(const RunSummary& run, const std::vector<Measurem
   return series;
 }
 
-Plot gather(const RunSummary& run, const std::vector<Measurement>& rows) {
-  Plot p;
-  // The combination on show: the first that has a measured row (else the first row's).
+// Whether row m is of the combination on show.
+bool shownIn(const Plot& p, const Measurement& m) {
+  return m.collective == p.collective && m.type == p.type && m.op == p.op;
+}
+
+// The combination on show: the first that has a measured row (else the first row's); the
+// others in the data are named in p->others.
+void chooseCombination(const RunSummary& run, const std::vector<Measurement>& rows, Plot* p) {
   const Measurement* first = nullptr;
   for (const Measurement& m : rows) {
     if (m.status.empty() && m.bytes > 0) {
@@ -293,83 +298,108 @@ Plot gather(const RunSummary& run, const std::vector<Measurement>& rows) {
     }
   }
   if (!first && !rows.empty()) first = &rows[0];
-  p.collective = first ? first->collective : run.collective;
-  p.type = first ? first->type : "";
-  p.op = first ? first->op : "";
-  auto shown = [&](const Measurement& m) { return m.collective == p.collective && m.type == p.type && m.op == p.op; };
+  p->collective = first ? first->collective : run.collective;
+  p->type = first ? first->type : "";
+  p->op = first ? first->op : "";
   for (const Measurement& m : rows) {
-    if (shown(m)) continue;
+    if (shownIn(*p, m)) continue;
     const std::string c =
-        (m.collective != p.collective ? m.collective + " · " : "") + m.type + (m.op != "none" ? " · " + m.op : "");
-    if (std::find(p.others.begin(), p.others.end(), c) == p.others.end()) p.others.push_back(c);
+        (m.collective != p->collective ? m.collective + " · " : "") + m.type + (m.op != "none" ? " · " + m.op : "");
+    if (std::find(p->others.begin(), p->others.end(), c) == p->others.end()) p->others.push_back(c);
   }
+}
 
-  p.series = makeSeries(run, rows);
+// The rows of the combination on show that are not drawn (a status, or size 0), and the drawn
+// ones with wrong elements, for the footnotes.
+struct Skips {
   std::map<std::string, int> skipped;  // "library: status" -> rows
   std::vector<std::string> skippedOrder;
   int zeroSize = 0, wrongRows = 0;
-  double minX = 0, maxX = 0;
+};
+
+// Places the rows on show in their series (one point per size and placement, sorted by size),
+// and finds the ranges of the data: sizes (log2, *minX and *maxX), bandwidth and time.
+void placeRows(const std::vector<Measurement>& rows, Plot* p, Skips* skips, double* minX, double* maxX) {
   for (const Measurement& m : rows) {
-    if (!shown(m)) continue;
+    if (!shownIn(*p, m)) continue;
     if (!m.status.empty()) {
       const std::string reason = m.library + ": " + m.status;
-      if (!skipped[reason]++) skippedOrder.push_back(reason);
+      if (!skips->skipped[reason]++) skips->skippedOrder.push_back(reason);
       continue;
     }
     if (m.bytes == 0) {
-      ++zeroSize;
+      ++skips->zeroSize;
       continue;
     }
     Series& s =
-        *std::find_if(p.series.begin(), p.series.end(), [&](const Series& t) { return t.library == m.library; });
+        *std::find_if(p->series.begin(), p->series.end(), [&](const Series& t) { return t.library == m.library; });
     std::vector<const Measurement*>& placed = s.placed[m.inPlace ? 1 : 0];
     // One point per size (the other roots of a rooted collective are not drawn).
     if (std::any_of(placed.begin(), placed.end(), [&](const Measurement* q) { return q->bytes == m.bytes; })) continue;
     placed.push_back(&m);
-    p.anyInPlace |= m.inPlace;
-    wrongRows += m.wrong > 0;
+    p->anyInPlace |= m.inPlace;
+    skips->wrongRows += m.wrong > 0;
     const double x = std::log2(static_cast<double>(m.bytes));
-    minX = p.haveX ? std::min(minX, x) : x;
-    maxX = p.haveX ? std::max(maxX, x) : x;
-    p.haveX = true;
-    if (drawable(m, false)) p.maxBw = std::max(p.maxBw, m.busBw);
+    *minX = p->haveX ? std::min(*minX, x) : x;
+    *maxX = p->haveX ? std::max(*maxX, x) : x;
+    p->haveX = true;
+    if (drawable(m, false)) p->maxBw = std::max(p->maxBw, m.busBw);
     if (drawable(m, true)) {
-      p.minTime = p.haveTime ? std::min(p.minTime, m.timeUs) : m.timeUs;
-      p.maxTime = p.haveTime ? std::max(p.maxTime, m.timeUs) : m.timeUs;
-      p.haveTime = true;
+      p->minTime = p->haveTime ? std::min(p->minTime, m.timeUs) : m.timeUs;
+      p->maxTime = p->haveTime ? std::max(p->maxTime, m.timeUs) : m.timeUs;
+      p->haveTime = true;
     }
   }
-  for (Series& s : p.series) {
+  for (Series& s : p->series) {
     for (auto& placed : s.placed) {
       std::sort(placed.begin(), placed.end(),
                 [](const Measurement* a, const Measurement* b) { return a->bytes < b->bytes; });
     }
   }
+}
 
-  if (p.haveX) {
-    p.x.lo = static_cast<int>(std::floor(minX));
-    p.x.hi = static_cast<int>(std::ceil(maxX));
+// The size axis around log2 sizes minX..maxX, with a label stride that fits the width.
+void fitSizeAxis(double minX, double maxX, Plot* p) {
+  if (p->haveX) {
+    p->x.lo = static_cast<int>(std::floor(minX));
+    p->x.hi = static_cast<int>(std::ceil(maxX));
   }
-  if (p.x.hi <= p.x.lo) {
-    p.x.lo -= 1;
-    p.x.hi += 1;
+  if (p->x.hi <= p->x.lo) {
+    p->x.lo -= 1;
+    p->x.hi += 1;
   }
   // Labels such as "256 KiB" need ~60 px each.
   for (int s : {1, 2, 4, 5, 10, 20}) {
-    p.x.stride = s;
-    if ((p.x.hi - p.x.lo) / s + 1 <= static_cast<int>(kPlotW / 62)) break;
+    p->x.stride = s;
+    if ((p->x.hi - p->x.lo) / s + 1 <= static_cast<int>(kPlotW / 62)) break;
   }
+}
 
-  for (const std::string& reason : skippedOrder)
-    p.notes.push_back("not drawn: " + plural(skipped[reason], "row") + ", " + reason);
-  if (zeroSize) p.notes.push_back("not drawn: " + plural(zeroSize, "row") + " of size 0 (no place on a log axis)");
-  if (wrongRows) p.notes.push_back(plural(wrongRows, "drawn point") + " had wrong elements (marked with a red ring)");
-  for (const std::string& n : run.notes) p.notes.push_back("note: " + n);
-  if (p.notes.size() > 8) {
-    const size_t extra = p.notes.size() - 7;
-    p.notes.resize(7);
-    p.notes.push_back(format("... and %zu more (see the CSV or JSON file)", extra));
+// The footnotes: rows not drawn, points with wrong elements, the run's notes; at most 8 lines.
+void addNotes(const RunSummary& run, const Skips& skips, Plot* p) {
+  for (const std::string& reason : skips.skippedOrder)
+    p->notes.push_back("not drawn: " + plural(skips.skipped.at(reason), "row") + ", " + reason);
+  if (skips.zeroSize)
+    p->notes.push_back("not drawn: " + plural(skips.zeroSize, "row") + " of size 0 (no place on a log axis)");
+  if (skips.wrongRows)
+    p->notes.push_back(plural(skips.wrongRows, "drawn point") + " had wrong elements (marked with a red ring)");
+  for (const std::string& n : run.notes) p->notes.push_back("note: " + n);
+  if (p->notes.size() > 8) {
+    const size_t extra = p->notes.size() - 7;
+    p->notes.resize(7);
+    p->notes.push_back(format("... and %zu more (see the CSV or JSON file)", extra));
   }
+}
+
+Plot gather(const RunSummary& run, const std::vector<Measurement>& rows) {
+  Plot p;
+  chooseCombination(run, rows, &p);
+  p.series = makeSeries(run, rows);
+  Skips skips;
+  double minX = 0, maxX = 0;
+  placeRows(rows, &p, &skips, &minX, &maxX);
+  fitSizeAxis(minX, maxX, &p);
+  addNotes(run, skips, &p);
   return p;
 }
 

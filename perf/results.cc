@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <variant>
 
+#include "perf/csv_text.h"
 #include "perf/json.h"
 
 namespace weft::perf {
@@ -269,111 +270,45 @@ bool readJsonObject(const json::Value& v, const Field<T> (&fields)[N], const std
 
 // ---- CSV --------------------------------------------------------------------------------------
 
-// A field needs quotes for the RFC 4180 specials, and also when it would start a '#' line or
-// has blanks at an end (which spreadsheets trim).
-std::string csvField(const std::string& s) {
-  const bool quote = s.find_first_of(",\"\r\n") != std::string::npos || (!s.empty() && s[0] == '#') ||
-                     (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.back() == ' ' || s.back() == '\t'));
-  if (!quote) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
+// The text level (quoting, records, comment escapes) is csv_text.h.
 
-// Summary values sit on one comment line: backslash, newline and carriage return are escaped.
-std::string escapeComment(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-bool unescapeComment(const std::string& s, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\') {
-      *out += s[i];
-      continue;
-    }
-    const char e = ++i < s.size() ? s[i] : '\0';
-    if (e == '\\') {
-      *out += '\\';
-    } else if (e == 'n') {
-      *out += '\n';
-    } else if (e == 'r') {
-      *out += '\r';
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-// One RFC 4180 record from text[*pos], through its line end (LF or CRLF) or the end of the
-// text. *line counts the lines consumed (quoted fields may hold newlines).
-bool readCsvRecord(const std::string& text, size_t* pos, int* line, Strings* fields, std::string* error) {
-  fields->assign(1, "");
-  size_t i = *pos;
-  const int startLine = *line;
-  auto fail = [&](const std::string& what) {
-    *error = "line " + std::to_string(*line) + ", field " + std::to_string(fields->size()) + ": " + what;
+// One "# key=value" line of the summary (not the first): the key must be a summary field, a
+// scalar one at most once (seen[]); list keys add an item.
+bool readSummaryLine(const std::string& l, const std::string& where, bool seen[], RunSummary* run,
+                     std::string* error) {
+  constexpr size_t kN = countOf(kSummaryFields);
+  const size_t eq = l.find('=');
+  if (l.compare(0, 2, "# ") != 0 || eq == std::string::npos) {
+    *error = where + "expected a summary line \"# key=value\", found \"" + l + "\"";
     return false;
-  };
-  bool atFieldStart = true;
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '\n' || (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n')) {
-      i += c == '\r' ? 2 : 1;
-      ++*line;
-      break;
-    }
-    if (c == ',') {
-      fields->emplace_back();
-      atFieldStart = true;
-      ++i;
-      continue;
-    }
-    if (c == '"' && atFieldStart) {
-      ++i;
-      for (;;) {
-        if (i >= text.size()) {
-          *line = startLine;
-          return fail("a quoted field is not closed before the end of the text");
-        }
-        if (text[i] == '"') {
-          if (i + 1 < text.size() && text[i + 1] == '"') {
-            fields->back() += '"';
-            i += 2;
-            continue;
-          }
-          ++i;
-          break;
-        }
-        if (text[i] == '\n') ++*line;
-        fields->back() += text[i++];
-      }
-      if (i < text.size() && text[i] != ',' && text[i] != '\n' &&
-          !(text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n')) {
-        return fail("a closing quote must be followed by ',' or the end of the line");
-      }
-      atFieldStart = false;
-      continue;
-    }
-    if (c == '"') return fail("a '\"' inside an unquoted field (quote the field and double the '\"')");
-    fields->back() += c;
-    atFieldStart = false;
-    ++i;
   }
-  *pos = i;
+  const std::string key = l.substr(2, eq - 2);
+  std::string value;
+  if (!unescapeComment(l.substr(eq + 1), &value)) {
+    *error = where + "the value of " + key + " has a '\\' that is not \\\\, \\n or \\r";
+    return false;
+  }
+  size_t i = 0;
+  while (i < kN && key != (kSummaryFields[i].item ? kSummaryFields[i].item : kSummaryFields[i].name)) ++i;
+  if (i == kN) {
+    *error = where + "unknown summary key \"" + key + "\"";
+    return false;
+  }
+  const Field<RunSummary>& f = kSummaryFields[i];
+  if (isList(f)) {
+    (run->*std::get<Strings RunSummary::*>(f.member)).push_back(value);
+    return true;
+  }
+  if (seen[i]) {
+    *error = where + "the summary key \"" + key + "\" appears twice";
+    return false;
+  }
+  seen[i] = true;
+  std::string why;
+  if (!setScalar(run, f.member, value, &why)) {
+    *error = where + key + ": expected " + why + ", found \"" + value + "\"";
+    return false;
+  }
   return true;
 }
 
@@ -397,38 +332,7 @@ bool readCsvSummary(const std::string& text, size_t* pos, int* line, RunSummary*
       magic = true;
       continue;
     }
-    const size_t eq = l.find('=');
-    if (l.compare(0, 2, "# ") != 0 || eq == std::string::npos) {
-      *error = where + "expected a summary line \"# key=value\", found \"" + l + "\"";
-      return false;
-    }
-    const std::string key = l.substr(2, eq - 2);
-    std::string value;
-    if (!unescapeComment(l.substr(eq + 1), &value)) {
-      *error = where + "the value of " + key + " has a '\\' that is not \\\\, \\n or \\r";
-      return false;
-    }
-    size_t i = 0;
-    while (i < kN && key != (kSummaryFields[i].item ? kSummaryFields[i].item : kSummaryFields[i].name)) ++i;
-    if (i == kN) {
-      *error = where + "unknown summary key \"" + key + "\"";
-      return false;
-    }
-    const Field<RunSummary>& f = kSummaryFields[i];
-    if (isList(f)) {
-      (run->*std::get<Strings RunSummary::*>(f.member)).push_back(value);
-      continue;
-    }
-    if (seen[i]) {
-      *error = where + "the summary key \"" + key + "\" appears twice";
-      return false;
-    }
-    seen[i] = true;
-    std::string why;
-    if (!setScalar(run, f.member, value, &why)) {
-      *error = where + key + ": expected " + why + ", found \"" + value + "\"";
-      return false;
-    }
+    if (!readSummaryLine(l, where, seen, run, error)) return false;
   }
   if (!magic) {
     *error = std::string("line 1: expected the first line \"") + kCsvMagic + "\"";
@@ -440,6 +344,68 @@ bool readCsvSummary(const std::string& text, size_t* pos, int* line, RunSummary*
                "=...\" is missing before the header";
       return false;
     }
+  }
+  return true;
+}
+
+// The header names the columns; any order is read, each column exactly once. (*column)[c] is
+// the row field of column c.
+bool readCsvHeader(const std::string& text, size_t* pos, int* line, Strings* header, std::vector<size_t>* column,
+                   std::string* error) {
+  constexpr size_t kN = countOf(kRowFields);
+  const int headerLine = *line;
+  if (*pos >= text.size()) {
+    *error = "line " + std::to_string(*line) + ": the header line (" + kRowFields[0].name + "," + kRowFields[1].name +
+             ",...) is missing after the summary";
+    return false;
+  }
+  if (!readCsvRecord(text, pos, line, header, error)) return false;
+  column->assign(header->size(), 0);
+  bool seen[kN] = {};
+  for (size_t c = 0; c < header->size(); ++c) {
+    size_t i = 0;
+    while (i < kN && (*header)[c] != kRowFields[i].name) ++i;
+    if (i == kN || seen[i]) {
+      *error = "line " + std::to_string(headerLine) + ", field " + std::to_string(c + 1) + ": " +
+               (i == kN ? "unknown column \"" : "the column appears twice: \"") + (*header)[c] + "\"";
+      return false;
+    }
+    seen[i] = true;
+    (*column)[c] = i;
+  }
+  for (size_t i = 0; i < kN; ++i) {
+    if (!seen[i]) {
+      *error = "line " + std::to_string(headerLine) + ": the header has no column \"" + kRowFields[i].name + "\"";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The rows after the header, each with one field per column.
+bool readCsvRows(const std::string& text, size_t* pos, int* line, const Strings& header,
+                 const std::vector<size_t>& column, std::vector<Measurement>* ms, std::string* error) {
+  Strings fields;
+  while (*pos < text.size()) {
+    const int recordLine = *line;
+    const bool blank = text[*pos] == '\n' || text.compare(*pos, 2, "\r\n") == 0;
+    if (!readCsvRecord(text, pos, line, &fields, error)) return false;
+    if (blank) continue;  // an editor's trailing empty line
+    if (fields.size() != header.size()) {
+      *error = "line " + std::to_string(recordLine) + ": the row has " + std::to_string(fields.size()) +
+               " fields but the header has " + std::to_string(header.size());
+      return false;
+    }
+    Measurement m;
+    for (size_t c = 0; c < fields.size(); ++c) {
+      std::string why;
+      if (!setScalar(&m, kRowFields[column[c]].member, fields[c], &why)) {
+        *error = "line " + std::to_string(recordLine) + ", field " + std::to_string(c + 1) + " (" + header[c] +
+                 "): expected " + why + ", found \"" + fields[c] + "\"";
+        return false;
+      }
+    }
+    ms->push_back(std::move(m));
   }
   return true;
 }
@@ -525,64 +491,15 @@ std::string formatResultsCsv(const RunSummary& run, const std::vector<Measuremen
 bool parseResultsCsv(const std::string& text, RunSummary* run, std::vector<Measurement>* rows, std::string* error) {
   std::string ignored;
   if (!error) error = &ignored;
-  constexpr size_t kN = countOf(kRowFields);
   size_t pos = 0;
   int line = 1;
   RunSummary r;
   if (!readCsvSummary(text, &pos, &line, &r, error)) return false;
-
-  // The header names the columns; any order is read, each column exactly once.
-  const int headerLine = line;
   Strings header;
-  if (pos >= text.size()) {
-    *error = "line " + std::to_string(line) + ": the header line (" + kRowFields[0].name + "," + kRowFields[1].name +
-             ",...) is missing after the summary";
-    return false;
-  }
-  if (!readCsvRecord(text, &pos, &line, &header, error)) return false;
-  std::vector<size_t> column(header.size());
-  bool seen[kN] = {};
-  for (size_t c = 0; c < header.size(); ++c) {
-    size_t i = 0;
-    while (i < kN && header[c] != kRowFields[i].name) ++i;
-    if (i == kN || seen[i]) {
-      *error = "line " + std::to_string(headerLine) + ", field " + std::to_string(c + 1) + ": " +
-               (i == kN ? "unknown column \"" : "the column appears twice: \"") + header[c] + "\"";
-      return false;
-    }
-    seen[i] = true;
-    column[c] = i;
-  }
-  for (size_t i = 0; i < kN; ++i) {
-    if (!seen[i]) {
-      *error = "line " + std::to_string(headerLine) + ": the header has no column \"" + kRowFields[i].name + "\"";
-      return false;
-    }
-  }
-
+  std::vector<size_t> column;
+  if (!readCsvHeader(text, &pos, &line, &header, &column, error)) return false;
   std::vector<Measurement> ms;
-  Strings fields;
-  while (pos < text.size()) {
-    const int recordLine = line;
-    const bool blank = text[pos] == '\n' || text.compare(pos, 2, "\r\n") == 0;
-    if (!readCsvRecord(text, &pos, &line, &fields, error)) return false;
-    if (blank) continue;  // an editor's trailing empty line
-    if (fields.size() != header.size()) {
-      *error = "line " + std::to_string(recordLine) + ": the row has " + std::to_string(fields.size()) +
-               " fields but the header has " + std::to_string(header.size());
-      return false;
-    }
-    Measurement m;
-    for (size_t c = 0; c < fields.size(); ++c) {
-      std::string why;
-      if (!setScalar(&m, kRowFields[column[c]].member, fields[c], &why)) {
-        *error = "line " + std::to_string(recordLine) + ", field " + std::to_string(c + 1) + " (" + header[c] +
-                 "): expected " + why + ", found \"" + fields[c] + "\"";
-        return false;
-      }
-    }
-    ms.push_back(std::move(m));
-  }
+  if (!readCsvRows(text, &pos, &line, header, column, &ms, error)) return false;
   *run = std::move(r);
   *rows = std::move(ms);
   return true;

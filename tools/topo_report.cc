@@ -104,39 +104,44 @@ int cpuOfNode(const System& sys, int node) {
   return -1;
 }
 
-std::string formatConnectionMatrix(const System& sys, const topo::PathMatrix& paths) {
-  std::string out;
-  std::vector<Device> devs = devicesOf(paths);
-  if (paths.gpus().empty()) {
-    out += "No GPUs found: there is no GPU connection matrix to show.\n";
-    std::vector<int> cpus = sys.nodesOfType(NodeType::kCpu);
-    out += "CPUs (" + std::to_string(cpus.size()) + "):\n";
-    for (int c : cpus) {
-      const topo::CpuInfo& info = sys.nodes[static_cast<size_t>(c)].cpu;
-      std::string list = cpuListFromMask(info.affinity);
-      out += "  " + pad(sys.describe(c), 18) + pad(info.vendor.empty() ? "vendor unknown" : info.vendor, 14) +
-             pad(info.arch, 8) + "CPUs " + (list.empty() ? "unknown" : list) + "\n";
-    }
+namespace {
+
+// A machine without GPUs: the CPUs (vendor, architecture, CPU list), and "NICs: none" when
+// there are no NICs either.
+std::string formatNoGpus(const System& sys, const topo::PathMatrix& paths) {
+  std::string out = "No GPUs found: there is no GPU connection matrix to show.\n";
+  std::vector<int> cpus = sys.nodesOfType(NodeType::kCpu);
+  out += "CPUs (" + std::to_string(cpus.size()) + "):\n";
+  for (int c : cpus) {
+    const topo::CpuInfo& info = sys.nodes[static_cast<size_t>(c)].cpu;
+    std::string list = cpuListFromMask(info.affinity);
+    out += "  " + pad(sys.describe(c), 18) + pad(info.vendor.empty() ? "vendor unknown" : info.vendor, 14) +
+           pad(info.arch, 8) + "CPUs " + (list.empty() ? "unknown" : list) + "\n";
   }
-  if (paths.gpus().empty()) {
-    if (paths.nics().empty()) out += "NICs: none\n";
-    devs.clear();
+  if (paths.nics().empty()) out += "NICs: none\n";
+  return out;
+}
+
+// The NICs one a line (name, speed, PCI function), when there is no matrix to show.
+std::string formatNicList(const System& sys, const topo::PathMatrix& paths) {
+  std::string out = "NICs:\n";
+  for (size_t i = 0; i < paths.nics().size(); ++i) {
+    int nic = paths.nics()[i];
+    out += "  NIC" + std::to_string(i) + ": " + nicName(sys, nic) + " (" + nicSpeed(sys, nic) + ", " +
+           (sys.nodes[static_cast<size_t>(nic)].pci.busId.empty() ? "no PCI function"
+                                                                  : sys.nodes[static_cast<size_t>(nic)].pci.busId) +
+           ")\n";
   }
+  return out;
+}
+
+// The matrix itself: a header row, then per device its path label to every device and, for a
+// GPU, its CPU and NUMA affinity.
+std::string formatDeviceMatrix(const System& sys, const topo::PathMatrix& paths, const std::vector<Device>& devs) {
   size_t width = 7;
-  if (devs.empty()) {
-    out += "NICs:\n";
-    for (size_t i = 0; i < paths.nics().size(); ++i) {
-      int nic = paths.nics()[i];
-      out += "  NIC" + std::to_string(i) + ": " + nicName(sys, nic) + " (" + nicSpeed(sys, nic) + ", " +
-             (sys.nodes[static_cast<size_t>(nic)].pci.busId.empty() ? "no PCI function"
-                                                                    : sys.nodes[static_cast<size_t>(nic)].pci.busId) +
-             ")\n";
-    }
-    return out;
-  }
   for (const Device& a : devs)
     for (const Device& b : devs) width = std::max(width, topo::pathLabel(paths, a.node, b.node).size() + 2);
-  out += pad("", 8);
+  std::string out = pad("", 8);
   for (const Device& d : devs) out += pad(d.label, width);
   out += pad("CPU Affinity", 20) + "NUMA Affinity\n";
   for (const Device& a : devs) {
@@ -152,18 +157,37 @@ std::string formatConnectionMatrix(const System& sys, const topo::PathMatrix& pa
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
+  return out;
+}
+
+// The NIC legend under the matrix (empty without NICs).
+std::string formatNicLegend(const System& sys, const topo::PathMatrix& paths) {
+  if (paths.nics().empty()) return "";
+  std::string out = "\nNIC Legend:\n";
+  for (size_t i = 0; i < paths.nics().size(); ++i) {
+    int nic = paths.nics()[i];
+    const topo::Node& n = sys.nodes[static_cast<size_t>(nic)];
+    out += "  NIC" + std::to_string(i) + ": " + nicName(sys, nic) + " (" + nicSpeed(sys, nic);
+    if (!n.pci.busId.empty() && !n.nic.name.empty()) out += ", " + n.pci.busId;
+    out += ")\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string formatConnectionMatrix(const System& sys, const topo::PathMatrix& paths) {
+  std::string out;
+  std::vector<Device> devs = devicesOf(paths);
+  if (paths.gpus().empty()) {
+    out += formatNoGpus(sys, paths);
+    devs.clear();
+  }
+  if (devs.empty()) return out + formatNicList(sys, paths);
+  out += formatDeviceMatrix(sys, paths, devs);
   out += "\n";
   out += kLegend;
-  if (!paths.nics().empty()) {
-    out += "\nNIC Legend:\n";
-    for (size_t i = 0; i < paths.nics().size(); ++i) {
-      int nic = paths.nics()[i];
-      const topo::Node& n = sys.nodes[static_cast<size_t>(nic)];
-      out += "  NIC" + std::to_string(i) + ": " + nicName(sys, nic) + " (" + nicSpeed(sys, nic);
-      if (!n.pci.busId.empty() && !n.nic.name.empty()) out += ", " + n.pci.busId;
-      out += ")\n";
-    }
-  }
+  out += formatNicLegend(sys, paths);
   return out;
 }
 

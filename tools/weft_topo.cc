@@ -134,9 +134,10 @@ int showTuner(const weft::topo::System& sys, const TopologyRequest& req) {
   return 0;
 }
 
-int showTopology(const TopologyRequest& req) {
+// The topology req asks for: read from its file (or standard input), or detected on this
+// machine (printing what detection found unless stdout holds a document). 0, or 1 on failure.
+int loadTopology(const TopologyRequest& req, weft::topo::System* sys) {
   namespace topo = weft::topo;
-  topo::System sys;
   bool quiet = req.json || req.xmlVersion != 0;  // stdout holds the document only
   if (!req.file.empty()) {
     // readTopologyFile takes regular files only; standard input is read here.
@@ -149,38 +150,38 @@ int showTopology(const TopologyRequest& req) {
       while ((n = std::fread(buf, 1, sizeof(buf), stdin)) > 0) text.append(buf, n);
       if (std::ferror(stdin))
         return fail(std::string("reading the topology from standard input failed: ") + std::strerror(errno));
-      s = topo::parseTopologyXml(text, "stdin", &sys);
+      s = topo::parseTopologyXml(text, "stdin", sys);
     } else {
-      s = topo::readTopologyFile(req.file, &sys);
+      s = topo::readTopologyFile(req.file, sys);
     }
     if (!s.isOk()) return fail(s.message());
   } else {
     topo::DetectReport report;
-    weft::Status s = topo::detectSystem(&sys, &report);
+    weft::Status s = topo::detectSystem(sys, &report);
     if (!s.isOk()) return fail("detecting this machine's topology failed: " + s.message());
     if (!quiet) std::printf("== Detection ==\n%s\n", report.format().c_str());
   }
-  if (req.json) {
-    std::fputs(topo::writeTopologyJson(sys).c_str(), stdout);
-    return 0;
-  }
-  if (req.xmlVersion != 0) {
-    std::fputs(topo::writeTopologyXml(sys, req.xmlVersion).c_str(), stdout);
-    return 0;
-  }
-  topo::SearchResult nodeSearch = topo::search(sys);
-  if (!req.svgFile.empty()) {
-    std::string svg = weft::tools::renderTopologySvg(sys, nodeSearch);
-    std::FILE* f = std::fopen(req.svgFile.c_str(), "w");
-    if (!f) return fail("cannot write the picture to '" + req.svgFile + "': " + std::strerror(errno));
-    bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok) return fail("writing the picture to '" + req.svgFile + "' failed: " + std::strerror(errno));
-    std::printf("wrote %s (%s; %d of %zu rings drawn)\n", req.svgFile.c_str(), systemSummary(sys).c_str(),
-                std::min(weft::tools::kMaxRingsDrawn, static_cast<int>(nodeSearch.rings.size())),
-                nodeSearch.rings.size());
-    return 0;
-  }
+  return 0;
+}
+
+// --svg: the picture of sys and its first rings, written to req.svgFile.
+int writeSvg(const TopologyRequest& req, const weft::topo::System& sys, const weft::topo::SearchResult& nodeSearch) {
+  std::string svg = weft::tools::renderTopologySvg(sys, nodeSearch);
+  std::FILE* f = std::fopen(req.svgFile.c_str(), "w");
+  if (!f) return fail("cannot write the picture to '" + req.svgFile + "': " + std::strerror(errno));
+  bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) return fail("writing the picture to '" + req.svgFile + "' failed: " + std::strerror(errno));
+  std::printf("wrote %s (%s; %d of %zu rings drawn)\n", req.svgFile.c_str(), systemSummary(sys).c_str(),
+              std::min(weft::tools::kMaxRingsDrawn, static_cast<int>(nodeSearch.rings.size())),
+              nodeSearch.rings.size());
+  return 0;
+}
+
+// The text views, in order: summary, connection, bandwidth and route matrices, rings and trees
+// (one node, then req.nodes), predictions and the tuner's table.
+int printViews(const TopologyRequest& req, const weft::topo::System& sys, const weft::topo::SearchResult& nodeSearch) {
+  namespace topo = weft::topo;
   topo::PathMatrix paths = topo::computePaths(sys);
   std::printf("== Topology ==\n%s\n\n", systemSummary(sys).c_str());
   std::printf("== Connection matrix ==\n%s\n", weft::tools::formatConnectionMatrix(sys, paths).c_str());
@@ -201,106 +202,166 @@ int showTopology(const TopologyRequest& req) {
   return showTuner(sys, req);
 }
 
-}  // namespace
+int showTopology(const TopologyRequest& req) {
+  namespace topo = weft::topo;
+  topo::System sys;
+  if (int rc = loadTopology(req, &sys)) return rc;
+  if (req.json) {
+    std::fputs(topo::writeTopologyJson(sys).c_str(), stdout);
+    return 0;
+  }
+  if (req.xmlVersion != 0) {
+    std::fputs(topo::writeTopologyXml(sys, req.xmlVersion).c_str(), stdout);
+    return 0;
+  }
+  topo::SearchResult nodeSearch = topo::search(sys);
+  if (!req.svgFile.empty()) return writeSvg(req, sys, nodeSearch);
+  return printViews(req, sys, nodeSearch);
+}
 
-int main(int argc, char** argv) {
+// What the command line asks for: --params, --schedule and its request, or the topology views.
+struct CommandLine {
   bool params = false;
   bool schedule = false;
   weft::core::ScheduleRequest req;
   TopologyRequest topoReq;
-  topoReq.wanted = argc == 1;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      (void)name;
-      return argv[++i];
-    };
-    long long v = 0;
+};
+
+// The command line being read: value() takes the argument after argv[i] (nullptr at the end).
+struct Args {
+  int argc;
+  char** argv;
+  int i;
+  const char* value() { return i + 1 < argc ? argv[++i] : nullptr; }
+};
+
+constexpr int kNotThisOption = -2;  // the option belongs to another group
+constexpr int kTaken = -1;          // the option (and its value) was read
+
+// --schedule and its options (-n, --algo, --count, --channels, --root): kTaken, kNotThisOption,
+// or the exit status of a bad value.
+int scheduleOption(const std::string& a, Args& args, CommandLine* cl) {
+  weft::core::ScheduleRequest& req = cl->req;
+  long long v = 0;
+  if (a == "--schedule") {
+    const char* c = args.value();
+    if (!c) return usageError("%s needs a collective", "--schedule");
+    cl->schedule = true;
+    req.collective = c;
+  } else if (a == "-n" || a == "--nranks") {
+    const char* t = args.value();
+    if (!t || !parseInt(t, 1, 4096, &v)) return usageError("%s needs a rank count from 1 to 4096", a.c_str());
+    req.nRanks = static_cast<int>(v);
+  } else if (a == "--algo") {
+    const char* t = args.value();
+    if (!t) return usageError("%s needs an algorithm", "--algo");
+    req.algorithm = t;
+  } else if (a == "--count") {
+    const char* t = args.value();
+    if (!t || !parseInt(t, 0, 1LL << 40, &v)) return usageError("%s needs an element count", "--count");
+    req.count = v;
+  } else if (a == "--channels") {
+    const char* t = args.value();
+    if (!t || !parseInt(t, 1, 32, &v)) return usageError("%s needs a channel count from 1 to 32", "--channels");
+    req.channels = static_cast<int>(v);
+  } else if (a == "--root") {
+    const char* t = args.value();
+    if (!t || !parseInt(t, 0, 4095, &v)) return usageError("%s needs a rank", "--root");
+    req.root = static_cast<int>(v);
+  } else {
+    return kNotThisOption;
+  }
+  return kTaken;
+}
+
+// The topology options (--file, --nodes, --ranks, --json, --xml, --svg): kTaken,
+// kNotThisOption, or the exit status of a bad value.
+int topologyOption(const std::string& a, Args& args, TopologyRequest* topoReq) {
+  long long v = 0;
+  if (a == "--file") {
+    const char* t = args.value();
+    if (!t || !*t) return usageError("%s needs a topology file (NCCL/RCCL XML)", "--file");
+    topoReq->file = t;
+  } else if (a == "--nodes") {
+    const char* t = args.value();
+    if (!t || !parseInt(t, 1, 1024, &v)) return usageError("%s needs a node count from 1 to 1024", "--nodes");
+    topoReq->nodes = static_cast<int>(v);
+  } else if (a == "--ranks") {
+    const char* t = args.value();
+    if (!t || !parseInt(t, 1, 4096, &v)) return usageError("%s needs a rank count from 1 to 4096", "--ranks");
+    topoReq->ranksPerNode = static_cast<int>(v);
+  } else if (a == "--json") {
+    topoReq->json = true;
+  } else if (a == "--xml") {
+    const char* t = args.value();
+    std::string dialect = t ? t : "";
+    if (dialect != "nccl" && dialect != "rccl") return usageError("%s needs nccl or rccl", "--xml");
+    topoReq->xmlVersion = dialect == "nccl" ? 1 : 2;
+  } else if (a == "--svg") {
+    const char* t = args.value();
+    if (!t || !*t) return usageError("%s needs an output file", "--svg");
+    topoReq->svgFile = t;
+  } else {
+    return kNotThisOption;
+  }
+  topoReq->wanted = true;
+  return kTaken;
+}
+
+// Reads the command line into *cl: kTaken, or the exit status (-h, an unknown option, a bad value).
+int parseCommandLine(int argc, char** argv, CommandLine* cl) {
+  cl->topoReq.wanted = argc == 1;
+  Args args{argc, argv, 1};
+  for (; args.i < argc; ++args.i) {
+    std::string a = argv[args.i];
     if (a == "-h" || a == "--help") {
       std::fputs(usage().c_str(), stdout);
       return 0;
-    } else if (a == "--params") {
-      params = true;
-    } else if (a == "--schedule") {
-      const char* c = value("--schedule");
-      if (!c) return usageError("%s needs a collective", "--schedule");
-      schedule = true;
-      req.collective = c;
-    } else if (a == "-n" || a == "--nranks") {
-      const char* t = value("-n");
-      if (!t || !parseInt(t, 1, 4096, &v)) return usageError("%s needs a rank count from 1 to 4096", a.c_str());
-      req.nRanks = static_cast<int>(v);
-    } else if (a == "--algo") {
-      const char* t = value("--algo");
-      if (!t) return usageError("%s needs an algorithm", "--algo");
-      req.algorithm = t;
-    } else if (a == "--count") {
-      const char* t = value("--count");
-      if (!t || !parseInt(t, 0, 1LL << 40, &v)) return usageError("%s needs an element count", "--count");
-      req.count = v;
-    } else if (a == "--channels") {
-      const char* t = value("--channels");
-      if (!t || !parseInt(t, 1, 32, &v)) return usageError("%s needs a channel count from 1 to 32", "--channels");
-      req.channels = static_cast<int>(v);
-    } else if (a == "--root") {
-      const char* t = value("--root");
-      if (!t || !parseInt(t, 0, 4095, &v)) return usageError("%s needs a rank", "--root");
-      req.root = static_cast<int>(v);
-    } else if (a == "--file") {
-      const char* t = value("--file");
-      if (!t || !*t) return usageError("%s needs a topology file (NCCL/RCCL XML)", "--file");
-      topoReq.wanted = true;
-      topoReq.file = t;
-    } else if (a == "--nodes") {
-      const char* t = value("--nodes");
-      if (!t || !parseInt(t, 1, 1024, &v)) return usageError("%s needs a node count from 1 to 1024", "--nodes");
-      topoReq.wanted = true;
-      topoReq.nodes = static_cast<int>(v);
-    } else if (a == "--ranks") {
-      const char* t = value("--ranks");
-      if (!t || !parseInt(t, 1, 4096, &v)) return usageError("%s needs a rank count from 1 to 4096", "--ranks");
-      topoReq.wanted = true;
-      topoReq.ranksPerNode = static_cast<int>(v);
-    } else if (a == "--json") {
-      topoReq.wanted = true;
-      topoReq.json = true;
-    } else if (a == "--xml") {
-      const char* t = value("--xml");
-      std::string dialect = t ? t : "";
-      if (dialect != "nccl" && dialect != "rccl") return usageError("%s needs nccl or rccl", "--xml");
-      topoReq.wanted = true;
-      topoReq.xmlVersion = dialect == "nccl" ? 1 : 2;
-    } else if (a == "--svg") {
-      const char* t = value("--svg");
-      if (!t || !*t) return usageError("%s needs an output file", "--svg");
-      topoReq.wanted = true;
-      topoReq.svgFile = t;
-    } else {
-      return usageError("unknown option '%s'", a.c_str());
     }
+    if (a == "--params") {
+      cl->params = true;
+      continue;
+    }
+    int rc = scheduleOption(a, args, cl);
+    if (rc == kNotThisOption) rc = topologyOption(a, args, &cl->topoReq);
+    if (rc == kNotThisOption) return usageError("unknown option '%s'", a.c_str());
+    if (rc != kTaken) return rc;
   }
+  return kTaken;
+}
+
+// --schedule: the schedules of req, printed; 1 when one of them FAILED its check.
+int showSchedules(const weft::core::ScheduleRequest& req) {
+  if (req.root >= req.nRanks)
+    return usageError("--root must be below --nranks (%s)", std::to_string(req.nRanks).c_str());
+  std::string text;
+  weft::Status s = weft::core::formatSchedules(req, &text);
+  if (!s.isOk()) {
+    std::fprintf(stderr, "weft-topo: %s\n", s.message().c_str());
+    return 1;
+  }
+  std::fputs(text.c_str(), stdout);
+  if (text.find("FAILED") != std::string::npos) return 1;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CommandLine cl;
+  int rc = parseCommandLine(argc, argv, &cl);
+  if (rc != kTaken) return rc;
+  const TopologyRequest& topoReq = cl.topoReq;
   if ((topoReq.json ? 1 : 0) + (topoReq.xmlVersion ? 1 : 0) + (topoReq.svgFile.empty() ? 0 : 1) > 1)
     return usageError("%s: choose one", "--json, --xml and --svg each print one document");
-  if (topoReq.wanted && (params || schedule))
+  if (topoReq.wanted && (cl.params || cl.schedule))
     return usageError("%s", "the topology views cannot be combined with --params or --schedule");
   if (topoReq.wanted) return showTopology(topoReq);
-  if (!params && !schedule) {
+  if (!cl.params && !cl.schedule) {
     std::fputs(usage().c_str(), stdout);
     return 0;
   }
-  if (params) std::fputs(weft::core::formatParameterTable().c_str(), stdout);
-  if (schedule) {
-    if (req.root >= req.nRanks)
-      return usageError("--root must be below --nranks (%s)", std::to_string(req.nRanks).c_str());
-    std::string text;
-    weft::Status s = weft::core::formatSchedules(req, &text);
-    if (!s.isOk()) {
-      std::fprintf(stderr, "weft-topo: %s\n", s.message().c_str());
-      return 1;
-    }
-    std::fputs(text.c_str(), stdout);
-    if (text.find("FAILED") != std::string::npos) return 1;
-  }
+  if (cl.params) std::fputs(weft::core::formatParameterTable().c_str(), stdout);
+  if (cl.schedule) return showSchedules(cl.req);
   return 0;
 }

@@ -1,5 +1,5 @@
 // weft-roofline: how close Weft's host all-reduce comes to what this machine's memory allows.
-// Like weft-bench-kernels it sits below the public API, on purpose: it times the library's
+// Like weft-bench-kernels (perf/internal/) it sits below the public API, on purpose: it times the library's
 // host reduce kernels on their own (collectives/reduce.h, every dispatch variant with
 // --kernels) and counts the bytes each schedule moves (collectives/traffic.h).
 //

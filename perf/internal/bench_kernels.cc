@@ -1,8 +1,8 @@
 // weft-bench-kernels: how fast Weft's reduce-copy kernel is on its own, against the best a GPU
-// can move the same bytes. It is the one perf binary below the public API, on purpose: it links
-// the internal weft_device target, because the kernel it measures is not reachable through
-// weft.h (a collective adds the schedule, the FIFOs and the peers around it). Everything else in
-// perf/ stays on the public API.
+// can move the same bytes. It sits below the public API, on purpose, with weft-roofline in
+// perf/internal/: it links the internal weft_device target, because the kernel it measures is
+// not reachable through weft.h (a collective adds the schedule, the FIFOs and the peers around
+// it). Everything else in perf/ stays on the public API.
 //
 // For each type and input count: dst = sum of N inputs of --bytes each (the reduce-copy kernel,
 // ReduceCopyArgs with N sources and 1 destination), then in the same run a device-to-device
