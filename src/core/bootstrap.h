@@ -9,6 +9,8 @@
 // keeps a connection to rank 0 (the hub of allGather and barrier) and opens point-to-point
 // connections lazily for send/recv. Every connection between ranks presents the secret.
 //
+// Joining is in bootstrap_join.cc, the messages after it in bootstrap.cc.
+//
 // Callers: src/core/comm.cc (init, split), src/core/init.cc (weftGetUniqueId,
 // weftCommInitFromEnv), transports through PeerExchange.
 #ifndef WEFT_CORE_BOOTSTRAP_H_
@@ -145,6 +147,9 @@ class Bootstrap : public PeerExchange {
   // create() once the id is known not to have formed a communicator in this process already.
   static Status join(const UniqueIdInfo& info, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
                      std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit);
+  // join's talk with the root (bootstrap_join.cc) once connected to it and listening: the hello,
+  // the root's answer, the rank table (into table_). start: when the join began, for messages.
+  Status meetThroughRoot(Socket& root, const PeerInfo& self, Deadline deadline, uint64_t start);
 
   Status sendFrame(int peer, uint32_t kind, int tag, const void* data, size_t bytes, Deadline deadline,
                    const char* what);

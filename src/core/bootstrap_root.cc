@@ -94,6 +94,11 @@ class RootServer {
   void drop(Conn& c, const std::string& reason, weftResult_t answer = weftSuccess);
   void answerAll(const std::vector<char>& message);
   void answerTimeout();
+  // Drops the connections that did not complete their hello within kHandshakeS, and forgets
+  // the dropped ones.
+  void dropSlowHellos();
+  // Every rank joined: sends each the rank table (run's last step; where: the root's address).
+  void answerWithTable(const std::string& where);
   // A second hello for a rank that is still waiting: two groups of ranks (or one rank twice)
   // use this id. Every rank that joined, and every later one, is told so; nobody forms.
   void refuseUsedTwice(Conn& second);
@@ -322,18 +327,25 @@ void RootServer::run() {
       if (fds[i].revents != 0 && !owners[i]->dead && !serve(owners[i], &deadline)) break;
     }
 
-    for (auto& c : pending_) {
-      if (!c->dead && c->handshake.expired()) {
-        char why[128];
-        std::snprintf(why, sizeof(why), "sent %zu of the %zu bytes of a hello within %.0f s", c->got, sizeof(c->hello),
-                      kHandshakeS);
-        drop(*c, why);
-      }
-    }
-    pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const auto& c) { return c->dead; }),
-                   pending_.end());
+    dropSlowHellos();
   }
+  answerWithTable(where);
+}
 
+void RootServer::dropSlowHellos() {
+  for (auto& c : pending_) {
+    if (!c->dead && c->handshake.expired()) {
+      char why[128];
+      std::snprintf(why, sizeof(why), "sent %zu of the %zu bytes of a hello within %.0f s", c->got, sizeof(c->hello),
+                    kHandshakeS);
+      drop(*c, why);
+    }
+  }
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const auto& c) { return c->dead; }),
+                 pending_.end());
+}
+
+void RootServer::answerWithTable(const std::string& where) {
   // Everyone is here. Strangers still on the line get their warning before the ranks go on.
   for (auto& c : pending_) drop(*c, "no complete hello before the communicator formed");
   pending_.clear();

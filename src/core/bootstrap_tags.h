@@ -11,7 +11,7 @@ namespace core {
 namespace bootstrap_tags {
 
 constexpr int kSettings = 0x4f00;        // comm_settings.cc: rank 0's settings and tuner inputs
-constexpr int kReadersRow = 0x4f01;      // comm.cc: which peers may read this rank's memory
+constexpr int kReadersRow = 0x4f01;      // connections.cc: which peers may read this rank's memory
 constexpr int kReadersColumn = 0x4f02;
 constexpr int kTopoDescription = 0x4f10;  // comm_topology.cc: each rank's description
 constexpr int kTopoTable = 0x4f11;

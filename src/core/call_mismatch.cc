@@ -157,23 +157,6 @@ uint64_t Communicator::stampP2p(int peer, bool send, size_t bytes) {
   return coll::makeStamp(seq | coll::kP2pSeqBit, coll::p2pFingerprint(bytes));
 }
 
-void Communicator::noteCallMismatch(int peer, uint64_t theirs, uint64_t ours) {
-  (void)ours;
-  if (theirs != 0) mismatchTheirs_.store(theirs);
-  mismatch_.store(true);
-  noteCulprit(peer);
-}
-
-void Communicator::collectiveReceivers(std::vector<std::pair<int, Connection*>>* out) {
-  std::lock_guard<std::mutex> lock(connMutex_);
-  for (auto& [key, conn] : conns_) {
-    // Probes are not messages of a call's data (host_executor.cc reads them on their own).
-    if (!key.send && key.lane < coll::kDeviceFifoLaneBase && key.lane != coll::kCallProbeLane) {
-      out->emplace_back(key.peer, conn.get());
-    }
-  }
-}
-
 Status Communicator::explainCallMismatch(Status local) {
   std::vector<CallRecord> all(static_cast<size_t>(nRanks_));
   Status exchanged =
@@ -197,8 +180,8 @@ Status Communicator::explainCallMismatch(Status local) {
   std::string sentence = latestMismatchSentence(all, valid);
   if (sentence.empty()) {
     // Only this rank's own call is known: name it, and the peer's stamp when this rank saw it.
-    int culprit = culprit_.load();
-    uint64_t theirs = mismatchTheirs_.load();
+    int culprit = connections_.culprit();
+    uint64_t theirs = connections_.mismatchTheirs();
     char peerText[128] = "";
     if (theirs != 0 && culprit >= 0) {
       std::snprintf(peerText, sizeof(peerText), " while rank %d sent a message of its call #%u with another fingerprint",

@@ -1,5 +1,8 @@
-// The communicator: the ranks' agreement (bootstrap, peers, settings), the connections to
-// peers, and the calls that run collectives and point-to-point groups on host memory.
+// The communicator: the ranks' agreement (bootstrap, peers, settings), its identity and
+// lifecycle (create, split, shrink, grow, abort, revoke, suspend), and the calls that run
+// collectives and point-to-point groups (host_calls.cc on host memory, comm_device.cc on device
+// buffers). Its connections to the peers are a Connections (connections.h), which the executors
+// see as their coll::ConnectionProvider.
 // The C API wraps it in its weftComm (api_internal.h); nothing else in the library sees it.
 #ifndef WEFT_CORE_COMM_H_
 #define WEFT_CORE_COMM_H_
@@ -21,10 +24,10 @@
 #include "collectives/schedule.h"
 #include "core/bootstrap.h"
 #include "core/comm_topology.h"
+#include "core/connections.h"
 #include "core/device_path.h"
 #include "core/liveness.h"
 #include "topology/tuner.h"
-#include "transports/net/proxy.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
 
@@ -123,9 +126,9 @@ class HostRankScope {
   bool host_;
 };
 
-class Communicator final : public coll::ConnectionProvider {
+class Communicator final {
  public:
-  ~Communicator() override;
+  ~Communicator();
 
   // Joins communicator `id` (collective over its nRanks callers). When *abortInit becomes true
   // (from another thread) the init in progress fails within ~0.1 s.
@@ -263,27 +266,14 @@ class Communicator final : public coll::ConnectionProvider {
   // `collective`: the refused call was a collective (else a send, receive, gather or scatter).
   void publishRefusal(const Status& refusal, bool collective);
 
-  // coll::ConnectionProvider
-  Status connect(const std::vector<coll::ConnectionKey>& keys, const Deadline& deadline) override;
-  Connection* get(const coll::ConnectionKey& key) override;
-  Status healthCheck() override;
-  Status explainPeerFailure(Status failure) override;
-  void noteCulprit(int rank) override;
-  int selfRank() const override { return rank_; }
-  bool peerReadsMyMemory(int peer) override;
-  void noteCallMismatch(int peer, uint64_t theirs, uint64_t ours) override;
-  void collectiveReceivers(std::vector<std::pair<int, Connection*>>* out) override;
-  Status readPeerMemory(int peer, uint64_t address, void* dst, size_t bytes) override;
-
  private:
   Communicator() = default;
   Status init(const weftUniqueId& id, int nRanks, int rank, const weftConfig_t* config,
               const std::atomic<bool>* abortInit);
   Status agreeSettings(const weftConfig_t* config);
-  Status probeSingleCopy();
-  // Rank 0 collects every rank's row of "can read" and hands each rank its column: who can
-  // read it. Only rank 0 holds the whole matrix (an all-gather put it in every rank).
-  Status exchangeReaders(const std::vector<uint8_t>& canRead);
+  // Hands connections_ what it reads of this communicator (connections.h: ConnectionContext),
+  // once init has agreed on it.
+  void startConnections(std::vector<bool> peerReadsMe, std::vector<std::unique_ptr<Transport>> transports);
   // Sets maxDeviceLanes_ from the peers' devices (several ranks may share one GPU).
   void limitDeviceLanes();
   // Enqueues device calls as consecutive launches, each of at most this rank's share of the
@@ -325,7 +315,7 @@ class Communicator final : public coll::ConnectionProvider {
   CachedOp* cachedOp(const coll::ScheduleParams& params, size_t elemSize);
   const void* stagedSendBuffer(const CollCall& call, size_t bytes);  // the send buffer, or its copy
   // Connects (once) and runs a collective's stamped plan, with the call-check token lane when
-  // `withTokens` (comm.cc: first call of a shape, calls of count 0, and rooted collectives).
+  // `withTokens` (host_calls.cc: first call of a shape, calls of count 0, and rooted collectives).
   Status runCachedPlan(CachedOp* cached, bool withTokens, bool rooted = false);
   // Whether rooted host collectives check calls with probes instead of the token lane beside the
   // data: two ranks, neither with a GPU (comm_call_tokens.cc, after runCachedPlan).
@@ -348,6 +338,23 @@ class Communicator final : public coll::ConnectionProvider {
   // The tuner's choice for the call (hostMemory: on host buffers, run by the host executor). The
   // reference is to the memo: valid until the next paramsFor (a copy costs a vector's per call).
   const coll::ScheduleParams& paramsFor(const CollCall& call, size_t elemSize, bool hostMemory = false);
+  // The functions a host collective reduces with (host_calls.cc): its op's, or for a premul-sum
+  // weftSum's with preMul over the scalar it reads into scalarNow_ (avg: divisor nRanks).
+  struct HostReducer {
+    coll::ReduceFn reduce = nullptr;
+    coll::ReduceCopyFn reduceCopy = nullptr;
+    coll::ReduceCopyFn reduceStream = nullptr;
+    coll::PreMulFn preMul = nullptr;
+    uint32_t divisor = 0;
+  };
+  Status hostReducer(const CollCall& call, HostReducer* out);
+  // Binds the call's buffers, functions and stamp to its shape's cached plan and sets the plan's
+  // call checks; the cached op remembers the call for error messages.
+  void bindCall(const CollCall& call, CachedOp* cached, const HostReducer& fns, uint64_t stamp, const char* algoName);
+  // A send/recv group's plan: one lane per call to another rank (in *lanes, which the plan points
+  // into), one track per (peer, direction); sendFrom as sendSources (host_calls.cc) gives it.
+  coll::ExecPlan p2pPlan(const std::vector<P2pCall>& calls, const std::vector<const void*>& sendFrom,
+                         std::vector<coll::Lane>* lanes);
   Status fail(Status status);
   // Zero-copy collectives (comm_zero_copy.cc). Candidate: a call every rank takes to the
   // handshake (a function of the call and of what all ranks agreed at init); runZeroCopy then
@@ -399,8 +406,6 @@ class Communicator final : public coll::ConnectionProvider {
   // (takeRequestedTimeout): cached plans carry the old one and are dropped then. 0: none asked.
   std::atomic<int32_t> requestedTimeoutS_{0};
   void takeRequestedTimeout();
-  std::atomic<bool> mismatch_{false};
-  std::atomic<uint64_t> mismatchTheirs_{0};        // the peer's stamp, when this rank saw it
   std::vector<uint32_t> p2pSendSeq_, p2pRecvSeq_;  // per peer
 
   int rank_ = 0;
@@ -418,7 +423,6 @@ class Communicator final : public coll::ConnectionProvider {
   // crosses between hosts once per host; rings and trees follow them. Empty: 0..n-1.
   std::vector<std::vector<int>> ringOrders_;
   int nNodes_ = 1;
-  std::vector<bool> peerReadsMe_;  // single-copy: peer p can read this rank's memory
   std::mutex registeredMutex_;
   std::vector<std::pair<const char*, size_t>> registered_;  // weftCommRegister's ranges
   int zeroCopyReach_ = -1;  // -1 unknown; 0 ranks on several hosts; 1 one process; 2 one host
@@ -429,12 +433,9 @@ class Communicator final : public coll::ConnectionProvider {
   static constexpr int kZeroCopyMaxSkip = 64;
   // Where an all-reduce on buffers that are not registered stages its peers' blocks (WEFT_ZERO_COPY_STAGE).
   std::unique_ptr<SharedHostBuffer> zeroCopyStage_;
-  std::vector<std::unique_ptr<Transport>> transports_;
-  std::mutex connMutex_;  // guards conns_ against abort() from another thread
-  std::map<coll::ConnectionKey, std::unique_ptr<Connection>> conns_;
-  // The host connections that weftCommSuspend closes (their transport reconnects without the
-  // bootstrap: Transport::reconnectsWithoutExchange); guarded by connMutex_.
-  std::set<coll::ConnectionKey> releasable_;
+  // The FIFOs to the peers and what the executors report through them (the culprit of a
+  // failure, a disagreement between the calls): the executors' coll::ConnectionProvider.
+  Connections connections_;
   std::map<OpKey, std::unique_ptr<CachedOp>> ops_;
   CachedOp* lastOp_ = nullptr;
   OpKey lastOpKey_;
@@ -496,7 +497,7 @@ class Communicator final : public coll::ConnectionProvider {
   Status waitForAnySender(int* from);
   std::atomic<bool> revoked_{false};
   std::atomic<bool> suspended_{false};
-  // Frees what suspend frees (under connMutex_).
+  // Frees what suspend frees.
   void releaseForSuspend();
   // Windows and signals (comm_window.cc): made by the first registration.
   std::unique_ptr<WindowSet> windows_;
@@ -508,30 +509,14 @@ class Communicator final : public coll::ConnectionProvider {
   std::atomic<bool> stopWaits_{false};
   // Watches the peers' heartbeats and published failures (liveness.h).
   std::unique_ptr<LivenessWatch> liveness_;
-  // The rank whose failure ended this communicator's operation, when known (-1: not yet).
-  std::atomic<int> culprit_{-1};
-  // Device executor: created by the first device call (guarded by connMutex_ against abort()).
+  // Device executor: created by the first device call (guarded by deviceMutex_ against abort()).
+  std::mutex deviceMutex_;
   std::unique_ptr<DevicePath> devicePath_;
-  // Moves the slots of bridged device FIFOs (network, or GPUs without peer access); made by the
-  // first bridge.
-  std::unique_ptr<net::Proxy> bridgeProxy_;
-  // Chooses the transport for one connection (comm.cc); *peer as the transport is to see it.
-  [[nodiscard]] Status pickTransport(const coll::ConnectionKey& key, PeerInfo* peer, Transport** transport,
-                                     bool* bridged);
-  // This process's ordinal of `peer`'s GPU, found by the bus ids the ranks described at init (a
-  // peer's own ordinal means nothing here: processes with different CUDA_VISIBLE_DEVICES number
-  // GPUs differently); the peer's own where there are no bus ids or this process does not see it.
-  int peerOrdinalHere(int peer) const;
-  Status bridgeProxy();
   Status ensureDevicePath();
   // A group's sends to this rank itself paired, in order, with its receives from it (their
   // counts and sizes must match).
   Status pairSelfCalls(const std::vector<P2pCall>& calls,
                        std::vector<std::pair<const P2pCall*, const P2pCall*>>* pairs) const;
-  // Call-check tokens and probes (coll::isCallCheckLane) are one byte: their FIFOs take 2 slots of
-  // the smallest size WEFT_BUFFSIZE allows.
-  static constexpr size_t kCallTokenSlots = 2;
-  static constexpr size_t kCallTokenSlotBytes = 4096;
   int maxDeviceLanes_ = 1;  // lanes (GPU blocks) one rank's launch may use
   bool mixed_ = false;      // mixed(): set at init from the peers' devices
   bool hostRanksOnOneHost_ = false;  // no rank has a GPU, all on one host: set at init beside mixed_

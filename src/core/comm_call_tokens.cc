@@ -1,6 +1,6 @@
 // The call-check token lane of a collective on host buffers (schedule.h, callTokenLane): when
 // it runs, alone or beside the data, and why two host ranks of a rooted collective may probe
-// instead. Called by Communicator::runCollective (comm.cc) and the zero-copy handshake
+// instead. Called by Communicator::runCollective (host_calls.cc) and the zero-copy handshake
 // (comm_zero_copy.cc); gather and scatter decide the same in comm_rooted.cc, runRootedPlan.
 #include "collectives/host_executor.h"
 #include "core/comm.h"
@@ -11,16 +11,16 @@ namespace core {
 Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool rooted) {
   coll::ExecPlan& plan = cached->plan;
   if (!withTokens || cached->tokensInPlan) {
-    Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, this);
+    Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, &connections_);
     // A call that moves nothing (count 0; a rooted one of a probing pair) gives no rank evidence
     // of the others' calls: its tokens run alone, as on the first call (which connected them).
     // A peer that called more finds the token while it waits for data (host_executor.cc).
     if (s.isOk() && withTokens && plan.keys.empty()) {
       coll::stampPlan(&cached->tokenPlan, plan.checks.stamp);
       cached->tokenPlan.checks.findStraysWhenStalled = plan.checks.findStraysWhenStalled;  // the call's only plan
-      s = coll::runHostPlan(cached->tokenPlan, this);
+      s = coll::runHostPlan(cached->tokenPlan, &connections_);
     }
-    return s.isOk() ? coll::runHostPlan(plan, this) : s;
+    return s.isOk() ? coll::runHostPlan(plan, &connections_) : s;
   }
   // The first call of this shape: the tokens go alone, before the data lanes connect. A rank
   // whose peers named another root would wait in connect for a FIFO none of them makes; the
@@ -37,12 +37,12 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
   coll::stampPlan(&tokens, plan.checks.stamp);
   tokens.checks.stamps = plan.checks.stamps;
   tokens.checks.findStraysWhenStalled = false;  // peers done with their tokens send the data meanwhile
-  Status s = tokens.connected ? Status::ok() : coll::connectPlan(&tokens, this);
-  if (s.isOk()) s = coll::runHostPlan(tokens, this);
+  Status s = tokens.connected ? Status::ok() : coll::connectPlan(&tokens, &connections_);
+  if (s.isOk()) s = coll::runHostPlan(tokens, &connections_);
   if (s.isOk() && (!plan.connected || plan.checks.probeRecvs.size() != plan.checks.probePeers.size())) {
-    s = coll::connectPlan(&plan, this);
+    s = coll::connectPlan(&plan, &connections_);
   }
-  if (s.isOk()) s = coll::runHostPlan(plan, this);
+  if (s.isOk()) s = coll::runHostPlan(plan, &connections_);
   if (!s.isOk()) return s;
   cached->tokensInPlan = true;
   // Two host ranks: later rooted calls probe instead (below). Else they run the tokens beside the
@@ -50,7 +50,7 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
   // data that every rank waits for from every other (coll_traits.h, everyResultNeedsEveryRank).
   if (!rooted || probesForTokens()) return Status::ok();
   coll::addCallTokenTrack(&plan, &cached->tokenLane, callToken_);
-  return coll::connectPlan(&plan, this);
+  return coll::connectPlan(&plan, &connections_);
 }
 // Why two ranks need no tokens once a shape's FIFOs exist. Each rank either sends to the other or
 // receives from it (or both, on different lanes); a sender returns only once the receiver took

@@ -62,7 +62,7 @@ void Communicator::limitDeviceLanes() {
   int onGpus = 0;
   for (const auto& p : peers()) onGpus += p.device >= 0 ? 1 : 0;
   mixed_ = onGpus > 0 && onGpus < nRanks_;
-  // Call checks with the token lane on every count-0 call and first call of a shape (comm.cc,
+  // Call checks with the token lane on every count-0 call and first call of a shape (host_calls.cc,
   // runCollective): only there, where the lane's FIFOs are shared memory or loopback; across
   // hosts they would add connections the rings do not make (between NICs of other rails).
   hostRanksOnOneHost_ = onGpus == 0 && nNodes_ == 1;
@@ -93,7 +93,7 @@ std::string Communicator::ranksOnGpus(bool gpu) const {
 
 Status Communicator::ensureDevicePath() {
   setLogRank(rank_);
-  std::lock_guard<std::mutex> lock(connMutex_);
+  std::lock_guard<std::mutex> lock(deviceMutex_);
   if (devicePath_) return Status::ok();
   // A host rank of a mixed communicator runs the lane program on CPU threads, over host memory.
   device::Runtime* runtime = hostRunsLanes() ? &device::hostRuntime() : device::gpuRuntime();
@@ -104,6 +104,7 @@ Status Communicator::ensureDevicePath() {
                                          : "no device was current when the communicator was made");
   }
   WEFT_TRY(DevicePath::create(runtime, hostRunsLanes() ? -1 : device(), rank_, settings_.timeoutS, &devicePath_));
+  connections_.setDeviceRuntime(devicePath_->runtime());  // device FIFOs connect through it
   // Every rank marks the same messages LL (the threshold is rank 0's): on FIFOs between GPUs that
   // write each other's memory (p2p) they go as LL lines; on staged ones (the device bridge, host
   // ranks) in slots, at the LL messages' size, as their peers expect.
@@ -198,7 +199,7 @@ Status Communicator::enqueueDevice(const std::vector<DeviceCall>& calls, const s
       partLanes.assign(fifoLanes.begin() + static_cast<std::ptrdiff_t>(begin),
                        fifoLanes.begin() + static_cast<std::ptrdiff_t>(end));
     }
-    Status s = devicePath_->enqueue(part, partLanes, type, op, static_cast<size_t>(settings_.slotBytes), stream, this);
+    Status s = devicePath_->enqueue(part, partLanes, type, op, static_cast<size_t>(settings_.slotBytes), stream, &connections_);
     if (!s.isOk()) return devicePath_->refusedLast() ? s : failDevice(std::move(s));
     begin = end;
   }
@@ -220,8 +221,8 @@ Status Communicator::runCallTokens(uint64_t stamp, const std::string& what) {
   tokenWhat_ = what;
   coll::stampPlan(&tokenPlan_, stamp);
   tokenPlan_.checks.stamps = true;
-  Status s = tokenPlan_.connected ? Status::ok() : coll::connectPlan(&tokenPlan_, this);
-  return s.isOk() ? coll::runHostPlan(tokenPlan_, this) : s;
+  Status s = tokenPlan_.connected ? Status::ok() : coll::connectPlan(&tokenPlan_, &connections_);
+  return s.isOk() ? coll::runHostPlan(tokenPlan_, &connections_) : s;
 }
 
 Status Communicator::runDeviceP2p(const std::vector<P2pCall>& calls, void* stream) {
@@ -344,7 +345,7 @@ Status Communicator::failDevice(Status status) {
   // that fail() tells the peers so and every rank returns the sentence naming both calls.
   int peer = -1;
   uint64_t theirs = 0;
-  if (devicePath_ && devicePath_->callMismatch(&peer, &theirs)) noteCallMismatch(peer, theirs, 0);
+  if (devicePath_ && devicePath_->callMismatch(&peer, &theirs)) connections_.noteCallMismatch(peer, theirs, 0);
   return fail(std::move(status));
 }
 

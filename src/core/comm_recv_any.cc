@@ -17,7 +17,7 @@ namespace weft {
 namespace core {
 namespace {
 
-// The FIFO lane sends and receives use between a pair (comm.cc: kP2pLane).
+// The FIFO lane sends and receives use between a pair (host_calls.cc: kP2pLane).
 constexpr int kP2pLane = 0;
 
 }  // namespace
@@ -37,7 +37,7 @@ Status Communicator::recvAny(void* recvbuff, size_t bytes, int* source) {
         if (p != rank_) keys.push_back({p, false, kP2pLane});
       }
       // Receiving ends of host transports wait for nothing of their senders (transport.h).
-      s = connect(keys, Deadline::afterSeconds(settings_.timeoutS));
+      s = connections_.connect(keys, Deadline::afterSeconds(settings_.timeoutS));
       recvAnyConnected_ = s.isOk();
     }
     if (s.isOk()) s = waitForAnySender(&from);
@@ -60,7 +60,7 @@ Status Communicator::waitForAnySender(int* from) {
     for (int i = 0; i < nRanks_; ++i) {
       const int p = (recvAnyNext_ + i) % nRanks_;
       if (p == rank_) continue;
-      Connection* conn = get({p, false, kP2pLane});
+      Connection* conn = connections_.get({p, false, kP2pLane});
       if (conn == nullptr) {
         return WEFT_ERROR(weftInternalError, "rank %d: weftRecvAny: the connection from rank %d is gone", rank_, p);
       }
@@ -72,7 +72,7 @@ Status Communicator::waitForAnySender(int* from) {
         return Status::ok();
       }
       if (conn->peerAborted()) {
-        noteCulprit(p);
+        connections_.noteCulprit(p);
         return WEFT_ERROR(weftRemoteError,
                           "rank %d: weftRecvAny: rank %d failed while this rank waited for a message from any peer; "
                           "destroy or shrink the communicator",
@@ -81,7 +81,7 @@ Status Communicator::waitForAnySender(int* from) {
     }
     // The flags are cheap; the liveness verdict and the clock every few hundred polls.
     if (aborted_.load() || stopWaits_.load() || round % 256 == 255) {
-      WEFT_TRY(healthCheck());
+      WEFT_TRY(connections_.healthCheck());
       if (deadline.expired()) {
         return WEFT_ERROR(weftTimeout,
                           "rank %d: weftRecvAny: no peer sent a message to this rank within %d s (WEFT_TIMEOUT_S); "

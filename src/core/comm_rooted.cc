@@ -136,7 +136,7 @@ Status Communicator::runRootedPlan(const CollCall& call, coll::ExecPlan* plan, u
     // before, alone: a rank whose peers named another root would wait in connect for a FIFO
     // none of them makes, while the token lane is the same on every rank whatever the root.
     bool connected = tokenPlan_.connected;
-    for (const auto& key : coll::connectionsOf(*plan)) connected = connected && get(key) != nullptr;
+    for (const auto& key : coll::connectionsOf(*plan)) connected = connected && connections_.get(key) != nullptr;
     // Two host ranks probe instead of running tokens beside the data (Communicator::runCachedPlan);
     // the probe lane connects with the data lanes, in the first call too. Both must then take
     // the same branch: one running the tokens alone while the other probes would find the token
@@ -158,8 +158,8 @@ Status Communicator::runRootedPlan(const CollCall& call, coll::ExecPlan* plan, u
     if (probes) rootedRun_.insert(shape);
   }
   coll::stampPlan(plan, stamp);
-  WEFT_TRY(coll::connectPlan(plan, this));
-  return coll::runHostPlan(*plan, this);
+  WEFT_TRY(coll::connectPlan(plan, &connections_));
+  return coll::runHostPlan(*plan, &connections_);
 }
 
 Status Communicator::runDeviceRooted(const CollCall& call, void* stream) {

@@ -44,11 +44,7 @@ Status Communicator::resume() {
 }
 
 void Communicator::releaseForSuspend() {
-  {
-    std::lock_guard<std::mutex> lock(connMutex_);
-    for (const coll::ConnectionKey& key : releasable_) conns_.erase(key);
-    releasable_.clear();
-  }
+  connections_.releaseForSuspend();
   // Plans hold the connections they were bound to.
   ops_.clear();
   lastOp_ = nullptr;
@@ -62,15 +58,7 @@ void Communicator::releaseForSuspend() {
 }
 
 uint64_t Communicator::suspendableBytes() {
-  uint64_t bytes = 0;
-  {
-    std::lock_guard<std::mutex> lock(connMutex_);
-    for (const coll::ConnectionKey& key : releasable_) {
-      const bool token = coll::isCallCheckLane(key.lane);
-      bytes += token ? kCallTokenSlots * kCallTokenSlotBytes
-                     : static_cast<uint64_t>(settings_.nSlots) * static_cast<uint64_t>(settings_.slotBytes);
-    }
-  }
+  uint64_t bytes = connections_.releasableBytes();
   bytes += scratch_.capacity() + staging_.capacity();
   if (zeroCopyStage_) bytes += zeroCopyStage_->bytes();
   return bytes;

@@ -27,7 +27,7 @@ namespace weft {
 namespace core {
 namespace {
 
-// Bootstrap tags (comm.cc uses 0x4f00..0x4f02).
+// Bootstrap tags (comm_settings.cc and connections.cc use 0x4f00..0x4f02).
 constexpr int kTopoDescTag = bootstrap_tags::kTopoDescription;
 constexpr int kTopoTableTag = bootstrap_tags::kTopoTable;
 

@@ -9,7 +9,7 @@
 // receives them once and keeps one shared, immutable result (weftCommInitAll with 1024 ranks
 // holds one system, not 1024).
 //
-// Called by Communicator::init (comm.cc). Communicator::connect asks staged() before the device
+// Called by Communicator::init (comm.cc). Connections::pickTransport (connections.cc) asks staged() before the device
 // transports: a pair the route stages is bridged through host memory; otherwise the transports'
 // own canConnect (the runtime's peer access) decides as before.
 #ifndef WEFT_CORE_COMM_TOPOLOGY_H_
@@ -44,7 +44,7 @@ struct CommTopology {
   // The route between ranks a and b; pairs of GPUs on another host than localHost get no path
   // (each host's ranks decide their own pairs).
   topo::Route routeBetween(int a, int b) const;
-  // The route stages the pair's device FIFOs through host memory (Communicator::connect then
+  // The route stages the pair's device FIFOs through host memory (Connections::pickTransport then
   // skips the device transports even where the runtime would allow peer access).
   bool staged(int a, int b) const { return routeBetween(a, b).kind == topo::RouteKind::kStaged; }
 };

@@ -119,7 +119,7 @@ Status Communicator::checkWindows(const char* fn) const {
 Status Communicator::putSignal(const void* src, size_t bytes, int peer, uint32_t id, size_t offset, bool signal,
                                int sigIdx, int ctx) {
   WEFT_TRY(checkWindows(id != UINT32_MAX ? "weftPutSignal" : "weftSignal"));
-  WEFT_TRY(healthCheck());
+  WEFT_TRY(connections_.healthCheck());
   if (id != UINT32_MAX) {
     auto it = windows_->windows.find(id);
     if (it == windows_->windows.end()) {
@@ -178,7 +178,7 @@ Status Communicator::waitSignals(const weftWaitSignalDesc_t* descs, int nDesc) {
     });
     if (unmet == targets.end()) break;
     if (aborted_.load() || stopWaits_.load() || round % 256 == 255) {
-      Status health = healthCheck();
+      Status health = connections_.healthCheck();
       if (!health.isOk()) return fail(std::move(health));
       if (deadline.expired()) {
         const size_t c = unmet->first;

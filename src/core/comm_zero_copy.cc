@@ -132,7 +132,7 @@ Status Communicator::gatherOffers(const CollCall& call, const void* mine, void* 
   cached->lastSeq = seq_;
   cached->algoName = "zero-copy handshake";
   if (!plan.what) plan.what = [this, cached] { return describe(cached->lastCall, cached->algoName, cached->lastSeq); };
-  // Its first call runs the call-check tokens first, as a collective's does (comm.cc, runCollective).
+  // Its first call runs the call-check tokens first, as a collective's does (host_calls.cc, runCollective).
   return runCachedPlan(cached, checkCalls_ && nRanks_ > 1 && hostRanksOnOneHost_);
 }
 

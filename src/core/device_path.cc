@@ -199,18 +199,7 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
   Launch* launch = nullptr;
   WEFT_TRY(launchFor(calls, fifoLanes, coll::dataTypeSize(type), slotBytes, provider, capturing, &launch));
 
-  // Sends of in-place all-to-alls go from copies taken on the launch's stream, before the lanes run.
-  size_t stageBytes = 0;
-  for (const DeviceCall& c : calls) stageBytes += c.stageSend ? alignUp(c.sendBytes) : 0;
-  if (stageBytes > stagingBytes_ && capturing) {
-    refused_ = true;
-    return WEFT_ERROR(weftInvalidUsage,
-                      "%s: an in-place all-to-all needs a staging buffer of %zu bytes, larger than the one this "
-                      "communicator has, and it cannot be allocated during graph capture; run the call once in place "
-                      "before capturing (PyTorch's warm-up iterations do)",
-                      calls.front().what.c_str(), stageBytes);
-  }
-  WEFT_TRY(growStaging(stageBytes));
+  WEFT_TRY(stagingFor(calls, capturing));
 
   // Captured, the launch goes on the caller's stream itself: the graph then orders it after the
   // work captured before the call and before what follows, as the fork and join below does for
@@ -223,28 +212,9 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
     WEFT_TRY(runtime_->eventRecord(userReady_, user));
     WEFT_TRY(runtime_->streamWaitEvent(stream_, userReady_));
   }
-  device::LaneLaunch l = launch->tables->launch();
-  l.type = type;
-  l.op = op.op;
-  l.divisor = op.divisor == 0 ? 1 : op.divisor;
-  l.scalar = op.scalar;
-  l.scalarValue = op.scalarValue;
-  l.abortFlag = abortFlag_;
-  l.error = error_;
-  l.timeoutNs = timeoutNs_;
+  device::LaneLaunch l;
   size_t staged = 0;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const DeviceCall& c = calls[i];
-    const void* send = c.sendbuff;
-    if (c.stageSend) {
-      char* copy = static_cast<char*>(staging_) + staged;
-      WEFT_TRY(runtime_->copyAsync(copy, c.sendbuff, c.sendBytes, device::CopyKind::kDeviceToDevice, on));
-      staged += alignUp(c.sendBytes);
-      send = copy;
-    }
-    void* scratch = launch->scratch ? static_cast<char*>(launch->scratch) + launch->scratchOffsets[i] : nullptr;
-    l.buffers[i] = device::LaneBuffers{send, c.recvbuff, scratch, c.sendStamp, c.recvStamp};
-  }
+  WEFT_TRY(laneLaunchFor(calls, *launch, type, op, on, &l, &staged));
   WEFT_TRY(runtime_->launchLanes(l, on));
   if (capturing) {
     // Replays use these tables, scratch and staging buffers for as long as the graph lives.
@@ -261,6 +231,49 @@ Status DevicePath::enqueue(const std::vector<DeviceCall>& calls, const std::vect
   last_ = launch;
   lastWhat_.resize(calls.size());
   for (size_t i = 0; i < calls.size(); ++i) lastWhat_[i] = calls[i].what;
+  return Status::ok();
+}
+
+Status DevicePath::stagingFor(const std::vector<DeviceCall>& calls, bool capturing) {
+  // Sends of in-place all-to-alls go from copies taken on the launch's stream, before the lanes run.
+  size_t stageBytes = 0;
+  for (const DeviceCall& c : calls) stageBytes += c.stageSend ? alignUp(c.sendBytes) : 0;
+  if (stageBytes > stagingBytes_ && capturing) {
+    refused_ = true;
+    return WEFT_ERROR(weftInvalidUsage,
+                      "%s: an in-place all-to-all needs a staging buffer of %zu bytes, larger than the one this "
+                      "communicator has, and it cannot be allocated during graph capture; run the call once in place "
+                      "before capturing (PyTorch's warm-up iterations do)",
+                      calls.front().what.c_str(), stageBytes);
+  }
+  return growStaging(stageBytes);
+}
+
+Status DevicePath::laneLaunchFor(const std::vector<DeviceCall>& calls, const Launch& launch, weftDataType_t type,
+                                 const DeviceOp& op, device::Stream on, device::LaneLaunch* out, size_t* staged) {
+  device::LaneLaunch& l = *out;
+  l = launch.tables->launch();
+  l.type = type;
+  l.op = op.op;
+  l.divisor = op.divisor == 0 ? 1 : op.divisor;
+  l.scalar = op.scalar;
+  l.scalarValue = op.scalarValue;
+  l.abortFlag = abortFlag_;
+  l.error = error_;
+  l.timeoutNs = timeoutNs_;
+  *staged = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const DeviceCall& c = calls[i];
+    const void* send = c.sendbuff;
+    if (c.stageSend) {
+      char* copy = static_cast<char*>(staging_) + *staged;
+      WEFT_TRY(runtime_->copyAsync(copy, c.sendbuff, c.sendBytes, device::CopyKind::kDeviceToDevice, on));
+      *staged += alignUp(c.sendBytes);
+      send = copy;
+    }
+    void* scratch = launch.scratch ? static_cast<char*>(launch.scratch) + launch.scratchOffsets[i] : nullptr;
+    l.buffers[i] = device::LaneBuffers{send, c.recvbuff, scratch, c.sendStamp, c.recvStamp};
+  }
   return Status::ok();
 }
 

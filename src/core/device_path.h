@@ -131,6 +131,13 @@ class DevicePath {
   Status evict();
   // The staging buffer holds at least `bytes` (in-place all-to-all sends).
   Status growStaging(size_t bytes);
+  // The staging buffer for the in-place all-to-alls among `calls`, grown to fit (refused, since
+  // nothing may be allocated then, while `capturing` when it would have to grow).
+  Status stagingFor(const std::vector<DeviceCall>& calls, bool capturing);
+  // The kernel arguments of `launch` for `calls`, their in-place sends first copied into the
+  // staging buffer on `on` (*staged: the bytes copied).
+  Status laneLaunchFor(const std::vector<DeviceCall>& calls, const Launch& launch, weftDataType_t type,
+                       const DeviceOp& op, device::Stream on, device::LaneLaunch* out, size_t* staged);
 
   device::Runtime* runtime_ = nullptr;
   int device_ = -1;

@@ -14,7 +14,7 @@
 // call #seq", the text, and the rank it blamed). A failure stays there after the communicator is
 // destroyed (until another takes its slot) and, the record being memory its peers mapped, after
 // the process exits: a rank that failed because of another is only the messenger, and the peers
-// that read it late still name the rank it blamed (Communicator::explainPeerFailure).
+// that read it late still name the rank it blamed (Connections::explainPeerFailure).
 //
 // The same thread watches, for every communicator of this process with an operation in flight,
 // the peers the operation involves: every rank for a collective (none can finish without all),
@@ -45,7 +45,8 @@
 // rank. When a whole host goes silent, its nearest ranks are the ones
 // named (which of them depends on where the survivor sits; all are on that host).
 //
-// Callers: src/core/comm.cc (Communicator::init, runCollective, runP2p, healthCheck, fail) and
+// Callers: src/core/comm.cc (Communicator::init, fail), host_calls.cc (runCollective, runP2p),
+// connections.cc (Connections::healthCheck, explainPeerFailure) and
 // the C API's argument refusals (api_collectives.cc through Communicator::publishRefusal).
 #ifndef WEFT_CORE_LIVENESS_H_
 #define WEFT_CORE_LIVENESS_H_

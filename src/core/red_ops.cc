@@ -1,6 +1,6 @@
 // Reduction ops made at run time (weftRedOpCreatePreMulSum / weftRedOpDestroy): each
 // communicator keeps a table of its premul-sum ops, the executors read an op's scalar from it
-// when a collective runs (comm.cc, comm_device.cc), and the C API (call_context.cc) checks an
+// when a collective runs (host_calls.cc, comm_device.cc), and the C API (call_context.cc) checks an
 // op against it.
 //
 // An op's value is weftNumOps + (tag << 20) + index: the tag comes from the communicator's id,
