@@ -82,7 +82,7 @@ static_assert(sizeof(CallRecord) <= kCallRecordBytes, "a CallRecord fits the liv
 
 // What the ranks agree on at init (rank 0's values win; a rank with different values warns).
 // agreeSettings fills every field from the parameters and the config; the initial values are the
-// parameter table's defaults (src/base/params_table.h: WEFT_BUFFSIZE 1 MiB over WEFT_NSLOTS 4).
+// parameter table's defaults (base/params_table.h: WEFT_BUFFSIZE 1 MiB over WEFT_NSLOTS 4).
 struct CommSettings {
   int32_t nSlots = 4;
   int32_t minChannels = 1;
