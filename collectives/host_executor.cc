@@ -125,9 +125,10 @@ void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const cha
       run.reduce(o.dsts[0], o.srcs[0], o.srcs[1], n, divisor);
     }
   } else {
-    // A copy onto itself (the same memory) moves nothing; a local copy may overlap.
+    // A copy onto itself (the same memory) moves nothing; a local copy may overlap. Each
+    // destination is one copy.
     for (int d = 0; d < o.nDsts; ++d) {
-      if (o.dsts[d] == o.srcs[0]) continue;
+      if (isNoOpCopy(StepKind::kCopy, o.dsts[d] == o.srcs[0], scalesOwn)) continue;
       if ((streamSlot && o.dsts[d] == io.outSlot) || streamsInto(run, step, o.dsts[d], o.srcs[0], io)) {
         copyStreaming(o.dsts[d], o.srcs[0], io.bytes);
       } else {

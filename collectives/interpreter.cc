@@ -318,8 +318,8 @@ class Interpreter {
         if (st.count == 0) continue;
         const View& src = rs.views[static_cast<int>(st.srcBuf)];
         const View& dst = rs.views[static_cast<int>(st.dstBuf)];
-        if (st.kind == StepKind::kCopy && src.alloc == dst.alloc &&
-            src.base + st.srcOffset == dst.base + st.dstOffset && !(preMulHere() && st.srcBuf == Buf::kSend)) {
+        const bool sameMemory = src.alloc == dst.alloc && src.base + st.srcOffset == dst.base + st.dstOffset;
+        if (isNoOpCopy(st.kind, sameMemory, preMulHere() && st.srcBuf == Buf::kSend)) {
           continue;  // skipped by executors (unless it multiplies a premul-sum's input in place)
         }
         if (stepReads(st.kind)) f(static_cast<int>(l), src.alloc, src.base + st.srcOffset, st.count, false);
@@ -514,7 +514,7 @@ class Interpreter {
     }
     // Executors multiply a premul-sum's input wherever a step reads the send buffer.
     const bool scalesOwn = preMulHere() && reads && st.srcBuf == Buf::kSend;
-    bool skipped = st.kind == StepKind::kCopy && src.alloc == dst.alloc && srcAt == dstAt && !scalesOwn;
+    bool skipped = isNoOpCopy(st.kind, src.alloc == dst.alloc && srcAt == dstAt, scalesOwn);
     bool reduces = stepReduces(st.kind);
     Message sent;
     if (out) sent.values.resize(sl.count);

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "collectives/dispatch.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define WEFT_LOWP_X86 1
 #include <immintrin.h>
@@ -621,21 +623,19 @@ WEFT_LOWP_VARIANT(Avx512VbmiVariant, WEFT_TARGET_AVX512VBMI, Avx512VbmiCvt);
 WEFT_LOWP_VARIANT(Avx512Fp16Variant, WEFT_TARGET_AVX512FP16, Avx512Fp16Cvt);
 #endif
 
-// Calls pick.template operator()<T>() for the reduced-precision storage type of `type`.
+// Calls pick.template operator()<T>() for the reduced-precision storage type of `type` (dispatch.h);
+// nullptr for the others.
 template <typename Pick>
 auto forLowpType(weftDataType_t type, Pick pick) -> decltype(pick.template operator()<Half>()) {
-  switch (type) {
-    case weftFloat16:
-      return pick.template operator()<Half>();
-    case weftBfloat16:
-      return pick.template operator()<BFloat16>();
-    case weftFloat8e4m3:
-      return pick.template operator()<Fp8E4M3>();
-    case weftFloat8e5m2:
-      return pick.template operator()<Fp8E5M2>();
-    default:
+  using Fn = decltype(pick.template operator()<Half>());
+  return withDataType(type, Fn{nullptr}, [&](auto t) -> Fn {
+    using T = typename decltype(t)::type;
+    if constexpr (IsReducedFloat<T>::value) {
+      return pick.template operator()<T>();
+    } else {
       return nullptr;
-  }
+    }
+  });
 }
 
 // A variant's entry points: reduce, reduceCopy, and reduceCopy streaming its first output.
@@ -656,22 +656,18 @@ constexpr auto entryPoint() {
 template <typename V, Entry kEntry>
 struct PickReduce {
   weftRedOp_t op;
+  // The op's entry point (dispatch.h); premul-sum has its own (PickPreMul).
   template <typename T>
   auto operator()() const -> decltype(entryPoint<V, kEntry, T, weftSum>()) {
-    switch (op) {
-      case weftSum:
-        return entryPoint<V, kEntry, T, weftSum>();
-      case weftProd:
-        return entryPoint<V, kEntry, T, weftProd>();
-      case weftMax:
-        return entryPoint<V, kEntry, T, weftMax>();
-      case weftMin:
-        return entryPoint<V, kEntry, T, weftMin>();
-      case weftAvg:
-        return entryPoint<V, kEntry, T, weftAvg>();
-      default:
+    using Fn = decltype(entryPoint<V, kEntry, T, weftSum>());
+    return withRedOp<T>(op, Fn{nullptr}, [](auto tag) -> Fn {
+      constexpr int kOp = decltype(tag)::kOp;
+      if constexpr (kOp < weftNumOps) {
+        return entryPoint<V, kEntry, T, kOp>();
+      } else {
         return nullptr;
-    }
+      }
+    });
   }
 };
 
