@@ -120,6 +120,7 @@ bool validLaunch(const device::LaneLaunch& l) {
 
 extern "C" int weftKernelLaunchLanes(const weft::device::LaneLaunch* launch, void* stream) {
   using namespace weft::coll::kernel;
+  using weft::coll::withDataType;
   if (launch == nullptr || !validLaunch(*launch)) return static_cast<int>(kGpuInvalidValue);
   unsigned threads = static_cast<unsigned>(launch->threadsPerLane);
   if (threads == 0) threads = defaultLaneThreads();
@@ -130,6 +131,7 @@ extern "C" int weftKernelLaunchLanes(const weft::device::LaneLaunch* launch, voi
 
 extern "C" int weftKernelLaneOccupancy(int threadsPerLane, int* blocksPerUnit) {
   using namespace weft::coll::kernel;
+  using weft::coll::withDataType;
   if (blocksPerUnit == nullptr || threadsPerLane < 0 || threadsPerLane > kMaxThreadsPerLane) {
     return static_cast<int>(kGpuInvalidValue);
   }
