@@ -5,14 +5,11 @@
 
 #include "collectives/device/lane_program.cuh"
 #include "collectives/device_executor.h"
+#include "collectives/dispatch.h"
 
 namespace weft {
 namespace coll {
 namespace {
-
-using kernel::AvgSteps;
-using kernel::PairwiseSteps;
-using kernel::PreMulSumSteps;
 
 // One host thread is a lane's whole block.
 struct HostLaneCtx {
@@ -27,43 +24,17 @@ struct HostLaneCtx {
   kernel::LaneTurn& turn() { return shared; }
 };
 
-template <typename T>
-void runTyped(const device::LaneLaunch& launch, int lane) {
-  HostLaneCtx ctx;
-  switch (static_cast<int>(launch.op)) {
-    case weftSum:
-      return kernel::runLane<T>(launch, lane, PairwiseSteps<T, OpSum<T>>{}, ctx);
-    case weftProd:
-      return kernel::runLane<T>(launch, lane, PairwiseSteps<T, OpProd<T>>{}, ctx);
-    case weftMax:
-      return kernel::runLane<T>(launch, lane, PairwiseSteps<T, OpMax<T>>{}, ctx);
-    case weftMin:
-      return kernel::runLane<T>(launch, lane, PairwiseSteps<T, OpMin<T>>{}, ctx);
-    case weftAvg:
-      return kernel::runLane<T>(launch, lane, AvgSteps<T>{launch.divisor}, ctx);
-    case device::kLaneOpPreMulSum:
-      return kernel::runLane<T>(launch, lane, PreMulSumSteps<T>{}, ctx);
-    default:
-      return;
-  }
-}
-
+// Lane `lane` of the launch, on this thread, for the launch's type and op (dispatch.h); nothing
+// for an unknown one.
 void runOne(const device::LaneLaunch& launch, int lane) {
-  switch (launch.type) {
-    case weftInt8: return runTyped<int8_t>(launch, lane);
-    case weftUint8: return runTyped<uint8_t>(launch, lane);
-    case weftInt32: return runTyped<int32_t>(launch, lane);
-    case weftUint32: return runTyped<uint32_t>(launch, lane);
-    case weftInt64: return runTyped<int64_t>(launch, lane);
-    case weftUint64: return runTyped<uint64_t>(launch, lane);
-    case weftFloat16: return runTyped<Half>(launch, lane);
-    case weftFloat32: return runTyped<float>(launch, lane);
-    case weftFloat64: return runTyped<double>(launch, lane);
-    case weftBfloat16: return runTyped<BFloat16>(launch, lane);
-    case weftFloat8e4m3: return runTyped<Fp8E4M3>(launch, lane);
-    case weftFloat8e5m2: return runTyped<Fp8E5M2>(launch, lane);
-    default: return;
-  }
+  withDataType(launch.type, false, [&](auto type) {
+    using T = typename decltype(type)::type;
+    return withRedOp<T>(static_cast<int>(launch.op), false, [&](auto op) {
+      HostLaneCtx ctx;
+      kernel::runLane<T>(launch, lane, kernel::laneStepsFor<T>(op, launch.divisor), ctx);
+      return true;
+    });
+  });
 }
 
 }  // namespace

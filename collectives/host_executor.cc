@@ -1,3 +1,8 @@
+// The host executor's step engine (host_executor.h): runs a connected plan's tracks on the
+// calling thread, a slice at a time (run, tryStep, acquire, applyStep), and at the end waits for
+// the peers to take what it sent. What it says when nothing moves, and the call checks beyond
+// the stamps of the messages it reads, are the diagnosis's (host_diagnosis.h); the engine asks it
+// every health-check interval while it waits.
 #include "collectives/host_executor.h"
 
 #include <algorithm>
@@ -7,6 +12,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "collectives/call_stamp.h"
+#include "collectives/host_diagnosis.h"
 #include "collectives/slot_stores.h"
 
 namespace weft {
@@ -17,20 +23,6 @@ namespace {
 constexpr uint64_t kHealthCheckIntervalNs = 2'000'000;
 // Steps one track may run before the executor turns to the next one (fairness).
 constexpr int kStepsPerTurn = 16;
-
-struct TrackState {
-  const Track* track = nullptr;
-  size_t run = 0;
-  int64_t iteration = 0;
-  size_t step = 0;
-  bool done = false;
-  // What the track waits for, for the time-out message.
-  bool waitingRecv = false;
-  bool waitingSend = false;
-};
-
-const LaneRun& currentRun(const TrackState& t) { return t.track->runs[t.run]; }
-const Step& currentStep(const TrackState& t) { return currentRun(t).lane->steps[t.step]; }
 
 // Moves the cursor to the next step with a non-empty slice (or marks the track done).
 void skipEmpty(TrackState& t) {
@@ -125,9 +117,10 @@ void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const cha
       run.reduce(o.dsts[0], o.srcs[0], o.srcs[1], n, divisor);
     }
   } else {
-    // A copy onto itself (the same memory) moves nothing; a local copy may overlap.
+    // A copy onto itself (the same memory) moves nothing; a local copy may overlap. Each
+    // destination is one copy.
     for (int d = 0; d < o.nDsts; ++d) {
-      if (o.dsts[d] == o.srcs[0]) continue;
+      if (isNoOpCopy(StepKind::kCopy, o.dsts[d] == o.srcs[0], scalesOwn)) continue;
       if ((streamSlot && o.dsts[d] == io.outSlot) || streamsInto(run, step, o.dsts[d], o.srcs[0], io)) {
         copyStreaming(o.dsts[d], o.srcs[0], io.bytes);
       } else {
@@ -137,147 +130,11 @@ void applyStep(const LaneRun& run, const Step& step, const StepIo& io, const cha
   }
 }
 
-// Finds who is to blame when nothing moves: a failed peer, a silent one, or (after the
-// deadline) the peers this rank waits for. Called every few milliseconds while the executor
-// waits; the sentences name the operation, the step and the peer.
-class StallBlame {
- public:
-  StallBlame(const ExecPlan& plan, ConnectionProvider* provider) : plan_(plan), provider_(provider) {}
-
-  Status check(const std::vector<TrackState>& tracks, bool expired, double stalledS) {
-    WEFT_TRY(provider_->healthCheck());
-    // Any peer of this operation that failed ends it, even one this rank is not waiting for:
-    // the data this rank waits for may never come because of it.
-    for (const auto& key : plan_.keys) {
-      Connection* conn = provider_->get(key);
-      if (!conn->peerAborted()) continue;
-      // What the peer posted before it failed is visible now (release/acquire): use it first.
-      if (canAnyTrackMove(tracks)) return Status::ok();
-      return blameAbortedPeer(tracks, key.peer, conn->peerAbortCulprit());
-    }
-    std::set<int> silentPeers;
-    for (const auto& t : tracks) {
-      if (t.done) continue;
-      const Step& step = currentStep(t);
-      const LaneRun& run = currentRun(t);
-      Status peer;
-      int culprit = -1;
-      Connection* failed = nullptr;
-      if (t.waitingRecv) {
-        peer = run.recvConns[t.step]->checkPeer();
-        silentPeers.insert(culprit = step.recvPeer);
-        failed = run.recvConns[t.step];
-      }
-      if (peer.isOk() && t.waitingSend) {
-        peer = run.sendConns[t.step]->checkPeer();
-        silentPeers.insert(culprit = step.sendPeer);
-        failed = run.sendConns[t.step];
-      }
-      if (!peer.isOk()) {
-        // A peer that finished its part and exited may have posted what this rank waits for
-        // just before it went: look once more before calling it a failure.
-        if (canAnyTrackMove(tracks)) return Status::ok();
-        // An abort that came after the loop above looked: name the rank the peer blamed.
-        if (failed->peerAborted()) return blameAbortedPeer(tracks, culprit, failed->peerAbortCulprit());
-        provider_->noteCulprit(culprit);
-        return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
-      }
-    }
-    if (!expired) return Status::ok();
-    return timedOut(tracks, silentPeers, stalledS);
-  }
-
-  // `peer` reported a failure; `culprit` is the rank it blamed (-1: none).
-  Status blameAbortedPeer(const std::vector<TrackState>& tracks, int peer, int culprit) {
-    if (culprit >= 0 && (culprit & kCulpritCallMismatch) != 0) {
-      // The ranks' calls disagree: this rank fails as the one that saw it did (the provider
-      // names both calls).
-      int seenBy = culprit & ~kCulpritCallMismatch;
-      // Seen by this rank's peer in this rank's own message (a send of another size): the peer
-      // is the other side of the disagreement.
-      provider_->noteCallMismatch(seenBy == provider_->selfRank() ? peer : seenBy, 0, 0);
-      return WEFT_ERROR(weftInvalidUsage,
-                        "%s: rank %d reported that the ranks made different calls (seen by rank %d); every rank must "
-                        "make the same calls in the same order with the same count, type, op and root",
-                        plan_.what().c_str(), peer, seenBy);
-    }
-    if (culprit >= 0 && culprit == provider_->selfRank()) {
-      // The peer gave up waiting for this rank (a time-out), while this rank waits in turn:
-      // the cause is further along, and this rank knows for whom it waits.
-      std::set<int> waitedFor;
-      std::string where = describeWaits(tracks, &waitedFor);
-      int next = waitedFor.empty() ? -1 : *waitedFor.begin();
-      provider_->noteCulprit(next);
-      Status failed = WEFT_ERROR(weftRemoteError,
-                                 "%s: rank %d gave up waiting for this rank, which is itself still waiting (%s)%s",
-                                 plan_.what().c_str(), peer, where.c_str(),
-                                 next >= 0 ? "; the ranks this rank waits for are the likely cause" : "");
-      return provider_->explainPeerFailure(std::move(failed));
-    }
-    Status failed = culprit >= 0 && culprit != peer
-                        ? WEFT_ERROR(weftRemoteError,
-                                     "%s: rank %d reported a failure caused by rank %d; see rank %d's log for "
-                                     "the cause",
-                                     plan_.what().c_str(), peer, culprit, culprit)
-                        : WEFT_ERROR(weftRemoteError, "%s: rank %d reported a failure; see its log for the cause",
-                                     plan_.what().c_str(), peer);
-    provider_->noteCulprit(culprit >= 0 ? culprit : peer);
-    return provider_->explainPeerFailure(std::move(failed));
-  }
-
- private:
-  Status timedOut(const std::vector<TrackState>& tracks, const std::set<int>& silentPeers, double stalledS) {
-    if (!silentPeers.empty()) provider_->noteCulprit(*silentPeers.begin());
-    std::string peers;
-    for (int p : silentPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(p);
-    std::string where = describeWaits(tracks, nullptr);
-    return WEFT_ERROR(weftTimeout,
-                      "%s timed out after %.0f s without progress: peers not heard from: %s (%s). Check that those "
-                      "ranks are alive and called the same collective; raise WEFT_TIMEOUT_S if they are just slow",
-                      plan_.what().c_str(), stalledS, peers.c_str(), where.c_str());
-  }
-
-  // "lane 0 step 2 (recv) of iteration 5 waits for data from rank 3; ..." for every track that
-  // waits, and the ranks waited for.
-  std::string describeWaits(const std::vector<TrackState>& tracks, std::set<int>* peers) const {
-    std::string where;
-    for (const auto& t : tracks) {
-      if (t.done || (!t.waitingRecv && !t.waitingSend)) continue;
-      const Step& step = currentStep(t);
-      int peer = t.waitingRecv ? step.recvPeer : step.sendPeer;
-      if (peers) peers->insert(peer);
-      char line[256];
-      std::snprintf(line, sizeof(line), "%slane %d step %zu (%s) of iteration %lld waits %s rank %d",
-                    where.empty() ? "" : "; ", currentRun(t).fifoLane, t.step, stepName(step.kind),
-                    static_cast<long long>(t.iteration), t.waitingRecv ? "for data from" : "for a free slot at", peer);
-      where += line;
-    }
-    return where;
-  }
-
-  // True when some track's current step has its message or its free slot now.
-  static bool canAnyTrackMove(const std::vector<TrackState>& tracks) {
-    for (const auto& t : tracks) {
-      if (t.done) continue;
-      const Step& step = currentStep(t);
-      const LaneRun& run = currentRun(t);
-      size_t bytes = 0;
-      uint64_t stamp = 0;
-      bool inReady = !stepReceives(step.kind) || run.recvConns[t.step]->tryRecv(&bytes, &stamp) != nullptr;
-      bool outReady = !stepSends(step.kind) || run.sendConns[t.step]->trySendSlot() != nullptr;
-      if (inReady && outReady) return true;
-    }
-    return false;
-  }
-
-  const ExecPlan& plan_;
-  ConnectionProvider* provider_;
-};
-
+// One run of a plan: the tracks' cursors, the references it lent and received, and its diagnosis.
 class Executor {
  public:
   Executor(const ExecPlan& plan, ConnectionProvider* provider)
-      : plan_(plan), provider_(provider), blame_(plan, provider) {}
+      : plan_(plan), provider_(provider), blame_(plan, provider), calls_(plan, provider) {}
 
   Status run() {
     // Reused across calls on this thread: no allocation on the path of a small collective.
@@ -326,8 +183,8 @@ class Executor {
         nextCheck = now + kHealthCheckIntervalNs;
         bool expired = static_cast<double>(now - stallSince) / 1e9 > plan_.timeoutS;
         WEFT_TRY(blame_.check(tracks, expired, static_cast<double>(now - stallSince) / 1e9));
-        if (!plan_.checks.probePeers.empty()) WEFT_TRY(probeStalled(tracks));
-        else if (plan_.checks.findStraysWhenStalled) WEFT_TRY(findStrayMessage(true));
+        if (!plan_.checks.probePeers.empty()) WEFT_TRY(calls_.probeStalled(tracks));
+        else if (plan_.checks.findStraysWhenStalled) WEFT_TRY(calls_.findStrayMessage(true));
       }
     }
   }
@@ -411,7 +268,7 @@ class Executor {
       char where[96];
       std::snprintf(where, sizeof(where), "lane %d, step %zu %s, iteration %lld", run.fifoLane, t.step,
                     stepName(step.kind), static_cast<long long>(t.iteration));
-      return callMismatch(step.recvPeer, io.inStamp, run.recvStamp, where);
+      return calls_.callMismatch(step.recvPeer, io.inStamp, run.recvStamp, where);
     }
     if (io.inBytes == 0) {
       // A reference: the bytes are still in the sender's memory; read them when the step runs
@@ -469,16 +326,6 @@ class Executor {
     lent_.insert(io.out);
   }
 
-  Status callMismatch(int peer, uint64_t theirs, uint64_t ours, const char* where) {
-    provider_->noteCallMismatch(peer, theirs, ours);
-    return WEFT_ERROR(weftInvalidUsage,
-                      "%s: rank %d sent a message of its call #%u (fingerprint %08x) where this rank expects one of "
-                      "call #%u (fingerprint %08x) (%s): the ranks made different calls. Every rank must make the "
-                      "same calls in the same order with the same count, type, op and root",
-                      plan_.what().c_str(), peer, stampSeq(theirs) & ~kP2pSeqBit, stampFingerprint(theirs),
-                      stampSeq(ours) & ~kP2pSeqBit, stampFingerprint(ours), where);
-  }
-
   // A collective's part is done here, but it returns only once the peers took every message it
   // sent, or announced this very call (then they will take them: the same call reads the same
   // FIFOs; not where this rank lent memory, which must be read before it returns): a peer that
@@ -499,17 +346,17 @@ class Executor {
       if (!pending) return Status::ok();
       backoff.pause();
       if ((backoff.rounds() & 15) != 1) continue;
-      if (plan_.checks.yieldToIncoming && messageWaiting()) return Status::ok();
+      if (plan_.checks.yieldToIncoming && calls_.messageWaiting()) return Status::ok();
       uint64_t now = nowNs();
       if (start == 0) start = now, nextCheck = now + kHealthCheckIntervalNs;
       if (now < nextCheck) continue;
       nextCheck = now + kHealthCheckIntervalNs;
-      if (!plan_.checks.yieldToIncoming) WEFT_TRY(findStrayMessage(false));
-      WEFT_TRY(readProbes());
+      if (!plan_.checks.yieldToIncoming) WEFT_TRY(calls_.findStrayMessage(false));
+      WEFT_TRY(calls_.readProbes());
       WEFT_TRY(blame_.check(tracks, false, 0));
       for (Connection* c : plan_.senders) {
         Status peer = c->checkPeer();
-        if (!peer.isOk() && !c->allSendsConsumed()) return senderFailed(tracks, c, std::move(peer));
+        if (!peer.isOk() && !c->allSendsConsumed()) return blame_.senderFailed(tracks, c, std::move(peer));
       }
       if (static_cast<double>(now - start) / 1e9 > plan_.timeoutS) {
         return WEFT_ERROR(weftTimeout,
@@ -518,119 +365,6 @@ class Executor {
                           plan_.what().c_str(), plan_.timeoutS);
       }
     }
-  }
-
-  // Whether any message waits on a receiving end of this rank's host connections.
-  bool messageWaiting() {
-    receivers_.clear();
-    provider_->collectiveReceivers(&receivers_);
-    for (const auto& [peer, conn] : receivers_) {
-      size_t bytes = 0;
-      uint64_t stamp = 0;
-      if (conn->tryRecv(&bytes, &stamp) != nullptr) return true;
-    }
-    return false;
-  }
-
-  // A message of this call on a receiving end of this rank: its sender made another call. Once
-  // this rank's steps are done, on any end; while they run (skipOwn), on the ends the plan does
-  // not read.
-  Status findStrayMessage(bool skipOwn) {
-    if (!plan_.checks.stamps) return Status::ok();
-    receivers_.clear();
-    provider_->collectiveReceivers(&receivers_);
-    for (const auto& [peer, conn] : receivers_) {
-      if (skipOwn && readsFrom(conn)) continue;
-      size_t bytes = 0;
-      uint64_t stamp = 0;
-      if (conn->tryRecv(&bytes, &stamp) == nullptr || stampSeq(stamp) != plan_.checks.collectiveSeq) continue;
-      return callMismatch(peer, stamp, plan_.checks.stamp,
-                          skipOwn ? "a message on a FIFO this rank does not read in this call"
-                                  : "a message this rank, done with its part, did not expect");
-    }
-    return Status::ok();
-  }
-
-  bool readsFrom(const Connection* conn) const {
-    for (const auto& key : plan_.keys) {
-      if (!key.send && provider_->get(key) == conn) return true;
-    }
-    return false;
-  }
-
-  bool sendsTo(int peer) const {
-    for (const auto& key : plan_.keys) {
-      if (key.send && key.peer == peer) return true;
-    }
-    return false;
-  }
-
-  // The plan stalled for a health-check interval (CallChecks::probePeers): probe each peer this
-  // rank waits for data from (once per call), then read the peers' probes and look for messages
-  // of this call where this rank does not read. Why this completes the checks of a two-rank
-  // rooted collective: see CallChecks::probePeers and Communicator::runCachedPlan.
-  Status probeStalled(const std::vector<TrackState>& tracks) {
-    if (probed_.size() != plan_.checks.probePeers.size()) probed_.assign(plan_.checks.probePeers.size(), 0);
-    for (size_t i = 0; i < plan_.checks.probePeers.size(); ++i) {
-      if (probed_[i] || !waitsForDataFrom(tracks, plan_.checks.probePeers[i])) continue;
-      void* slot = plan_.checks.probeSends[i]->trySendSlot();
-      if (slot == nullptr) continue;  // earlier probes fill the FIFO: the peer drops them when it looks
-      *static_cast<char*>(slot) = 0;
-      plan_.checks.probeSends[i]->postSend(1, plan_.checks.stamp);
-      probed_[i] = 1;
-    }
-    WEFT_TRY(readProbes());
-    return findStrayMessage(true);
-  }
-
-  static bool waitsForDataFrom(const std::vector<TrackState>& tracks, int peer) {
-    for (const auto& t : tracks) {
-      if (!t.done && t.waitingRecv && currentStep(t).recvPeer == peer) return true;
-    }
-    return false;
-  }
-
-  // Probes of earlier calls are dropped, so are those of this call from a peer this rank sends to
-  // (the peer waits for what this rank sends); one of this call from a peer this rank sends
-  // nothing to means that both wait for each other: their calls differ. Later calls' stay.
-  Status readProbes() {
-    for (size_t i = 0; i < plan_.checks.probeRecvs.size(); ++i) {
-      Connection* in = plan_.checks.probeRecvs[i];
-      size_t bytes = 0;
-      uint64_t stamp = 0;
-      while (in->tryRecv(&bytes, &stamp) != nullptr) {
-        const uint32_t seq = stampSeq(stamp);
-        // Collective sequences count modulo 2^31 (call_stamp.h): earlier = behind by up to 2^30.
-        const bool earlier = seq != plan_.checks.collectiveSeq && ((seq - plan_.checks.collectiveSeq) & 0x40000000u) != 0;
-        if (!earlier && seq != plan_.checks.collectiveSeq) break;
-        if (!earlier && !sendsTo(plan_.checks.probePeers[i])) {
-          return callMismatch(plan_.checks.probePeers[i], stamp, plan_.checks.stamp,
-                              "it waits for data from this rank, which sends it none in this call");
-        }
-        in->releaseRecv();
-      }
-    }
-    return Status::ok();
-  }
-
-  // The receiver at the end of sending connection `c` failed after this rank's steps were done:
-  // the culprit is the rank it blamed (named in the message, as for an abort seen while the steps
-  // ran), or itself, so that the peers this rank tells name it.
-  Status senderFailed(const std::vector<TrackState>& tracks, Connection* c, Status peer) {
-    const int told = c->peerAborted() ? c->peerAbortCulprit() : -1;
-    int receiver = -1;
-    for (const auto& key : plan_.keys) {
-      if (key.send && provider_->get(key) == c) receiver = key.peer;
-    }
-    if (told >= 0 && (told & kCulpritCallMismatch) != 0) {
-      const int seenBy = told & ~kCulpritCallMismatch;
-      provider_->noteCallMismatch(seenBy == provider_->selfRank() ? receiver : seenBy, 0, 0);
-    } else if (told >= 0 && told != provider_->selfRank()) {
-      return blame_.blameAbortedPeer(tracks, receiver, told);
-    } else {
-      provider_->noteCulprit(receiver);
-    }
-    return provider_->explainPeerFailure(std::move(peer).withPrefix(plan_.what() + ": "));
   }
 
   // Memory this rank lent by reference must stay as it is until the peers have read it: the
@@ -653,7 +387,7 @@ class Executor {
       WEFT_TRY(blame_.check(tracks, false, 0));
       for (Connection* c : lent_) {
         Status peer = c->checkPeer();
-        if (!peer.isOk() && !c->allSendsConsumed()) return senderFailed(tracks, c, std::move(peer));
+        if (!peer.isOk() && !c->allSendsConsumed()) return blame_.senderFailed(tracks, c, std::move(peer));
       }
       if (static_cast<double>(now - start) / 1e9 > plan_.timeoutS) {
         return WEFT_ERROR(weftTimeout,
@@ -666,12 +400,11 @@ class Executor {
 
   const ExecPlan& plan_;
   ConnectionProvider* provider_;
-  StallBlame blame_;
-  ReferenceMessage reference_;       // the reference the current step received
-  std::vector<char> bounce_;         // referenced bytes a reduction reads
-  std::set<Connection*> lent_;       // connections that carried references
-  std::vector<std::pair<int, Connection*>> receivers_;  // findStrayMessage's
-  std::vector<char> probed_;         // per probe peer: probed in this call
+  StallBlame blame_;            // whom a stall or a failure blames (host_diagnosis.h)
+  CallChecker calls_;           // whether a peer made another call (host_diagnosis.h)
+  ReferenceMessage reference_;  // the reference the current step received
+  std::vector<char> bounce_;    // referenced bytes a reduction reads
+  std::set<Connection*> lent_;  // connections that carried references
 };
 
 }  // namespace

@@ -4,78 +4,16 @@
 #include "collectives/interpreter.h"
 
 #include <cinttypes>
-#include <cstdarg>
-#include <cstdio>
 #include <deque>
 #include <unordered_map>
 #include <utility>
 
+#include "collectives/interpreter_model.h"
+
 namespace weft {
 namespace coll {
+namespace interp {
 namespace {
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char text[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(text, sizeof(text), fmt, ap);
-  va_end(ap);
-  return text;
-}
-
-constexpr uint8_t kHas = 1;      // holds a value (else never written: garbage)
-constexpr uint8_t kPost = 2;     // post-processing applied
-constexpr uint8_t kWritten = 4;  // memory only: a step wrote this element
-
-struct Value {
-  uint64_t set = 0;  // contributing ranks: bit mask (n <= 64) or sum of rank keys
-  int64_t index = 0;
-  uint32_t count = 0;  // contributions
-  uint8_t flags = 0;
-  // Premul-sum: the contributions multiplied by the scalar, as set and count above.
-  uint64_t scaled = 0;
-  uint32_t scaledCount = 0;
-};
-
-// Where a buffer of one rank lives: element `base` of allocation `alloc`.
-struct View {
-  int alloc = -1;
-  int64_t base = 0;
-  int64_t size = 0;
-  const char* invalid = nullptr;  // why this rank may not use the buffer at all
-};
-
-struct Message {
-  std::vector<Value> values;
-  std::vector<uint32_t> clock;
-  int lane = 0;
-  size_t step = 0;
-  int64_t iteration = 0;
-};
-
-struct LaneState {
-  int64_t iteration = 0;
-  size_t step = 0;
-  bool done = false;
-  int track = -1;       // index in the vector clocks, when this lane shares memory with another
-  int localTrack = -1;  // index among its rank's tracked lanes
-  std::vector<uint32_t> clock;
-  std::vector<std::pair<int64_t, size_t>> history;  // (iteration, step) of each epoch, 1-based
-};
-
-// Last epoch in which each tracked lane of a rank read / wrote each element of an allocation.
-struct Shadow {
-  std::vector<std::vector<uint32_t>> lastRead, lastWrite;  // [local track][element]
-};
-
-struct RankState {
-  std::vector<Value> allocs[3];
-  View views[3];
-  std::vector<LaneState> lanes;
-  std::vector<int> trackedLanes;  // local track -> lane
-  Shadow shadow[3];
-};
 
 uint64_t splitMix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -84,16 +22,14 @@ uint64_t splitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// All-to-all is staged by the communicator in place (coll_traits.h); its schedules are not.
-bool inPlaceSupported(CollKind kind) { return collTraits(kind).scheduled && !collTraits(kind).stagesInPlace; }
-
 class Interpreter {
  public:
   Interpreter(const ScheduleParams& p, const std::vector<RankSchedule>& schedules, const VerifyOptions& o)
       : p_(p), s_(schedules), o_(o), n_(p.nRanks), exact_(p.nRanks <= 64) {}
 
   std::string run() {
-    std::string err = checkStatic();
+    std::string err = checkSchedulesStatic(p_, s_, o_);
+    if (err.empty()) nLanes_ = static_cast<int>(s_[0].lanes.size());
     if (err.empty()) err = setUpMemory();
     if (err.empty() && o_.checkRaces) err = setUpRaceCheck();
     if (err.empty()) err = execute();
@@ -164,127 +100,8 @@ class Interpreter {
     return format("rank %d lane %d step %zu (%s), iteration %" PRId64, r, l, step,
                   formatStep(s_[r].lanes[l].steps[step]).c_str(), it);
   }
-  std::string whereStatic(int r, size_t l, size_t i) const {
-    return format("rank %d lane %zu step %zu (%s)", r, l, i, formatStep(s_[r].lanes[l].steps[i]).c_str());
-  }
-  int fifoLane(const Step& st, int lane) const { return st.sendLane >= 0 ? st.sendLane : lane; }
-  int64_t fifoKey(int src, int dst, int lane) const {
-    return (static_cast<int64_t>(src) * n_ + dst) * static_cast<int64_t>(nLanes_) + lane;
-  }
-
-  // ---- static checks ----
-  std::string checkStatic() {
-    if (std::string e = validateParams(p_); !e.empty()) return "invalid parameters: " + e;
-    if (o_.sliceElems < 1) return format("sliceElems is %" PRId64 "; it must be at least 1", o_.sliceElems);
-    if (o_.fifoCapacity < 1) return format("fifoCapacity is %d; it must be at least 1", o_.fifoCapacity);
-    if (o_.inPlace && !inPlaceSupported(p_.kind)) return format("%s has no in-place form", collName(p_.kind));
-    if (static_cast<int>(s_.size()) != n_) return format("%zu schedules for %d ranks", s_.size(), n_);
-    nLanes_ = static_cast<int>(s_[0].lanes.size());
-    int64_t largest = 0;
-    for (int r = 0; r < n_; ++r) {
-      const RankSchedule& rs = s_[r];
-      if (rs.rank != r) return format("schedule %d says it is rank %d's", r, rs.rank);
-      if (static_cast<int>(rs.lanes.size()) != nLanes_) {
-        return format("rank %d has %zu lanes but rank 0 has %d; every rank needs the same lanes", r, rs.lanes.size(),
-                      nLanes_);
-      }
-      if (rs.maxStepCount != s_[0].maxStepCount) {
-        return format("rank %d says maxStepCount is %" PRId64 " but rank 0 says %" PRId64
-                      "; ranks would run different numbers of iterations",
-                      r, rs.maxStepCount, s_[0].maxStepCount);
-      }
-      for (size_t l = 0; l < rs.lanes.size(); ++l) {
-        for (size_t i = 0; i < rs.lanes[l].steps.size(); ++i) {
-          const Step& st = rs.lanes[l].steps[i];
-          if (st.count > largest) largest = st.count;
-          if (std::string e = checkStep(r, st); !e.empty()) {
-            return whereStatic(r, l, i) + ": " + e;
-          }
-        }
-      }
-    }
-    if (largest != s_[0].maxStepCount) {
-      return format("maxStepCount is %" PRId64 " but the largest step covers %" PRId64 " elements", s_[0].maxStepCount,
-                    largest);
-    }
-    // Every FIFO has one feeding lane, or its messages' order would depend on timing.
-    for (int r = 0; r < n_; ++r) {
-      std::unordered_map<int64_t, int> feeder;
-      for (size_t l = 0; l < s_[r].lanes.size(); ++l) {
-        for (const Step& st : s_[r].lanes[l].steps) {
-          if (!stepSends(st.kind)) continue;
-          int fl = fifoLane(st, static_cast<int>(l));
-          auto [it, fresh] = feeder.emplace(fifoKey(r, st.sendPeer, fl), static_cast<int>(l));
-          if (!fresh && it->second != static_cast<int>(l)) {
-            return format("rank %d: lanes %d and %zu both send to rank %d on lane %d; a FIFO needs a single sender", r,
-                          it->second, l, st.sendPeer, fl);
-          }
-        }
-      }
-    }
-    return "";
-  }
-
-  std::string checkStep(int r, const Step& st) const {
-    if (st.count < 0) return "negative count";
-    if (stepReceives(st.kind) && (st.recvPeer < 0 || st.recvPeer >= n_ || st.recvPeer == r)) {
-      return format("receives from %d, which is not another rank of %d", st.recvPeer, n_);
-    }
-    if (stepSends(st.kind)) {
-      if (st.sendPeer < 0 || st.sendPeer >= n_ || st.sendPeer == r) {
-        return format("sends to %d, which is not another rank of %d", st.sendPeer, n_);
-      }
-      if (st.sendLane < -1 || st.sendLane >= nLanes_) return format("sendLane %d is not a lane", st.sendLane);
-    }
-    View views[3];
-    viewsFor(r, views);
-    auto region = [&](Buf buf, int64_t off, const char* what) -> std::string {
-      const View& v = views[static_cast<int>(buf)];
-      if (v.invalid) return format("%s is the %s buffer, which %s", what, bufName(buf), v.invalid);
-      if (off < 0 || off > v.size - st.count) {
-        return format("%s region %s[%" PRId64 ", +%" PRId64 ") is outside the %s buffer of %" PRId64 " elements", what,
-                      bufName(buf), off, st.count, bufName(buf), v.size);
-      }
-      return "";
-    };
-    if (stepReads(st.kind)) {
-      if (std::string e = region(st.srcBuf, st.srcOffset, "src"); !e.empty()) return e;
-    }
-    if (stepWrites(st.kind)) {
-      if (st.dstBuf == Buf::kSend) return "writes the send buffer, the caller's input";
-      if (std::string e = region(st.dstBuf, st.dstOffset, "dst"); !e.empty()) return e;
-    }
-    return "";
-  }
-
-  // Buffer views of rank r, in place or not. Sizes come from the parameters.
-  void viewsFor(int r, View* v) const {
-    int64_t sendCount = sendBufferCount(p_), recvCount = recvBufferCount(p_);
-    v[static_cast<int>(Buf::kScratch)] = View{2, 0, scratchBufferCount(p_), nullptr};
-    View& send = v[static_cast<int>(Buf::kSend)];
-    View& recv = v[static_cast<int>(Buf::kRecv)];
-    // In place the two views share one allocation, the smaller at its block of the larger
-    // (collInPlaceRecvOffset).
-    const CollTraits& t = collTraits(p_.kind);
-    const int64_t offset = collInPlaceRecvOffset(p_.kind, r, p_.count);
-    if (!o_.inPlace) {
-      send = View{0, 0, sendCount, nullptr};
-      recv = View{1, 0, recvCount, nullptr};
-    } else if (t.recvTimesRanks && !t.sendTimesRanks) {
-      recv = View{1, 0, recvCount, nullptr};
-      send = View{1, -offset, sendCount, nullptr};
-    } else if (t.sendTimesRanks && !t.recvTimesRanks) {
-      send = View{0, 0, sendCount, nullptr};
-      recv = View{0, offset, recvCount, nullptr};
-    } else {
-      recv = View{1, 0, recvCount, nullptr};
-      send = recv;
-    }
-    if (!collUsesSend(p_.kind, r, p_.root)) send.invalid = "only the root provides in a broadcast";
-    if (!collUsesRecv(p_.kind, r, p_.root)) {
-      recv.invalid = "only the root provides in a reduce (it may be invalid on the others)";
-    }
-  }
+  int fifoLane(const Step& st, int lane) const { return fifoLaneOf(st, lane); }
+  int64_t fifoKey(int src, int dst, int lane) const { return fifoKeyOf(src, dst, lane, n_, nLanes_); }
 
   // ---- memory ----
   std::string setUpMemory() {
@@ -292,7 +109,7 @@ class Interpreter {
     ranks_.resize(n_);
     for (int r = 0; r < n_; ++r) {
       RankState& rs = ranks_[r];
-      viewsFor(r, rs.views);
+      bufferViews(p_, o_.inPlace, r, rs.views);
       for (const View& v : rs.views) {
         std::vector<Value>& a = rs.allocs[v.alloc];
         if (static_cast<int64_t>(a.size()) < v.base + v.size) a.resize(v.base + v.size);
@@ -318,8 +135,8 @@ class Interpreter {
         if (st.count == 0) continue;
         const View& src = rs.views[static_cast<int>(st.srcBuf)];
         const View& dst = rs.views[static_cast<int>(st.dstBuf)];
-        if (st.kind == StepKind::kCopy && src.alloc == dst.alloc &&
-            src.base + st.srcOffset == dst.base + st.dstOffset && !(preMulHere() && st.srcBuf == Buf::kSend)) {
+        const bool sameMemory = src.alloc == dst.alloc && src.base + st.srcOffset == dst.base + st.dstOffset;
+        if (isNoOpCopy(st.kind, sameMemory, preMulHere() && st.srcBuf == Buf::kSend)) {
           continue;  // skipped by executors (unless it multiplies a premul-sum's input in place)
         }
         if (stepReads(st.kind)) f(static_cast<int>(l), src.alloc, src.base + st.srcOffset, st.count, false);
@@ -492,6 +309,8 @@ class Interpreter {
     return "";
   }
 
+  // One slice of step st of lane l of rank r: takes its message, checks and moves every element
+  // of the slice, and queues the message it sends.
   std::string runStep(int r, int l, const Step& st, std::deque<Message>* in, std::deque<Message>* out) {
     RankState& rs = ranks_[r];
     LaneState& ls = rs.lanes[l];
@@ -508,30 +327,19 @@ class Interpreter {
     const View& dst = rs.views[static_cast<int>(st.dstBuf)];
     int64_t srcAt = src.base + st.srcOffset + sl.first, dstAt = dst.base + st.dstOffset + sl.first;
     bool reads = stepReads(st.kind), writes = stepWrites(st.kind);
-    if (reads && writes && src.alloc == dst.alloc && srcAt != dstAt && srcAt < dstAt + sl.count &&
-        dstAt < srcAt + sl.count) {
+    if (reads && writes && src.alloc == dst.alloc && overlapPartly(srcAt, dstAt, sl.count)) {
       return where(r, l, ls.iteration, ls.step) + ": its src and dst overlap without being the same elements";
     }
     // Executors multiply a premul-sum's input wherever a step reads the send buffer.
     const bool scalesOwn = preMulHere() && reads && st.srcBuf == Buf::kSend;
-    bool skipped = st.kind == StepKind::kCopy && src.alloc == dst.alloc && srcAt == dstAt && !scalesOwn;
+    if (isNoOpCopy(st.kind, src.alloc == dst.alloc && srcAt == dstAt, scalesOwn)) {
+      return skipCopy(r, l, st, sl, dst.alloc, dstAt);
+    }
     bool reduces = stepReduces(st.kind);
     Message sent;
     if (out) sent.values.resize(sl.count);
     for (int64_t j = 0; j < sl.count; ++j) {
-      auto fail = [&](const std::string& what) {
-        return where(r, l, ls.iteration, ls.step) +
-               format(", element %" PRId64 " of the step's region: %s", sl.first + j, what.c_str());
-      };
-      if (skipped) {
-        // Executors skip a copy onto itself, so post-processing there would be lost, except
-        // with one rank, where it is the identity.
-        if (!st.final) continue;
-        Value& v = rs.allocs[dst.alloc][dstAt + j];
-        if (n_ != 1) return fail("a final copy onto the same memory is skipped by executors, losing post-processing");
-        if (std::string e = finish(v); !e.empty()) return fail(e);
-        continue;
-      }
+      auto fail = [&](const std::string& what) { return failAt(r, l, sl.first + j, what); };
       Value v;
       if (reads) {
         if (std::string e = access(r, l, src.alloc, srcAt + j, false); !e.empty()) return e;
@@ -563,6 +371,32 @@ class Interpreter {
     }
     return "";
   }
+
+  // A copy onto the same memory (isNoOpCopy): executors skip it, so post-processing there would
+  // be lost, except with one rank, where it is the identity.
+  std::string skipCopy(int r, int l, const Step& st, const Slice& sl, int alloc, int64_t at) {
+    if (!st.final) return "";
+    for (int64_t j = 0; j < sl.count; ++j) {
+      Value& v = ranks_[r].allocs[alloc][at + j];
+      if (n_ != 1) {
+        return failAt(r, l, sl.first + j,
+                      "a final copy onto the same memory is skipped by executors, losing post-processing");
+      }
+      if (std::string e = finish(v); !e.empty()) return failAt(r, l, sl.first + j, e);
+    }
+    return "";
+  }
+
+  // The failure of element `element` of the current step of lane l of rank r.
+  std::string failAt(int r, int l, int64_t element, const std::string& what) const {
+    const LaneState& ls = ranks_[r].lanes[l];
+    return where(r, l, ls.iteration, ls.step) +
+           format(", element %" PRId64 " of the step's region: %s", element, what.c_str());
+  }
+
+  // Two regions of `count` elements of one allocation, at a and b, that overlap without being the
+  // same elements.
+  static bool overlapPartly(int64_t a, int64_t b, int64_t count) { return a != b && a < b + count && b < a + count; }
 
   // Element `at` of allocation `alloc` of rank r as a step reads it. A premul-sum's own input
   // is multiplied here (scalesOwn), as executors multiply it when they read the send buffer.
@@ -728,6 +562,7 @@ class Interpreter {
 };
 
 }  // namespace
+}  // namespace interp
 
 std::vector<RankSchedule> buildAllSchedules(const ScheduleParams& p) {
   std::vector<RankSchedule> out;
@@ -738,7 +573,7 @@ std::vector<RankSchedule> buildAllSchedules(const ScheduleParams& p) {
 
 std::string verifySchedules(const ScheduleParams& p, const std::vector<RankSchedule>& schedules,
                             const VerifyOptions& options) {
-  return Interpreter(p, schedules, options).run();
+  return interp::Interpreter(p, schedules, options).run();
 }
 
 std::string verifySchedule(const ScheduleParams& p, const VerifyOptions& options) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "collectives/dispatch.h"
 #include "collectives/reduce_lowp.h"
 
 #if defined(__x86_64__)
@@ -195,78 +196,49 @@ void avgOne(void* dst, const void* a, const void* b, size_t n, uint32_t divisor)
   avgHost<false, T>(dst, nullptr, a, b, n, divisor);
 }
 
+// The host function of an op for type T (dispatch.h's op tags; premul-sum has its own entry,
+// preMulHost, so its tag finds none here).
+template <typename T, typename Fn, typename Pairwise, typename Avg>
+Fn hostFunctionFor(weftRedOp_t op, Pairwise pairwise, Avg avg) {
+  return withRedOp<T>(op, Fn{nullptr}, [&](auto tag) -> Fn {
+    using Tag = decltype(tag);
+    if constexpr (IsPairwiseOp<Tag>::value) {
+      return pairwise(tag);
+    } else if constexpr (std::is_same<Tag, AvgOp>::value) {
+      return avg();
+    } else {
+      return nullptr;
+    }
+  });
+}
+
 template <typename T>
 ReduceFn functionFor(weftRedOp_t op) {
-  switch (op) {
-    case weftSum:
-      return reduceOne<T, OpSum<T>>;
-    case weftProd:
-      return reduceOne<T, OpProd<T>>;
-    case weftMax:
-      return reduceOne<T, OpMax<T>>;
-    case weftMin:
-      return reduceOne<T, OpMin<T>>;
-    case weftAvg:
-      return avgOne<T>;
-    default:
-      return nullptr;
-  }
+  return hostFunctionFor<T, ReduceFn>(
+      op, [](auto tag) -> ReduceFn { return reduceOne<T, typename decltype(tag)::Functor>; },
+      []() -> ReduceFn { return avgOne<T>; });
 }
 
 template <typename T>
 ReduceCopyFn copyFunctionFor(weftRedOp_t op) {
-  switch (op) {
-    case weftSum:
-      return reduceHost<true, T, OpSum<T>>;
-    case weftProd:
-      return reduceHost<true, T, OpProd<T>>;
-    case weftMax:
-      return reduceHost<true, T, OpMax<T>>;
-    case weftMin:
-      return reduceHost<true, T, OpMin<T>>;
-    case weftAvg:
-      return avgHost<true, T>;
-    default:
-      return nullptr;
-  }
+  return hostFunctionFor<T, ReduceCopyFn>(
+      op, [](auto tag) -> ReduceCopyFn { return reduceHost<true, T, typename decltype(tag)::Functor>; },
+      []() -> ReduceCopyFn { return avgHost<true, T>; });
 }
 
 template <typename T>
 ReduceCopyFn streamFunctionFor(weftRedOp_t op) {
-  switch (op) {
-    case weftSum:
-      return reduceStreamHost<T, OpSum<T>>;
-    case weftProd:
-      return reduceStreamHost<T, OpProd<T>>;
-    case weftMax:
-      return reduceStreamHost<T, OpMax<T>>;
-    case weftMin:
-      return reduceStreamHost<T, OpMin<T>>;
-    case weftAvg:
-      return avgStreamHost<T>;
-    default:
-      return nullptr;
-  }
+  return hostFunctionFor<T, ReduceCopyFn>(
+      op, [](auto tag) -> ReduceCopyFn { return reduceStreamHost<T, typename decltype(tag)::Functor>; },
+      []() -> ReduceCopyFn { return avgStreamHost<T>; });
 }
 
-// Calls pick.template operator()<T>() for the storage type of `type`.
+// Calls pick.template operator()<T>() for the storage type of `type` (dispatch.h).
 template <typename Pick>
 auto dispatchType(weftDataType_t type, Pick pick) -> decltype(pick.template operator()<float>()) {
-  switch (type) {
-    case weftInt8: return pick.template operator()<int8_t>();
-    case weftUint8: return pick.template operator()<uint8_t>();
-    case weftInt32: return pick.template operator()<int32_t>();
-    case weftUint32: return pick.template operator()<uint32_t>();
-    case weftInt64: return pick.template operator()<int64_t>();
-    case weftUint64: return pick.template operator()<uint64_t>();
-    case weftFloat16: return pick.template operator()<Half>();
-    case weftFloat32: return pick.template operator()<float>();
-    case weftFloat64: return pick.template operator()<double>();
-    case weftBfloat16: return pick.template operator()<BFloat16>();
-    case weftFloat8e4m3: return pick.template operator()<Fp8E4M3>();
-    case weftFloat8e5m2: return pick.template operator()<Fp8E5M2>();
-    default: return nullptr;
-  }
+  using Fn = decltype(pick.template operator()<float>());
+  return withDataType(type, Fn{nullptr},
+                      [&](auto t) -> Fn { return pick.template operator()<typename decltype(t)::type>(); });
 }
 
 struct PickReduce {

@@ -111,6 +111,16 @@ WEFT_HOST_DEVICE inline StepOperands stepOperands(StepKind kind, const void* src
   return o;
 }
 
+// A copy onto the same memory moves nothing, and every executor skips it (the host executor's
+// applyStep, the lane program's runLane): a kCopy step whose source and destination are the same
+// elements, unless it multiplies this rank's own input by a premul-sum's scalar on the way
+// (scalesOwn: then it scales in place). The interpreter's checks and traffic.cc's count ask the
+// same, so that they check and count what the executors do. The host executor asks it of each
+// destination of a step that copies (one source, StepKind::kCopy's case).
+WEFT_HOST_DEVICE constexpr bool isNoOpCopy(StepKind kind, bool sameMemory, bool scalesOwn) {
+  return kind == StepKind::kCopy && sameMemory && !scalesOwn;
+}
+
 // Host only (names are for people).
 constexpr const char* stepName(StepKind kind) {
   return static_cast<uint8_t>(kind) < kNumStepKinds ? kStepKinds[static_cast<uint8_t>(kind)].name : "unknown";

@@ -21,10 +21,10 @@ const char* copyPathName(CopyPath path) {
 Traffic stepTraffic(const Step& step, double bytes, CopyPath path, bool inPlace) {
   const StepKind kind = step.kind;
   Traffic t;
-  if (kind == StepKind::kCopy && inPlace && step.srcBuf == Buf::kSend && step.dstBuf == Buf::kRecv &&
-      step.srcOffset == step.dstOffset) {
-    return t;  // the same memory: skipped
-  }
+  // The same memory: skipped (no premul-sum is counted here).
+  const bool sameMemory =
+      inPlace && step.srcBuf == Buf::kSend && step.dstBuf == Buf::kRecv && step.srcOffset == step.dstOffset;
+  if (isNoOpCopy(kind, sameMemory, false)) return t;
   // A plain send with a lent (or mapped) source: the receiver's read is counted on its side.
   if (kind == StepKind::kSend && path != CopyPath::kFifo) return t;
   int operands = 0;

@@ -1,8 +1,9 @@
 // What the kernel translation units share (kernels.cu: the reduce-copy kernels; lane_kernels.cu:
-// the lane program): the vendor's few names for a launch, the device limits the runtime module
-// set through weftKernelSetLaunchLimits, and the switch from a weftDataType_t to its element
-// type. Compiled by nvcc and hipcc only; everything else about the device (streams, memory,
-// attributes) is the runtime module's.
+// the lane program): the vendor's few names for a launch and the device limits the runtime module
+// set through weftKernelSetLaunchLimits (the switches from a weftDataType_t to its element type
+// and from an op to its functor are collectives/dispatch.h's, shared with the host). Compiled by
+// nvcc and hipcc only; everything else about the device (streams, memory, attributes) is the
+// runtime module's.
 #ifndef WEFT_COLLECTIVES_DEVICE_KERNEL_LAUNCH_CUH_
 #define WEFT_COLLECTIVES_DEVICE_KERNEL_LAUNCH_CUH_
 
@@ -53,45 +54,6 @@ GpuError gpuOccupancy(int* blocks, Kernel kernel, unsigned threads, size_t share
 // The limits weftKernelSetLaunchLimits set last (kernels.cu keeps them): until the runtime
 // module calls it, kDefaultWarpSize and 64 blocks.
 LaunchLimits currentLaunchLimits();
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-// Calls f(TypeTag<T>{}) for the element type T of `type`; the invalid-value code for an unknown
-// type.
-template <typename F>
-int withType(weftDataType_t type, F f) {
-  switch (type) {
-    case weftInt8:
-      return f(TypeTag<int8_t>{});
-    case weftUint8:
-      return f(TypeTag<uint8_t>{});
-    case weftInt32:
-      return f(TypeTag<int32_t>{});
-    case weftUint32:
-      return f(TypeTag<uint32_t>{});
-    case weftInt64:
-      return f(TypeTag<int64_t>{});
-    case weftUint64:
-      return f(TypeTag<uint64_t>{});
-    case weftFloat16:
-      return f(TypeTag<Half>{});
-    case weftFloat32:
-      return f(TypeTag<float>{});
-    case weftFloat64:
-      return f(TypeTag<double>{});
-    case weftBfloat16:
-      return f(TypeTag<BFloat16>{});
-    case weftFloat8e4m3:
-      return f(TypeTag<Fp8E4M3>{});
-    case weftFloat8e5m2:
-      return f(TypeTag<Fp8E5M2>{});
-    default:
-      return static_cast<int>(kGpuInvalidValue);
-  }
-}
 
 }  // namespace kernel
 }  // namespace coll

@@ -11,10 +11,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "collectives/device/kernel_launch.cuh"
 #include "collectives/device/launch_shape.h"
 #include "collectives/device/reduce_copy.cuh"
+#include "collectives/dispatch.h"
 #include "device/kernel_api.h"
 
 namespace weft {
@@ -54,22 +56,20 @@ int launch(const device::ReduceCopyArgs& args, const Step& step, GpuStream strea
   return static_cast<int>(gpuLaunchError());
 }
 
+// The kernel of the args' op for type T (dispatch.h); premul-sum is the lane program's only.
 template <typename T>
 int launchOp(const device::ReduceCopyArgs& args, GpuStream stream) {
-  switch (args.op) {
-    case weftSum:
-      return launch<T>(args, PairwiseStep<T, OpSum<T>>{}, stream);
-    case weftProd:
-      return launch<T>(args, PairwiseStep<T, OpProd<T>>{}, stream);
-    case weftMax:
-      return launch<T>(args, PairwiseStep<T, OpMax<T>>{}, stream);
-    case weftMin:
-      return launch<T>(args, PairwiseStep<T, OpMin<T>>{}, stream);
-    case weftAvg:
+  const int invalid = static_cast<int>(kGpuInvalidValue);
+  return withRedOp<T>(static_cast<int>(args.op), invalid, [&](auto op) {
+    using Tag = decltype(op);
+    if constexpr (IsPairwiseOp<Tag>::value) {
+      return launch<T>(args, PairwiseStep<T, typename Tag::Functor>{}, stream);
+    } else if constexpr (std::is_same<Tag, AvgOp>::value) {
       return launch<T>(args, AvgStep<T>{static_cast<uint32_t>(args.divisor)}, stream);
-    default:
-      return static_cast<int>(kGpuInvalidValue);
-  }
+    } else {
+      return invalid;
+    }
+  });
 }
 
 // One source: a copy of the bytes, whatever the type and op, by element size.
@@ -89,7 +89,8 @@ int launchCopy(const device::ReduceCopyArgs& args, size_t elemSize, GpuStream st
 }
 
 int launchTyped(const device::ReduceCopyArgs& args, GpuStream stream) {
-  return withType(args.type, [&](auto t) { return launchOp<typename decltype(t)::type>(args, stream); });
+  return withDataType(args.type, static_cast<int>(kGpuInvalidValue),
+                      [&](auto t) { return launchOp<typename decltype(t)::type>(args, stream); });
 }
 
 bool validArgs(const device::ReduceCopyArgs& a) {

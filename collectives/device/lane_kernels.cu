@@ -12,6 +12,7 @@
 #include "collectives/device/lane_program.cuh"
 #include "collectives/device/launch_shape.h"
 #include "collectives/device/reduce_copy.cuh"
+#include "collectives/dispatch.h"
 #include "device/kernel_api.h"
 
 namespace weft {
@@ -68,22 +69,9 @@ int launchLanes(const device::LaneLaunch& launch, const Steps& steps, unsigned t
 // premul-sum multiplies each rank's input by the scalar where it enters, then sums.
 template <typename T>
 int launchLanesOp(const device::LaneLaunch& launch, unsigned threads, GpuStream stream) {
-  switch (static_cast<int>(launch.op)) {
-    case weftSum:
-      return launchLanes<T>(launch, PairwiseSteps<T, OpSum<T>>{}, threads, stream);
-    case weftProd:
-      return launchLanes<T>(launch, PairwiseSteps<T, OpProd<T>>{}, threads, stream);
-    case weftMax:
-      return launchLanes<T>(launch, PairwiseSteps<T, OpMax<T>>{}, threads, stream);
-    case weftMin:
-      return launchLanes<T>(launch, PairwiseSteps<T, OpMin<T>>{}, threads, stream);
-    case weftAvg:
-      return launchLanes<T>(launch, AvgSteps<T>{launch.divisor}, threads, stream);
-    case device::kLaneOpPreMulSum:
-      return launchLanes<T>(launch, PreMulSumSteps<T>{}, threads, stream);
-    default:
-      return static_cast<int>(kGpuInvalidValue);
-  }
+  return withRedOp<T>(static_cast<int>(launch.op), static_cast<int>(kGpuInvalidValue), [&](auto op) {
+    return launchLanes<T>(launch, laneStepsFor<T>(op, launch.divisor), threads, stream);
+  });
 }
 
 // The fewest blocks of laneKernel<T, Steps> an SM / CU holds resident at `threads` threads, folded
@@ -132,23 +120,26 @@ bool validLaunch(const device::LaneLaunch& l) {
 
 extern "C" int weftKernelLaunchLanes(const weft::device::LaneLaunch* launch, void* stream) {
   using namespace weft::coll::kernel;
+  using weft::coll::withDataType;
   if (launch == nullptr || !validLaunch(*launch)) return static_cast<int>(kGpuInvalidValue);
   unsigned threads = static_cast<unsigned>(launch->threadsPerLane);
   if (threads == 0) threads = defaultLaneThreads();
   const GpuStream s = static_cast<GpuStream>(stream);
-  return withType(launch->type, [&](auto t) { return launchLanesOp<typename decltype(t)::type>(*launch, threads, s); });
+  return withDataType(launch->type, static_cast<int>(kGpuInvalidValue),
+                      [&](auto t) { return launchLanesOp<typename decltype(t)::type>(*launch, threads, s); });
 }
 
 extern "C" int weftKernelLaneOccupancy(int threadsPerLane, int* blocksPerUnit) {
   using namespace weft::coll::kernel;
+  using weft::coll::withDataType;
   if (blocksPerUnit == nullptr || threadsPerLane < 0 || threadsPerLane > kMaxThreadsPerLane) {
     return static_cast<int>(kGpuInvalidValue);
   }
   const unsigned threads = threadsPerLane == 0 ? defaultLaneThreads() : static_cast<unsigned>(threadsPerLane);
   int least = 0;
   for (int t = 0; t < weftNumTypes; ++t) {
-    const int rc = withType(static_cast<weftDataType_t>(t),
-                            [&](auto tag) { return foldOccupancyOps<typename decltype(tag)::type>(threads, &least); });
+    const int rc = withDataType(static_cast<weftDataType_t>(t), static_cast<int>(kGpuInvalidValue),
+                                [&](auto tag) { return foldOccupancyOps<typename decltype(tag)::type>(threads, &least); });
     if (rc != 0) return rc;
   }
   *blocksPerUnit = least;

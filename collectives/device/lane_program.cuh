@@ -377,7 +377,7 @@ WEFT_HOST_DEVICE inline void runLane(const device::LaneLaunch& launch, int lane,
       const StepOperands o = stepOperands(kind, src, inSlot, dst, outSlot);
       const bool own = stepReads(kind) && st.srcBuf == kLaneBufSend;
       // A copy onto itself moves nothing, unless it multiplies this rank's input in place.
-      if (!(kind == StepKind::kCopy && src == dst && !(Steps::kScalesOwn && own))) {
+      if (!isNoOpCopy(kind, src == dst, Steps::kScalesOwn && own)) {
         reduceCopy<T>(steps.pick(st.final != 0, own, scalar), o.nSrcs, o.srcs, o.nDsts, o.dsts,
                       static_cast<size_t>(n), ctx.tid(), ctx.nthreads());
       }

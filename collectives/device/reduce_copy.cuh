@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "collectives/device/pack.cuh"
+#include "collectives/dispatch.h"
 #include "collectives/reduce.h"
 #include "device/platform.h"
 
@@ -125,6 +126,21 @@ struct PreMulSumSteps {
     return PreMulSumStep<T>{scalar, own};
   }
 };
+
+// The steps the lane program runs for an op dispatch's tag (dispatch.h, withRedOp); `divisor`:
+// avg's rank count.
+template <typename T, typename Op, int kCode>
+WEFT_HOST_DEVICE PairwiseSteps<T, Op> laneStepsFor(PairwiseOp<Op, kCode>, uint32_t /*divisor*/) {
+  return {};
+}
+template <typename T>
+WEFT_HOST_DEVICE AvgSteps<T> laneStepsFor(AvgOp, uint32_t divisor) {
+  return AvgSteps<T>{divisor};
+}
+template <typename T>
+WEFT_HOST_DEVICE PreMulSumSteps<T> laneStepsFor(PreMulSumOp, uint32_t /*divisor*/) {
+  return {};
+}
 
 // Elements [begin, end), one per thread per iteration, through Access (pack.cuh).
 template <typename T, typename Access, typename Step>

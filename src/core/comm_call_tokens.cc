@@ -14,7 +14,7 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
     Status s = plan.connected ? Status::ok() : coll::connectPlan(&plan, &connections_);
     // A call that moves nothing (count 0; a rooted one of a probing pair) gives no rank evidence
     // of the others' calls: its tokens run alone, as on the first call (which connected them).
-    // A peer that called more finds the token while it waits for data (host_executor.cc).
+    // A peer that called more finds the token while it waits for data (host_diagnosis.cc, CallChecker).
     if (s.isOk() && withTokens && plan.keys.empty()) {
       coll::stampPlan(&cached->tokenPlan, plan.checks.stamp);
       cached->tokenPlan.checks.findStraysWhenStalled = plan.checks.findStraysWhenStalled;  // the call's only plan

@@ -272,7 +272,7 @@ void Connections::close() {
 void Connections::collectiveReceivers(std::vector<std::pair<int, Connection*>>* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [key, conn] : conns_) {
-    // Probes are not messages of a call's data (host_executor.cc reads them on their own).
+    // Probes are not messages of a call's data (host_diagnosis.cc, CallChecker::readProbes, reads them on their own).
     if (!key.send && key.lane < coll::kDeviceFifoLaneBase && key.lane != coll::kCallProbeLane) {
       out->emplace_back(key.peer, conn.get());
     }
