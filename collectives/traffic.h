@@ -18,8 +18,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <tuple>
 
 #include "collectives/schedule.h"
+#include "topology/cost_model.h"
 
 namespace weft {
 namespace coll {
@@ -52,6 +55,37 @@ double boundSeconds(const Traffic& t, double copyBytesPerS, double reduceBytesPe
 // n - 3 more (3 b each), a last one that stores twice (4 b), copies to the n - 2 other outputs
 // (2 b each).
 Traffic directAllReduceTraffic(int nRanks, size_t elemSize, int64_t count);
+
+// ---- What a schedule makes its busiest rank do: the host cost model's work ----
+//
+// The plain numbers of topo::HostWork (topology/cost_model.h), counted over every rank's
+// schedule for p, each the most of any rank:
+//   sent     bytes of the steps that send;
+//   copies   sent (a copy into each slot sent) plus the bytes received by steps that do not
+//            reduce (recv, recvCopySend: a copy out of each slot received);
+//   reduces  bytes received by steps that reduce;
+//   hops     the longest chain of messages: a step finishes one unit after the message it
+//            receives was sent, and no sooner than the step before it on its lane.
+// A step with no elements moves nothing and waits for nothing. Local copies (kCopy: a rank's
+// own data into its receive buffer) are left out, as the host model always priced them: it
+// prices the messages, and whether a call copies locally depends on the call (in or out of
+// place) more than on the algorithm.
+topo::HostWork scheduleWork(const ScheduleParams& p, size_t elemSize);
+
+// The tuner's HostWorkSource (topology/tuner.h Tuner::build): the work of the pair's schedule
+// at `bytes`, in float elements, one channel (channels split the data, not the work; the model
+// prices their lanes itself). Below kExactElemsPerRank elements of the larger buffer per rank
+// (where blocks are empty or uneven) each size is built exactly; above, the pair is built once
+// at a large size and its bytes scale linearly (hops stay), so a tuner's 41 size classes cost
+// a few schedule builds per pair. One source per tuner build: it caches, unlocked.
+class ScheduleWorkSource final : public topo::HostWorkSource {
+ public:
+  static constexpr int64_t kExactElemsPerRank = 2 * kMaxPartitionAlign;
+  bool work(CollKind kind, Algo algo, int nRanks, int64_t bytes, topo::HostWork* out) override;
+
+ private:
+  std::map<std::tuple<CollKind, Algo, int>, topo::HostWork> large_;  // at largeCount elements
+};
 
 }  // namespace coll
 }  // namespace weft

@@ -313,14 +313,8 @@ Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll:
 
 namespace {
 
-// What the busiest rank does in one call of a host algorithm (host_cost_model in cost_model.h).
-struct HostWork {
-  double hops = 0;     // messages on the critical path, one after another
-  double copies = 0;   // bytes copied into or out of slots
-  double reduces = 0;  // bytes reduced out of slots
-  double sent = 0;     // bytes sent
-};
-
+// What the busiest rank does in one call of a host algorithm (HostWork, cost_model.h), by
+// formula; collectives/traffic.h scheduleWork counts the same from the schedules.
 int floorLog2(int n) {
   int d = 0;
   while ((2 << d) <= n) ++d;

@@ -197,6 +197,28 @@ struct HostCostParams {
   double ringShareHopUs = 1.1;
 };
 
+// What the busiest rank does in one call of a host algorithm, each field the most of any rank:
+// the messages on the critical path, one after another (hops), and the bytes it copies into
+// or out of slots, reduces out of slots and sends. The schedules count them
+// (collectives/traffic.h scheduleWork); the model takes them as plain numbers and never sees a
+// schedule.
+struct HostWork {
+  double hops = 0;
+  double copies = 0;
+  double reduces = 0;
+  double sent = 0;
+};
+
+// A HostWork per collective, algorithm and size, counted from the schedules
+// (collectives/traffic.h ScheduleWorkSource). `bytes` is the call's count x element size, as
+// Tuner::choose takes it; false when it has no schedule for the pair. Not yet what
+// predictHostTime prices (its formulas below still do; issue 28 item 2).
+class HostWorkSource {
+ public:
+  virtual ~HostWorkSource() = default;
+  virtual bool work(coll::CollKind kind, coll::Algo algo, int nRanks, int64_t bytes, HostWork* out) = 0;
+};
+
 struct HostCostInput {
   int nRanks = 1;
   int nHosts = 1;
