@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Where a DDP step's CPU time goes, thread by thread: weft against Gloo and the local step.
 
-Runs the "mlp" model of torch_bench.py (6 x Linear(2048, 2048), batch 4, ~100 MB of gradients)
-under DDP on 2 ranks (processes on this host) for 30 steps after warm-up, and prints rank 0's
+Runs a model of torch_bench.py ("mlp" unless named: 6 x Linear(2048, 2048), batch 4, ~100 MB of
+gradients; or "embedding") under DDP on 2 ranks (processes on this host) for 30 steps after warm-up, and prints rank 0's
 step time with each of its threads' CPU time per step (from /proc/self/task: utime + stime) and
 their context switches. "local" runs the same model without DDP (two processes still, so they
 compete for the CPUs alike). On a machine with a core per rank the compute thread and the
@@ -10,7 +10,7 @@ backend's threads share that core: a step can take no less than their CPU time t
 
 A diagnostic, not a benchmark for RESULTS (torch_bench.py is); in no ctest.
 Usage: PYTHONPATH=build/python-torch2 WEFT_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 \\
-       /opt/weft/venv/bin/python perf/torch_ddp_threads.py {weft|gloo|local}
+       /opt/weft/venv/bin/python perf/torch_ddp_threads.py {weft|gloo|local} [mlp|embedding]
 """
 import datetime
 import os
@@ -22,6 +22,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel as DDP
+
+from torch_bench import MODELS, make_model  # the same models and inputs as the benchmark
 
 STEPS = 30
 
@@ -45,20 +47,17 @@ def thread_times():
     return out
 
 
-def worker(rank, n, store, mode):
+def worker(rank, n, store, mode, kind):
     torch.set_num_threads(1)
     import weft_torch  # noqa: F401  (registers "weft")
 
     dist.init_process_group("gloo" if mode == "local" else mode, init_method="file://" + store, rank=rank,
                             world_size=n, timeout=datetime.timedelta(seconds=300))
-    layers = []
-    for _ in range(6):
-        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers)
+    model = make_model(kind)
     if mode != "local":
         model = DDP(model)
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
-    x = torch.randn(4, 2048)
+    x = MODELS[kind][1]()
 
     def step():
         opt.zero_grad()
@@ -74,7 +73,7 @@ def worker(rank, n, store, mode):
     ms = (time.perf_counter() - t0) / STEPS * 1e3
     after = thread_times()
     if rank == 0:
-        print("%s: step %.1f ms (rank 0, mean of %d)" % (mode, ms, STEPS))
+        print("%s, %s: step %.1f ms (rank 0, mean of %d)" % (mode, kind, ms, STEPS))
         for key, (cpu, switches) in sorted(after.items(), key=lambda kv: -kv[1][0]):
             per_step = (cpu - before.get(key, (0.0, ""))[0]) / STEPS
             if per_step >= 0.2:
@@ -84,10 +83,11 @@ def worker(rank, n, store, mode):
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "weft"
-    if mode not in ("weft", "gloo", "local"):
-        raise SystemExit("usage: torch_ddp_threads.py {weft|gloo|local}")
+    kind = sys.argv[2] if len(sys.argv) > 2 else "mlp"
+    if mode not in ("weft", "gloo", "local") or kind not in MODELS:
+        raise SystemExit("usage: torch_ddp_threads.py {weft|gloo|local} [%s]" % "|".join(sorted(MODELS)))
     with tempfile.TemporaryDirectory() as tmp:
-        mp.spawn(worker, args=(2, os.path.join(tmp, "store"), mode), nprocs=2)
+        mp.spawn(worker, args=(2, os.path.join(tmp, "store"), mode, kind), nprocs=2)
 
 
 if __name__ == "__main__":
