@@ -38,14 +38,14 @@ enum class RecordedState : int32_t {
   kFailed = 5,   // `error` holds the sentence
 };
 
-// Kinds beyond coll::CollKind's values (which are recorded as they are, 0..kNumCollKinds-1).
-constexpr int32_t kRecordedSendRecv = 100;  // a send/recv group (count: its operations)
-constexpr int32_t kRecordedBarrier = 101;
+// Kinds beyond coll::CollKind's values (recorded as they are, 0..kNumCollKinds-1; a send/recv
+// group is coll::CollKind::kSendRecv, its count the group's operations).
+constexpr int32_t kRecordedBarrier = 100;
 
 struct RecorderEntry {
   std::atomic<uint64_t> version;  // sequence lock: odd while the owner writes
   uint64_t callNo;                // the call's number on this communicator (from 1), the same on every rank for the same call
-  int32_t kind;                   // coll::CollKind value, or kRecordedSendRecv / kRecordedBarrier
+  int32_t kind;                   // coll::CollKind value, or kRecordedBarrier
   int32_t type;                   // weftDataType_t
   int32_t op;                     // weftRedOp_t (0 where the call does not reduce)
   int32_t root;                   // -1 where the call has no root
