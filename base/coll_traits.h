@@ -204,19 +204,32 @@ constexpr CollSource collSourceOf(CollKind kind, int rank, int root, int64_t ind
 // A set of collective kinds, one bit per CollKind.
 constexpr uint32_t collBit(CollKind kind) { return uint32_t{1} << static_cast<int>(kind); }
 
+// Where the size rule (topology/tuner.h chooseRuleAlgo, for communicators no cost model prices)
+// uses an algorithm, for any collective that has it: up to WEFT_DOUBLING_MAX_BYTES; up to
+// WEFT_TREE_MAX_BYTES per host on more than two ranks; or where no other band holds (the
+// collective's default, collTraits().defaultAlgo).
+enum class RuleBand : uint8_t { kUpToDoublingMax, kUpToTreeMax, kDefault };
+
 struct AlgoTraits {
   Algo algo;
   const char* name;  // "ring", ...: WEFT_ALGO, weft-topo --algo, messages
   uint32_t kinds;    // the collectives it has a schedule for (collBit of each)
+  RuleBand ruleBand;
+  // Its steps are one chain of dependencies through every rank in turn (a ring pass), so with
+  // more ranks than CPUs each hop waits for the ranks to be switched in (the host cost model's
+  // HostCostParams::sharedChainHopUs); trees and exchanges between pairs wait per message only.
+  bool chainsEveryRank;
 };
 
 constexpr AlgoTraits kAlgoTraits[] = {
     {Algo::kRing, "ring",
      collBit(CollKind::kAllReduce) | collBit(CollKind::kAllGather) | collBit(CollKind::kReduceScatter) |
-         collBit(CollKind::kBroadcast) | collBit(CollKind::kReduce)},
-    {Algo::kTree, "tree", collBit(CollKind::kAllReduce) | collBit(CollKind::kBroadcast) | collBit(CollKind::kReduce)},
-    {Algo::kPairwise, "pairwise", collBit(CollKind::kAllToAll)},
-    {Algo::kRecursiveDoubling, "doubling", collBit(CollKind::kAllReduce)},
+         collBit(CollKind::kBroadcast) | collBit(CollKind::kReduce),
+     RuleBand::kDefault, true},
+    {Algo::kTree, "tree", collBit(CollKind::kAllReduce) | collBit(CollKind::kBroadcast) | collBit(CollKind::kReduce),
+     RuleBand::kUpToTreeMax, false},
+    {Algo::kPairwise, "pairwise", collBit(CollKind::kAllToAll), RuleBand::kDefault, false},
+    {Algo::kRecursiveDoubling, "doubling", collBit(CollKind::kAllReduce), RuleBand::kUpToDoublingMax, false},
 };
 
 constexpr int kNumAlgos = static_cast<int>(sizeof(kAlgoTraits) / sizeof(kAlgoTraits[0]));
@@ -240,6 +253,8 @@ constexpr bool everyScheduledKindHasItsDefault() {
 }
 static_assert(everyScheduledKindHasItsDefault(),
               "every scheduled collective needs its default algorithm, and only those have one");
+
+constexpr const AlgoTraits& algoTraits(Algo algo) { return kAlgoTraits[static_cast<int>(algo)]; }
 
 // The algorithm named `name` (algoName's spelling, any case).
 bool algoFromName(const char* name, Algo* out);

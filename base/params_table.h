@@ -31,7 +31,7 @@ WEFT_PARAM(std::string, HostId, "HOSTID", "", "names this rank's host: ranks wit
 
 // Algorithms and channels
 WEFT_PARAM(std::string, HostSimd, "HOST_SIMD", "", "host reduce kernels for half, bfloat16 and fp8: scalar (element by element), portable, avx2-f16c, avx512, avx512-bf16, avx512-vbmi or avx512-fp16 (default: the best this CPU runs; one it cannot run is warned about and the best used)")
-WEFT_PARAM(std::string, Algo, "ALGO", "", "all-reduce algorithm: Ring, Tree or Doubling (default: the tuner's, from the cost model)")
+WEFT_PARAM(std::string, Algo, "ALGO", "", "algorithm: Ring, Tree, Pairwise or Doubling, for every collective that has it (default: the tuner's, from the cost model)")
 WEFT_PARAM(int64_t, DoublingMaxBytes, "DOUBLING_MAX_BYTES", 8192, "largest all-reduce (bytes) for which the size rule picks recursive doubling")
 WEFT_PARAM_RANGE(DoublingMaxBytes, 0, INT64_MAX)
 WEFT_PARAM(int64_t, TreeMaxBytes, "TREE_MAX_BYTES", 65536, "largest all-reduce (bytes) for which the size rule picks the tree")

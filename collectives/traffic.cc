@@ -168,6 +168,7 @@ topo::HostWork scheduleWork(const ScheduleParams& p, size_t elemSize) {
     most.sent = std::max(most.sent, w.sent);
   }
   most.hops = longestChain(ranks);
+  most.lanes = lanesPerChannel(p);
   return most;
 }
 
@@ -185,7 +186,7 @@ bool ScheduleWorkSource::work(CollKind kind, Algo algo, int nRanks, int64_t byte
   if (fresh) at->second = scheduleWork(floatParams(kind, algo, nRanks, largeCount), kElem);
   const double scale = static_cast<double>(bytes) / static_cast<double>(largeCount * kElem);
   const topo::HostWork& w = at->second;
-  *out = topo::HostWork{w.hops, w.copies * scale, w.reduces * scale, w.sent * scale};
+  *out = topo::HostWork{w.hops, w.copies * scale, w.reduces * scale, w.sent * scale, w.lanes};
   return true;
 }
 

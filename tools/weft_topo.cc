@@ -38,7 +38,8 @@ const char kUsageHead[] =
     "  tuner               the table a communicator's tuner would use (the same code a\n"
     "                      communicator runs at init): per collective and size class, algorithm,\n"
     "                      protocol, channels and predicted time; WEFT_ALGO, WEFT_TREE_MAX_BYTES,\n"
-    "                      WEFT_DOUBLING_MAX_BYTES and WEFT_MIN/MAX_NCHANNELS apply as they would\n"
+    "                      WEFT_DOUBLING_MAX_BYTES and WEFT_MIN/MAX_NCHANNELS apply as they would;\n"
+    "                      --tuner-sizes adds one line per collective and size class (8 B-1 GiB)\n"
     "\n"
     "topology options:\n"
     "  --file FILE                 read a topology file (NCCL or RCCL XML, the format of NCCL_TOPO_FILE)\n"
@@ -96,6 +97,7 @@ struct TopologyRequest {
   std::string file;     // "" inspects this machine
   int nodes = 1;
   int ranksPerNode = 0;  // 0: one per GPU, or 2 host ranks without GPUs
+  bool tunerSizes = false;  // the tuner view lists every size class
   bool json = false;
   int xmlVersion = 0;  // 1 nccl, 2 rccl
   std::string svgFile;
@@ -120,6 +122,19 @@ std::string systemSummary(const weft::topo::System& sys) {
   return text;
 }
 
+// --tuner-sizes: one line per collective and size class up to 1 GiB ("allreduce 8192 doubling
+// x1 12.3"), what perf/host_model_error.sh compares with measured times.
+void printTunerSizes(const weft::topo::Tuner& tuner) {
+  for (weft::coll::CollKind kind : weft::topo::tunedCollectives()) {
+    for (int k = 0; k <= 30; ++k) {
+      const weft::topo::TunerChoice c = tuner.choose(kind, weft::topo::tunerClassBytes(k));
+      std::printf("%s %lld %s x%d %.3f\n", weft::coll::collName(kind),
+                  static_cast<long long>(weft::topo::tunerClassBytes(k)), weft::coll::algoName(c.algo), c.channels,
+                  c.predictedUs);
+    }
+  }
+}
+
 // The tuner's table for a communicator on req.nodes copies of `sys`, from the function the
 // communicator calls (core::tunerForMachine), under this process's WEFT_* settings.
 int showTuner(const weft::topo::System& sys, const TopologyRequest& req) {
@@ -131,6 +146,7 @@ int showTuner(const weft::topo::System& sys, const TopologyRequest& req) {
   std::printf("\n== Tuner, %d rank%s on %d node%s ==\n", perNode * req.nodes, perNode * req.nodes == 1 ? "" : "s",
               req.nodes, req.nodes == 1 ? "" : "s");
   for (const std::string& line : weft::core::tunerTableLines(tuner)) std::printf("%s\n", line.c_str());
+  if (req.tunerSizes) printTunerSizes(tuner);
   return 0;
 }
 
@@ -290,6 +306,8 @@ int topologyOption(const std::string& a, Args& args, TopologyRequest* topoReq) {
     const char* t = args.value();
     if (!t || !parseInt(t, 1, 4096, &v)) return usageError("%s needs a rank count from 1 to 4096", "--ranks");
     topoReq->ranksPerNode = static_cast<int>(v);
+  } else if (a == "--tuner-sizes") {
+    topoReq->tunerSizes = true;
   } else if (a == "--json") {
     topoReq->json = true;
   } else if (a == "--xml") {

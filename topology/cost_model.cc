@@ -311,81 +311,12 @@ Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll:
   return *best;
 }
 
-namespace {
-
-// What the busiest rank does in one call of a host algorithm (HostWork, cost_model.h), by
-// formula; collectives/traffic.h scheduleWork counts the same from the schedules.
-int floorLog2(int n) {
-  int d = 0;
-  while ((2 << d) <= n) ++d;
-  return d;
-}
-
-// The double binary tree (all-reduce) or binary tree (broadcast, reduce): a rank is interior
-// in at most one tree, with up to two children, and a leaf in the other.
-HostWork hostTreeWork(coll::CollKind c, int n, double s) {
-  const double kids = std::min(2, n - 1);
-  const double depth = floorLog2(n);
-  if (c == coll::CollKind::kBroadcast) return {depth, s * (1 + kids), 0, s * kids};
-  if (c == coll::CollKind::kReduce) return {depth, s, s * kids, s};
-  // All-reduce: half the data per tree, up (reduce the children, send to the parent) and down
-  // (receive, send to the children) in the one, up and down as a leaf in the other.
-  const double half = s / 2;
-  return {2 * depth, half * (4 + kids), half * kids, half * (2 + kids)};
-}
-
-HostWork hostRingWork(coll::CollKind c, int n, double s) {
-  const double share = s * (n - 1) / n;
-  switch (c) {
-    case coll::CollKind::kAllReduce:  // reduce-scatter then all-gather
-      return {2.0 * (n - 1), 3 * share, share, 2 * share};
-    case coll::CollKind::kAllGather:
-      return {double(n - 1), 2 * share, 0, share};
-    case coll::CollKind::kReduceScatter:
-      return {double(n - 1), share, share, share};
-    case coll::CollKind::kBroadcast:  // a pipelined chain from the root
-      return {double(n - 1), 2 * s, 0, s};
-    case coll::CollKind::kReduce:
-      return {double(n - 1), s, s, s};
-    default:
-      return {};
-  }
-}
-
-HostWork hostDoublingWork(int n, double s) {
-  const int rounds = floorLog2(n);
-  const double extra = (n & (n - 1)) != 0 ? 2 : 0;  // fold in the extra ranks, hand back the result
-  return {rounds + extra, (rounds + extra) * s, (rounds + (extra > 0 ? 1 : 0)) * s, (rounds + extra) * s};
-}
-
-bool hostWork(const HostCostInput& in, HostWork* out) {
-  const double s = static_cast<double>(in.bytes);
-  const int n = in.nRanks;
-  switch (in.algorithm) {
-    case coll::Algo::kRing:
-      *out = hostRingWork(in.collective, n, s);
-      return true;
-    case coll::Algo::kTree:
-      *out = hostTreeWork(in.collective, n, s);
-      return true;
-    case coll::Algo::kRecursiveDoubling:
-      *out = hostDoublingWork(n, s);
-      return true;
-    case coll::Algo::kPairwise:  // n - 1 rounds of send one block, receive one
-      *out = {double(n - 1), 2 * s * (n - 1) / n, 0, s * (n - 1) / n};
-      return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 double predictHostTime(const HostCostInput& in) {
   const HostCostParams& p = in.params;
   const int n = in.nRanks;
   if (in.nRanks <= 1 || in.bytes <= 0) return p.callUs;
-  HostWork w;
-  if (!coll::algoSupported(in.collective, in.algorithm) || !hostWork(in, &w)) return kInf;
+  if (!coll::algoSupported(in.collective, in.algorithm)) return kInf;
+  const HostWork& w = in.work;
   const bool inCache = w.copies + w.reduces <= p.cacheBytes;
   const double copyRate = (inCache ? p.copyGBs : p.memCopyGBs) * 1e3;  // bytes per microsecond
   const double reduceRate = (inCache ? p.reduceGBs : p.memReduceGBs) * 1e3;
@@ -393,16 +324,19 @@ double predictHostTime(const HostCostInput& in) {
   // Across hosts the sockets pace the pipeline when they are slower than the copies.
   if (in.nHosts > 1) dataUs = std::max(dataUs, w.sent / (p.netGBs * 1e3));
   const double alpha = in.nHosts > 1 ? p.alphaNetUs : p.alphaShmUs;
-  const int lanes = std::max(1, in.channels);
+  // The FIFO lanes this rank polls: each channel's (the schedule's lanes per channel).
+  const double lanes = std::max(1, in.channels) * std::max(1.0, w.lanes);
   // More ranks than CPUs: they take turns, and everything but the call's own work stretches.
   const double share = std::max(1.0, in.ranksPerCpu);
   // What a rank sends beyond its FIFOs' capacity waits for the reader to free slots; only a
   // reader without a CPU of its own makes that a wait of its own.
   const double refills = share > 1 ? std::max(0.0, w.sent / (lanes * p.fifoBytes) - 1) : 0.0;
-  const bool ringAllReduce = in.collective == coll::CollKind::kAllReduce && in.algorithm == coll::Algo::kRing;
-  const double pairUs = ringAllReduce && n == 2 && in.nHosts == 1 ? p.ringPairUs : 0;
-  // Ranks sharing CPUs: a ring all-reduce's hop waits for the ranks to take turns.
-  const double hopUs = alpha + (lanes - 1) * p.laneUs + (ringAllReduce && share > 1 ? p.ringShareHopUs : 0);
+  // Two ranks on one host: each exchange that waits for the one before pays for the wait (the
+  // ring's and the tree's all-reduce on two ranks: one; doubling's single exchange: none).
+  const double pairUs = n == 2 && in.nHosts == 1 ? std::max(0.0, w.hops - 1) * p.pairHopUs : 0;
+  // Ranks sharing CPUs: a chain through every rank waits at each hop for the ranks' turns.
+  const bool sharedChain = coll::algoTraits(in.algorithm).chainsEveryRank && share > 1;
+  const double hopUs = alpha + (lanes - 1) * p.laneUs + (sharedChain ? p.sharedChainHopUs : 0);
   return p.callUs + share * (w.hops * hopUs + dataUs + refills * p.refillUs + pairUs);
 }
 

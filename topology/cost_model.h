@@ -139,17 +139,19 @@ Prediction predictBestOf(const Cluster& cluster, const SearchResult& topo, coll:
 
 // ---- Host memory: ranks whose buffers live in host memory (no GPU), one thread per rank ----
 //
-// Time = call + hops on the critical path x alpha + this rank's copy and reduce work + lanes.
+// Time = call + hops on the critical path x alpha + this rank's copy and reduce work + lanes,
+// with the hops and bytes those of the algorithm's schedule (HostWork below).
 //   alpha  one message from send to the peer seeing it: through a shared-memory FIFO on one host,
 //          a socket across hosts.
 //   work   what the busiest rank's one thread does with the bytes: a copy into each slot it sends,
 //          a copy (or a reduce of two inputs) out of each slot it receives, at the copy / reduce
 //          rates -- in-cache rates up to cacheBytes of traffic per call, memory rates beyond.
 //          Across hosts a hop's bytes also cross the socket at netGBs.
-//   lanes  every channel is one more FIFO the thread polls per step (channels split the data but
-//          not the thread: one CPU moves every byte).
+//   lanes  every channel's lanes (the schedule's lanes per channel: the double binary tree's two)
+//          are FIFOs the thread polls per step (channels split the data but not the thread:
+//          one CPU moves every byte), and each lane's FIFO adds to the capacity (refill).
 //   share  more ranks than CPUs on a host (ranksPerCpu > 1) stretch all of the above alike,
-//          and each hop of a ring all-reduce then costs ringShareHopUs more.
+//          and each hop of a ring then costs sharedChainHopUs more.
 //   refill with more ranks than CPUs, what a rank sends beyond the capacity of its FIFOs
 //          (fifoBytes per channel) waits for the reader to free slots: one wait (refillUs, the
 //          reader being scheduled) per FIFO-full. More channels, more capacity, fewer waits.
@@ -184,17 +186,28 @@ struct HostCostParams {
   // against doubling's 4.3-4.6; 128-256 KiB: 5.1-5.7 against 4.6-5.0), but behind from 24 to
   // 40 KiB (about 2 against 4 GB/s: steps under ~22 KiB run at half speed there, for doubling
   // too below 24 KiB). 2.5 us puts the switch between 64 and 128 KiB, clear of that band
-  // (perf/RESULTS.md, "Medium sizes on the Intel VM").
-  double ringPairUs = 2.5;
-  // A ring all-reduce's hop when ranks share CPUs, beyond alpha. Its 2(n - 1) steps are one
+  // (perf/RESULTS.md, "Medium sizes on the Intel VM"). Charged per hop after the first on two
+  // ranks (which only the all-reduces have: the ring's and the tree's, whose two-rank schedule
+  // is the ring's steps; doubling's one exchange pays none).
+  double pairHopUs = 2.5;
+  // A ring's hop when ranks share CPUs, beyond alpha. The all-reduce's 2(n - 1) steps are one
   // chain of dependencies around all the ranks, so each step waits for the ranks of every CPU to
   // be switched in in turn; the tree's and doubling's exchanges went at their modelled cost.
   // Fitted in session 13 (Intel Xeon VM, 4 ranks on 2 vCPUs, weft-bench-mpi with WEFT_ALGO
   // forced, 4 series): the ring 31-64 us at 32 KiB against the tree's 19-30, and 34-101 at 64
   // KiB against 32-56 (doubling 42-98); the ring ahead from 128 KiB (64-82 against 73-144).
-  // 1.1 us puts doubling to 8 KiB, the tree from 16 to 64 KiB and the ring from 128 KiB
-  // (perf/RESULTS.md, "Four ranks on two vCPUs").
-  double ringShareHopUs = 1.1;
+  // 1.1 us put doubling to 8 KiB, the tree from 16 to 64 KiB and the ring from 128 KiB
+  // (perf/RESULTS.md, "Four ranks on two vCPUs"), with the tree priced by a formula that
+  // charged it more than its schedule does. Re-fitted in session 19 with each algorithm priced
+  // by its schedule's work (AMD EPYC VM, quiet, weft-perf -np 4 with WEFT_ALGO forced, 3 runs):
+  // doubling ahead to 64 KiB (15.9-17.0 us against the ring's 18.6-42 and the tree's 23.8-30),
+  // the ring from 128 KiB (30.5-31.4 in two runs of three, against doubling's 32.0-33.2 and the
+  // tree's 31.7-54.7; 49-50 against 53-62 at 256 KiB). 1.5 us puts doubling to 64 KiB and the
+  // ring from 128 KiB; the tree, which both VMs measured level with doubling at 32-64 KiB, is
+  // chosen nowhere. Charged to every algorithm whose steps chain through every rank
+  // (coll::AlgoTraits::chainsEveryRank: the ring, in every collective; measured on the
+  // all-reduce).
+  double sharedChainHopUs = 1.5;
 };
 
 // What the busiest rank does in one call of a host algorithm, each field the most of any rank:
@@ -207,12 +220,14 @@ struct HostWork {
   double copies = 0;
   double reduces = 0;
   double sent = 0;
+  // FIFO lanes per channel the schedule runs on one rank (the double binary tree's two trees:
+  // 2); the executor polls each in turn, and each has a FIFO of its own.
+  double lanes = 1;
 };
 
-// A HostWork per collective, algorithm and size, counted from the schedules
-// (collectives/traffic.h ScheduleWorkSource). `bytes` is the call's count x element size, as
-// Tuner::choose takes it; false when it has no schedule for the pair. Not yet what
-// predictHostTime prices (its formulas below still do; issue 28 item 2).
+// Where the tuner gets a HostWork per collective, algorithm and size (collectives/traffic.h
+// ScheduleWorkSource, over the schedules). `bytes` is the call's count x element size, as
+// Tuner::choose takes it; false when it has no schedule for the pair.
 class HostWorkSource {
  public:
   virtual ~HostWorkSource() = default;
@@ -225,6 +240,7 @@ struct HostCostInput {
   coll::CollKind collective = coll::CollKind::kAllReduce;
   coll::Algo algorithm = coll::Algo::kRing;
   int64_t bytes = 0;  // nccl-tests' size: the larger of the send and receive buffers, per rank
+  HostWork work;      // what the algorithm's schedule makes the busiest rank do at this size
   int channels = 1;
   // Ranks per CPU on the busiest host (1 or less: each rank has a CPU of its own). Above 1 the
   // ranks take turns on the CPUs: every term but the call's fixed cost stretches by it (the
@@ -233,7 +249,8 @@ struct HostCostInput {
   HostCostParams params;
 };
 
-// Predicted time in microseconds; +infinity when the algorithm cannot run the collective.
+// Predicted time in microseconds from in.work (a HostWorkSource's for this collective,
+// algorithm and size); +infinity when the algorithm cannot run the collective.
 double predictHostTime(const HostCostInput& in);
 
 }  // namespace topo

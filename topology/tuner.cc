@@ -10,26 +10,45 @@
 namespace weft {
 namespace topo {
 
-Status chooseAllReduceAlgo(const TunerInput& in, coll::Algo* out) {
-  using coll::Algo;
+Status parseForcedAlgo(const std::string& name, coll::Algo* out) {
+  if (coll::algoFromName(name.c_str(), out)) return Status::ok();
+  return WEFT_ERROR(weftInvalidArgument, "WEFT_ALGO=%s names no algorithm; use %s", name.c_str(),
+                    coll::algorithmNames());
+}
+
+namespace {
+
+// Whether the size rule's band for `a` holds the call (coll::RuleBand).
+bool inRuleBand(const coll::AlgoTraits& a, const TunerInput& in) {
+  switch (a.ruleBand) {
+    case coll::RuleBand::kUpToDoublingMax:
+      return in.bytes <= in.doublingMaxBytes;
+    case coll::RuleBand::kUpToTreeMax:
+      // With two ranks the tree and the ring exchange the same bytes once; the ring pipelines
+      // better. Across hosts every ring step pays the network's latency and the ring has
+      // 2(n-1) steps to the tree's 2 log n, so the tree stays ahead for larger sizes: the limit
+      // scales with hosts.
+      return in.bytes <= in.treeMaxBytes * std::max(1, in.nNodes) && in.nRanks > 2;
+    case coll::RuleBand::kDefault:
+      break;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status chooseRuleAlgo(const TunerInput& in, coll::Algo* out) {
   if (!in.forcedAlgo.empty()) {
-    Algo forced;
-    if (coll::algoFromName(in.forcedAlgo.c_str(), &forced) && coll::algoSupported(coll::CollKind::kAllReduce, forced)) {
-      return *out = forced, Status::ok();
+    coll::Algo forced;
+    WEFT_TRY(parseForcedAlgo(in.forcedAlgo, &forced));
+    if (coll::algoSupported(in.kind, forced)) return *out = forced, Status::ok();
+  }
+  for (coll::RuleBand band : {coll::RuleBand::kUpToDoublingMax, coll::RuleBand::kUpToTreeMax}) {
+    for (const coll::AlgoTraits& a : coll::kAlgoTraits) {
+      if (a.ruleBand == band && coll::algoSupported(in.kind, a.algo) && inRuleBand(a, in)) return *out = a.algo, Status::ok();
     }
-    return WEFT_ERROR(weftInvalidArgument, "WEFT_ALGO=%s names no all-reduce algorithm; use %s", in.forcedAlgo.c_str(),
-                      coll::algorithmNamesFor(coll::CollKind::kAllReduce).c_str());
   }
-  if (in.bytes <= in.doublingMaxBytes) {
-    *out = Algo::kRecursiveDoubling;
-  } else if (in.bytes <= in.treeMaxBytes * std::max(1, in.nNodes) && in.nRanks > 2) {
-    // With two ranks the tree and the ring exchange the same bytes once; the ring pipelines better.
-    // Across hosts every ring step pays the network's latency and the ring has 2(n-1) steps to
-    // the tree's 2 log n, so the tree stays ahead for larger sizes: the limit scales with hosts.
-    *out = Algo::kTree;
-  } else {
-    *out = Algo::kRing;
-  }
+  *out = coll::collTraits(in.kind).defaultAlgo;
   return Status::ok();
 }
 
@@ -68,21 +87,18 @@ constexpr int64_t kBytesPerChannel = 1 << 20;  // the size rule: one more channe
 
 uint32_t algoBit(coll::Algo a) { return 1u << static_cast<int>(a); }
 
-// The size rule's algorithm for a collective (its default where it has no choice).
+// The size rule's algorithm for a collective (chooseRuleAlgo; the forced one is applied by the
+// caller, Tuner::ruleChoice).
 coll::Algo ruleAlgo(coll::CollKind kind, int nRanks, int nHosts, int64_t bytes, const TunerSettings& s) {
+  TunerInput in;
+  in.kind = kind;
+  in.nRanks = nRanks;
+  in.bytes = bytes;
+  in.treeMaxBytes = s.treeMaxBytes;
+  in.doublingMaxBytes = s.doublingMaxBytes;
+  in.nNodes = nHosts;
   coll::Algo algo = coll::collTraits(kind).defaultAlgo;
-  if (kind == coll::CollKind::kAllReduce) {
-    TunerInput in;
-    in.nRanks = nRanks;
-    in.bytes = bytes;
-    in.treeMaxBytes = s.treeMaxBytes;
-    in.doublingMaxBytes = s.doublingMaxBytes;
-    in.nNodes = nHosts;
-    (void)chooseAllReduceAlgo(in, &algo);  // cannot fail without a forced algorithm
-  } else if (coll::algoSupported(kind, coll::Algo::kTree) && bytes <= s.treeMaxBytes && nRanks > 2) {
-    // Broadcast and reduce: a tree for small messages, where the chain's n - 1 hops cost most.
-    algo = coll::Algo::kTree;
-  }
+  (void)chooseRuleAlgo(in, &algo);  // cannot fail without a forced algorithm
   return algo;
 }
 
@@ -124,9 +140,10 @@ double ranksPerCpu(const GlobalSystem* g) {
   return most;
 }
 
-// The host model's least time; within 1% of it, the fewest channels.
+// The host model's least time; within 1% of it, the fewest channels. Each algorithm is priced
+// with the work its schedule does at `bytes` (from `work`; none without it).
 TunerChoice bestOnHost(coll::CollKind kind, int nRanks, int nHosts, int64_t bytes, uint32_t algos,
-                       const TunerSettings& s, double share) {
+                       const TunerSettings& s, double share, HostWorkSource* work) {
   HostCostInput in;
   in.nRanks = nRanks;
   in.nHosts = nHosts;
@@ -138,6 +155,7 @@ TunerChoice bestOnHost(coll::CollKind kind, int nRanks, int nHosts, int64_t byte
   for (int a = 0; a < coll::kNumAlgos; ++a) {
     in.algorithm = static_cast<coll::Algo>(a);
     if ((algos & algoBit(in.algorithm)) == 0 || !coll::algoSupported(kind, in.algorithm)) continue;
+    if (work == nullptr || !work->work(kind, in.algorithm, nRanks, bytes, &in.work)) continue;
     for (int k = s.minChannels; k <= s.maxChannels; k = k < s.maxChannels ? std::min(k * 2, s.maxChannels) : k + 1) {
       in.channels = k;
       TunerChoice c;
@@ -240,7 +258,8 @@ TunerModel pickModel(const GlobalSystem* system, int nRanks, const TunerSettings
 
 }  // namespace
 
-Status Tuner::build(const GlobalSystem* system, int nRanks, const TunerSettings& settings, Tuner* out) {
+Status Tuner::build(const GlobalSystem* system, int nRanks, const TunerSettings& settings, HostWorkSource* hostWork,
+                    Tuner* out) {
   Tuner t;
   t.nRanks_ = std::max(1, nRanks);
   t.nHosts_ = system != nullptr ? std::max<int>(1, static_cast<int>(system->hosts.size())) : 1;
@@ -250,19 +269,17 @@ Status Tuner::build(const GlobalSystem* system, int nRanks, const TunerSettings&
   s.minChannels = std::max(1, s.minChannels);
   s.maxChannels = std::max(s.minChannels, s.maxChannels);
   if (!s.forcedAlgo.empty()) {
-    TunerInput in;
-    in.forcedAlgo = s.forcedAlgo;
-    WEFT_TRY(chooseAllReduceAlgo(in, &t.forced_));
+    WEFT_TRY(parseForcedAlgo(s.forcedAlgo, &t.forced_));
     t.isForced_ = true;
   }
   TunerDeviceModel device;
   t.model_ = pickModel(system, t.nRanks_, s, &device, &t.why_);
-  t.table_ = t.fillTable(t.model_, device);
+  t.table_ = t.fillTable(t.model_, device, hostWork);
   // Host-memory calls on a communicator of GPUs (or of ranks sharing them) on one host: the
   // host model.
   const bool hasSystem = system != nullptr && system->nRanks() == nRanks && !system->hosts.empty();
   if (hasSystem && !s.sizeRuleSet && t.model_ != TunerModel::kHost && t.nHosts_ == 1) {
-    t.hostTable_ = t.fillTable(TunerModel::kHost, device);
+    t.hostTable_ = t.fillTable(TunerModel::kHost, device, hostWork);
     t.hostWhy_ = "host cost model, " + std::to_string(t.nRanks_) + " ranks on " + std::to_string(t.nHosts_) + " host" +
                  (t.nHosts_ > 1 ? "s" : "");
   }
@@ -270,17 +287,19 @@ Status Tuner::build(const GlobalSystem* system, int nRanks, const TunerSettings&
   return Status::ok();
 }
 
-std::vector<TunerChoice> Tuner::fillTable(TunerModel model, const TunerDeviceModel& device) const {
+std::vector<TunerChoice> Tuner::fillTable(TunerModel model, const TunerDeviceModel& device,
+                                          HostWorkSource* hostWork) const {
   std::vector<TunerChoice> table(static_cast<size_t>(coll::kNumCollKinds * kTunerSizeClasses));
   for (coll::CollKind kind : tunedCollectives()) {
-    // WEFT_ALGO: the model prices the forced all-reduce algorithm only (for its channels).
-    const uint32_t algos = kind == coll::CollKind::kAllReduce && isForced_ ? algoBit(forced_) : ~0u;
+    // WEFT_ALGO: the model prices the forced algorithm only (for its channels), in the
+    // collectives that have it.
+    const uint32_t algos = isForced(kind) ? algoBit(forced_) : ~0u;
     for (int k = 0; k < kTunerSizeClasses; ++k) {
       const int64_t bytes = tunerClassBytes(k);
       TunerChoice c = ruleChoice(kind, bytes);
       TunerChoice modelled = c;
       if (model == TunerModel::kHost) {
-        modelled = bestOnHost(kind, nRanks_, nHosts_, bytes, algos, settings_, ranksPerCpu_);
+        modelled = bestOnHost(kind, nRanks_, nHosts_, bytes, algos, settings_, ranksPerCpu_, hostWork);
       }
       if (model == TunerModel::kDevice) modelled = bestOnDevice(device, kind, nRanks_, bytes, algos, settings_);
       if (modelled.predictedUs < kInf) c = modelled;  // else the model prices none: the rule's
@@ -293,7 +312,7 @@ std::vector<TunerChoice> Tuner::fillTable(TunerModel model, const TunerDeviceMod
 TunerChoice Tuner::ruleChoice(coll::CollKind kind, int64_t bytes) const {
   TunerChoice c;
   c.algo = ruleAlgo(kind, nRanks_, nHosts_, bytes, settings_);
-  if (kind == coll::CollKind::kAllReduce && isForced_) c.algo = forced_;
+  if (isForced(kind)) c.algo = forced_;
   c.channels =
       static_cast<int>(std::clamp<int64_t>(bytes / kBytesPerChannel, settings_.minChannels, settings_.maxChannels));
   return c;

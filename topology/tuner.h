@@ -6,17 +6,21 @@
 // builds identically from the same descriptions, and from the settings the ranks agreed at init:
 //   device  every rank drives its own GPU and every GPU of each host has a rank: the cost model
 //           of the searched rings and trees (predictBestOf) over Cluster::of(the hosts);
-//   host    no rank has a GPU, one host: the host cost model (predictHostTime), calibrated on
-//           shared memory only (across hosts its socket constants are guesses: the size rule);
+//   host    no rank has a GPU, one host: the host cost model (predictHostTime) over the work of
+//           each algorithm's schedule (HostWorkSource), calibrated on shared memory only
+//           (across hosts its socket constants are guesses: the size rule);
 //   size    otherwise (no system, ranks sharing GPUs, a communicator over part of a machine's
 //   rule    GPUs, GPU and host ranks mixed): the fixed size rule below, as before the model.
-// Overrides: WEFT_ALGO forces the all-reduce algorithm (the model still picks its channels);
-// WEFT_TREE_MAX_BYTES or WEFT_DOUBLING_MAX_BYTES set selects the size rule below (algorithms
-// and channels, exactly as before the model); WEFT_MIN/MAX_NCHANNELS bound every channel count.
+// Overrides: WEFT_ALGO forces the algorithm in every collective that has it (the model still
+// picks its channels); WEFT_TREE_MAX_BYTES or WEFT_DOUBLING_MAX_BYTES set selects the size rule
+// below (algorithms and channels, exactly as before the model); WEFT_MIN/MAX_NCHANNELS bound
+// every channel count.
 //
-// The size rule: recursive doubling for the smallest all-reduces (log2 n exchanges, one message
-// latency each), the double binary tree for small ones (log n steps, pipelined), the ring for
-// large ones (bandwidth-optimal); a tree for small broadcasts and reduces; one channel per MiB.
+// The size rule (chooseRuleAlgo, from each algorithm's band in base/coll_traits.h): recursive
+// doubling for the smallest all-reduces (log2 n exchanges, one message latency each), a tree
+// for small all-reduces, broadcasts and reduces on more than two ranks (log n steps,
+// pipelined; the limit per host), the collective's default (the ring) for large ones
+// (bandwidth-optimal); one channel per MiB.
 #ifndef WEFT_TOPOLOGY_TUNER_H_
 #define WEFT_TOPOLOGY_TUNER_H_
 
@@ -35,16 +39,22 @@ namespace topo {
 // ---- The size rule (the fallback) ----
 
 struct TunerInput {
+  coll::CollKind kind = coll::CollKind::kAllReduce;
   int nRanks = 1;
   int64_t bytes = 0;             // bytes per rank
-  std::string forcedAlgo;        // WEFT_ALGO: "" or an all-reduce algorithm's name (any case)
+  std::string forcedAlgo;        // WEFT_ALGO: "" or an algorithm's name (any case)
   int64_t treeMaxBytes = 0;      // WEFT_TREE_MAX_BYTES
   int64_t doublingMaxBytes = 0;  // WEFT_DOUBLING_MAX_BYTES
   int nNodes = 1;                // hosts the ranks span
 };
 
-// weftInvalidArgument when forcedAlgo names no all-reduce algorithm (base/coll_traits.h).
-Status chooseAllReduceAlgo(const TunerInput& in, coll::Algo* out);
+// WEFT_ALGO's algorithm: weftInvalidArgument when `name` names none (base/coll_traits.h).
+Status parseForcedAlgo(const std::string& name, coll::Algo* out);
+
+// The size rule's algorithm for in.kind (a scheduled collective): the forced one where the
+// collective has it, else the first of its algorithms whose band (coll::AlgoTraits::ruleBand)
+// holds in.bytes, else its default. weftInvalidArgument when forcedAlgo names no algorithm.
+Status chooseRuleAlgo(const TunerInput& in, coll::Algo* out);
 
 // ---- The model-driven tuner ----
 
@@ -84,8 +94,12 @@ struct TunerDeviceModel;
 class Tuner {
  public:
   // The table of a communicator of nRanks ranks on `system` (null or without ranks: the size
-  // rule). Errors: a forced algorithm that names no all-reduce algorithm (weftInvalidArgument).
-  [[nodiscard]] static Status build(const GlobalSystem* system, int nRanks, const TunerSettings& settings, Tuner* out);
+  // rule). The host model prices each algorithm with the work hostWork reports for its schedule
+  // (collectives/traffic.h ScheduleWorkSource; used during the build only); null: it prices
+  // none and the size rule's choices stand. Errors: a forced algorithm that names no
+  // algorithm (weftInvalidArgument).
+  [[nodiscard]] static Status build(const GlobalSystem* system, int nRanks, const TunerSettings& settings,
+                                    HostWorkSource* hostWork, Tuner* out);
 
   // The choice for a call of `kind` whose count x element size is `bytes` (the all-reduce's
   // buffer, all-gather's send block): a table look-up, or the size rule at `bytes`.
@@ -110,7 +124,9 @@ class Tuner {
 
  private:
   TunerChoice ruleChoice(coll::CollKind kind, int64_t bytes) const;  // the size rule, at `bytes`
-  std::vector<TunerChoice> fillTable(TunerModel model, const TunerDeviceModel& device) const;
+  // WEFT_ALGO names an algorithm `kind` has.
+  bool isForced(coll::CollKind kind) const { return isForced_ && coll::algoSupported(kind, forced_); }
+  std::vector<TunerChoice> fillTable(TunerModel model, const TunerDeviceModel& device, HostWorkSource* hostWork) const;
 
   TunerModel model_ = TunerModel::kSizeRule;
   std::string why_;

@@ -62,11 +62,9 @@ Status Communicator::agreeSettings(const weftConfig_t* config) {
              "using rank 0's values (set them the same on every rank)",
              rank_);
   }
-  // A WEFT_ALGO that names no all-reduce algorithm fails init here, before the topology.
-  topo::TunerInput forced;
-  forced.forcedAlgo = settings_.algo;
+  // A WEFT_ALGO that names no algorithm fails init here, before the topology.
   coll::Algo algo;
-  if (!forced.forcedAlgo.empty()) WEFT_TRY(topo::chooseAllReduceAlgo(forced, &algo));
+  if (settings_.algo[0] != 0) WEFT_TRY(topo::parseForcedAlgo(settings_.algo, &algo));
   return Status::ok();
 }
 

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/params.h"
 #include "collectives/algorithms.h"
+#include "collectives/traffic.h"
 #include "core/bootstrap_tags.h"
 #include "device/device.h"
 #include "topology/detect.h"
@@ -377,10 +378,11 @@ std::vector<std::string> channelTreeLines(const std::vector<std::vector<int>>& r
 Status buildCommTuner(const std::vector<topo::RankDescription>& descs, const topo::GlobalSystem& global,
                       const topo::TunerSettings& tuning, topo::Tuner* out) {
   const int nRanks = static_cast<int>(descs.size());
-  if (global.hosts.size() <= 1) return topo::Tuner::build(&global, nRanks, tuning, out);
+  coll::ScheduleWorkSource hostWork;  // the host model prices the schedules' traffic
+  if (global.hosts.size() <= 1) return topo::Tuner::build(&global, nRanks, tuning, &hostWork, out);
   topo::GlobalSystem described;
   WEFT_TRY(topo::buildGlobalSystem(descs, descs.empty() ? 0 : descs[0].hostHash, nullptr, &described));
-  return topo::Tuner::build(&described, nRanks, tuning, out);
+  return topo::Tuner::build(&described, nRanks, tuning, &hostWork, out);
 }
 
 Status tunerForMachine(const topo::System& machine, int nHosts, int ranksPerHost, const topo::TunerSettings& tuning,

@@ -197,7 +197,8 @@ TEST(CommTuner, CommunicatorLogsItsTableOnce) {
   for (const std::string& line : expected) EXPECT_EQ(countOf(log, "tuner: " + line + "\n"), 1) << line << "\n" << log;
 }
 
-// WEFT_ALGO forces the all-reduce algorithm; WEFT_TREE_MAX_BYTES selects the size rule.
+// WEFT_ALGO forces the algorithm of every collective that has it; WEFT_TREE_MAX_BYTES selects
+// the size rule.
 TEST(CommTuner, OverridesReachTheCommunicator) {
   EnvGuard guard;
   setenv("WEFT_ALGO", "tree", 1);
@@ -208,6 +209,8 @@ TEST(CommTuner, OverridesReachTheCommunicator) {
     for (int64_t bytes : {int64_t{8}, int64_t{1} << 30}) {
       for (bool host : {false, true}) {
         EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kAllReduce, bytes, host).algo, weft::coll::Algo::kTree);
+        EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kBroadcast, bytes, host).algo, weft::coll::Algo::kTree);
+        EXPECT_EQ(c.tuner(0).choose(weft::coll::CollKind::kAllGather, bytes, host).algo, weft::coll::Algo::kRing);
       }
     }
   }
