@@ -45,13 +45,30 @@ Status&& Status::withSuffix(const std::string& suffix) && {
   return std::move(*this);
 }
 
+std::string formatTextV(const char* fmt, va_list args) {
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, args);
+  std::string text(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(&text[0], text.size() + 1, fmt, again);
+  va_end(again);
+  return text;
+}
+
+std::string formatText(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::string text = formatTextV(fmt, args);
+  va_end(args);
+  return text;
+}
+
 Status makeError(weftResult_t code, const char* fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return Status::error(code, buf);
+  va_list args;
+  va_start(args, fmt);
+  std::string text = formatTextV(fmt, args);
+  va_end(args);
+  return Status::error(code, std::move(text));
 }
 
 std::string errnoText(int err) {

@@ -5,6 +5,7 @@
 #ifndef WEFT_BASE_STATUS_H_
 #define WEFT_BASE_STATUS_H_
 
+#include <cstdarg>
 #include <memory>
 #include <string>
 
@@ -57,6 +58,10 @@ Status makeError(weftResult_t code, const char* fmt, ...) __attribute__((format(
 
 // Text for errno values, thread-safe.
 std::string errnoText(int err);
+
+// printf into a std::string of any length (the one formatter behind messages and errors).
+std::string formatText(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string formatTextV(const char* fmt, va_list args);
 
 }  // namespace weft
 

@@ -60,26 +60,26 @@ class Interpreter {
         if (v.set >> r & 1) ranks.push_back(r);
       }
       if (ranks.size() == 1) {
-        who = format("of rank %d", ranks[0]);
+        who = formatText("of rank %d", ranks[0]);
       } else {
         who = "summed over ranks {";
-        for (size_t i = 0; i < ranks.size() && i < 12; ++i) who += format("%s%d", i ? "," : "", ranks[i]);
+        for (size_t i = 0; i < ranks.size() && i < 12; ++i) who += formatText("%s%d", i ? "," : "", ranks[i]);
         who += ranks.size() > 12 ? ",...}" : "}";
       }
     } else if (!exact_ && v.count == 1 && rankOfKey(v.set) >= 0) {
-      who = format("of rank %d", rankOfKey(v.set));
+      who = formatText("of rank %d", rankOfKey(v.set));
     } else if (exact_) {
-      who = format("summed over %u contributions, some of them twice", v.count);
+      who = formatText("summed over %u contributions, some of them twice", v.count);
     } else {
-      who = format("summed over %u contributions", v.count);
+      who = formatText("summed over %u contributions", v.count);
     }
     std::string scaled;
     if (o_.preMul) {
       scaled = v.scaledCount == 0                                ? ", none pre-multiplied"
                : (v.scaled == v.set && v.scaledCount == v.count) ? ", pre-multiplied"
-                                                                 : format(", %u pre-multiplied", v.scaledCount);
+                                                                 : formatText(", %u pre-multiplied", v.scaledCount);
     }
-    return format("element %" PRId64 " %s%s%s", v.index, who.c_str(), (v.flags & kPost) ? ", post-processed" : "",
+    return formatText("element %" PRId64 " %s%s%s", v.index, who.c_str(), (v.flags & kPost) ? ", post-processed" : "",
                   scaled.c_str());
   }
   int rankOfKey(uint64_t k) const {
@@ -97,7 +97,7 @@ class Interpreter {
 
   // ---- locations ----
   std::string where(int r, int l, int64_t it, size_t step) const {
-    return format("rank %d lane %d step %zu (%s), iteration %" PRId64, r, l, step,
+    return formatText("rank %d lane %d step %zu (%s), iteration %" PRId64, r, l, step,
                   formatStep(s_[r].lanes[l].steps[step]).c_str(), it);
   }
   int fifoLane(const Step& st, int lane) const { return fifoLaneOf(st, lane); }
@@ -209,7 +209,7 @@ class Interpreter {
       if (epoch == 0) continue;
       auto [it, st] = rs.lanes[other].history[epoch - 1];
       std::string buf = bufferName(r, a, x);
-      return format("rank %d: lane %d step %zu (%s), iteration %" PRId64
+      return formatText("rank %d: lane %d step %zu (%s), iteration %" PRId64
                     " %s %s, which lane %d step %zu (%s), "
                     "iteration %" PRId64 " %s, and no message orders the two: an executor may run them either way",
                     r, l, me.step, formatStep(s_[r].lanes[l].steps[me.step]).c_str(), me.iteration,
@@ -226,7 +226,7 @@ class Interpreter {
     for (int b = 0; b < 3; ++b) {
       const View& v = ranks_[r].views[b];
       if (v.alloc != a || x < v.base || x >= v.base + v.size) continue;
-      out += format("%s%s[%" PRId64 "]", out.empty() ? "" : " = ", bufName(static_cast<Buf>(b)), x - v.base);
+      out += formatText("%s%s[%" PRId64 "]", out.empty() ? "" : " = ", bufName(static_cast<Buf>(b)), x - v.base);
     }
     return out;
   }
@@ -297,7 +297,7 @@ class Interpreter {
     in->pop_front();
     if (static_cast<int64_t>(msg.values.size()) != sl.count) {
       return where(r, l, ls.iteration, ls.step) +
-             format(": expects a slice of %" PRId64
+             formatText(": expects a slice of %" PRId64
                     " elements but rank %d sent %zu (lane %d step %zu (%s), "
                     "iteration %" PRId64 ")",
                     sl.count, st.recvPeer, msg.values.size(), msg.lane, msg.step,
@@ -391,7 +391,7 @@ class Interpreter {
   std::string failAt(int r, int l, int64_t element, const std::string& what) const {
     const LaneState& ls = ranks_[r].lanes[l];
     return where(r, l, ls.iteration, ls.step) +
-           format(", element %" PRId64 " of the step's region: %s", element, what.c_str());
+           formatText(", element %" PRId64 " of the step's region: %s", element, what.c_str());
   }
 
   // Two regions of `count` elements of one allocation, at a and b, that overlap without being the
@@ -403,10 +403,10 @@ class Interpreter {
   std::string load(int r, int alloc, int64_t at, bool scalesOwn, Value* out) const {
     Value v = ranks_[r].allocs[alloc][at];
     v.flags &= ~kWritten;
-    if (!(v.flags & kHas)) return format("reads %s, which holds nothing yet", bufferName(r, alloc, at).c_str());
+    if (!(v.flags & kHas)) return formatText("reads %s, which holds nothing yet", bufferName(r, alloc, at).c_str());
     if (scalesOwn) {
       if (v.scaledCount != 0) {
-        return format("reads %s from the send buffer, where executors multiply by the premul-sum scalar, "
+        return formatText("reads %s from the send buffer, where executors multiply by the premul-sum scalar, "
                       "but it holds %s: a contribution would be multiplied twice",
                       bufferName(r, alloc, at).c_str(), describe(v).c_str());
       }
@@ -420,17 +420,17 @@ class Interpreter {
   std::string reduce(Value& acc, const Value& m) const {
     if (!(m.flags & kHas)) return "the incoming element holds nothing (the sender never wrote it)";
     if (acc.index != m.index) {
-      return format("adds %s to %s: different elements", describe(m).c_str(), describe(acc).c_str());
+      return formatText("adds %s to %s: different elements", describe(m).c_str(), describe(acc).c_str());
     }
     if ((acc.flags | m.flags) & kPost) {
-      return format("adds %s to %s: a post-processed value cannot be reduced again", describe(m).c_str(),
+      return formatText("adds %s to %s: a post-processed value cannot be reduced again", describe(m).c_str(),
                     describe(acc).c_str());
     }
     if (exact_ && (acc.set & m.set)) {
       Value both;
       both.set = acc.set & m.set, both.count = static_cast<uint32_t>(__builtin_popcountll(both.set));
       both.index = acc.index, both.flags = kHas;
-      return format("adds %s to %s: counts %s twice", describe(m).c_str(), describe(acc).c_str(),
+      return formatText("adds %s to %s: counts %s twice", describe(m).c_str(), describe(acc).c_str(),
                     describe(both).c_str());
     }
     acc.set += m.set;
@@ -442,8 +442,8 @@ class Interpreter {
 
   std::string finish(Value& v) const {
     if (!(v.flags & kHas)) return "final step on an element that holds nothing";
-    if (v.flags & kPost) return format("post-processes %s a second time", describe(v).c_str());
-    if (!complete(v)) return format("final step on %s, which is not every rank's contribution", describe(v).c_str());
+    if (v.flags & kPost) return formatText("post-processes %s a second time", describe(v).c_str());
+    if (!complete(v)) return formatText("final step on %s, which is not every rank's contribution", describe(v).c_str());
     v.flags |= kPost;
     return "";
   }
@@ -465,15 +465,15 @@ class Interpreter {
         };
         std::string why;
         if (stepReceives(st.kind) && fifo(fifoKey(st.recvPeer, r, l)) == 0) {
-          why = format("waits for data from rank %d", st.recvPeer);
+          why = formatText("waits for data from rank %d", st.recvPeer);
         } else {
-          why = format("waits for a free slot to rank %d on lane %d (%d of %d used)", st.sendPeer, fifoLane(st, l),
+          why = formatText("waits for a free slot to rank %d on lane %d (%d of %d used)", st.sendPeer, fifoLane(st, l),
                        static_cast<int>(fifo(fifoKey(r, st.sendPeer, fifoLane(st, l)))), o_.fifoCapacity);
         }
         out += " " + where(r, l, ls.iteration, ls.step) + " " + why + ";";
       }
     }
-    if (blocked > listed) out += format(" and %d more lanes", blocked - listed);
+    if (blocked > listed) out += formatText(" and %d more lanes", blocked - listed);
     if (o_.fifoCapacity < 2) out += " (rings need FIFOs of at least 2 slots)";
     return out;
   }
@@ -484,7 +484,7 @@ class Interpreter {
       int lane = static_cast<int>(k % nLanes_);
       int dst = static_cast<int>(k / nLanes_ % n_), src = static_cast<int>(k / nLanes_ / n_);
       const Message& m = q.front();
-      return format(
+      return formatText(
           "rank %d sent %zu slices to rank %d on lane %d that no step received (the first from lane %d "
           "step %zu (%s), iteration %" PRId64 ")",
           src, q.size(), dst, lane, m.lane, m.step, formatStep(s_[src].lanes[m.lane].steps[m.step]).c_str(),
@@ -502,7 +502,7 @@ class Interpreter {
     // A premul-sum's result: every contribution multiplied, once.
     if (ok && preMulHere()) ok = got.scaled == set && got.scaledCount == count;
     if (ok) return "";
-    return format("rank %d recv[%" PRId64 "] holds %s; expected %s", r, e, describe(got).c_str(),
+    return formatText("rank %d recv[%" PRId64 "] holds %s; expected %s", r, e, describe(got).c_str(),
                   expectText(set, count, index, post).c_str());
   }
 
@@ -540,7 +540,7 @@ class Interpreter {
       const std::vector<Value>& mem = ranks_[r].allocs[a];
       for (size_t x = 0; x < mem.size(); ++x) {
         if (mem[x].flags & kWritten) {
-          return format("rank %d is not the root of the reduce but wrote %s", r,
+          return formatText("rank %d is not the root of the reduce but wrote %s", r,
                         bufferName(r, a, static_cast<int64_t>(x)).c_str());
         }
       }

@@ -11,14 +11,6 @@ namespace weft {
 namespace coll {
 namespace interp {
 
-std::string format(const char* fmt, ...) {
-  char text[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(text, sizeof(text), fmt, ap);
-  va_end(ap);
-  return text;
-}
 
 
 namespace {
@@ -35,21 +27,21 @@ class StaticChecks {
 
   std::string run() {
     if (std::string e = validateParams(p_); !e.empty()) return "invalid parameters: " + e;
-    if (o_.sliceElems < 1) return format("sliceElems is %" PRId64 "; it must be at least 1", o_.sliceElems);
-    if (o_.fifoCapacity < 1) return format("fifoCapacity is %d; it must be at least 1", o_.fifoCapacity);
-    if (o_.inPlace && !inPlaceSupported(p_.kind)) return format("%s has no in-place form", collName(p_.kind));
-    if (static_cast<int>(s_.size()) != n_) return format("%zu schedules for %d ranks", s_.size(), n_);
+    if (o_.sliceElems < 1) return formatText("sliceElems is %" PRId64 "; it must be at least 1", o_.sliceElems);
+    if (o_.fifoCapacity < 1) return formatText("fifoCapacity is %d; it must be at least 1", o_.fifoCapacity);
+    if (o_.inPlace && !inPlaceSupported(p_.kind)) return formatText("%s has no in-place form", collName(p_.kind));
+    if (static_cast<int>(s_.size()) != n_) return formatText("%zu schedules for %d ranks", s_.size(), n_);
     nLanes_ = static_cast<int>(s_[0].lanes.size());
     int64_t largest = 0;
     for (int r = 0; r < n_; ++r) {
       const RankSchedule& rs = s_[r];
-      if (rs.rank != r) return format("schedule %d says it is rank %d's", r, rs.rank);
+      if (rs.rank != r) return formatText("schedule %d says it is rank %d's", r, rs.rank);
       if (static_cast<int>(rs.lanes.size()) != nLanes_) {
-        return format("rank %d has %zu lanes but rank 0 has %d; every rank needs the same lanes", r, rs.lanes.size(),
+        return formatText("rank %d has %zu lanes but rank 0 has %d; every rank needs the same lanes", r, rs.lanes.size(),
                       nLanes_);
       }
       if (rs.maxStepCount != s_[0].maxStepCount) {
-        return format("rank %d says maxStepCount is %" PRId64 " but rank 0 says %" PRId64
+        return formatText("rank %d says maxStepCount is %" PRId64 " but rank 0 says %" PRId64
                       "; ranks would run different numbers of iterations",
                       r, rs.maxStepCount, s_[0].maxStepCount);
       }
@@ -64,7 +56,7 @@ class StaticChecks {
       }
     }
     if (largest != s_[0].maxStepCount) {
-      return format("maxStepCount is %" PRId64 " but the largest step covers %" PRId64 " elements", s_[0].maxStepCount,
+      return formatText("maxStepCount is %" PRId64 " but the largest step covers %" PRId64 " elements", s_[0].maxStepCount,
                     largest);
     }
     // Every FIFO has one feeding lane, or its messages' order would depend on timing.
@@ -76,7 +68,7 @@ class StaticChecks {
           int fl = fifoLane(st, static_cast<int>(l));
           auto [it, fresh] = feeder.emplace(fifoKey(r, st.sendPeer, fl), static_cast<int>(l));
           if (!fresh && it->second != static_cast<int>(l)) {
-            return format("rank %d: lanes %d and %zu both send to rank %d on lane %d; a FIFO needs a single sender", r,
+            return formatText("rank %d: lanes %d and %zu both send to rank %d on lane %d; a FIFO needs a single sender", r,
                           it->second, l, st.sendPeer, fl);
           }
         }
@@ -89,21 +81,21 @@ class StaticChecks {
   std::string checkStep(int r, const Step& st) const {
     if (st.count < 0) return "negative count";
     if (stepReceives(st.kind) && (st.recvPeer < 0 || st.recvPeer >= n_ || st.recvPeer == r)) {
-      return format("receives from %d, which is not another rank of %d", st.recvPeer, n_);
+      return formatText("receives from %d, which is not another rank of %d", st.recvPeer, n_);
     }
     if (stepSends(st.kind)) {
       if (st.sendPeer < 0 || st.sendPeer >= n_ || st.sendPeer == r) {
-        return format("sends to %d, which is not another rank of %d", st.sendPeer, n_);
+        return formatText("sends to %d, which is not another rank of %d", st.sendPeer, n_);
       }
-      if (st.sendLane < -1 || st.sendLane >= nLanes_) return format("sendLane %d is not a lane", st.sendLane);
+      if (st.sendLane < -1 || st.sendLane >= nLanes_) return formatText("sendLane %d is not a lane", st.sendLane);
     }
     View views[3];
     bufferViews(p_, o_.inPlace, r, views);
     auto region = [&](Buf buf, int64_t off, const char* what) -> std::string {
       const View& v = views[static_cast<int>(buf)];
-      if (v.invalid) return format("%s is the %s buffer, which %s", what, bufName(buf), v.invalid);
+      if (v.invalid) return formatText("%s is the %s buffer, which %s", what, bufName(buf), v.invalid);
       if (off < 0 || off > v.size - st.count) {
-        return format("%s region %s[%" PRId64 ", +%" PRId64 ") is outside the %s buffer of %" PRId64 " elements", what,
+        return formatText("%s region %s[%" PRId64 ", +%" PRId64 ") is outside the %s buffer of %" PRId64 " elements", what,
                       bufName(buf), off, st.count, bufName(buf), v.size);
       }
       return "";
@@ -119,7 +111,7 @@ class StaticChecks {
   }
 
   std::string whereStatic(int r, size_t l, size_t i) const {
-    return format("rank %d lane %zu step %zu (%s)", r, l, i, formatStep(s_[r].lanes[l].steps[i]).c_str());
+    return formatText("rank %d lane %zu step %zu (%s)", r, l, i, formatStep(s_[r].lanes[l].steps[i]).c_str());
   }
   int fifoLane(const Step& st, int lane) const { return fifoLaneOf(st, lane); }
   int64_t fifoKey(int src, int dst, int lane) const { return fifoKeyOf(src, dst, lane, n_, nLanes_); }

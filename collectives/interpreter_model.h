@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
 #include "collectives/interpreter.h"
 #include "collectives/schedule.h"
 
@@ -17,7 +18,7 @@ namespace coll {
 namespace interp {
 
 // printf into a std::string (at most 1023 characters), for the failure sentences.
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+using ::weft::formatText;  // base/status.h
 
 // Value::flags.
 constexpr uint8_t kHas = 1;      // holds a value (else never written: garbage)

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "base/status.h"
 #include "collectives/algorithms.h"
 
 namespace weft {
@@ -105,59 +106,45 @@ int lanesPerChannel(const ScheduleParams& p) {
   return impl != nullptr ? impl->lanesPerChannel : 1;
 }
 
-namespace {
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char text[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(text, sizeof(text), fmt, ap);
-  va_end(ap);
-  return text;
-}
-
-}  // namespace
-
 std::string validateParams(const ScheduleParams& p) {
   if (!collTraits(p.kind).scheduled) {
-    return format("%s schedules are built from the user's calls, not by buildSchedule", collName(p.kind));
+    return formatText("%s schedules are built from the user's calls, not by buildSchedule", collName(p.kind));
   }
   if (!algoSupported(p.kind, p.algo)) {
-    return format("%s has no %s algorithm (%s)", collName(p.kind), algoName(p.algo), supportedAlgorithms().c_str());
+    return formatText("%s has no %s algorithm (%s)", collName(p.kind), algoName(p.algo), supportedAlgorithms().c_str());
   }
   if (p.nRanks < 1 || p.nRanks > kMaxScheduleRanks) {
-    return format("nRanks is %d; schedules support 1 to %d ranks", p.nRanks, kMaxScheduleRanks);
+    return formatText("nRanks is %d; schedules support 1 to %d ranks", p.nRanks, kMaxScheduleRanks);
   }
   if (collRooted(p.kind) && (p.root < 0 || p.root >= p.nRanks)) {
-    return format("root %d is not a rank of a communicator of %d ranks", p.root, p.nRanks);
+    return formatText("root %d is not a rank of a communicator of %d ranks", p.root, p.nRanks);
   }
   if (p.nChannels < 1 || p.nChannels > kMaxScheduleChannels) {
-    return format("nChannels is %d; schedules support 1 to %d channels", p.nChannels, kMaxScheduleChannels);
+    return formatText("nChannels is %d; schedules support 1 to %d channels", p.nChannels, kMaxScheduleChannels);
   }
   if (p.align < 1 || p.align > kMaxPartitionAlign) {
-    return format("align is %" PRId64 "; parts start at multiples of 1 to %" PRId64 " elements", p.align,
+    return formatText("align is %" PRId64 "; parts start at multiples of 1 to %" PRId64 " elements", p.align,
                   kMaxPartitionAlign);
   }
-  if (p.count < 0) return format("count is %" PRId64 "; it cannot be negative", p.count);
+  if (p.count < 0) return formatText("count is %" PRId64 "; it cannot be negative", p.count);
   if (p.count > std::numeric_limits<int64_t>::max() / p.nRanks) {
-    return format("count %" PRId64 " times %d ranks does not fit in 64 bits", p.count, p.nRanks);
+    return formatText("count %" PRId64 " times %d ranks does not fit in 64 bits", p.count, p.nRanks);
   }
   if (p.ringOrders.size() > static_cast<size_t>(kMaxScheduleChannels)) {
-    return format("%zu ring orders; at most %d (one per channel)", p.ringOrders.size(), kMaxScheduleChannels);
+    return formatText("%zu ring orders; at most %d (one per channel)", p.ringOrders.size(), kMaxScheduleChannels);
   }
   for (size_t k = 0; k < p.ringOrders.size(); ++k) {
     const std::vector<int>& order = p.ringOrders[k];
     if (static_cast<int>(order.size()) != p.nRanks) {
-      return format("ringOrders[%zu] has %zu entries for %d ranks; it must list every rank once", k, order.size(),
+      return formatText("ringOrders[%zu] has %zu entries for %d ranks; it must list every rank once", k, order.size(),
                     p.nRanks);
     }
     std::vector<bool> seen(p.nRanks, false);
     for (size_t i = 0; i < order.size(); ++i) {
       int r = order[i];
-      if (r < 0 || r >= p.nRanks) return format("ringOrders[%zu][%zu] is %d, not a rank of %d", k, i, r, p.nRanks);
+      if (r < 0 || r >= p.nRanks) return formatText("ringOrders[%zu][%zu] is %d, not a rank of %d", k, i, r, p.nRanks);
       if (seen[r]) {
-        return format("ringOrders[%zu] lists rank %d twice; it must be a permutation of 0..%d", k, r, p.nRanks - 1);
+        return formatText("ringOrders[%zu] lists rank %d twice; it must be a permutation of 0..%d", k, r, p.nRanks - 1);
       }
       seen[r] = true;
     }
@@ -176,27 +163,27 @@ RankSchedule buildSchedule(const ScheduleParams& p, int rank) {
 
 std::string formatStep(const Step& step) {
   std::string out = stepName(step.kind);
-  if (stepReceives(step.kind)) out += format(" from %d", step.recvPeer);
+  if (stepReceives(step.kind)) out += formatText(" from %d", step.recvPeer);
   if (stepSends(step.kind)) {
-    out += format(" to %d", step.sendPeer);
-    if (step.sendLane >= 0) out += format(" (lane %d)", step.sendLane);
+    out += formatText(" to %d", step.sendPeer);
+    if (step.sendLane >= 0) out += formatText(" (lane %d)", step.sendLane);
   }
   if (stepReads(step.kind)) {
-    out += format(", src %s[%" PRId64 ", +%" PRId64 ")", bufName(step.srcBuf), step.srcOffset, step.count);
+    out += formatText(", src %s[%" PRId64 ", +%" PRId64 ")", bufName(step.srcBuf), step.srcOffset, step.count);
   }
   if (stepWrites(step.kind)) {
-    out += format(", dst %s[%" PRId64 ", +%" PRId64 ")", bufName(step.dstBuf), step.dstOffset, step.count);
+    out += formatText(", dst %s[%" PRId64 ", +%" PRId64 ")", bufName(step.dstBuf), step.dstOffset, step.count);
   }
   if (step.final) out += ", final";
   return out;
 }
 
 std::string formatSchedule(const RankSchedule& s) {
-  std::string out = format("rank %d: %zu lanes, maxStepCount %" PRId64 "\n", s.rank, s.lanes.size(), s.maxStepCount);
+  std::string out = formatText("rank %d: %zu lanes, maxStepCount %" PRId64 "\n", s.rank, s.lanes.size(), s.maxStepCount);
   for (size_t l = 0; l < s.lanes.size(); ++l) {
-    out += format("  lane %zu: %zu steps\n", l, s.lanes[l].steps.size());
+    out += formatText("  lane %zu: %zu steps\n", l, s.lanes[l].steps.size());
     for (size_t i = 0; i < s.lanes[l].steps.size(); ++i) {
-      out += format("    %3zu  %s\n", i, formatStep(s.lanes[l].steps[i]).c_str());
+      out += formatText("    %3zu  %s\n", i, formatStep(s.lanes[l].steps[i]).c_str());
     }
   }
   return out;

@@ -13,12 +13,11 @@ namespace weft {
 namespace topo {
 
 Status TopoAttrReader::fail(int line, const char* fmt, ...) {
-  char what[600];
   va_list args;
   va_start(args, fmt);
-  std::vsnprintf(what, sizeof(what), fmt, args);
+  const std::string what = formatTextV(fmt, args);
   va_end(args);
-  return WEFT_ERROR(weftInvalidArgument, "%s: %s", where(line).c_str(), what);
+  return WEFT_ERROR(weftInvalidArgument, "%s: %s", where(line).c_str(), what.c_str());
 }
 
 Status TopoAttrReader::badValue(const XmlElement& e, const XmlAttribute& a, const char* expected) {

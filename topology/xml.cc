@@ -87,12 +87,11 @@ class Parser {
   }
 
   Status error(int line, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
-    char what[512];
     va_list args;
     va_start(args, fmt);
-    std::vsnprintf(what, sizeof(what), fmt, args);
+    const std::string what = formatTextV(fmt, args);
     va_end(args);
-    return WEFT_ERROR(weftInvalidArgument, "%s: %s", xmlWhere(source_, line).c_str(), what);
+    return WEFT_ERROR(weftInvalidArgument, "%s: %s", xmlWhere(source_, line).c_str(), what.c_str());
   }
 
   Status checkCharacters() {

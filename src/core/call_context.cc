@@ -72,14 +72,10 @@ std::string Call::prefix() const {
 }
 
 Status Call::error(weftResult_t code, const char* fmt, ...) const {
-  va_list args, again;
+  va_list args;
   va_start(args, fmt);
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, fmt, args);
+  const std::string text = formatTextV(fmt, args);
   va_end(args);
-  std::string text(n > 0 ? static_cast<size_t>(n) : 0, '\0');
-  if (n > 0) std::vsnprintf(&text[0], text.size() + 1, fmt, again);
-  va_end(again);
   return Status::error(code, prefix() + text);
 }
 

@@ -19,11 +19,11 @@ namespace {
 
 // The logger the plugin gets: its lines join Weft's log under NET.
 void pluginLogger(int level, const char* format, ...) {
-  char text[512];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(text, sizeof(text), format, args);
+  const std::string line = formatTextV(format, args);
   va_end(args);
+  const char* text = line.c_str();
   if (level <= WEFT_NET_LOG_WARN) {
     WEFT_LOG(kWarn, kNet, "network plugin: %s", text);
   } else if (level == WEFT_NET_LOG_INFO) {
