@@ -160,7 +160,7 @@ void heartbeatLoop(Process* p) {
         });
       }
     }
-    serviceRecorderSignal();  // a dump the signal asked for (recorder.h): its handler only raised a flag
+    recorderHeartbeat();  // the recorder's clock, and a dump the signal asked for (recorder.h)
     std::unique_lock<std::mutex> lock(p->sleepMutex);
     p->sleepCv.wait_for(lock, kBeatInterval, [p] { return p->stop || p->beatSoon; });
     if (p->stop) return;

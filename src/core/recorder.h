@@ -3,9 +3,9 @@
 // even while the owner is stopped, spinning or deadlocked; and it writes the same bytes into
 // WEFT_RECORDER_DIR on a time-out, a dead or silent peer, the dump signal, or on request.
 //
-// Cost: a call writes one 256-byte entry with plain stores under the entry's sequence lock and
-// reads CLOCK_REALTIME_COARSE (vDSO, no system call) at its start and its end; nothing else on
-// the path of a call. The recorder is written by the thread that runs the communicator's calls
+// Cost: a call writes one 256-byte entry with plain stores under the entry's sequence lock, with
+// times from a process-wide clock the heartbeat thread renews every ~100 ms (a stalled call every
+// 2 ms): no system call, no clock read on the path of a call. The recorder is written by the thread that runs the communicator's calls
 // (the API's rule: one thread per communicator at a time); dumps and the exit sweep take its
 // registry's lock and only read the segment.
 //
@@ -101,10 +101,10 @@ class FlightRecorder final : public coll::StallObserver {
 // process; tests call it directly.
 size_t sweepRecorderSegments();
 
-// Called by the liveness heartbeat thread every beat: services a pending dump signal (its handler
-// only raises a flag, the one async-signal-safe thing it can do) by dumping every recorder of
-// the process with reason kSignal.
-void serviceRecorderSignal();
+// Called by the liveness heartbeat thread every beat (~100 ms): renews the time calls record, and
+// services a pending dump signal (its handler only raises a flag, the one async-signal-safe
+// thing it can do) by dumping every recorder of the process with reason kSignal.
+void recorderHeartbeat();
 
 // Every recorder of this process dumps (reason), as after a time-out or a liveness failure that
 // the process's other communicators share; returns how many files were written.
