@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -307,20 +308,25 @@ FlightRecorder::~FlightRecorder() {
 
 int FlightRecorder::ownerPid() const { return header_->pid; }
 
-void FlightRecorder::openEntry(RecorderEntry* e) {
-  const uint64_t v = e->version.load(std::memory_order_relaxed);
-  e->version.store(v | 1, std::memory_order_relaxed);
+// The versions come from this writer's own count of writes, not from the entry: a load of the
+// version just stored would wait for the store (~5 cycles, four times a call). An entry's version
+// still only grows, odd while written, as a reader wants.
+inline void FlightRecorder::openEntry(RecorderEntry* e) {
+  writes_ += 2;
+  e->version.store(writes_ - 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);  // odd before any field changes
 }
 
-void FlightRecorder::closeEntry(RecorderEntry* e) {
-  const uint64_t v = e->version.load(std::memory_order_relaxed);
-  e->version.store((v | 1) + 1, std::memory_order_release);  // even after every field
+inline void FlightRecorder::closeEntry(RecorderEntry* e) {
+  e->version.store(writes_, std::memory_order_release);  // even after every field
 }
 
 void FlightRecorder::begin(const RecordedCall& call, RecordedState state) {
   const uint64_t n = ++calls_;
-  RecorderEntry* e = entryOf(n);
+  // Call n's entry is (n - 1) % capacity: counted, not divided (a 64-bit division costs more than
+  // the rest of the entry).
+  RecorderEntry* e = entries_ + nextSlot_;
+  if (++nextSlot_ == capacity_) nextSlot_ = 0;
   const int64_t now = coarseNowNs();
   openEntry(e);
   e->callNo = n;
@@ -340,7 +346,8 @@ void FlightRecorder::begin(const RecordedCall& call, RecordedState state) {
   e->error[0] = '\0';
   closeEntry(e);
   header_->calls.store(n, std::memory_order_release);
-  header_->updatedNs.store(now, std::memory_order_relaxed);
+  if (now != updatedNs_) header_->updatedNs.store(updatedNs_ = now, std::memory_order_relaxed);
+  waited_ = false;
   current_ = e;
   active_ = state != RecordedState::kQueued;
   callBytes_ = call.bytes;
@@ -361,12 +368,11 @@ void FlightRecorder::finish() {
   RecorderEntry* e = current_;
   openEntry(e);
   e->state = static_cast<int32_t>(RecordedState::kDone);
-  e->waitPeer = -1;
-  e->waitStep = -1;
+  if (waited_) e->waitPeer = -1, e->waitStep = -1;
   e->bytesDone = callBytes_;
   e->endedNs = now;
   closeEntry(e);
-  header_->updatedNs.store(now, std::memory_order_relaxed);
+  if (now != updatedNs_) header_->updatedNs.store(updatedNs_ = now, std::memory_order_relaxed);
 }
 
 void FlightRecorder::failed(const std::string& message) {
@@ -378,7 +384,7 @@ void FlightRecorder::failed(const std::string& message) {
   firstSentence(message, e->error, sizeof(e->error));
   closeEntry(e);
   setState(RecordedState::kFailed, now);
-  header_->updatedNs.store(now, std::memory_order_relaxed);
+  header_->updatedNs.store(updatedNs_ = now, std::memory_order_relaxed);
 }
 
 void FlightRecorder::stalled(int peer, int step, uint64_t bytesDone) {
@@ -390,7 +396,8 @@ void FlightRecorder::stalled(int peer, int step, uint64_t bytesDone) {
   e->waitStep = step;
   e->bytesDone = bytesDone;
   closeEntry(e);
-  header_->updatedNs.store(renewClock(), std::memory_order_relaxed);
+  waited_ = true;
+  header_->updatedNs.store(updatedNs_ = renewClock(), std::memory_order_relaxed);
 }
 
 void FlightRecorder::moving() {
@@ -401,7 +408,7 @@ void FlightRecorder::moving() {
   e->waitPeer = -1;
   e->waitStep = -1;
   closeEntry(e);
-  header_->updatedNs.store(coarseNowNs(), std::memory_order_relaxed);
+  header_->updatedNs.store(updatedNs_ = coarseNowNs(), std::memory_order_relaxed);
 }
 
 bool FlightRecorder::dump(RecorderDumpReason reason, std::string* path, const std::string& dir) const {

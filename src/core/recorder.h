@@ -78,10 +78,9 @@ class FlightRecorder final : public coll::StallObserver {
   FlightRecorder() = default;
   Status map();  // creates and maps the segment name_ of bytes_
   void fillHeader(uint64_t commHash, int rank, int nRanks);
-  RecorderEntry* entryOf(uint64_t callNo) const { return entries_ + (callNo - 1) % capacity_; }
   // Opens entry e for writing (version odd) / closes it (version even, released).
-  static void openEntry(RecorderEntry* e);
-  static void closeEntry(RecorderEntry* e);
+  void openEntry(RecorderEntry* e);
+  void closeEntry(RecorderEntry* e);
   void setState(RecordedState state, int64_t endedNs);
 
   std::string name_;
@@ -90,9 +89,13 @@ class FlightRecorder final : public coll::StallObserver {
   RecorderHeader* header_ = nullptr;
   RecorderEntry* entries_ = nullptr;
   uint32_t capacity_ = 0;
-  uint64_t calls_ = 0;  // header_->calls, as this thread last wrote it
+  uint64_t calls_ = 0;
+  uint32_t nextSlot_ = 0;  // the entry of call calls_ + 1  // header_->calls, as this thread last wrote it
   RecorderEntry* current_ = nullptr;  // the entry of the call begun last
   bool active_ = false;   // between begin (host) and finish / failed
+  uint64_t writes_ = 0;     // entry writes so far, times 2: the versions (openEntry)
+  bool waited_ = false;     // the active call's entry holds a wait (stalled)
+  int64_t updatedNs_ = 0;   // header_->updatedNs as last written
   uint64_t callBytes_ = 0;  // the active call's bytes, its bytesDone at kDone
 };
 
