@@ -252,6 +252,47 @@ TEST(Recorder, DumpOnRequestWritesTheSegmentsLayout) {
   rmdir(dir.c_str());
 }
 
+// Rank 1 never makes the call rank 0 waits in: rank 0 times out and dumps, the call kFailed.
+TEST(Recorder, TimeOutDumpsWithTheFailedCall) {
+  char dirTemplate[] = "/tmp/weft-recorder-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dirTemplate), nullptr);
+  const std::string dir = dirTemplate;
+  {
+    ScopedEnv calls("WEFT_RECORDER_CALLS", "8");
+    ScopedEnv where("WEFT_RECORDER_DIR", dir.c_str());
+    ScopedEnv signal("WEFT_RECORDER_SIGNAL", "0");
+    runRanks(Mode::kThreads, 2, [&](Rank& r) {
+      allReduce(r, 16);
+      if (r.rank == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        return;
+      }
+      ASSERT_EQ(weftCommSetTimeout(r.comm, 1), weftSuccess);
+      std::vector<float> buf(16, 1.0f);
+      EXPECT_EQ(weftAllReduce(buf.data(), buf.data(), 16, weftFloat32, weftSum, r.comm, nullptr), weftTimeout)
+          << weftGetLastError(r.comm);
+    }, 60);
+  }
+  std::vector<std::string> files;
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr);
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') files.push_back(dir + "/" + e->d_name);
+  }
+  closedir(d);
+  ASSERT_EQ(files.size(), 1u);
+  Snapshot s;
+  ASSERT_TRUE(readSnapshot(files[0], &s));
+  EXPECT_EQ(s.header().rank, 0);
+  EXPECT_EQ(s.header().dumped, static_cast<int32_t>(weft::core::RecorderDumpReason::kTimeout));
+  ASSERT_EQ(s.header().calls.load(), 2u);
+  EXPECT_EQ(entryOf(s, 2).state, static_cast<int32_t>(RecordedState::kFailed));
+  EXPECT_NE(entryOf(s, 2).error[0], '\0');
+  EXPECT_EQ(entryOf(s, 1).state, static_cast<int32_t>(RecordedState::kDone));
+  for (const std::string& f : files) unlink(f.c_str());
+  rmdir(dir.c_str());
+}
+
 TEST(Recorder, DumpWithoutADirectoryIsRefused) {
   ScopedEnv calls("WEFT_RECORDER_CALLS", "8");
   ScopedEnv where("WEFT_RECORDER_DIR", "");
