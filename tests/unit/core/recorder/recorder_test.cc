@@ -142,6 +142,31 @@ TEST(Recorder, SegmentLivesWithTheCommunicatorAndRecordsCalls) {
   EXPECT_TRUE(segmentsOf(pid).empty()) << "a segment outlived its communicator";
 }
 
+TEST(Recorder, ProcessRanksEachHaveASegment) {
+  ScopedEnv calls("WEFT_RECORDER_CALLS", "8");
+  runRanks(Mode::kProcesses, 2, [&](Rank& r) {
+    allReduce(r, 3);
+    const std::vector<std::string> seg = segmentsOf(getpid(), r.rank);
+    ASSERT_EQ(seg.size(), 1u);
+    Snapshot s;
+    ASSERT_TRUE(readSnapshot(seg[0], &s));
+    EXPECT_EQ(s.header().pid, getpid());
+    EXPECT_EQ(s.header().calls.load(), 1u);
+    // Both ranks' segments carry the same communicator id.
+    const std::string base = seg[0].substr(std::string("/dev/shm/weft-rec-").size());  // <pid>-<hash>-<rank>
+    const std::string mine = base.substr(base.find('-') + 1, 16);
+    std::vector<std::string> all;
+    DIR* d = opendir("/dev/shm");
+    ASSERT_NE(d, nullptr);
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.rfind("weft-rec-", 0) == 0 && n.find("-" + mine + "-") != std::string::npos) all.push_back(n);
+    }
+    closedir(d);
+    EXPECT_EQ(all.size(), 2u);
+  });
+}
+
 TEST(Recorder, RingWrapsAtCapacity) {
   ScopedEnv calls("WEFT_RECORDER_CALLS", "4");
   const int pid = getpid();
