@@ -13,6 +13,11 @@
 WEFT_PARAM(int64_t, TimeoutS, "TIMEOUT_S", 1800, "seconds any wait may take before the communicator fails with weftTimeout")
 WEFT_PARAM(int64_t, HeartbeatTimeoutS, "HEARTBEAT_TIMEOUT_S", 3, "seconds a peer's heartbeat may stand still while this rank waits for it before the call fails naming that rank as stopped or hung (not merely slow: a busy rank keeps beating)")
 WEFT_PARAM_RANGE(HeartbeatTimeoutS, 1, 86400)
+WEFT_PARAM(int64_t, RecorderCalls, "RECORDER_CALLS", 1024, "calls each communicator keeps in its flight recorder, a /dev/shm segment (weft-rec-<pid>-<comm>-<rank>) that weft-inspect reads from outside the process; 0 turns the recorder off")
+WEFT_PARAM_RANGE(RecorderCalls, 0, 1048576)
+WEFT_PARAM(std::string, RecorderDir, "RECORDER_DIR", "", "directory (a shared file system) where every rank writes its flight recorder, as weft-rec-<host>-<pid>-<comm>-<rank>.bin, on a time-out, a dead or silent peer, the dump signal, or weftCommDumpRecorder (default: none, no dumps)")
+WEFT_PARAM(std::string, RecorderSignal, "RECORDER_SIGNAL", "SIGUSR2", "with WEFT_RECORDER_DIR: the signal (a number or a name such as SIGUSR1) on which every communicator of the process dumps its flight recorder; installed only where the signal has its default action; 0 or NONE: no signal")
+WEFT_PARAM(std::string, RecorderFrontEnd, "RECORDER_FRONT_END", "weft", "who made the communicators, as the flight recorder tells weft-inspect: weft, nccl, torch or weft-perf (the bindings and weft-perf set it)")
 WEFT_PARAM(bool, CheckCalls, "CHECK_CALLS", true, "0: do not check the call stamp every message carries (a rank whose peers made another call may then hang or return wrong data instead of failing at once with both calls named); for measuring what the checks cost")
 WEFT_PARAM(bool, CheckSends, "CHECK_SENDS", false, "1 (with WEFT_CHECK_CALLS): a send on host buffers returns only once its receiver took the message, so that a receive of another size fails both ranks (0: the receiver alone fails; the sender may have returned success); costs every send a wait for its receiver")
 

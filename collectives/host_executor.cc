@@ -152,6 +152,7 @@ class Executor {
     // into a stall: most waits end long before.
     uint64_t stallSince = 0;
     uint64_t nextCheck = 0;
+    bool toldStalled = false;  // plan_.observer heard stalled() since the latest progress
     for (;;) {
       bool progressed = false;
       bool allDone = true;
@@ -168,7 +169,10 @@ class Executor {
       }
       if (allDone) return plan_.checks.waitForConsumers ? waitForConsumers(tracks) : waitForReferences(tracks);
       if (progressed) {
-        if (backoff.rounds() > 0) stallSince = 0;  // read the clock again at the next stall
+        if (backoff.rounds() > 0) {
+          stallSince = 0;  // read the clock again at the next stall
+          if (toldStalled) plan_.observer->moving(), toldStalled = false;
+        }
         backoff.reset();
         continue;
       }
@@ -183,6 +187,7 @@ class Executor {
         nextCheck = now + kHealthCheckIntervalNs;
         bool expired = static_cast<double>(now - stallSince) / 1e9 > plan_.timeoutS;
         WEFT_TRY(blame_.check(tracks, expired, static_cast<double>(now - stallSince) / 1e9));
+        if (plan_.observer) tellStalled(tracks), toldStalled = true;
         if (!plan_.checks.probePeers.empty()) WEFT_TRY(calls_.probeStalled(tracks));
         else if (plan_.checks.findStraysWhenStalled) WEFT_TRY(calls_.findStrayMessage(true));
       }
@@ -190,6 +195,24 @@ class Executor {
   }
 
  private:
+  // The observer's stalled(): the first waiting track's peer and step, and the bytes of the lane
+  // runs every track finished (a slice-exact count would cost the fast path).
+  void tellStalled(const std::vector<TrackState>& tracks) {
+    int peer = -1, stepIndex = -1;
+    uint64_t bytes = 0;
+    for (const auto& t : tracks) {
+      for (size_t r = 0; r < t.run && r < t.track->runs.size(); ++r) {
+        const LaneRun& run = t.track->runs[r];
+        for (const Step& s : run.lane->steps) bytes += static_cast<uint64_t>(s.count) * run.elemSize;
+      }
+      if (peer >= 0 || t.done || (!t.waitingRecv && !t.waitingSend)) continue;
+      const Step& step = currentStep(t);
+      peer = t.waitingRecv ? step.recvPeer : step.sendPeer;
+      stepIndex = static_cast<int>(t.step);
+    }
+    plan_.observer->stalled(peer, stepIndex, bytes);
+  }
+
   // One step of one slice: acquire its message and slot, resolve a reference to the peer's
   // memory, apply the step, then post and release. Blocked (nothing changed) when the message
   // or the slot is not there yet.

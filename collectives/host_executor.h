@@ -121,8 +121,21 @@ struct Track {
   std::vector<LaneRun> runs;
 };
 
+// Told about a run that stalls (the flight recorder, src/core/recorder.h): stalled() at each
+// health check while nothing moves (every few milliseconds, never on the fast path), with the
+// rank the first waiting track waits for, that track's step index (-1 / -1 unknown) and the
+// bytes of the lane runs finished so far; moving() once progress resumes after a stalled().
+// Called on the thread that runs the plan.
+class StallObserver {
+ public:
+  virtual ~StallObserver() = default;
+  virtual void stalled(int peer, int step, uint64_t bytesDone) = 0;
+  virtual void moving() = 0;
+};
+
 struct ExecPlan {
   std::vector<Track> tracks;
+  StallObserver* observer = nullptr;  // null: nobody asks
   // Describes the operation for messages ("rank 0: allreduce #12 (ring, 262144 x float sum)");
   // called only when something goes wrong.
   std::function<std::string()> what;

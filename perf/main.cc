@@ -1,6 +1,8 @@
 // weft-perf: the perf tester, a drop-in for nccl-tests on GPU or host memory, which can also run the
 // same sweep through MPI, Gloo and NCCL (--compare). Run as weft-perf [collective] [flags], or
 // through its all_reduce_perf, all_gather_perf, ... links.
+#include <stdlib.h>
+
 #include <cstdio>
 
 #include "perf/launch.h"
@@ -8,6 +10,8 @@
 
 int main(int argc, char** argv) {
   using namespace weft::perf;
+  // The flight recorder names who made the communicators (unless the user says otherwise).
+  setenv("WEFT_RECORDER_FRONT_END", "weft-perf", 0);
   Options o;
   collectiveFromProgramName(argv[0], &o.coll);
   const ParseResult parsed = parseOptions(argc, argv, &o);

@@ -1,5 +1,7 @@
 // libnccl.so.2: version, errors, communicators and groups. Each entry point converts NCCL's
 // arguments and calls the matching weft* function (DESIGN.md, "Bindings").
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -32,6 +34,11 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
   deferInit(*out, callerBlocking);
   return ncclSuccess;
 }
+
+// Names this front end in the flight recorder of every communicator (WEFT_RECORDER_FRONT_END,
+// unless the user set it), at load time: before any thread of the program creates one, so that
+// no setenv races a getenv of an init.
+__attribute__((constructor)) void nameRecorderFrontEnd() { setenv("WEFT_RECORDER_FRONT_END", "nccl", 0); }
 
 }  // namespace
 

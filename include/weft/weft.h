@@ -254,6 +254,11 @@ weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 /* Host calls started after it wait at most `seconds` (> 0) instead of the init's timeout; from
  * any thread (torch's Backend.setTimeout). The device path keeps the timeout it was made with. */
 weftResult_t weftCommSetTimeout(weftComm_t comm, int seconds);
+/* Writes this rank's flight recorder (its latest WEFT_RECORDER_CALLS calls, as weft-inspect reads
+ * them) into WEFT_RECORDER_DIR as weft-rec-<host>-<pid>-<comm>-<rank>.bin. Local, from the
+ * thread that makes the communicator's calls; weftInvalidUsage when the recorder is off or
+ * WEFT_RECORDER_DIR is unset, weftSystemError when the file cannot be written. */
+weftResult_t weftCommDumpRecorder(weftComm_t comm);
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
 /* The device index of the communicator (-1 for host ranks). */

@@ -91,6 +91,10 @@ weftResult_t weftCommSetTimeout(weftComm_t comm, int seconds) {
   return capi::commSetTimeout(Call(comm, "weftCommSetTimeout"), seconds);
 }
 
+weftResult_t weftCommDumpRecorder(weftComm_t comm) {
+  return capi::commDumpRecorder(Call(comm, "weftCommDumpRecorder"));
+}
+
 weftResult_t weftCommCount(const weftComm_t comm, int* count) {
   return capi::commQuery(Call(comm, "weftCommCount"), count, "count", [](const weftComm* c) { return c->nRanks; });
 }

@@ -85,6 +85,7 @@ weftResult_t commDestroy(const Call& call);
 weftResult_t commAbort(const Call& call);
 weftResult_t commGetAsyncError(const Call& call, weftResult_t* asyncError);
 weftResult_t commSetTimeout(const Call& call, int seconds);
+weftResult_t commDumpRecorder(const Call& call);
 // weftCommCount / UserRank / Device: *out = get(comm) (named `what` when NULL).
 weftResult_t commQuery(const Call& call, int* out, const char* what, int (*get)(const weftComm*));
 weftResult_t getVersion(int* version);

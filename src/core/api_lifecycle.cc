@@ -210,6 +210,19 @@ weftResult_t commQuery(const Call& call, int* out, const char* what, int (*get)(
   return weftSuccess;
 }
 
+weftResult_t commDumpRecorder(const Call& call) {
+  weftComm* comm = call.comm();
+  if (comm == nullptr) return call.finish(call.error(weftInvalidArgument, "comm is NULL"));
+  if (!comm->impl) {
+    return call.finish(call.error(weftInvalidUsage, "the communicator has not finished its init; dump its "
+                                                    "flight recorder once init completes"));
+  }
+  std::string path;
+  Status s = comm->impl->dumpRecorder(&path);
+  if (!s.isOk()) return call.finish(s);
+  return weftSuccess;
+}
+
 weftResult_t getVersion(int* version) {
   Call call(nullptr, "weftGetVersion");
   Status s = call.checkOutput(version, "version");

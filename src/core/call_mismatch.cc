@@ -129,6 +129,13 @@ uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
   current_.seq = ++collSeq_;
   current_.count = call.count;
   if (liveness_) liveness_->publishCall(&current_, sizeof(current_));
+  if (recorder_) {
+    RecordedCall rec;
+    rec.kind = current_.kind, rec.type = current_.type, rec.op = current_.op;
+    rec.root = rooted ? call.root : -1, rec.algo = algo, rec.count = call.count;
+    rec.bytes = call.count * coll::dataTypeSize(call.type);
+    recorder_->begin(rec, recordedStart());
+  }
   const uint64_t fields[6] = {static_cast<uint64_t>(current_.kind), call.count, static_cast<uint64_t>(current_.type),
                               static_cast<uint64_t>(current_.op), static_cast<uint64_t>(current_.root),
                               static_cast<uint64_t>(algo)};
@@ -140,7 +147,7 @@ uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
   return coll::makeStamp(coll::collectiveSeq(collSeq_), fingerprint_);
 }
 
-void Communicator::recordP2pCall(size_t nCalls) {
+void Communicator::recordP2pCall(size_t nCalls, uint64_t bytes) {
   current_ = CallRecord();
   current_.magic = kCallRecordMagic;
   current_.rank = rank_;
@@ -148,6 +155,11 @@ void Communicator::recordP2pCall(size_t nCalls) {
   current_.seq = seq_;
   current_.count = nCalls;
   if (liveness_) liveness_->publishCall(&current_, sizeof(current_));
+  if (recorder_) {
+    RecordedCall rec;
+    rec.kind = current_.kind, rec.count = nCalls, rec.bytes = bytes;
+    recorder_->begin(rec, recordedStart());
+  }
 }
 
 uint64_t Communicator::stampP2p(int peer, bool send, size_t bytes) {

@@ -43,6 +43,7 @@ PeerInfo selfInfo(int rank) {
 
 Communicator::~Communicator() {
   liveness_.reset();  // the heartbeat thread stops looking at this communicator
+  recorder_.reset();  // its segment goes
   {
     std::lock_guard<std::mutex> lock(deviceMutex_);
     devicePath_.reset();  // waits for its launches: they use the connections' memory
@@ -94,6 +95,8 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
     Backoff::setSpins(16);
     coll::setRanksOutnumberCpus(true);
   }
+  // The id every rank of the communicator derives alike, as liveness's (liveness.cc).
+  recorder_ = FlightRecorder::create(hashBytes(commTag_.data(), commTag_.size()), rank_, nRanks_);
   WEFT_LOG(kInfo, kInit, "rank %d of %d joined communicator %s%s%s (%d ranks on this host, %zu transports)", rank,
            nRanks, commTag_.c_str(), name_.empty() ? "" : " ", name_.c_str(), sameHost,
            connections_.transportCount());
@@ -178,6 +181,7 @@ Status Communicator::fail(Status status) {
   const int told = (culprit >= 0 ? culprit : rank_) | (mismatch ? kCulpritCallMismatch : 0);
   if (liveness_) liveness_->publishFailure(opNumber_, false, mismatch ? told : culprit, status.message());
   connections_.signalAbort(told);
+  recordFailure(status, !verdict.isOk());
   if (mismatch) return explainCallMismatch(std::move(status));
   return status;
 }
@@ -237,6 +241,36 @@ void Communicator::abortOperations() {
   // failure is telling the peers.
   int culprit = connections_.culprit();
   connections_.signalAbort(culprit >= 0 ? culprit : rank_);
+}
+
+void Communicator::recordFailure(const Status& status, bool liveness) {
+  if (!recorder_) return;
+  recorder_->failed(status.message());
+  // The moments someone will ask what every rank was doing (recorder.h): dumps, when
+  // WEFT_RECORDER_DIR asks for them.
+  if (liveness) recorder_->dump(RecorderDumpReason::kLiveness);
+  else if (status.code() == weftTimeout) recorder_->dump(RecorderDumpReason::kTimeout);
+}
+
+Status Communicator::dumpRecorder(std::string* path) {
+  if (!recorder_) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: the flight recorder is off (WEFT_RECORDER_CALLS=0, or its segment could not be made at "
+                      "init); there is nothing to dump",
+                      rank_);
+  }
+  if (params::RecorderDir().empty()) {
+    return WEFT_ERROR(weftInvalidUsage,
+                      "rank %d: WEFT_RECORDER_DIR is not set; set it to a directory (a shared file system) for the "
+                      "flight recorder's dumps",
+                      rank_);
+  }
+  if (!recorder_->dump(RecorderDumpReason::kRequest, path)) {
+    return WEFT_ERROR(weftSystemError, "rank %d: could not write the flight recorder into WEFT_RECORDER_DIR=%s (the "
+                      "log says why); check that the directory exists and is writable", rank_,
+                      params::RecorderDir().c_str());
+  }
+  return Status::ok();
 }
 
 void Communicator::publishRefusal(const Status& refusal, bool collective) {

@@ -27,6 +27,7 @@
 #include "core/connections.h"
 #include "core/device_path.h"
 #include "core/liveness.h"
+#include "core/recorder.h"
 #include "topology/tuner.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
@@ -265,6 +266,9 @@ class Communicator final {
   // tells the peers, whose matching call then fails at once naming this rank (liveness.h).
   // `collective`: the refused call was a collective (else a send, receive, gather or scatter).
   void publishRefusal(const Status& refusal, bool collective);
+  // weftCommDumpRecorder: writes this rank's flight recorder into WEFT_RECORDER_DIR (recorder.h);
+  // *path the file. Fails when the recorder is off, the directory unset or not writable.
+  Status dumpRecorder(std::string* path);
 
  private:
   Communicator() = default;
@@ -356,6 +360,9 @@ class Communicator final {
   coll::ExecPlan p2pPlan(const std::vector<P2pCall>& calls, const std::vector<const void*>& sendFrom,
                          std::vector<coll::Lane>* lanes);
   Status fail(Status status);
+  // fail()'s part for the flight recorder: the active call failed; a dump after a time-out or a
+  // liveness verdict (`liveness`).
+  void recordFailure(const Status& status, bool liveness);
   // Zero-copy collectives (comm_zero_copy.cc). Candidate: a call every rank takes to the
   // handshake (a function of the call and of what all ranks agreed at init); runZeroCopy then
   // sets *done when every rank's buffers allowed it and the call ran, else the call takes the
@@ -388,8 +395,29 @@ class Communicator final {
   std::string describe(const CollCall& call, const std::string& algo, uint64_t seq) const;
   // Call fingerprints (call_mismatch.cc). The stamp of a collective call, recorded as current_.
   uint64_t stampCollective(const CollCall& call, int algo);
-  // Records a send/recv group of nCalls operations as current_ (its stamps are per peer).
-  void recordP2pCall(size_t nCalls);
+  // Records a send/recv group of nCalls operations (moving `bytes` on this rank) as current_
+  // (its stamps are per peer).
+  void recordP2pCall(size_t nCalls, uint64_t bytes = 0);
+  // The flight recorder (recorder.h; null when off). A host call holds a RecordingScope for its
+  // whole run: what it begins is recorded kRunning and ends kDone at the scope's end unless fail()
+  // marked it failed; outside one (device calls) a call is recorded kQueued.
+  std::unique_ptr<FlightRecorder> recorder_;
+  bool recordingHost_ = false;
+  class RecordingScope {
+   public:
+    explicit RecordingScope(Communicator* c) : c_(c), was_(c->recordingHost_) { c->recordingHost_ = true; }
+    ~RecordingScope() {
+      c_->recordingHost_ = was_;
+      if (!was_ && c_->recorder_) c_->recorder_->finish();
+    }
+    RecordingScope(const RecordingScope&) = delete;
+    RecordingScope& operator=(const RecordingScope&) = delete;
+
+   private:
+    Communicator* c_;
+    bool was_;
+  };
+  RecordedState recordedStart() const { return recordingHost_ ? RecordedState::kRunning : RecordedState::kQueued; }
   // The stamps of a send and a receive to/from `peer` (the pair's own sequence).
   uint64_t stampP2p(int peer, bool send, size_t bytes);
   // A failure because the ranks' calls disagree: every failing rank exchanges its current_

@@ -126,6 +126,7 @@ void Communicator::takeRequestedTimeout() {
 }
 
 Status Communicator::runCollective(const CollCall& call) {
+  RecordingScope recording(this);
   takeRequestedTimeout();
   if (!coll::collTraits(call.kind).scheduled) return runRootedExchange(call);  // gather, scatter
   ++seq_;
@@ -189,6 +190,7 @@ void Communicator::bindCall(const CollCall& call, CachedOp* cached, const HostRe
   bindBuffers(&plan, sendbuff, call.recvbuff, scratch_.data(), fns.reduce, fns.reduceCopy, fns.divisor, fns.preMul,
               &scalarNow_, fns.reduceStream);
   coll::stampPlan(&plan, stamp);
+  plan.observer = recorder_.get();
   plan.checks.stamps = checkCalls_;
   // The call's last plan (not the zero-copy handshake's): a peer's token or data of this call
   // where it does not read shows a disagreement (rooted calls have their own checks, runCachedPlan).
@@ -258,6 +260,7 @@ std::vector<const void*> sendSources(const std::vector<P2pCall>& calls, int self
 }  // namespace
 
 Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
+  RecordingScope recording(this);
   takeRequestedTimeout();
   ++seq_;
   opNumber_ = liveNumber(collSeq_, false);
@@ -278,7 +281,9 @@ Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
   std::list<std::vector<char>> copies;
   std::vector<coll::Lane> lanes(calls.size());
   coll::ExecPlan plan = p2pPlan(calls, sendSources(calls, rank_, &copies), &lanes);
-  recordP2pCall(calls.size());
+  uint64_t bytes = 0;
+  for (const auto& c : calls) bytes += c.bytes;
+  recordP2pCall(calls.size(), bytes);
   Status s = coll::connectPlan(&plan, &connections_);
   if (s.isOk()) s = coll::runHostPlan(plan, &connections_);
   if (!s.isOk()) return fail(std::move(s));
@@ -323,6 +328,7 @@ coll::ExecPlan Communicator::p2pPlan(const std::vector<P2pCall>& calls, const st
     return std::string(what);
   };
   plan.timeoutS = settings_.timeoutS;
+  plan.observer = recorder_.get();
   plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
   plan.checks.stamps = checkCalls_;
   // WEFT_CHECK_SENDS: a send completes once its receiver took the message, which it refuses when

@@ -23,6 +23,7 @@
 #include "core/liveness.h"
 #include "core/liveness_record.h"
 #include "core/liveness_udp.h"
+#include "core/recorder.h"
 
 namespace weft {
 namespace core {
@@ -159,6 +160,7 @@ void heartbeatLoop(Process* p) {
         });
       }
     }
+    recorderHeartbeat();  // the recorder's clock, and a dump the signal asked for (recorder.h)
     std::unique_lock<std::mutex> lock(p->sleepMutex);
     p->sleepCv.wait_for(lock, kBeatInterval, [p] { return p->stop || p->beatSoon; });
     if (p->stop) return;

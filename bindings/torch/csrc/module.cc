@@ -1,5 +1,7 @@
 // weft_torch._C: the Python face of the backend. weft_torch/__init__.py registers
 // create_process_group with torch.distributed as the creator of backend "weft".
+#include <stdlib.h>
+
 #include <pybind11/chrono.h>
 #include <torch/python.h>
 
@@ -62,6 +64,10 @@ The timeout is init_process_group's timeout=.)");
       .def_readwrite("max_channels", &WeftOptions::maxChannels)
       .def_readwrite("comm_name", &WeftOptions::commName);
 }
+
+// Names this front end in the flight recorder of every communicator (WEFT_RECORDER_FRONT_END,
+// unless the user set it), when the extension loads: before any process group creates one.
+__attribute__((constructor)) void nameRecorderFrontEnd() { setenv("WEFT_RECORDER_FRONT_END", "torch", 0); }
 
 }  // namespace
 
