@@ -160,6 +160,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     d.stageSend = coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count));
     d.what = describe(call, coll::algoName(params.algo), seq_);
     d.sendStamp = stampCollective(call, static_cast<int>(params.algo));
+    traceEnqueue(call, static_cast<int>(params.algo));
     d.recvStamp = checkCalls_ ? d.sendStamp : 0;
     if (checkCalls_ && coll::collRooted(call.kind) && nRanks_ > 1) {
       Status agreed = runCallTokens(d.sendStamp, d.what);
