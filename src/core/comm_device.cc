@@ -153,8 +153,7 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     DeviceCall d;
     d.schedule = &cached->schedule;
     d.shape = {static_cast<int>(call.kind), static_cast<int>(params.algo), params.root, params.nChannels, params.count};
-    d.sendbuff = call.sendbuff;
-    d.recvbuff = call.recvbuff;
+    d.sendbuff = call.sendbuff, d.recvbuff = call.recvbuff;
     d.scratchBytes = static_cast<size_t>(coll::scratchBufferCount(params)) * elemSize;
     d.sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
     d.stageSend = coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count));
