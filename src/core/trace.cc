@@ -318,7 +318,10 @@ Tracer::~Tracer() {
 
 void Tracer::writeAll() {
   std::lock_guard<std::mutex> lock(registryMutex());
-  for (Tracer* t : registry()) t->write();
+  // A forked child inherits its parent's tracers (and their open files): only their owner writes.
+  for (Tracer* t : registry()) {
+    if (t->header_.pid == static_cast<int>(getpid())) t->write();
+  }
 }
 
 int64_t Tracer::threadTid() { return threadOrdinal() * kTidStride; }
