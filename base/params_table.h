@@ -26,6 +26,13 @@ WEFT_PARAM(std::string, Debug, "DEBUG", "WARN", "log level: NONE, WARN, INFO or 
 WEFT_PARAM(std::string, DebugSubsys, "DEBUG_SUBSYS", "ALL", "subsystems to log, comma-separated (INIT,COLL,P2P,SHM,NET,BOOT,TUNING,ENV,GRAPH,ALL); ^NAME excludes")
 WEFT_PARAM(std::string, DebugFile, "DEBUG_FILE", "", "write log lines to this file instead of stderr; %h = host, %p = pid")
 
+// Timelines (src/core/trace.h)
+WEFT_PARAM(std::string, TraceFile, "TRACE_FILE", "", "each rank writes a timeline of its calls here (Chrome trace-event JSON, for Perfetto or chrome://tracing) when its communicator is destroyed or the process exits; %r = rank, %h = host, %p = pid (a name without %r gets .rank<R> appended where several ranks would share it); empty: no timeline, no cost")
+WEFT_PARAM(int64_t, TraceLevel, "TRACE_LEVEL", 1, "with WEFT_TRACE_FILE: 1 = one event per call (kind, bytes, algorithm, result); 2 = also every step of the host executor (send, receive or reduce, with which peer and how many bytes) and every wait")
+WEFT_PARAM_RANGE(TraceLevel, 1, 2)
+WEFT_PARAM(int64_t, TraceEvents, "TRACE_EVENTS", 1000000, "with WEFT_TRACE_FILE: events kept in memory per communicator (about 64 bytes each); later ones are dropped and counted in the file's otherData")
+WEFT_PARAM_RANGE(TraceEvents, 16, 100000000)
+
 // Bootstrap and launch
 WEFT_PARAM(std::string, SocketIfname, "SOCKET_IFNAME", "", "interfaces for the bootstrap, and for the socket and libfabric transports where the topology names no usable NIC for a rank: prefixes, comma-separated; ^ excludes, = matches exactly (default: first up non-loopback, else lo)")
 WEFT_PARAM(int64_t, Rank, "RANK", -1, "this process's rank, for weftCommInitFromEnv")

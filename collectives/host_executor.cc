@@ -159,7 +159,11 @@ class Executor {
       for (auto& t : tracks) {
         for (int n = 0; n < kStepsPerTurn && !t.done; ++n) {
           StepResult r;
-          WEFT_TRY(tryStep(t, &r));
+          if (plan_.tracer) {
+            WEFT_TRY(tracedStep(t, static_cast<int>(&t - tracks.data()), &r));
+          } else {
+            WEFT_TRY(tryStep(t, &r));
+          }
           if (r == StepResult::kBlocked) break;
           progressed = true;
           ++t.step;
@@ -211,6 +215,33 @@ class Executor {
       stepIndex = static_cast<int>(t.step);
     }
     plan_.observer->stalled(peer, stepIndex, bytes);
+  }
+
+  // tryStep, timed for a level-2 timeline (plan_.tracer): the step, and the wait before it
+  // since the track first found it blocked.
+  Status tracedStep(TrackState& t, int index, StepResult* result) {
+    if (waitSince_.size() != plan_.tracks.size()) {
+      waitSince_.assign(plan_.tracks.size(), 0);
+      waitedRecv_.assign(plan_.tracks.size(), 0);
+    }
+    const Step* step = t.done ? nullptr : &currentStep(t);
+    const size_t bytes = step ? static_cast<size_t>(sliceOf(*step, t.iteration, currentRun(t).sliceElems).count) *
+                                    currentRun(t).elemSize
+                              : 0;
+    const uint64_t start = nowNs();
+    Status s = tryStep(t, result);
+    if (!s.isOk() || step == nullptr) return s;
+    uint64_t& since = waitSince_[static_cast<size_t>(index)];
+    if (*result == StepResult::kBlocked) {
+      if (since == 0) since = start, waitedRecv_[static_cast<size_t>(index)] = t.waitingRecv;
+      return s;
+    }
+    const bool receiving = waitedRecv_[static_cast<size_t>(index)] != 0;
+    if (since != 0) plan_.tracer->wait(index, receiving ? step->recvPeer : step->sendPeer, receiving, since, start);
+    since = 0;
+    plan_.tracer->step(index, step->kind, stepReceives(step->kind) ? step->recvPeer : -1,
+                       stepSends(step->kind) ? step->sendPeer : -1, bytes, start, nowNs());
+    return s;
   }
 
   // One step of one slice: acquire its message and slot, resolve a reference to the peer's
@@ -428,6 +459,9 @@ class Executor {
   ReferenceMessage reference_;  // the reference the current step received
   std::vector<char> bounce_;    // referenced bytes a reduction reads
   std::set<Connection*> lent_;  // connections that carried references
+  // Level-2 timelines only: per track, when its blocked step first waited (0: not waiting).
+  std::vector<uint64_t> waitSince_;
+  std::vector<char> waitedRecv_;  // and whether it waited for a message (else for a slot)
 };
 
 }  // namespace

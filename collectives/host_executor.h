@@ -22,6 +22,7 @@
 #include "base/status.h"
 #include "collectives/reduce.h"
 #include "collectives/schedule.h"
+#include "collectives/step_tracer.h"
 #include "transports/transport.h"
 
 namespace weft {
@@ -197,6 +198,8 @@ struct ExecPlan {
   // How long the executor may wait with nothing moving (connecting included) before it fails
   // with weftTimeout. A large collective that keeps moving never times out.
   double timeoutS = 1800;
+  // Level-2 timelines (WEFT_TRACE_LEVEL=2): told of every step and wait; null otherwise.
+  StepTracer* tracer = nullptr;
 };
 
 // The connections a plan uses, without duplicates.

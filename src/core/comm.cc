@@ -76,6 +76,8 @@ Status Communicator::init(const weftUniqueId& id, int nRanks, int rank, const we
   checkCalls_ = params::CheckCalls();
   checkSends_ = checkCalls_ && params::CheckSends();
   commTag_ = commTagFromId(id);
+  tracer_ = Tracer::fromParams(rank_, nRanks_, commTag_);
+  stepTracer_ = tracer_ && tracer_->level() >= 2 ? tracer_.get() : nullptr;
   WEFT_TRY(agreeSettings(config));
   std::vector<bool> peerReadsMe;
   WEFT_TRY(Connections::probeReaders(rank_, peers(), bootstrap_.get(), settings_.timeoutS, &peerReadsMe));

@@ -28,6 +28,7 @@
 #include "core/device_path.h"
 #include "core/liveness.h"
 #include "core/recorder.h"
+#include "core/trace.h"
 #include "topology/tuner.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
@@ -148,7 +149,10 @@ class Communicator final {
   // that says which of those it is not (fn: the API call, for the message).
   Status checkRedOp(weftRedOp_t op, weftDataType_t type, const char* fn) const;
 
-  Status runCollective(const CollCall& call);
+  Status runCollective(const CollCall& call) {
+    if (tracer_) return runTraced(call);  // WEFT_TRACE_FILE (trace.h)
+    return runCollectiveCall(call);
+  }
   // weftCommSetTimeout, from any thread: host calls that start afterwards wait at most `seconds`
   // (the device path keeps the patience it was made with).
   void requestTimeout(int32_t seconds) { requestedTimeoutS_.store(seconds); }
@@ -198,7 +202,10 @@ class Communicator final {
   Status synchronizeDevice();
   // Runs a group's sends and receives concurrently (calls to one peer in one direction stay in
   // call order).
-  Status runP2p(const std::vector<P2pCall>& calls);
+  Status runP2p(const std::vector<P2pCall>& calls) {
+    if (tracer_) return runTraced(calls);
+    return runP2pCall(calls);
+  }
   Status barrier();
   // Collective over this communicator; *out is null for WEFT_SPLIT_NOCOLOR.
   Status split(int color, int key, const weftConfig_t* config, std::unique_ptr<Communicator>* out);
@@ -540,6 +547,16 @@ class Communicator final {
   // Device executor: created by the first device call (guarded by deviceMutex_ against abort()).
   std::mutex deviceMutex_;
   std::unique_ptr<DevicePath> devicePath_;
+  // Timelines (WEFT_TRACE_FILE, trace.h): null when off; stepTracer_ is it at level 2 (the host
+  // executor's steps and waits, ExecPlan::tracer). runTraced times a call around the untraced one.
+  std::unique_ptr<Tracer> tracer_;
+  coll::StepTracer* stepTracer_ = nullptr;
+  Status runCollectiveCall(const CollCall& call);
+  Status runP2pCall(const std::vector<P2pCall>& calls);
+  Status runTraced(const CollCall& call);
+  Status runTraced(const std::vector<P2pCall>& calls);
+  // A device call enqueued (an instant event on the timeline).
+  void traceEnqueue(const CollCall& call, int algo);
   Status ensureDevicePath();
   // A group's sends to this rank itself paired, in order, with its receives from it (their
   // counts and sizes must match).

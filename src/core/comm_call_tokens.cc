@@ -17,6 +17,7 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
     // A peer that called more finds the token while it waits for data (host_diagnosis.cc, CallChecker).
     if (s.isOk() && withTokens && plan.keys.empty()) {
       coll::stampPlan(&cached->tokenPlan, plan.checks.stamp);
+      cached->tokenPlan.tracer = plan.tracer;
       cached->tokenPlan.checks.findStraysWhenStalled = plan.checks.findStraysWhenStalled;  // the call's only plan
       s = coll::runHostPlan(cached->tokenPlan, &connections_);
     }
@@ -35,6 +36,7 @@ Status Communicator::runCachedPlan(CachedOp* cached, bool withTokens, bool roote
     tokens.timeoutS = plan.timeoutS;
   }
   coll::stampPlan(&tokens, plan.checks.stamp);
+  tokens.tracer = plan.tracer;  // a level-2 timeline shows the token steps and their waits too
   tokens.checks.stamps = plan.checks.stamps;
   tokens.checks.findStraysWhenStalled = false;  // peers done with their tokens send the data meanwhile
   Status s = tokens.connected ? Status::ok() : coll::connectPlan(&tokens, &connections_);

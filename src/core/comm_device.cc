@@ -153,13 +153,13 @@ Status Communicator::runDevice(const std::vector<CollCall>& calls, void* stream)
     DeviceCall d;
     d.schedule = &cached->schedule;
     d.shape = {static_cast<int>(call.kind), static_cast<int>(params.algo), params.root, params.nChannels, params.count};
-    d.sendbuff = call.sendbuff;
-    d.recvbuff = call.recvbuff;
+    d.sendbuff = call.sendbuff, d.recvbuff = call.recvbuff;
     d.scratchBytes = static_cast<size_t>(coll::scratchBufferCount(params)) * elemSize;
     d.sendBytes = static_cast<size_t>(coll::sendBufferCount(params)) * elemSize;
     d.stageSend = coll::collStagesSend(call.kind, call.sendbuff, call.recvbuff, static_cast<int64_t>(call.count));
     d.what = describe(call, coll::algoName(params.algo), seq_);
     d.sendStamp = stampCollective(call, static_cast<int>(params.algo));
+    traceEnqueue(call, static_cast<int>(params.algo));
     d.recvStamp = checkCalls_ ? d.sendStamp : 0;
     if (checkCalls_ && coll::collRooted(call.kind) && nRanks_ > 1) {
       Status agreed = runCallTokens(d.sendStamp, d.what);

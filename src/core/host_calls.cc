@@ -125,7 +125,7 @@ void Communicator::takeRequestedTimeout() {
   lastOp_ = nullptr;
 }
 
-Status Communicator::runCollective(const CollCall& call) {
+Status Communicator::runCollectiveCall(const CollCall& call) {
   RecordingScope recording(this);
   takeRequestedTimeout();
   if (!coll::collTraits(call.kind).scheduled) return runRootedExchange(call);  // gather, scatter
@@ -191,6 +191,7 @@ void Communicator::bindCall(const CollCall& call, CachedOp* cached, const HostRe
               &scalarNow_, fns.reduceStream);
   coll::stampPlan(&plan, stamp);
   plan.observer = recorder_.get();
+  plan.tracer = stepTracer_;
   plan.checks.stamps = checkCalls_;
   // The call's last plan (not the zero-copy handshake's): a peer's token or data of this call
   // where it does not read shows a disagreement (rooted calls have their own checks, runCachedPlan).
@@ -259,7 +260,7 @@ std::vector<const void*> sendSources(const std::vector<P2pCall>& calls, int self
 
 }  // namespace
 
-Status Communicator::runP2p(const std::vector<P2pCall>& calls) {
+Status Communicator::runP2pCall(const std::vector<P2pCall>& calls) {
   RecordingScope recording(this);
   takeRequestedTimeout();
   ++seq_;
@@ -330,6 +331,7 @@ coll::ExecPlan Communicator::p2pPlan(const std::vector<P2pCall>& calls, const st
   plan.timeoutS = settings_.timeoutS;
   plan.observer = recorder_.get();
   plan.sendBufferStable = true;  // sends that overlap a receive of the group go from copies
+  plan.tracer = stepTracer_;
   plan.checks.stamps = checkCalls_;
   // WEFT_CHECK_SENDS: a send completes once its receiver took the message, which it refuses when
   // the receive is of another size: then both ranks fail. Unless a message waits for this rank
