@@ -13,6 +13,8 @@
 WEFT_PARAM(int64_t, TimeoutS, "TIMEOUT_S", 1800, "seconds any wait may take before the communicator fails with weftTimeout")
 WEFT_PARAM(int64_t, HeartbeatTimeoutS, "HEARTBEAT_TIMEOUT_S", 3, "seconds a peer's heartbeat may stand still while this rank waits for it before the call fails naming that rank as stopped or hung (not merely slow: a busy rank keeps beating)")
 WEFT_PARAM_RANGE(HeartbeatTimeoutS, 1, 86400)
+WEFT_PARAM(int64_t, InitReportS, "INIT_REPORT_S", 3, "seconds a rank waits in communicator init (for the root, for the other ranks to join) before it logs a warning naming the ranks that have not joined; later warnings at twice the time waited, at most 60 s apart (0: never)")
+WEFT_PARAM_RANGE(InitReportS, 0, 3600)
 WEFT_PARAM(bool, CheckCalls, "CHECK_CALLS", true, "0: do not check the call stamp every message carries (a rank whose peers made another call may then hang or return wrong data instead of failing at once with both calls named); for measuring what the checks cost")
 WEFT_PARAM(bool, CheckSends, "CHECK_SENDS", false, "1 (with WEFT_CHECK_CALLS): a send on host buffers returns only once its receiver took the message, so that a receive of another size fails both ranks (0: the receiver alone fails; the sender may have returned success); costs every send a wait for its receiver")
 
