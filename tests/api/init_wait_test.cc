@@ -26,15 +26,16 @@ std::string readFile(const std::string& path) {
 }
 
 // Runs rank `r` of `n` from the environment with its stderr in `log`; never returns.
-[[noreturn]] void runRank(int r, int n, const std::string& addr, const std::string& log) {
+[[noreturn]] void runRank(int r, int n, const std::string& addr, const std::string& log, const char* timeoutS = "14",
+                          const char* reportS = "3") {
   if (std::freopen(log.c_str(), "w", stderr) == nullptr) _exit(3);
   setvbuf(stderr, nullptr, _IONBF, 0);
   setenv("WEFT_RANK", std::to_string(r).c_str(), 1);
   setenv("WEFT_NRANKS", std::to_string(n).c_str(), 1);
   setenv("WEFT_ROOT_ADDR", addr.c_str(), 1);
   setenv("WEFT_ROOT_SECRET", "00112233445566778899aabbccddeeff", 1);
-  setenv("WEFT_TIMEOUT_S", "14", 1);
-  setenv("WEFT_INIT_REPORT_S", "3", 1);
+  setenv("WEFT_TIMEOUT_S", timeoutS, 1);
+  setenv("WEFT_INIT_REPORT_S", reportS, 1);
   weftComm_t comm = nullptr;
   if (weftCommInitFromEnv(&comm, nullptr) == weftSuccess) _exit(1);  // rank 3 never came
   std::fprintf(stderr, "init failed: %s\n", weftGetLastError(nullptr));
@@ -91,6 +92,27 @@ TEST(InitWait, RanksWaitingForAMissingRankNameIt) {
     std::printf("---- rank %zu's stderr ----\n%s", i, log.c_str());
   }
   for (const std::string& log : logs) std::remove(log.c_str());
+  rmdir(dir.c_str());
+}
+
+// WEFT_INIT_REPORT_S=0: the wait is silent until the time-out, which still names the missing rank.
+TEST(InitWait, ReportsOffLeaveOnlyTheTimeOut) {
+  char dirTemplate[] = "/tmp/weft-init-wait-XXXXXX";
+  ASSERT_NE(mkdtemp(dirTemplate), nullptr);
+  const std::string dir = dirTemplate, log = dir + "/rank0.log";
+  weft_test::PortHolder port;
+  const std::string addr = "127.0.0.1:" + std::to_string(port.port());
+  port.release();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) runRank(0, 2, addr, log, "5", "0");  // rank 1 never comes
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const std::string text = readFile(log);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status << "\n" << text;
+  EXPECT_EQ(text.find("waits in communicator init"), std::string::npos) << text;
+  EXPECT_NE(text.find("missing rank 1."), std::string::npos) << text;
+  std::remove(log.c_str());
   rmdir(dir.c_str());
 }
 
