@@ -170,7 +170,17 @@ std::string RootServer::validate(const wire::Hello& h, weftResult_t* code) const
 }
 
 void RootServer::answerAll(const std::vector<char>& message) {
+  // The ranks of other processes first: a rank of this process may end the process (and this
+  // thread) as soon as it has its answer, e.g. on a time-out. (A pid equal by chance on another
+  // host only changes the order.)
+  std::vector<std::pair<int, Conn*>> order;
   for (auto& [rank, c] : joined_) {
+    if (c->hello.info.pid != ownerPid) order.emplace_back(rank, c.get());
+  }
+  for (auto& [rank, c] : joined_) {
+    if (c->hello.info.pid == ownerPid) order.emplace_back(rank, c.get());
+  }
+  for (auto& [rank, c] : order) {
     Status s = c->sock.sendAll(message.data(), message.size(), Deadline::afterSeconds(kAnswerS), &abort);
     if (!s.isOk()) {
       WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: could not answer rank %d at %s: %s", id_.root.toString().c_str(),
