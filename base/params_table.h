@@ -18,6 +18,8 @@ WEFT_PARAM_RANGE(RecorderCalls, 0, 1048576)
 WEFT_PARAM(std::string, RecorderDir, "RECORDER_DIR", "", "directory (a shared file system) where every rank writes its flight recorder, as weft-rec-<host>-<pid>-<comm>-<rank>.bin, on a time-out, a dead or silent peer, the dump signal, or weftCommDumpRecorder (default: none, no dumps)")
 WEFT_PARAM(std::string, RecorderSignal, "RECORDER_SIGNAL", "SIGUSR2", "with WEFT_RECORDER_DIR: the signal (a number or a name such as SIGUSR1) on which every communicator of the process dumps its flight recorder; installed only where the signal has its default action; 0 or NONE: no signal")
 WEFT_PARAM(std::string, RecorderFrontEnd, "RECORDER_FRONT_END", "weft", "who made the communicators, as the flight recorder tells weft-inspect: weft, nccl, torch or weft-perf (the bindings and weft-perf set it)")
+WEFT_PARAM(int64_t, InitReportS, "INIT_REPORT_S", 3, "seconds a rank waits in communicator init (for the root, for the other ranks to join) before it logs a warning naming the ranks that have not joined; later warnings at twice the time waited, at most 60 s apart (0: never)")
+WEFT_PARAM_RANGE(InitReportS, 0, 3600)
 WEFT_PARAM(bool, CheckCalls, "CHECK_CALLS", true, "0: do not check the call stamp every message carries (a rank whose peers made another call may then hang or return wrong data instead of failing at once with both calls named); for measuring what the checks cost")
 WEFT_PARAM(bool, CheckSends, "CHECK_SENDS", false, "1 (with WEFT_CHECK_CALLS): a send on host buffers returns only once its receiver took the message, so that a receive of another size fails both ranks (0: the receiver alone fails; the sender may have returned success); costs every send a wait for its receiver")
 

@@ -113,6 +113,23 @@ void replyChecks(const uint8_t* p, size_t n) {
   }
 }
 
+void progressChecks(const uint8_t* p, size_t n) {
+  if (n == 0) return;
+  const int nRanks = 4, rank = p[0] % nRanks;
+  ++p, --n;
+  wire::Progress r = readStruct<wire::Progress>(p, n);
+  Status s = wire::checkProgress(r, rank, nRanks);
+  expectMessage(s, "checkProgress");
+  if (!s.isOk()) return;
+  if (r.joined < 1 || r.joined > nRanks || r.missingTotal != nRanks - r.joined || r.missingShown < 0 ||
+      r.missingShown > wire::kProgressMissingShown) {
+    fail("checkProgress accepted bad counts", std::to_string(r.joined) + " joined");
+  }
+  for (int i = 0; i < r.missingShown; ++i) {
+    if (r.missing[i] < 0 || r.missing[i] >= nRanks || r.missing[i] == rank) fail("checkProgress accepted a bad rank", "");
+  }
+}
+
 // Header after header, as Bootstrap::readFrom takes them; a refused header ends the stream.
 void frameChecks(const uint8_t* p, size_t n) {
   size_t off = 0;
@@ -291,6 +308,8 @@ void bootstrapOneInput(const uint8_t* data, size_t size) {
       return toRoot(p, n, true);
     case kRankReply:
       return rankReadsReply(p, n);
+    case kProgress:
+      return progressChecks(p, n);
     default:
       return rankReadsFrames(p, n);
   }

@@ -148,6 +148,30 @@ void bootstrapReplySeeds() {
   write(sub, "rank-reply-bad-address", fuzz::kRankReply, bytesOf(one) + bytesOf(badAddr));
   write(sub, "rank-reply-garbage", fuzz::kRankReply, "HTTP/1.1 400 Bad Request\r\n\r\n");
   write(sub, "rank-reply-nothing", fuzz::kRankReply, "");
+  // Progress reports before the answer: checked alone (rank 1 of 4), and read by a live rank.
+  wire::Progress waiting{};
+  waiting.magic = wire::kProgressMagic;
+  waiting.nRanks = 4;
+  waiting.joined = 3;
+  waiting.missingTotal = 1;
+  waiting.missingShown = 1;
+  waiting.missing[0] = 3;
+  write(sub, "progress-valid", fuzz::kProgress, std::string(1, '\x01') + bytesOf(waiting));
+  wire::Progress self = waiting;
+  write(sub, "progress-names-this-rank", fuzz::kProgress, std::string(1, '\x03') + bytesOf(self));
+  wire::Progress shown = waiting;
+  shown.missingShown = 1000;
+  write(sub, "progress-too-many-shown", fuzz::kProgress, std::string(1, '\x01') + bytesOf(shown));
+  write(sub, "progress-truncated", fuzz::kProgress, std::string(1, '\x01') + bytesOf(waiting).substr(0, 10));
+  wire::Progress alone = waiting;
+  alone.nRanks = 1;
+  alone.joined = 1;
+  alone.missingTotal = 0;
+  alone.missingShown = 0;
+  write(sub, "rank-reply-after-progress", fuzz::kRankReply, bytesOf(alone) + bytesOf(alone) + bytesOf(one) +
+                                                                bytesOf(self0));
+  write(sub, "rank-reply-garbled-progress", fuzz::kRankReply, bytesOf(waiting) + bytesOf(one) + bytesOf(self0));
+  write(sub, "rank-reply-truncated-progress", fuzz::kRankReply, bytesOf(alone).substr(0, 30));
 }
 
 // The framed stream after the handshake, read by the pure check and by a live rank.

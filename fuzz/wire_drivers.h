@@ -24,7 +24,8 @@ enum BootstrapMode : uint8_t {
   kRootKeyed = 7,    // a keyed hello then the rest, sent to a live root
   kRankReply = 8,    // a live rank joining through a fake root that answers with the bytes
   kRankFrames = 9,   // a keyed introduction then the bytes, read by a live rank of three
-  kBootstrapModes = 10
+  kProgress = 10,    // the root's progress report as rank (byte 1 % 4) of 4 reads it
+  kBootstrapModes = 11
 };
 
 enum SocketMode : uint8_t {

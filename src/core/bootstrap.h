@@ -35,6 +35,8 @@
 namespace weft {
 namespace core {
 
+class InitWaitReporter;  // init_wait.h
+
 constexpr size_t kSecretBytes = 16;
 
 // What a weftUniqueId carries.
@@ -148,8 +150,10 @@ class Bootstrap : public PeerExchange {
   static Status join(const UniqueIdInfo& info, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
                      std::unique_ptr<Bootstrap>* out, const std::atomic<bool>* abortInit);
   // join's talk with the root (bootstrap_join.cc) once connected to it and listening: the hello,
-  // the root's answer, the rank table (into table_). start: when the join began, for messages.
-  Status meetThroughRoot(Socket& root, const PeerInfo& self, Deadline deadline, uint64_t start);
+  // the root's answer, the rank table (into table_). start: when the join began, for messages;
+  // rep reports the wait for the answer.
+  Status meetThroughRoot(Socket& root, const PeerInfo& self, Deadline deadline, uint64_t start,
+                         InitWaitReporter& rep);
 
   Status sendFrame(int peer, uint32_t kind, int tag, const void* data, size_t bytes, Deadline deadline,
                    const char* what);

@@ -1,5 +1,6 @@
 #include "core/bootstrap_check.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace weft {
@@ -83,6 +84,34 @@ Status checkReply(const Reply& r, int nRanks) {
   }
   if (r.textBytes != 0) {
     return WEFT_ERROR(weftInternalError, "the answer holds the table and %u bytes of error text", r.textBytes);
+  }
+  return Status::ok();
+}
+
+Status checkProgress(const Progress& p, int rank, int nRanks) {
+  if (p.magic != kProgressMagic) {
+    return WEFT_ERROR(weftInternalError, "the progress report has bad magic 0x%08x (not a Weft root)", p.magic);
+  }
+  if (p.nRanks != nRanks) {
+    return WEFT_ERROR(weftInternalError, "the progress report is for %d ranks, not %d", p.nRanks, nRanks);
+  }
+  // This rank joined before the root reported to it: at least one rank joined, never all missing.
+  if (p.joined < 1 || p.joined > nRanks || p.missingTotal != nRanks - p.joined) {
+    return WEFT_ERROR(weftInternalError, "the progress report says %d of %d ranks joined and %d missing", p.joined,
+                      nRanks, p.missingTotal);
+  }
+  if (p.missingShown != std::min(p.missingTotal, kProgressMissingShown)) {
+    return WEFT_ERROR(weftInternalError, "the progress report lists %d of its %d missing ranks (expected %d)",
+                      p.missingShown, p.missingTotal, std::min(p.missingTotal, kProgressMissingShown));
+  }
+  for (int i = 0; i < p.missingShown; ++i) {
+    const int r = p.missing[i];
+    if (r < 0 || r >= nRanks || r == rank || (i > 0 && r <= p.missing[i - 1])) {
+      return WEFT_ERROR(weftInternalError,
+                        "the progress report's missing rank %d (entry %d) is out of range, this rank, or out of "
+                        "order",
+                        r, i);
+    }
   }
   return Status::ok();
 }

@@ -36,6 +36,8 @@ Status checkHelloPrefix(const Hello& h, size_t got);
 Status checkHello(const Hello& h, const UniqueIdInfo& id, int agreedRanks);
 // The root's answer as `rank` of `nRanks` reads it (the header only).
 Status checkReply(const Reply& r, int nRanks);
+// A progress report from the root as `rank` of `nRanks` reads it.
+Status checkProgress(const Progress& p, int rank, int nRanks);
 // Entry `index` of the root's table.
 Status checkEntry(const Entry& e, int index);
 // The first `got` bytes of a connection's introduction (any prefix).

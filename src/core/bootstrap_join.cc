@@ -2,6 +2,7 @@
 // root with its hello, waits for the root's answer and the rank table (shared with this process's
 // other ranks of the communicator), then meets the hub (rank 0) in a barrier. The messages that
 // follow are in bootstrap.cc.
+#include <poll.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "core/bootstrap.h"
 #include "core/bootstrap_check.h"
 #include "core/bootstrap_wire.h"
+#include "core/init_wait.h"
 
 namespace weft {
 namespace core {
@@ -217,6 +219,69 @@ Status rootUnreachable(const Status& s, int rank, const std::string& rootName) {
                            "finds none (call weftGetUniqueId for each communicator)");
 }
 
+
+// Connects to the root by `deadline`, reporting the wait on schedule.
+Status reachRoot(const SocketAddress& rootAddr, Deadline deadline, const std::atomic<bool>* abort,
+                 InitWaitReporter& rep, Socket* out) {
+  for (;;) {
+    Deadline report = rep.nextReport();
+    Deadline slice = report.atNs() < deadline.atNs() ? report : deadline;
+    Status s = Socket::connect(rootAddr, slice, abort, out);
+    if (s.isOk() || (abort != nullptr && abort->load()) || deadline.expired() || !slice.expired()) return s;
+    rep.tick();
+  }
+}
+
+// Takes a progress report from the root into the wait's state.
+void takeProgress(const wire::Progress& p, InitWaitReporter& rep) {
+  InitWait& w = rep.state();
+  w.heardNs = nowNs();
+  w.joined = p.joined;
+  w.missingTotal = p.missingTotal;
+  w.missing.assign(p.missing, p.missing + p.missingShown);
+  rep.changed();
+}
+
+// Waits by `by` for the header of the root's answer, taking in the progress reports that come
+// before it and logging this rank's own reports on schedule. Reads no byte past the header.
+Status awaitAnswer(const Socket& root, int rank, int nRanks, Deadline by, const std::atomic<bool>* abort,
+                   InitWaitReporter& rep, wire::Reply* reply) {
+  char buf[std::max(sizeof(wire::Reply), sizeof(wire::Progress))];
+  size_t got = 0, need = sizeof(uint32_t);  // the magic first: it says which message this is
+  for (;;) {
+    rep.tick();
+    if (abort != nullptr && abort->load()) return WEFT_ERROR(weftRemoteError, "aborted");
+    if (by.expired()) return WEFT_ERROR(weftTimeout, "no answer from the root in time");
+    pollfd pfd{root.fd(), POLLIN, 0};
+    const int ms = std::min({by.remainingMs(), kAbortPollMs, rep.nextReport().remainingMs()});
+    const int rc = ::poll(&pfd, 1, std::max(ms, 0));
+    if (rc < 0 && errno != EINTR) return WEFT_ERROR(weftSystemError, "poll: %s", errnoText(errno).c_str());
+    if (rc <= 0) continue;
+    size_t n = 0;
+    bool closed = false;
+    WEFT_TRY(root.recvSome(buf + got, need - got, &n, &closed));
+    if (closed) return WEFT_ERROR(weftSystemError, "the root closed the connection");
+    got += n;
+    if (got < need) continue;
+    uint32_t magic = 0;
+    std::memcpy(&magic, buf, sizeof(magic));
+    if (need == sizeof(magic)) {
+      need = magic == wire::kProgressMagic ? sizeof(wire::Progress) : sizeof(wire::Reply);
+      continue;
+    }
+    if (magic != wire::kProgressMagic) {
+      std::memcpy(reply, buf, sizeof(*reply));  // checked by readAnswer
+      return Status::ok();
+    }
+    wire::Progress p;
+    std::memcpy(&p, buf, sizeof(p));
+    Status s = wire::checkProgress(p, rank, nRanks);
+    if (!s.isOk()) return std::move(s).withPrefix("a garbled progress report (is another program on that port?): ");
+    takeProgress(p, rep);
+    got = 0;
+    need = sizeof(magic);
+  }
+}
 }  // namespace
 
 Status Bootstrap::create(const weftUniqueId& id, int rank, int nRanks, const PeerInfo& self, Deadline deadline,
@@ -257,9 +322,17 @@ Status Bootstrap::join(const UniqueIdInfo& info, int rank, int nRanks, const Pee
   b->abortInit_ = abortInit;
   const std::string rootName = info.root.toString();
 
+  InitWait wait;
+  wait.comm = info.nonce;
+  wait.rank = rank;
+  wait.nRanks = nRanks;
+  wait.root = rootName;
+  wait.sinceNs = start;
+  InitWaitReporter rep(wait, deadline);
+
   // Reach the root; it may not listen yet when a launcher started every rank at once.
   Socket root;
-  Status s = Socket::connect(info.root, deadline, abortInit, &root);
+  Status s = reachRoot(info.root, deadline, abortInit, rep, &root);
   if (b->aborted()) return abortedWhile(rank, "reaching the root");
   if (!s.isOk()) return rootUnreachable(s, rank, rootName);
 
@@ -268,7 +341,9 @@ Status Bootstrap::join(const UniqueIdInfo& info, int rank, int nRanks, const Pee
   SocketAddress bind = root.localAddress();
   bind.setPort(0);
   WEFT_TRY(Socket::listen(bind, &b->listener_));
-  WEFT_TRY(b->meetThroughRoot(root, self, deadline, start));
+  rep.state().phase = InitWait::Phase::kWaitingForRanks;
+  rep.changed();
+  WEFT_TRY(b->meetThroughRoot(root, self, deadline, start, rep));
   root.close();
 
   // Connect to the hub (rank 0), and find out now whether everyone can reach everyone's hub.
@@ -279,7 +354,8 @@ Status Bootstrap::join(const UniqueIdInfo& info, int rank, int nRanks, const Pee
   return Status::ok();
 }
 
-Status Bootstrap::meetThroughRoot(Socket& root, const PeerInfo& self, Deadline deadline, uint64_t start) {
+Status Bootstrap::meetThroughRoot(Socket& root, const PeerInfo& self, Deadline deadline, uint64_t start,
+                                  InitWaitReporter& rep) {
   const int rank = rank_, nRanks = nRanks_;
   const std::string rootName = id_.root.toString();
   wire::Hello hello = makeHello(id_, rank, nRanks, self, deadline, listener_.localAddress());
@@ -292,7 +368,7 @@ Status Bootstrap::meetThroughRoot(Socket& root, const PeerInfo& self, Deadline d
   Deadline answerBy =
       deadline.atNs() == UINT64_MAX ? deadline : Deadline::afterSeconds(deadline.remainingSeconds() + 2);
   wire::Reply reply{};
-  s = root.recvAll(&reply, sizeof(reply), answerBy, abortInit_);
+  s = awaitAnswer(root, rank, nRanks, answerBy, abortInit_, rep, &reply);
   if (aborted()) return abortedWhile(rank, "waiting for the other ranks to join");
   if (!s.isOk()) {
     if (s.code() == weftTimeout) {

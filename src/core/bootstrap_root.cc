@@ -20,6 +20,7 @@
 #include "core/bootstrap.h"
 #include "core/bootstrap_check.h"
 #include "core/bootstrap_wire.h"
+#include "core/init_wait.h"
 
 namespace weft {
 namespace core {
@@ -34,25 +35,6 @@ constexpr double kHandshakeS = 5.0;
 constexpr size_t kMaxPending = 1024;
 // How long the root tries to hand one rank the table.
 constexpr double kAnswerS = 10.0;
-
-// "1, 3, 5-9"
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out;
-  int shown = 0;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (shown++ == 32) {
-      out += ", ...";
-      break;
-    }
-    if (!out.empty()) out += ", ";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 class RootServer {
  public:
@@ -84,6 +66,8 @@ class RootServer {
     Deadline handshake;
     Deadline rankDeadline;
     bool dead = false;
+    uint64_t joinedNs = 0;     // when its hello was accepted
+    double lastReportS = 0;    // its last progress report's due time (seconds after joinedNs)
   };
 
   void run();
@@ -97,6 +81,8 @@ class RootServer {
   // Drops the connections that did not complete their hello within kHandshakeS, and forgets
   // the dropped ones.
   void dropSlowHellos();
+  // Tells each joined rank whose report (init_wait.h's schedule) is about due who has joined.
+  void sendProgress();
   // Every rank joined: sends each the rank table (run's last step; where: the root's address).
   void answerWithTable(const std::string& where);
   // A second hello for a rank that is still waiting: two groups of ranks (or one rank twice)
@@ -184,7 +170,17 @@ std::string RootServer::validate(const wire::Hello& h, weftResult_t* code) const
 }
 
 void RootServer::answerAll(const std::vector<char>& message) {
+  // The ranks of other processes first: a rank of this process may end the process (and this
+  // thread) as soon as it has its answer, e.g. on a time-out. (A pid equal by chance on another
+  // host only changes the order.)
+  std::vector<std::pair<int, Conn*>> order;
   for (auto& [rank, c] : joined_) {
+    if (c->hello.info.pid != ownerPid) order.emplace_back(rank, c.get());
+  }
+  for (auto& [rank, c] : joined_) {
+    if (c->hello.info.pid == ownerPid) order.emplace_back(rank, c.get());
+  }
+  for (auto& [rank, c] : order) {
     Status s = c->sock.sendAll(message.data(), message.size(), Deadline::afterSeconds(kAnswerS), &abort);
     if (!s.isOk()) {
       WEFT_LOG(kWarn, kBoot, "bootstrap root at %s: could not answer rank %d at %s: %s", id_.root.toString().c_str(),
@@ -281,6 +277,7 @@ bool RootServer::serve(Conn* c, Deadline* deadline) {
   Deadline mine = Deadline::afterSeconds(remaining - std::min(0.5, remaining / 10));
   if (joined_.empty() || mine.atNs() < deadline->atNs()) *deadline = mine;
   if (joined_.empty() && firstJoinNs_ == 0) firstJoinNs_ = nowNs();
+  c->joinedNs = nowNs();
   nRanks_ = c->hello.nRanks;
   WEFT_LOG(kTrace, kBoot, "bootstrap root at %s: rank %d of %d joined from %s", id_.root.toString().c_str(),
            c->hello.rank, nRanks_, c->addr.c_str());
@@ -328,6 +325,7 @@ void RootServer::run() {
     }
 
     dropSlowHellos();
+    sendProgress();
   }
   answerWithTable(where);
 }
@@ -343,6 +341,37 @@ void RootServer::dropSlowHellos() {
   }
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const auto& c) { return c->dead; }),
                  pending_.end());
+}
+
+void RootServer::sendProgress() {
+  const double firstS = static_cast<double>(params::InitReportS());
+  if (firstS <= 0 || nRanks_ <= 0 || !usedTwice_.empty()) return;
+  // Sent a little before the rank reports, so that its report carries news (the rank's clock
+  // started a moment before its hello arrived here).
+  const double leadS = std::min(0.5, firstS / 2);
+  const uint64_t now = nowNs();
+  wire::Progress p{};
+  bool made = false;
+  for (auto& [rank, c] : joined_) {
+    const double dueS = nextInitReportS(c->lastReportS, firstS);
+    if (c->dead || static_cast<double>(now - c->joinedNs) / 1e9 < dueS - leadS) continue;
+    c->lastReportS = dueS;
+    if (!made) {
+      p.magic = wire::kProgressMagic;
+      p.nRanks = nRanks_;
+      p.joined = static_cast<int32_t>(joined_.size());
+      p.missingTotal = nRanks_ - p.joined;
+      for (int r = 0; r < nRanks_ && p.missingShown < wire::kProgressMissingShown; ++r) {
+        if (joined_.find(r) == joined_.end()) p.missing[p.missingShown++] = r;
+      }
+      made = true;
+    }
+    Status s = c->sock.sendAll(&p, sizeof(p), Deadline::afterSeconds(0.5), &abort);
+    if (!s.isOk()) {
+      WEFT_LOG(kInfo, kBoot, "bootstrap root at %s: could not tell rank %d at %s who joined: %s",
+               id_.root.toString().c_str(), rank, c->addr.c_str(), s.message().c_str());
+    }
+  }
 }
 
 void RootServer::answerWithTable(const std::string& where) {

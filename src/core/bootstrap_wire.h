@@ -20,8 +20,10 @@ constexpr uint32_t kIdMagic = 0x44494657u;     // "WFID"
 constexpr uint32_t kHelloMagic = 0x48424657u;  // "WFBH": rank -> root
 constexpr uint32_t kReplyMagic = 0x52424657u;  // "WFBR": root -> rank
 constexpr uint32_t kConnMagic = 0x43424657u;   // "WFBC": rank -> rank
+constexpr uint32_t kProgressMagic = 0x50424657u;  // "WFBP": root -> waiting rank
 // Bumped whenever a struct below changes, so that mismatched builds fail clearly.
-constexpr uint32_t kProtocolVersion = 1;
+// 2: the root sends Progress messages before its answer.
+constexpr uint32_t kProtocolVersion = 2;
 
 // Largest communicator the root accepts (a sanity bound on a hello from a stranger).
 constexpr int32_t kMaxRanks = 1 << 20;
@@ -68,6 +70,19 @@ struct Reply {
   int32_t nRanks;
   uint32_t textBytes;
 };
+
+// Root -> a rank that joined, while ranks are still missing (any number, before the Reply):
+// how many ranks joined and the lowest missing ones, so that every waiting rank can name them.
+constexpr int kProgressMissingShown = 16;
+struct Progress {
+  uint32_t magic;
+  int32_t nRanks;
+  int32_t joined;
+  int32_t missingTotal;  // nRanks - joined
+  int32_t missingShown;  // entries of missing[] used: min(missingTotal, kProgressMissingShown)
+  int32_t missing[kProgressMissingShown];  // ascending
+};
+static_assert(sizeof(Progress) == 20 + 4 * kProgressMissingShown, "wire::Progress layout");
 
 struct Entry {
   PeerInfo info;

@@ -7,7 +7,7 @@
 //
 // Exit status: 0 when every connection was made and the root closed each within HOLD_S; 1 when
 // one stayed open; 2 when the root could not be reached at all (then nothing was tested).
-// The hello layout used here is only the first eight bytes of Weft's (magic "WFBH", version 1);
+// The hello layout used here is only the first eight bytes of Weft's (magic "WFBH", version 2);
 // the rest is random, so the secret is wrong whatever the real layout is.
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -34,7 +34,7 @@ namespace {
 
 constexpr uint32_t kHelloMagic = 0x48424657u;  // "WFBH"
 constexpr uint32_t kReplyMagic = 0x52424657u;  // "WFBR"
-constexpr uint32_t kHelloVersion = 1;
+constexpr uint32_t kHelloVersion = 2;  // wire::kProtocolVersion
 constexpr double kConnectWithinS = 30.0;
 
 struct Target {

@@ -75,7 +75,7 @@ TEST(BootstrapCheck, HelloFieldByField) {
   Status other = checkHello(goodHello(), theId(), 8);
   EXPECT_NE(other.message().find("the ranks that joined first say 8"), std::string::npos) << other.message();
   Hello mixed = goodHello();
-  mixed.version = 2;
+  mixed.version = kProtocolVersion + 1;
   EXPECT_EQ(checkHello(mixed, theId(), -1).code(), weftInvalidUsage) << "a mixed build is told so";
 }
 
