@@ -164,6 +164,7 @@ TEST(Recorder, ProcessRanksEachHaveASegment) {
     }
     closedir(d);
     EXPECT_EQ(all.size(), 2u);
+    allReduce(r, 3);  // neither rank destroys its communicator (and segment) before both looked
   });
 }
 
