@@ -159,11 +159,7 @@ class Executor {
       for (auto& t : tracks) {
         for (int n = 0; n < kStepsPerTurn && !t.done; ++n) {
           StepResult r;
-          if (plan_.tracer) {
-            WEFT_TRY(tracedStep(t, static_cast<int>(&t - tracks.data()), &r));
-          } else {
-            WEFT_TRY(tryStep(t, &r));
-          }
+          WEFT_TRY(plan_.tracer ? tracedStep(t, static_cast<int>(&t - tracks.data()), &r) : tryStep(t, &r));
           if (r == StepResult::kBlocked) break;
           progressed = true;
           ++t.step;
