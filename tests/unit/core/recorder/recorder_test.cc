@@ -53,6 +53,24 @@ class ScopedEnv {
 };
 
 // The /dev/shm recorder segments of process `pid` (for `rank`, or every rank with -1).
+// A fresh directory for dumps ("" when it cannot be made).
+std::string makeDumpDir() {
+  char dirTemplate[] = "/tmp/weft-recorder-test-XXXXXX";
+  return mkdtemp(dirTemplate) != nullptr ? std::string(dirTemplate) : std::string();
+}
+
+// The files in `dir` (full paths; none when it cannot be read).
+std::vector<std::string> filesIn(const std::string& dir) {
+  std::vector<std::string> files;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return files;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') files.push_back(dir + "/" + e->d_name);
+  }
+  closedir(d);
+  return files;
+}
+
 std::vector<std::string> segmentsOf(int pid, int rank = -1) {
   std::vector<std::string> out;
   const std::string prefix = "weft-rec-" + std::to_string(pid) + "-";
@@ -243,9 +261,8 @@ TEST(Recorder, SweepRemovesTheSegmentOfADeadOwner) {
 }
 
 TEST(Recorder, DumpOnRequestWritesTheSegmentsLayout) {
-  char dirTemplate[] = "/tmp/weft-recorder-test-XXXXXX";
-  ASSERT_NE(mkdtemp(dirTemplate), nullptr);
-  const std::string dir = dirTemplate;
+  const std::string dir = makeDumpDir();
+  ASSERT_FALSE(dir.empty());
   {
     ScopedEnv calls("WEFT_RECORDER_CALLS", "8");
     ScopedEnv where("WEFT_RECORDER_DIR", dir.c_str());
@@ -255,13 +272,7 @@ TEST(Recorder, DumpOnRequestWritesTheSegmentsLayout) {
       ASSERT_EQ(weftCommDumpRecorder(r.comm), weftSuccess) << weftGetLastError(r.comm);
     });
   }
-  std::vector<std::string> files;
-  DIR* d = opendir(dir.c_str());
-  ASSERT_NE(d, nullptr);
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] != '.') files.push_back(dir + "/" + e->d_name);
-  }
-  closedir(d);
+  const std::vector<std::string> files = filesIn(dir);
   ASSERT_EQ(files.size(), 2u);
   for (const std::string& f : files) {
     EXPECT_NE(f.find("/weft-rec-"), std::string::npos);
@@ -280,9 +291,8 @@ TEST(Recorder, DumpOnRequestWritesTheSegmentsLayout) {
 
 // Rank 1 never makes the call rank 0 waits in: rank 0 times out and dumps, the call kFailed.
 TEST(Recorder, TimeOutDumpsWithTheFailedCall) {
-  char dirTemplate[] = "/tmp/weft-recorder-test-XXXXXX";
-  ASSERT_NE(mkdtemp(dirTemplate), nullptr);
-  const std::string dir = dirTemplate;
+  const std::string dir = makeDumpDir();
+  ASSERT_FALSE(dir.empty());
   {
     ScopedEnv calls("WEFT_RECORDER_CALLS", "8");
     ScopedEnv where("WEFT_RECORDER_DIR", dir.c_str());
@@ -299,13 +309,7 @@ TEST(Recorder, TimeOutDumpsWithTheFailedCall) {
           << weftGetLastError(r.comm);
     }, 60);
   }
-  std::vector<std::string> files;
-  DIR* d = opendir(dir.c_str());
-  ASSERT_NE(d, nullptr);
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] != '.') files.push_back(dir + "/" + e->d_name);
-  }
-  closedir(d);
+  const std::vector<std::string> files = filesIn(dir);
   ASSERT_EQ(files.size(), 1u);
   Snapshot s;
   ASSERT_TRUE(readSnapshot(files[0], &s));
