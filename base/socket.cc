@@ -140,12 +140,36 @@ Status Socket::listen(const SocketAddress& bind, Socket* out) {
   return Status::ok();
 }
 
+namespace {
+
+// One attempt to connect non-blocking socket `fd`: 0, the attempt's errno, or ECANCELED once
+// *abort became true.
+int connectAttempt(int fd, const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort) {
+  if (::connect(fd, addr.sockaddrPtr(), addr.length()) == 0) return 0;
+  int err = errno;
+  if (err != EINPROGRESS) return err;
+  Wait w = waitFd(fd, POLLOUT, deadline, abort);
+  if (w == Wait::kAborted) return ECANCELED;
+  if (w == Wait::kTimeout) return ETIMEDOUT;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  return err;
+}
+
+}  // namespace
+
 Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort, Socket* out) {
   return connect(addr, deadline, abort, nullptr, out);
 }
 
 Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort,
                        SocketSource* source, Socket* out) {
+  return connect(addr, deadline, abort, source, Refused::kRetry, out);
+}
+
+Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort,
+                       SocketSource* source, Refused refused, Socket* out, bool* wasRefused) {
+  if (wasRefused != nullptr) *wasRefused = false;
   if (!addr.valid()) return WEFT_ERROR(weftInvalidArgument, "connect: no address");
   if (source != nullptr && source->address.family() != addr.family()) {
     return WEFT_ERROR(weftInvalidArgument, "cannot connect to %s from %s: the addresses are of different families",
@@ -162,22 +186,8 @@ Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
     Socket s(fd);
     setNoDelay(fd);
     if (source != nullptr) WEFT_TRY(bindSource(fd, addr, source));
-    int err = 0;
-    if (::connect(fd, addr.sockaddrPtr(), addr.length()) != 0) {
-      err = errno;
-      if (err == EINPROGRESS) {
-        Wait w = waitFd(fd, POLLOUT, deadline, abort);
-        if (w == Wait::kAborted) {
-          return WEFT_ERROR(weftRemoteError, "aborted while connecting to %s", addr.toString().c_str());
-        }
-        if (w == Wait::kTimeout) {
-          err = ETIMEDOUT;
-        } else {
-          socklen_t len = sizeof(err);
-          if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-        }
-      }
-    }
+    const int err = connectAttempt(fd, addr, deadline, abort);
+    if (err == ECANCELED) return WEFT_ERROR(weftRemoteError, "aborted while connecting to %s", addr.toString().c_str());
     if (err == 0) {
       s.refreshAddresses();
       *out = std::move(s);
@@ -185,6 +195,11 @@ Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
     }
     // A wait cut short by the deadline says less than the error of the attempt before it.
     if (err != ETIMEDOUT || lastErr == 0) lastErr = err;
+    if (err == ECONNREFUSED && refused == Refused::kGone) {
+      if (wasRefused != nullptr) *wasRefused = true;
+      return WEFT_ERROR(weftRemoteError, "%s refused the connection: nothing listens there any more",
+                        addr.toString().c_str());
+    }
     if (!connectRetryable(err)) {
       return WEFT_ERROR(weftSystemError, "cannot connect to %s%s%s: %s", addr.toString().c_str(),
                         source ? " from " : "", source ? source->address.hostString().c_str() : "",
@@ -199,6 +214,11 @@ Status Socket::connect(const SocketAddress& addr, Deadline deadline, const std::
   }
   return WEFT_ERROR(weftTimeout, "could not connect to %s within %.1f s (%d attempts; last error: %s)",
                     addr.toString().c_str(), secondsSince(start), attempts, errnoText(lastErr).c_str());
+}
+
+bool Socket::peerClosed() const {
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  return fd_ >= 0 && ::poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 Status Socket::tryAccept(Socket* out) const {

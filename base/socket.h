@@ -57,6 +57,12 @@ class Socket {
   // `addr` (no route through that interface) is an error of its own: not retried.
   static Status connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort,
                         SocketSource* source, Socket* out);
+  // What a refused connection means. kRetry: the peer may not listen yet. kGone: it listened
+  // before (its address came from it once it was listening), so nothing listens there any more;
+  // connect() then fails at once with weftRemoteError and *refused (when given) = true.
+  enum class Refused { kRetry, kGone };
+  static Status connect(const SocketAddress& addr, Deadline deadline, const std::atomic<bool>* abort,
+                        SocketSource* source, Refused refused, Socket* out, bool* wasRefused = nullptr);
 
   // Listening socket: waits for one connection.
   Status accept(Deadline deadline, const std::atomic<bool>* abort, Socket* out) const;
@@ -68,6 +74,10 @@ class Socket {
   // Reads what is available without waiting, up to `bytes`. *got = 0 and ok: nothing yet.
   // *closed = true when the peer closed the connection (and nothing more will come).
   Status recvSome(void* data, size_t bytes, size_t* got, bool* closed) const;
+
+  // True when the peer closed or reset the connection, for a socket this side only writes to
+  // (anything readable on it then means the end). Does not wait.
+  bool peerClosed() const;
 
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }

@@ -50,6 +50,7 @@ struct Bootstrap::Message {
 struct Bootstrap::PeerConn {
   std::mutex sendMutex;  // guards `out`
   Socket out;
+  std::atomic<bool> left{false};  // its listener refused us: it destroyed its communicator or exited
   Socket in;  // touched only by the pumping thread, like the message being read from it:
   wire::Frame header{};
   size_t headerGot = 0;
@@ -77,6 +78,7 @@ Bootstrap::PeerConn& Bootstrap::conn(int peer) {
 }
 
 Bootstrap::~Bootstrap() { abort_.store(true); }
+
 
 std::string Bootstrap::describe(int peer) const {
   char buf[128];
@@ -169,31 +171,7 @@ Status Bootstrap::sendFrame(int peer, uint32_t kind, int tag, const void* data, 
   }
   PeerConn& c = conn(peer);
   std::lock_guard<std::mutex> lock(c.sendMutex);
-  auto failed = [&](Status s, const char* doing) {
-    c.out.close();
-    if (aborted()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
-    if (s.code() == weftRemoteError) {
-      return Status::error(weftRemoteError, "bootstrap: " + describe(peer) + " closed its connection during " + what +
-                                                " (" + s.message() + ")");
-    }
-    return Status::error(s.code(), "bootstrap: rank " + std::to_string(rank_) + " " + doing + " " + describe(peer) +
-                                       " during " + what + ": " + s.message());
-  };
-  if (!c.out.valid()) {
-    Socket s;
-    Status st = Socket::connect(address(peer), deadline, &abort_, &s);
-    if (!st.isOk()) return failed(std::move(st), "cannot connect to");
-    wire::ConnHello h{};
-    h.magic = wire::kConnMagic;
-    h.version = wire::kProtocolVersion;
-    std::memcpy(h.secret, id_.secret, kSecretBytes);
-    h.nonce = id_.nonce;
-    h.from = rank_;
-    h.to = peer;
-    st = s.sendAll(&h, sizeof(h), deadline, &abort_);
-    if (!st.isOk()) return failed(std::move(st), "cannot greet");
-    c.out = std::move(s);
-  }
+  if (!c.out.valid()) WEFT_TRY(openOut(c, peer, deadline, what));
   wire::Frame f{kind, tag, bytes};
   Status st;
   if (bytes <= kCoalesceBytes) {
@@ -205,8 +183,59 @@ Status Bootstrap::sendFrame(int peer, uint32_t kind, int tag, const void* data, 
     st = c.out.sendAll(&f, sizeof(f), deadline, &abort_);
     if (st.isOk()) st = c.out.sendAll(data, bytes, deadline, &abort_);
   }
-  if (!st.isOk()) return failed(std::move(st), "cannot send to");
+  if (!st.isOk()) return sendFailed(c, peer, std::move(st), "cannot send to", what);
   return Status::ok();
+}
+
+Status Bootstrap::sendFailed(PeerConn& c, int peer, Status s, const char* doing, const char* what) {
+  c.out.close();
+  if (aborted()) return WEFT_ERROR(weftRemoteError, "bootstrap: rank %d aborted during %s", rank_, what);
+  if (s.code() == weftRemoteError) {
+    c.left.store(true);
+    return Status::error(weftRemoteError, "bootstrap: " + describe(peer) + " closed its connection during " + what +
+                                              " (" + s.message() + ")");
+  }
+  return Status::error(s.code(), "bootstrap: rank " + std::to_string(rank_) + " " + doing + " " + describe(peer) +
+                                     " during " + what + ": " + s.message());
+}
+
+Status Bootstrap::openOut(PeerConn& c, int peer, Deadline deadline, const char* what) {
+  // The table holds a rank's address only once it listens there: a refusal means it has left.
+  Socket s;
+  bool refused = false;
+  Status st = Socket::connect(address(peer), deadline, &abort_, nullptr, Socket::Refused::kGone, &s, &refused);
+  if (refused) {
+    c.left.store(true);
+    return WEFT_ERROR(weftRemoteError,
+                      "bootstrap: %s has left the communicator (it destroyed it or exited: its bootstrap port "
+                      "refused rank %d's connection during %s)",
+                      describe(peer).c_str(), rank_, what);
+  }
+  if (!st.isOk()) return sendFailed(c, peer, std::move(st), "cannot connect to", what);
+  wire::ConnHello h{};
+  h.magic = wire::kConnMagic;
+  h.version = wire::kProtocolVersion;
+  std::memcpy(h.secret, id_.secret, kSecretBytes);
+  h.nonce = id_.nonce;
+  h.from = rank_;
+  h.to = peer;
+  st = s.sendAll(&h, sizeof(h), deadline, &abort_);
+  if (!st.isOk()) return sendFailed(c, peer, std::move(st), "cannot greet", what);
+  c.out = std::move(s);
+  return Status::ok();
+}
+
+// Nothing ever comes back on `out` (the peer only reads it): readable or hung up means closed.
+bool Bootstrap::peerLeft(int peer, Deadline deadline) {
+  if (peer < 0 || peer >= nRanks_ || peer == rank_) return false;
+  PeerConn& c = conn(peer);
+  std::lock_guard<std::mutex> lock(c.sendMutex);
+  if (!c.left.load() && !c.out.valid()) (void)openOut(c, peer, deadline, "a check that it is still there");
+  if (!c.left.load() && c.out.valid() && c.out.peerClosed()) {
+    c.left.store(true);
+    c.out.close();
+  }
+  return c.left.load();
 }
 
 Status Bootstrap::timeoutError(int peer, Deadline deadline, uint64_t startNs, const char* what) const {

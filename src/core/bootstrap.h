@@ -133,6 +133,11 @@ class Bootstrap : public PeerExchange {
   // ... and fails (weftRemoteError, "aborted") within ~0.1 s once `stop` becomes true.
   Status recv(int peer, int tag, void* data, size_t bytes, Deadline deadline, const std::atomic<bool>* stop) override;
 
+  // True when `peer` has left: it destroyed its communicator or exited (its bootstrap port
+  // refuses connections, or closed the one this rank opened). Connects to it first if this rank
+  // never sent it anything, waiting at most until `deadline`.
+  bool peerLeft(int peer, Deadline deadline);
+
   // From any thread: every call in progress or to come returns weftRemoteError ("aborted")
   // within about 0.1 s.
   void abort();
@@ -157,6 +162,10 @@ class Bootstrap : public PeerExchange {
 
   Status sendFrame(int peer, uint32_t kind, int tag, const void* data, size_t bytes, Deadline deadline,
                    const char* what);
+  // With c.sendMutex held: connects c.out to `peer` and greets it (what: the call, for messages).
+  Status openOut(PeerConn& c, int peer, Deadline deadline, const char* what);
+  // Closes c.out after `s` ended a send of `what`, and says so.
+  Status sendFailed(PeerConn& c, int peer, Status s, const char* doing, const char* what);
   Status recvFrame(int peer, uint32_t kind, int tag, void* data, size_t bytes, Deadline deadline, const char* what,
                    const std::atomic<bool>* stop = nullptr);
   Status gather(const void* mine, void* all, size_t bytesPerRank, Deadline deadline, bool isBarrier);

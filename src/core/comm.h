@@ -528,6 +528,12 @@ class Communicator final {
   // recvAny: its receiving ends from every peer exist; the peer it looks at first next time.
   bool recvAnyConnected_ = false;
   int recvAnyNext_ = 0;
+  std::set<int> recvAnyLeft_;  // peers that had left when recvAny connected: never senders
+  // Makes recvAny's receiving ends from every peer that has not left.
+  Status connectEverySender();
+  // Adds the peers that have left since, with nothing more to receive, to recvAnyLeft_.
+  Status leaveOutPeersThatLeft(const Deadline& deadline);
+  Status noSenderLeft() const;
   // Waits for the first peer whose next message to this rank is a send (recvAny).
   Status waitForAnySender(int* from);
   std::atomic<bool> revoked_{false};

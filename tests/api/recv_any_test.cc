@@ -3,6 +3,8 @@
 // like weftRecv's; collective data that arrives early is not taken for a send; the wait ends at
 // WEFT_TIMEOUT_S and on revoke and abort; bad arguments are refused with a sentence.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -221,10 +223,101 @@ TEST(RecvAnyArguments, AreCheckedWithASentence) {
   });
 }
 
+// A pipe through which one rank process tells another it has left (destroyed its communicator).
+class LeftSignal {
+ public:
+  LeftSignal() { EXPECT_EQ(pipe(fds_), 0); }
+  ~LeftSignal() {
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  // In the rank that leaves, after weftCommDestroy: ends the process as a finished rank would.
+  [[noreturn]] void leave() {
+    const char c = 'x';
+    EXPECT_EQ(write(fds_[1], &c, 1), 1);
+    std::fflush(stdout);
+    _exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  // In another rank: true once the leaving rank is gone (within 20 s).
+  bool waitForLeave() {
+    pollfd p{fds_[0], POLLIN, 0};
+    char c = 0;
+    return poll(&p, 1, 20000) == 1 && read(fds_[0], &c, 1) == 1;
+  }
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
+// A rank that finished its part and destroyed its communicator sends nothing more. Over sockets
+// the receiving end sends its offer to the sender, which that rank cannot take: weftRecvAny
+// leaves such a rank out and hears the one that sends (it once failed after WEFT_TIMEOUT_S when
+// rank 1 finished first: Shapes/RecvAny.EveryReceiverHearsTheOneSender/..._sockets).
+TEST(RecvAnyLeft, ARankThatDestroyedItsCommunicatorIsLeftOut) {
+  setenv("WEFT_TIMEOUT_S", "60", 1);
+  for (bool sockets : {true, false}) {
+    SCOPED_TRACE(sockets ? "sockets" : "shared memory");
+    Transport transport(sockets);
+    LeftSignal left;
+    runRanks(Mode::kProcesses, 3, [&](Rank& r) {
+      if (r.rank == 1) {
+        ASSERT_EQ(weftCommDestroy(r.comm), weftSuccess);
+        left.leave();
+      }
+      if (r.rank == 0) {
+        std::vector<int32_t> msg = messageOf(0, 2, 1000);
+        ASSERT_EQ(weftSend(msg.data(), msg.size(), weftInt32, 2, r.comm, nullptr), weftSuccess)
+            << weftGetLastError(r.comm);
+        return;
+      }
+      ASSERT_TRUE(left.waitForLeave());
+      auto start = std::chrono::steady_clock::now();
+      std::vector<int32_t> got(1000, -1);
+      int source = -1;
+      ASSERT_EQ(weftRecvAny(got.data(), got.size(), weftInt32, &source, r.comm, nullptr), weftSuccess)
+          << weftGetLastError(r.comm);
+      EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+      EXPECT_EQ(source, 0);
+      EXPECT_EQ(wrongElements(got, 0, 2), 0u);
+    });
+  }
+  unsetenv("WEFT_TIMEOUT_S");
+}
+
+// When every other rank has left, no message can come: the receive says so at once.
+TEST(RecvAnyLeft, NoSenderLeftFailsWithASentence) {
+  setenv("WEFT_TIMEOUT_S", "60", 1);
+  for (bool sockets : {true, false}) {
+    SCOPED_TRACE(sockets ? "sockets" : "shared memory");
+    Transport transport(sockets);
+    LeftSignal left;
+    runRanks(Mode::kProcesses, 2, [&](Rank& r) {
+      if (r.rank == 0) {
+        ASSERT_EQ(weftCommDestroy(r.comm), weftSuccess);
+        left.leave();
+      }
+      ASSERT_TRUE(left.waitForLeave());
+      auto start = std::chrono::steady_clock::now();
+      int32_t buf = 0;
+      int source = -1;
+      EXPECT_EQ(weftRecvAny(&buf, 1, weftInt32, &source, r.comm, nullptr), weftInvalidUsage);
+      EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+      const std::string msg = weftGetLastError(r.comm);
+      EXPECT_TRUE(contains(msg, "rank 1: weftRecvAny: every other rank has destroyed its communicator or exited")) << msg;
+      EXPECT_EQ(source, -1);
+    });
+  }
+  unsetenv("WEFT_TIMEOUT_S");
+}
+
 TEST(RecvAnyWaits, EndAtTheTimeout) {
   setenv("WEFT_TIMEOUT_S", "2", 1);
   runRanks(Mode::kThreads, 3, [](Rank& r) {
-    if (r.rank != 0) return;  // nobody sends
+    if (r.rank != 0) {
+      // Nobody sends, and nobody leaves before the time-out (one that left would end it sooner).
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+      return;
+    }
     int32_t buf = 0;
     int source = -1;
     auto start = std::chrono::steady_clock::now();
