@@ -1,6 +1,7 @@
 #include "base/os.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/mempolicy.h>
 #include <sched.h>
 #include <signal.h>
@@ -144,12 +145,10 @@ uint64_t processHash() {
   int pid = getpid();
   if (cachedPid.load(std::memory_order_acquire) == pid) return cachedHash.load(std::memory_order_relaxed);
   std::string id = std::to_string(hostHash()) + ":" + std::to_string(pid);
-  std::ifstream stat("/proc/self/stat");
-  std::string field;
-  // Field 22 of /proc/self/stat is the start time: it tells a recycled pid apart.
-  for (int i = 0; i < 22 && (stat >> field); ++i) {
-  }
-  id += ":" + field;
+  // The start time tells a recycled pid apart.
+  ProcStat st;
+  (void)readProcStat(0, &st);
+  id += ":" + std::to_string(st.startTicks);
   uint64_t hash = hashBytes(id.data(), id.size());
   cachedHash.store(hash, std::memory_order_relaxed);
   cachedPid.store(pid, std::memory_order_release);
@@ -163,20 +162,40 @@ int usableCpus() {
   return n > 0 ? n : 1;
 }
 
+bool readProcStat(int pid, ProcStat* out) {
+  char path[64];
+  if (pid <= 0) std::snprintf(path, sizeof(path), "/proc/self/stat");
+  else std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[1024];
+  const ssize_t got = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (got <= 0) return false;
+  text[got] = '\0';
+  // The command name (field 2) may hold spaces and parentheses: field 3 on follow the last ')'.
+  const char* p = std::strrchr(text, ')');
+  if (p == nullptr || p[1] != ' ' || p[2] == '\0') return false;
+  out->state = p[2];
+  p += 2;
+  for (int field = 3; field < 22; ++field) {
+    while (*p != ' ' && *p != '\0') ++p;
+    while (*p == ' ') ++p;
+    if (*p == '\0') return false;
+  }
+  char* end = nullptr;
+  out->startTicks = std::strtoull(p, &end, 10);
+  return end != p;
+}
+
 bool processAlive(int pid) {
   if (pid <= 0) return false;
   if (kill(pid, 0) != 0) return errno == EPERM;  // EPERM: exists but belongs to someone else
   // A killed process that its parent has not reaped yet is a zombie: it still answers kill()
   // but will never run again.
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  std::ifstream stat(path);
-  std::string line;
-  if (!std::getline(stat, line)) return true;  // no /proc: trust kill()
-  size_t paren = line.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= line.size()) return true;
-  char state = line[paren + 2];
-  return state != 'Z' && state != 'X';
+  ProcStat st;
+  if (!readProcStat(pid, &st)) return true;  // no /proc: trust kill()
+  return st.state != 'Z' && st.state != 'X';
 }
 
 uint64_t processPidNamespace() {

@@ -74,6 +74,14 @@ void initProcessStatics();
 int usableCpus();
 // True when a process with this pid exists on this host.
 bool processAlive(int pid);
+// What /proc/<pid>/stat says of a process (pid 0: this one): its state letter (R, S, D, T for
+// stopped, t for traced, Z, ...) and its start time in clock ticks since boot (field 22), which
+// tells a reused pid from the process that had it. False when there is no such file to read.
+struct ProcStat {
+  char state = '?';
+  uint64_t startTicks = 0;
+};
+bool readProcStat(int pid, ProcStat* out);
 // The inode of this process's pid namespace, 0 when unknown: two processes' pids compare only
 // when it is equal (containers that share /dev/shm may have separate pid namespaces).
 uint64_t processPidNamespace();

@@ -183,7 +183,7 @@ Status Communicator::fail(Status status) {
   const int told = (culprit >= 0 ? culprit : rank_) | (mismatch ? kCulpritCallMismatch : 0);
   if (liveness_) liveness_->publishFailure(opNumber_, false, mismatch ? told : culprit, status.message());
   connections_.signalAbort(told);
-  recordFailure(status, !verdict.isOk());
+  recordFailure(status, !verdict.isOk() || (culprit >= 0 && culprit != rank_) || mismatch);
   if (mismatch) return explainCallMismatch(std::move(status));
   return status;
 }
@@ -245,13 +245,13 @@ void Communicator::abortOperations() {
   connections_.signalAbort(culprit >= 0 ? culprit : rank_);
 }
 
-void Communicator::recordFailure(const Status& status, bool liveness) {
+void Communicator::recordFailure(const Status& status, bool byPeer) {
   if (!recorder_) return;
   recorder_->failed(status.message());
   // The moments someone will ask what every rank was doing (recorder.h): dumps, when
   // WEFT_RECORDER_DIR asks for them.
-  if (liveness) recorder_->dump(RecorderDumpReason::kLiveness);
-  else if (status.code() == weftTimeout) recorder_->dump(RecorderDumpReason::kTimeout);
+  if (status.code() == weftTimeout) recorder_->dump(RecorderDumpReason::kTimeout);
+  else if (byPeer) recorder_->dump(RecorderDumpReason::kLiveness);
 }
 
 Status Communicator::dumpRecorder(std::string* path) {

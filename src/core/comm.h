@@ -368,8 +368,8 @@ class Communicator final {
                          std::vector<coll::Lane>* lanes);
   Status fail(Status status);
   // fail()'s part for the flight recorder: the active call failed; a dump after a time-out or a
-  // liveness verdict (`liveness`).
-  void recordFailure(const Status& status, bool liveness);
+  // failure a peer caused (`byPeer`: a liveness verdict, a peer blamed, calls that disagree).
+  void recordFailure(const Status& status, bool byPeer);
   // Zero-copy collectives (comm_zero_copy.cc). Candidate: a call every rank takes to the
   // handshake (a function of the call and of what all ranks agreed at init); runZeroCopy then
   // sets *done when every rank's buffers allowed it and the call ran, else the call takes the

@@ -139,13 +139,21 @@ uint64_t recordedStartTicks(const std::string& name) {
   return h.ownerStartTicks;
 }
 
-// "first sentence" of a message: up to its first ". " (or all of it), cut to fit `cap` bytes.
+// "first sentence" of a message: up to its first ". " (or all of it), cut at a word to fit `cap`
+// bytes with "..." when longer.
 void firstSentence(const std::string& message, char* out, size_t cap) {
   size_t end = message.find(". ");
   if (end == std::string::npos) end = message.size();
-  if (end > cap - 1) end = cap - 1;
+  const char* more = "";
+  if (end > cap - 1) {
+    // Cut at a word, and say so.
+    const size_t room = cap - 4;
+    const size_t space = message.rfind(' ', room);
+    end = space != std::string::npos && space > room / 2 ? space : room;
+    more = "...";
+  }
   std::memcpy(out, message.data(), end);
-  out[end] = '\0';
+  std::memcpy(out + end, more, std::strlen(more) + 1);
 }
 
 // A host name usable in a file name.
@@ -172,29 +180,6 @@ bool writeAll(int fd, const void* data, size_t bytes) {
 
 }  // namespace
 
-uint64_t processStartTicks(int pid) {
-  char path[64];
-  if (pid <= 0) std::snprintf(path, sizeof(path), "/proc/self/stat");
-  else std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char text[1024];
-  const ssize_t got = read(fd, text, sizeof(text) - 1);
-  close(fd);
-  if (got <= 0) return 0;
-  text[got] = '\0';
-  // The command name (field 2) may hold spaces and parentheses: fields 3 on follow the last ')'.
-  const char* p = std::strrchr(text, ')');
-  if (p == nullptr) return 0;
-  ++p;
-  for (int field = 3; field < 22; ++field) {
-    while (*p == ' ') ++p;
-    while (*p != ' ' && *p != '\0') ++p;
-    if (*p == '\0') return 0;
-  }
-  return std::strtoull(p, nullptr, 10);
-}
-
 size_t sweepRecorderSegments() {
   return unlinkShmSegments(kRecorderPrefix, [](const std::string& name) {
     const int pid = pidOfName(name);
@@ -202,8 +187,8 @@ size_t sweepRecorderSegments() {
     if (!processAlive(pid)) return true;
     // The pid runs, but perhaps as another process: then its start time differs from the owner's.
     const uint64_t recorded = recordedStartTicks(name);
-    const uint64_t now = processStartTicks(pid);
-    return recorded != 0 && now != 0 && recorded != now;
+    ProcStat now;
+    return recorded != 0 && readProcStat(pid, &now) && now.startTicks != 0 && recorded != now.startTicks;
   });
 }
 
@@ -280,7 +265,8 @@ void FlightRecorder::fillHeader(uint64_t commHash, int rank, int nRanks) {
   h->nRanks = nRanks;
   h->version = WEFT_VERSION_CODE;
   h->commHash = commHash;
-  h->ownerStartTicks = processStartTicks(0);
+  ProcStat self;
+  h->ownerStartTicks = readProcStat(0, &self) ? self.startTicks : 0;
   h->createdNs = renewClock();
   h->updatedNs.store(h->createdNs, std::memory_order_relaxed);
   h->calls.store(0, std::memory_order_relaxed);

@@ -113,8 +113,6 @@ void recorderHeartbeat();
 // the process's other communicators share; returns how many files were written.
 int dumpAllRecorders(RecorderDumpReason reason);
 
-// The /proc/<pid>/stat start time (field 22) of `pid` (0: this process); 0 when unknown.
-uint64_t processStartTicks(int pid);
 
 }  // namespace core
 }  // namespace weft

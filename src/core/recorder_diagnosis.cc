@@ -6,28 +6,19 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdio>
 #include <map>
 #include <set>
 
 #include "base/coll_traits.h"
 #include "base/os.h"
+#include "base/status.h"
+#include "core/init_wait.h"
 #include "collectives/datatypes.h"
 
 namespace weft {
 namespace core {
 namespace {
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[768];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
 
 std::string join(const std::vector<std::string>& parts, const char* separator) {
   std::string out;
@@ -61,7 +52,7 @@ const char* dumpReasonName(RecorderDumpReason reason) {
     case RecorderDumpReason::kTimeout:
       return "dumped on a time-out";
     case RecorderDumpReason::kLiveness:
-      return "dumped when a peer was found dead or silent";
+      return "dumped when a peer died, went silent or disagreed";
     case RecorderDumpReason::kSignal:
       return "dumped on the dump signal";
     case RecorderDumpReason::kRequest:
@@ -80,8 +71,8 @@ std::string statePhrase(const CopiedCall& call, int64_t refNs) {
     case RecordedState::kRunning:
       return "running since " + ageSince(started, refNs);
     case RecordedState::kWaiting: {
-      std::string peer = call.waitPeer >= 0 ? format("for rank %d", call.waitPeer) : "(for whom is not known)";
-      std::string step = call.waitStep >= 0 ? format(" in step %d", call.waitStep) : "";
+      std::string peer = call.waitPeer >= 0 ? formatText("for rank %d", call.waitPeer) : "(for whom is not known)";
+      std::string step = call.waitStep >= 0 ? formatText(" in step %d", call.waitStep) : "";
       return "waiting " + peer + step + " since " + ageSince(started, refNs);
     }
     case RecordedState::kDone:
@@ -94,7 +85,7 @@ std::string statePhrase(const CopiedCall& call, int64_t refNs) {
 }
 
 std::string rankLine(const RecorderCopy& c, int64_t nowNs) {
-  std::string owner = format("rank %d (pid %d on %s, %s", c.rank, c.pid, c.host.c_str(), livenessName(c.liveness));
+  std::string owner = formatText("rank %d (pid %d on %s, %s", c.rank, c.pid, c.host.c_str(), livenessName(c.liveness));
   if (c.liveness == OwnerLiveness::kAsDumped) owner += std::string(", ") + dumpReasonName(c.dumped);
   owner += "): ";
   int64_t ref = referenceNs(c, nowNs);
@@ -102,7 +93,7 @@ std::string rankLine(const RecorderCopy& c, int64_t nowNs) {
   if (!last) return owner + "no call yet (communicator created " + ageSince(c.createdNs, ref) + " ago)";
   std::string line = owner + describeCall(*last) + ", " + statePhrase(*last, ref);
   if (last->bytesDone > 0) line += "; " + formatBytes(last->bytesDone) + " moved";
-  if (c.beingWritten > 0) line += format("; %d entries were being written", c.beingWritten);
+  if (c.beingWritten > 0) line += formatText("; %d entries were being written", c.beingWritten);
   return line;
 }
 
@@ -120,13 +111,13 @@ bool sameCall(const CopiedCall& a, const CopiedCall& b) {
 std::string describeSignature(const CopiedCall& call) {
   if (call.kind == kRecordedBarrier) return "barrier";
   if (call.kind == static_cast<int32_t>(coll::CollKind::kSendRecv)) {
-    return format("sendrecv (%" PRIu64 " operations)", call.count);
+    return formatText("sendrecv (%" PRIu64 " operations)", call.count);
   }
   auto kind = static_cast<coll::CollKind>(call.kind);
-  std::string out = format("%s (%" PRIu64 " x %s", coll::collName(kind), call.count,
+  std::string out = formatText("%s (%" PRIu64 " x %s", coll::collName(kind), call.count,
                            coll::dataTypeName(static_cast<weftDataType_t>(call.type)));
   if (coll::collReduces(kind)) out += std::string(", ") + coll::redOpName(static_cast<weftRedOp_t>(call.op));
-  if (coll::collRooted(kind)) out += format(", root %d", call.root);
+  if (coll::collRooted(kind)) out += formatText(", root %d", call.root);
   return out + ")";
 }
 
@@ -162,6 +153,7 @@ class CommDiagnoser {
   void findStragglers();
   int waitTerminus(int rank, uint64_t callNo) const;
   std::string describeTarget(int rank, uint64_t callNo) const;
+  std::string whereIs(int rank, uint64_t callNo) const;
   std::string quietSummary() const;
 
   CommReport& r_;
@@ -177,15 +169,15 @@ void CommDiagnoser::findMissing() {
   }
   if (r_.missing.empty()) return;
   bool one = r_.missing.size() == 1;
-  r_.findings.push_back(format("%s of %d %s missing: no recorder of %s was found (not started yet, WEFT_RECORDER_CALLS=0, "
+  r_.findings.push_back(formatText("%s of %d %s missing: no recorder of %s was found (not started yet, WEFT_RECORDER_CALLS=0, "
                                "or on another host: give weft-inspect that host's dump files too)",
-                               rankList(r_.missing).c_str(), r_.nRanks, one ? "is" : "are", one ? "it" : "them"));
+                               ranksPhrase(r_.missing).c_str(), r_.nRanks, one ? "is" : "are", one ? "it" : "them"));
 }
 
 void CommDiagnoser::findDead() {
   for (const RecorderCopy& c : r_.ranks) {
     if (!ownerDead(c)) continue;
-    std::string line = format("rank %d (pid %d on %s) is dead", c.rank, c.pid, c.host.c_str());
+    std::string line = formatText("rank %d (pid %d on %s) is dead", c.rank, c.pid, c.host.c_str());
     if (c.liveness == OwnerLiveness::kPidReused) line += " (its pid now belongs to another process)";
     const CopiedCall* last = latestCall(c);
     if (last) line += "; its last call was " + describeCall(*last) + ", " + stateName(last->state);
@@ -197,7 +189,7 @@ void CommDiagnoser::findFailed() {
   for (const RecorderCopy& c : r_.ranks) {
     const CopiedCall* last = latestCall(c);
     if (!last || last->state != RecordedState::kFailed) continue;
-    r_.findings.push_back(format("rank %d failed in %s: %s", c.rank, describeCall(*last).c_str(),
+    r_.findings.push_back(formatText("rank %d failed in %s: %s", c.rank, describeCall(*last).c_str(),
                                  last->error.empty() ? "(no error text)" : last->error.c_str()));
   }
 }
@@ -224,11 +216,11 @@ void CommDiagnoser::findMismatch() {
       continue;
     }
     std::vector<std::string> parts;
-    for (const auto& g : groups) parts.push_back(rankList(g.second) + " called " + describeSignature(*g.first));
-    first = format("call #%" PRIu64 " disagrees between ranks: ", number.first) + join(parts, "; ");
+    for (const auto& g : groups) parts.push_back(ranksPhrase(g.second) + " called " + describeSignature(*g.first));
+    first = formatText("call #%" PRIu64 " disagrees between ranks: ", number.first) + join(parts, "; ");
   }
   if (first.empty()) return;
-  if (more > 0) first += format(" (and %d later call%s disagree too)", more, more == 1 ? "" : "s");
+  if (more > 0) first += formatText(" (and %d later call%s disagree too)", more, more == 1 ? "" : "s");
   r_.findings.push_back(first);
 }
 
@@ -249,22 +241,31 @@ int CommDiagnoser::waitTerminus(int rank, uint64_t callNo) const {
 
 std::string CommDiagnoser::describeTarget(int rank, uint64_t callNo) const {
   const RecorderCopy* c = copyOf(rank);
-  if (!c) return format("rank %d has no recorder here (missing)", rank);
-  if (ownerDead(*c)) return format("rank %d (pid %d on %s) is dead", rank, c->pid, c->host.c_str());
+  std::string where = whereIs(rank, callNo);
+  if (c && c->liveness == OwnerLiveness::kStopped) {
+    where += formatText("; its process is stopped (SIGSTOP, Ctrl-Z or a debugger): kill -CONT %d resumes it", c->pid);
+  }
+  return where;
+}
+
+std::string CommDiagnoser::whereIs(int rank, uint64_t callNo) const {
+  const RecorderCopy* c = copyOf(rank);
+  if (!c) return formatText("rank %d has no recorder here (missing)", rank);
+  if (ownerDead(*c)) return formatText("rank %d (pid %d on %s) is dead", rank, c->pid, c->host.c_str());
   int64_t ref = referenceNs(*c, nowNs_);
   const CopiedCall* last = latestCall(*c);
-  if (!last) return format("rank %d has made no call on this communicator", rank);
+  if (!last) return formatText("rank %d has made no call on this communicator", rank);
   std::string call = describeCall(*last);
   if (last->state == RecordedState::kDone) {
-    std::string line = format("rank %d finished %s %s ago", rank, call.c_str(), ageSince(last->endedNs, ref).c_str());
+    std::string line = formatText("rank %d finished %s %s ago", rank, call.c_str(), ageSince(last->endedNs, ref).c_str());
     return last->callNo < callNo ? line + " and has not called since" : line;
   }
-  if (last->state == RecordedState::kFailed) return format("rank %d failed in %s", rank, call.c_str());
-  if (last->callNo == callNo) return format("rank %d is in %s too, %s", rank, call.c_str(), statePhrase(*last, ref).c_str());
-  if (last->callNo > callNo) return format("rank %d is already in %s, %s", rank, call.c_str(), statePhrase(*last, ref).c_str());
+  if (last->state == RecordedState::kFailed) return formatText("rank %d failed in %s", rank, call.c_str());
+  if (last->callNo == callNo) return formatText("rank %d is in %s too, %s", rank, call.c_str(), statePhrase(*last, ref).c_str());
+  if (last->callNo > callNo) return formatText("rank %d is already in %s, %s", rank, call.c_str(), statePhrase(*last, ref).c_str());
   int64_t since = last->startedNs > 0 ? last->startedNs : last->queuedNs;
-  std::string line = format("rank %d is in %s since %s", rank, call.c_str(), ageSince(since, ref).c_str());
-  if (last->state == RecordedState::kWaiting && last->waitPeer >= 0) line += format(", waiting for rank %d", last->waitPeer);
+  std::string line = formatText("rank %d is in %s since %s", rank, call.c_str(), ageSince(since, ref).c_str());
+  if (last->state == RecordedState::kWaiting && last->waitPeer >= 0) line += formatText(", waiting for rank %d", last->waitPeer);
   if (last->state == RecordedState::kQueued) line += " (enqueued on its stream)";
   return line;
 }
@@ -296,13 +297,13 @@ void CommDiagnoser::findStragglers() {
     uint64_t no = g.first.first;
     const std::vector<int>& targets = g.first.second;
     bool one = g.second.size() == 1;
-    std::string who = rankList(g.second) + (one ? " waits" : " wait");
-    std::string call = format("%s #%" PRIu64, recordedKindName(callOf[no]->kind), no);
+    std::string who = ranksPhrase(g.second) + (one ? " waits" : " wait");
+    std::string call = formatText("%s #%" PRIu64, recordedKindName(callOf[no]->kind), no);
     if (targets[0] == kWaitCycle) {
       r_.findings.push_back(who + " in " + call + " in a cycle of waits: each waits for another of them");
       continue;
     }
-    std::vector<std::string> parts{format("%s in %s for %s", who.c_str(), call.c_str(), rankList(targets).c_str())};
+    std::vector<std::string> parts{formatText("%s in %s for %s", who.c_str(), call.c_str(), ranksPhrase(targets).c_str())};
     for (int t : targets) parts.push_back(describeTarget(t, no));
     stragglers.insert(targets.begin(), targets.end());
     r_.findings.push_back(join(parts, "; "));
@@ -320,11 +321,11 @@ std::string CommDiagnoser::quietSummary() const {
     anyInCall = anyInCall || (last && inCall(*last));
   }
   if (highest == 0) return "no rank has made a call on this communicator yet";
-  if (anyInCall) return format("no rank waits for another (latest calls #%" PRIu64 "..#%" PRIu64 ")", lowest, highest);
+  if (anyInCall) return formatText("no rank waits for another (latest calls #%" PRIu64 "..#%" PRIu64 ")", lowest, highest);
   if (lowest == highest) {
-    return format("no rank is in a call: every rank found finished call #%" PRIu64, highest);
+    return formatText("no rank is in a call: every rank found finished call #%" PRIu64, highest);
   }
-  return format("no rank is in a call (latest calls #%" PRIu64 "..#%" PRIu64 ")", lowest, highest);
+  return formatText("no rank is in a call (latest calls #%" PRIu64 "..#%" PRIu64 ")", lowest, highest);
 }
 
 // The copies grouped by communicator, one per rank (the newest where a rank has two), with a
@@ -336,7 +337,7 @@ std::vector<CommReport> groupByComm(const RecorderScan& scan) {
     r.commHash = c.commHash;
     if (r.frontEnd.empty()) r.frontEnd = c.frontEnd;
     if (r.nRanks != 0 && r.nRanks != c.nRanks) {
-      r.findings.push_back(format("the recorders disagree on the communicator's size: %s says %d ranks, others %d",
+      r.findings.push_back(formatText("the recorders disagree on the communicator's size: %s says %d ranks, others %d",
                                   c.source.c_str(), c.nRanks, r.nRanks));
     }
     r.nRanks = std::max(r.nRanks, c.nRanks);
@@ -346,7 +347,7 @@ std::vector<CommReport> groupByComm(const RecorderScan& scan) {
       continue;
     }
     bool newer = c.updatedNs > same->updatedNs;
-    r.findings.push_back(format("rank %d has two recorders, %s and %s: using the newer, %s", c.rank,
+    r.findings.push_back(formatText("rank %d has two recorders, %s and %s: using the newer, %s", c.rank,
                                 same->source.c_str(), c.source.c_str(), newer ? c.source.c_str() : same->source.c_str()));
     if (newer) *same = c;
   }
@@ -392,8 +393,8 @@ std::vector<std::string> progressSince(const Diagnosis& before, const Diagnosis&
       uint64_t bytes = bytesSince(*prev, c);
       std::string what = calls == 0 && bytes == 0
                              ? std::string("no progress")
-                             : format("%" PRIu64 " call%s, %s", calls, calls == 1 ? "" : "s", formatBytes(bytes).c_str());
-      lines.push_back(format("communicator %016" PRIx64 " rank %d: %s in %s", r.commHash, c.rank, what.c_str(),
+                             : formatText("%" PRIu64 " call%s, %s", calls, calls == 1 ? "" : "s", formatBytes(bytes).c_str());
+      lines.push_back(formatText("communicator %016" PRIx64 " rank %d: %s in %s", r.commHash, c.rank, what.c_str(),
                              formatAge(elapsedNs).c_str()));
     }
   }
@@ -403,31 +404,24 @@ std::vector<std::string> progressSince(const Diagnosis& before, const Diagnosis&
 std::string describeCall(const CopiedCall& call) {
   std::string signature = describeSignature(call);
   size_t paren = signature.find(" (");
-  std::string head = format("%s #%" PRIu64, signature.substr(0, paren).c_str(), call.callNo);
+  std::string head = formatText("%s #%" PRIu64, signature.substr(0, paren).c_str(), call.callNo);
   if (paren == std::string::npos) return head;
   std::string facts = signature.substr(paren + 2, signature.size() - paren - 3);
   if (call.algo >= 0 && call.algo < coll::kNumAlgos) facts += std::string(", ") + coll::algoName(static_cast<coll::Algo>(call.algo));
   return head + " (" + facts + ")";
 }
 
-std::string rankList(const std::vector<int>& ranks) {
+std::string ranksPhrase(const std::vector<int>& ranks) {
   std::vector<int> sorted(ranks);
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < sorted.size();) {
-    size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-    parts.push_back(j == i ? std::to_string(sorted[i]) : format("%d-%d", sorted[i], sorted[j]));
-    i = j + 1;
-  }
-  return (sorted.size() == 1 ? "rank " : "ranks ") + join(parts, ", ");
+  return (sorted.size() == 1 ? "rank " : "ranks ") + rankList(sorted);
 }
 
 std::string formatAge(int64_t ns) {
   if (ns < 0) ns = 0;
-  if (ns < 1000000000) return format("%" PRId64 " ms", ns / 1000000);
-  return format("%.1f s", static_cast<double>(ns) / 1e9);
+  if (ns < 1000000000) return formatText("%" PRId64 " ms", ns / 1000000);
+  return formatText("%.1f s", static_cast<double>(ns) / 1e9);
 }
 
 int64_t realtimeNs() {

@@ -42,8 +42,8 @@ std::vector<std::string> progressSince(const Diagnosis& before, const Diagnosis&
 
 // A call as a person reads it: "allreduce #1042 (1048576 x float, sum, ring)".
 std::string describeCall(const CopiedCall& call);
-// "rank 3", "ranks 0-2", "ranks 0, 2, 5-7".
-std::string rankList(const std::vector<int>& ranks);
+// "rank 3", "ranks 0-2", "ranks 0, 2, 5-7" (init_wait.h rankList's ranges, sorted, with the word).
+std::string ranksPhrase(const std::vector<int>& ranks);
 // "12.4 s", "350 ms".
 std::string formatAge(int64_t ns);
 // CLOCK_REALTIME now, ns since the epoch.

@@ -87,7 +87,7 @@ static_assert(sizeof(RecorderHeader) == 184, "the RecorderHeader layout is fixed
 enum class RecorderDumpReason : int32_t {
   kNone = 0,
   kTimeout = 1,   // a call timed out
-  kLiveness = 2,  // a peer was found dead or silent
+  kLiveness = 2,  // a call failed because of a peer: dead, silent, or its call disagreed
   kSignal = 3,    // the process got the dump signal (SIGUSR2 unless WEFT_RECORDER_SIGNAL says otherwise)
   kRequest = 4,   // weftCommDumpRecorder / the API asked
 };

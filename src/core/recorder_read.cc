@@ -16,7 +16,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -24,6 +23,7 @@
 
 #include "base/coll_traits.h"
 #include "base/os.h"
+#include "base/status.h"
 #include "weft/weft.h"
 
 namespace weft {
@@ -34,51 +34,41 @@ constexpr int kCopyAttempts = 8;  // an entry changing under us this often is "b
 constexpr uint64_t kMaxRecorderBytes =
     sizeof(RecorderHeader) + uint64_t{kRecorderMaxCapacity} * sizeof(RecorderEntry);
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
 bool terminated(const char* chars, size_t size) { return std::memchr(chars, '\0', size) != nullptr; }
 
 // The header's checks, in the order that makes each later field meaningful; "" when it passes.
 std::string headerProblem(const RecorderHeader& h, uint64_t size) {
   if (h.magic != kRecorderMagic) {
-    return format("its magic number is 0x%016" PRIx64 ", not a Weft flight recorder's (0x%016" PRIx64
+    return formatText("its magic number is 0x%016" PRIx64 ", not a Weft flight recorder's (0x%016" PRIx64
                   ", \"WEFTREC1\"); it is some other file, or a corrupt one",
                   h.magic, kRecorderMagic);
   }
   if (h.layout != kRecorderLayout) {
-    return format("it has recorder layout %u (written by Weft version %d) and this weft-inspect reads layout %u; "
+    return formatText("it has recorder layout %u (written by Weft version %d) and this weft-inspect reads layout %u; "
                   "read it with the weft-inspect of the Weft version that wrote it",
                   h.layout, h.version, kRecorderLayout);
   }
   if (h.headerBytes != sizeof(RecorderHeader) || h.entryBytes != sizeof(RecorderEntry)) {
-    return format("its header says %u-byte header and %u-byte entries where layout %u has %zu and %zu; it is corrupt",
+    return formatText("its header says %u-byte header and %u-byte entries where layout %u has %zu and %zu; it is corrupt",
                   h.headerBytes, h.entryBytes, kRecorderLayout, sizeof(RecorderHeader), sizeof(RecorderEntry));
   }
   if (h.capacity < 1 || h.capacity > kRecorderMaxCapacity) {
-    return format("its capacity is %u entries, outside 1..%u; it is corrupt", h.capacity, kRecorderMaxCapacity);
+    return formatText("its capacity is %u entries, outside 1..%u; it is corrupt", h.capacity, kRecorderMaxCapacity);
   }
   uint64_t expected = sizeof(RecorderHeader) + uint64_t{h.capacity} * sizeof(RecorderEntry);
   if (size != expected) {
-    return format("it is %" PRIu64 " bytes but its header promises %u entries, %" PRIu64
+    return formatText("it is %" PRIu64 " bytes but its header promises %u entries, %" PRIu64
                   " bytes; it was cut short or is corrupt",
                   size, h.capacity, expected);
   }
   if (h.nRanks < 1 || h.rank < 0 || h.rank >= h.nRanks || h.pid <= 0) {
-    return format("it says rank %d of %d ranks, pid %d, which cannot be; it is corrupt", h.rank, h.nRanks, h.pid);
+    return formatText("it says rank %d of %d ranks, pid %d, which cannot be; it is corrupt", h.rank, h.nRanks, h.pid);
   }
   if (!terminated(h.host, sizeof(h.host)) || !terminated(h.frontEnd, sizeof(h.frontEnd))) {
     return "its host or front-end name is not NUL-terminated; it is corrupt";
   }
   if (h.dumped < 0 || h.dumped > static_cast<int32_t>(RecorderDumpReason::kRequest)) {
-    return format("its dump reason is %d, not one Weft writes; it is corrupt", h.dumped);
+    return formatText("its dump reason is %d, not one Weft writes; it is corrupt", h.dumped);
   }
   return "";
 }
@@ -86,20 +76,20 @@ std::string headerProblem(const RecorderHeader& h, uint64_t size) {
 // The entry's checks against its header; "" when it passes.
 std::string entryProblem(const RecorderEntry& e, size_t index, const RecorderHeader& h) {
   if (e.callNo < 1 || (e.callNo - 1) % h.capacity != index || e.callNo > h.calls.load() + 1) {
-    return format("holds call number %" PRIu64 ", which does not belong in entry %zu of %u (latest call %" PRIu64 ")",
+    return formatText("holds call number %" PRIu64 ", which does not belong in entry %zu of %u (latest call %" PRIu64 ")",
                   e.callNo, index, h.capacity, h.calls.load());
   }
   bool kindOk = (e.kind >= 0 && e.kind < coll::kNumCollKinds) || e.kind == kRecordedBarrier;
-  if (!kindOk) return format("has call kind %d, not one Weft records", e.kind);
+  if (!kindOk) return formatText("has call kind %d, not one Weft records", e.kind);
   if (e.state <= static_cast<int32_t>(RecordedState::kFree) || e.state > static_cast<int32_t>(RecordedState::kFailed)) {
-    return format("has state %d, not one Weft records", e.state);
+    return formatText("has state %d, not one Weft records", e.state);
   }
-  if (e.type < 0 || e.type >= weftNumTypes) return format("has datatype %d, not a weftDataType_t", e.type);
-  if (e.op < 0) return format("has reduction op %d, not a weftRedOp_t", e.op);
-  if (e.root < -1 || e.root >= h.nRanks) return format("has root %d of %d ranks", e.root, h.nRanks);
-  if (e.algo < -1 || e.algo >= coll::kNumAlgos) return format("has algorithm %d, not one Weft has", e.algo);
-  if (e.waitPeer < -1 || e.waitPeer >= h.nRanks) return format("waits for rank %d of %d ranks", e.waitPeer, h.nRanks);
-  if (e.waitStep < -1) return format("waits in step %d", e.waitStep);
+  if (e.type < 0 || e.type >= weftNumTypes) return formatText("has datatype %d, not a weftDataType_t", e.type);
+  if (e.op < 0) return formatText("has reduction op %d, not a weftRedOp_t", e.op);
+  if (e.root < -1 || e.root >= h.nRanks) return formatText("has root %d of %d ranks", e.root, h.nRanks);
+  if (e.algo < -1 || e.algo >= coll::kNumAlgos) return formatText("has algorithm %d, not one Weft has", e.algo);
+  if (e.waitPeer < -1 || e.waitPeer >= h.nRanks) return formatText("waits for rank %d of %d ranks", e.waitPeer, h.nRanks);
+  if (e.waitStep < -1) return formatText("waits in step %d", e.waitStep);
   if (e.queuedNs < 0 || e.startedNs < 0 || e.endedNs < 0) return "has a negative time";
   if (!terminated(e.error, sizeof(e.error))) return "has an error text that is not NUL-terminated";
   return "";
@@ -162,7 +152,7 @@ void fillFromHeader(const RecorderHeader& h, RecorderCopy* out) {
 bool copyRecorder(const void* bytes, size_t size, const std::string& source, RecorderCopy* out, std::string* problem,
                   std::vector<std::string>* entryProblems) {
   if (size < sizeof(RecorderHeader)) {
-    *problem = format("%s: refused: it is %zu bytes, shorter than a flight recorder's header (%zu bytes); it is not a "
+    *problem = formatText("%s: refused: it is %zu bytes, shorter than a flight recorder's header (%zu bytes); it is not a "
                       "recorder, or its owner is still creating it",
                       source.c_str(), size, sizeof(RecorderHeader));
     return false;
@@ -187,7 +177,7 @@ bool copyRecorder(const void* bytes, size_t size, const std::string& source, Rec
     if (copy.callNo == 0 && copy.state == static_cast<int32_t>(RecordedState::kFree)) continue;  // never written
     std::string bad = entryProblem(copy, i, h);
     if (!bad.empty()) {
-      if (entryProblems) entryProblems->push_back(format("%s: entry %zu left out: it ", source.c_str(), i) + bad + ".");
+      if (entryProblems) entryProblems->push_back(formatText("%s: entry %zu left out: it ", source.c_str(), i) + bad + ".");
       continue;
     }
     out->entries.push_back(fromEntry(copy));
@@ -195,30 +185,13 @@ bool copyRecorder(const void* bytes, size_t size, const std::string& source, Rec
   std::sort(out->entries.begin(), out->entries.end(),
             [](const CopiedCall& a, const CopiedCall& b) { return a.callNo < b.callNo; });
   if (out->beingWritten > 0 && entryProblems) {
-    entryProblems->push_back(format("%s: %d entries left out: they were being written on every one of %d tries.",
+    entryProblems->push_back(formatText("%s: %d entries left out: they were being written on every one of %d tries.",
                                     source.c_str(), out->beingWritten, kCopyAttempts));
   }
   return true;
 }
 
 namespace {
-
-// Field 22 of /proc/<pid>/stat (the start time in clock ticks); false when it cannot be read.
-bool processStartTicks(int pid, uint64_t* ticks) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return false;
-  size_t paren = line.rfind(')');  // the command name may hold spaces and parentheses
-  if (paren == std::string::npos) return false;
-  std::istringstream fields(line.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {  // fields 1 and 2 are the pid and "(comm)"
-    if (!(fields >> field)) return false;
-  }
-  char* end = nullptr;
-  *ticks = std::strtoull(field.c_str(), &end, 10);
-  return end != field.c_str() && *end == '\0';
-}
 
 // Maps `path` read-only and copies the recorder in it.
 bool copySegmentFile(const std::string& path, RecorderCopy* out, std::string* problem, std::vector<std::string>* more) {
@@ -238,7 +211,7 @@ bool copySegmentFile(const std::string& path, RecorderCopy* out, std::string* pr
     close(fd);
     std::vector<char> none(sizeof(RecorderHeader));  // the size message, without mapping anything
     if (size < sizeof(RecorderHeader)) return copyRecorder(none.data(), size, path, out, problem, more);
-    *problem = format("%s: refused: it is %" PRIu64 " bytes, larger than any flight recorder (%" PRIu64 ").",
+    *problem = formatText("%s: refused: it is %" PRIu64 " bytes, larger than any flight recorder (%" PRIu64 ").",
                       path.c_str(), size, kMaxRecorderBytes);
     return false;
   }
@@ -262,7 +235,7 @@ bool copyDumpFile(const std::string& path, RecorderCopy* out, std::string* probl
   }
   uint64_t size = static_cast<uint64_t>(in.tellg());
   if (size > kMaxRecorderBytes) {
-    *problem = format("%s: refused: it is %" PRIu64 " bytes, larger than any flight recorder (%" PRIu64 ").",
+    *problem = formatText("%s: refused: it is %" PRIu64 " bytes, larger than any flight recorder (%" PRIu64 ").",
                       path.c_str(), size, kMaxRecorderBytes);
     return false;
   }
@@ -288,6 +261,8 @@ bool recorderNames(const std::string& dir, const char* suffix, std::vector<std::
     std::string name = e->d_name;
     if (name.compare(0, prefix, kRecorderPrefix) != 0 || name.size() < prefix + tail) continue;
     if (name.compare(name.size() - tail, tail, suffix) != 0) continue;
+    // A segment's name has no dot: dump files (.bin) and a writer's temporary files are not segments.
+    if (tail == 0 && name.find('.') != std::string::npos) continue;
     names->push_back(name);
   }
   closedir(d);
@@ -299,10 +274,11 @@ bool recorderNames(const std::string& dir, const char* suffix, std::vector<std::
 
 OwnerLiveness segmentOwnerLiveness(int pid, uint64_t startTicks) {
   if (!processAlive(pid)) return OwnerLiveness::kDead;
-  uint64_t ticks = 0;
+  ProcStat st;
   // No /proc (or not ours to read): kill() said it runs, which is all we can know.
-  if (!processStartTicks(pid, &ticks)) return OwnerLiveness::kAlive;
-  return ticks == startTicks ? OwnerLiveness::kAlive : OwnerLiveness::kPidReused;
+  if (!readProcStat(pid, &st)) return OwnerLiveness::kAlive;
+  if (st.startTicks != startTicks) return OwnerLiveness::kPidReused;
+  return st.state == 'T' || st.state == 't' ? OwnerLiveness::kStopped : OwnerLiveness::kAlive;
 }
 
 RecorderScan scanSegments(const std::string& shmDir) {
@@ -352,6 +328,8 @@ const char* livenessName(OwnerLiveness liveness) {
   switch (liveness) {
     case OwnerLiveness::kAlive:
       return "alive";
+    case OwnerLiveness::kStopped:
+      return "stopped";
     case OwnerLiveness::kDead:
       return "dead";
     case OwnerLiveness::kPidReused:

@@ -40,11 +40,12 @@ struct CopiedCall {
 
 enum class OwnerLiveness {
   kAlive,      // a segment whose owner runs (pid alive, same start time)
+  kStopped,    // ... but is stopped (SIGSTOP, Ctrl-Z, a debugger): it makes no progress until resumed
   kDead,       // a segment whose owner has ended
   kPidReused,  // a segment whose pid now belongs to another process (start time differs)
   kAsDumped,   // a dump file: the owner was alive when it wrote it; nothing is known since
 };
-const char* livenessName(OwnerLiveness liveness);  // "alive", "dead", "dead (pid reused)", "as dumped"
+const char* livenessName(OwnerLiveness liveness);  // "alive", "stopped", "dead", "dead (pid reused)", "as dumped"
 
 // One recorder (a segment or a dump file) as copied.
 struct RecorderCopy {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_scenario.sh NETTEST SCENARIO [--net socket|ofi] [--hosts K] [--per-host P] [--missing R] [--hub HUB]
-#                 [--placement block|cyclic]
+#                 [--placement block|cyclic] [--inspect WEFT_INSPECT]
 #
 # One multi-host test (ctest -L netns; tests/netns/CMakeLists.txt registers them): makes K hosts
 # with netns.sh, starts K*P ranks of weft-nettest (rank r on host r/P, so ranks on one host share
@@ -23,6 +23,9 @@
 #                the netem qdisc, weft-netem-hub does it (HUB, by default next to NETTEST;
 #                NETNS_NETEM=hub uses it even where the qdisc exists)
 #   abort        `abort`: weftCommAbort unblocks a collective in < 1 s; a new communicator works
+#   inspect      `loop` with WEFT_RECORDER_DIR; SIGKILL every rank of the last host mid-loop; the
+#                survivors dump their flight recorders, and `weft-inspect DIR` (--inspect) must name
+#                the dead host's ranks as missing and the one call every survivor failed in
 #   topology     every host its own WEFT_TOPO_FILE (two NUMA nodes of one CPU each, a NIC on each),
 #                its ranks bound to alternate CPUs (host 1's the other way round); `collectives
 #                quick` must pass, and in rank 0's GRAPH log every ring must cross between hosts
@@ -56,6 +59,7 @@ PER_HOST=2
 MISSING=""
 HUB=""
 PLACEMENT=block
+INSPECT=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --net) NET=$2; shift 2 ;;
@@ -64,6 +68,7 @@ while [[ $# -gt 0 ]]; do
     --missing) MISSING=$2; shift 2 ;;
     --hub) HUB=$2; shift 2 ;;
     --placement) PLACEMENT=$2; shift 2 ;;
+    --inspect) INSPECT=$2; shift 2 ;;
     *) echo "run_scenario.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -512,8 +517,37 @@ scenario_nicbind() {
   fi
 }
 
+# Host K-1's ranks are killed mid-loop: every survivor dumps its flight recorder into
+# WEFT_RECORDER_DIR (a failure a peer caused), and `weft-inspect DIR` must name the dead host's
+# ranks as missing and the call each survivor failed in, the same call for all.
+scenario_inspect() {
+  [[ -x $INSPECT ]] || { echo "run_scenario.sh: inspect needs --inspect PATH (weft-inspect)" >&2; exit 2; }
+  netns_up "$HOSTS"
+  local dir first_dead r out calls missing
+  dir=$(mktemp -d /tmp/weft-netns-inspect.XXXXXX)
+  EXTRA_ENV=(WEFT_TIMEOUT_S=15 "WEFT_RECORDER_DIR=$dir")
+  for ((r = 0; r < NRANKS; r++)); do start_rank "$r" 120 loop 1000000; done
+  wait_for_iteration 3 60 || exit 1
+  first_dead=$(((HOSTS - 1) * PER_HOST))
+  netns_log "SIGKILL ranks $first_dead-$((NRANKS - 1)) (host $((HOSTS - 1)))"
+  for ((r = first_dead; r < NRANKS; r++)); do netns_kill "rank$r"; done
+  netns_wait_all
+  out=$("$INSPECT" "$dir")
+  echo "$out"
+  if ((NRANKS - first_dead == 1)); then missing="rank $first_dead of $NRANKS is missing"
+  else missing="ranks $first_dead-$((NRANKS - 1)) of $NRANKS are missing"; fi
+  grep -qF "$missing" <<<"$out" || fail "weft-inspect does not say \"$missing\""
+  for ((r = 0; r < first_dead; r++)); do
+    grep -qE "=> rank $r failed in allreduce #[0-9]+" <<<"$out" || fail "weft-inspect does not name the call rank $r failed in"
+  done
+  calls=$(grep -oE "=> rank [0-9]+ failed in allreduce #[0-9]+" <<<"$out" | grep -oE "#[0-9]+" | sort -u | wc -l)
+  ((calls == 1)) || fail "the survivors failed in $calls different calls; expected one"
+  rm -rf "$dir"
+}
+
 case $SCENARIO in
   collectives) scenario_collectives ;;
+  inspect) scenario_inspect ;;
   topology) scenario_topology ;;
   nicbind) scenario_nicbind ;;
   kill | linkdown) loop_fault "$SCENARIO" ;;
