@@ -135,7 +135,7 @@ void appendRank(std::string* out, const core::RecorderCopy& c) {
     const core::CopiedCall& e = c.entries.back();
     *out += ",\"latest\":{\"call\":";
     core::appendJsonString(out, core::describeCall(e).c_str());
-    *out += formatText(",\"number\":%" PRIu64 ",\"kind\":", e.callNo);
+    *out += formatText(",\"number\":%" PRIu64 ",\"run_from\":%" PRIu64 ",\"kind\":", e.callNo, e.firstCallNo);
     core::appendJsonString(out, core::recordedKindName(e.kind));
     *out += ",\"state\":";
     core::appendJsonString(out, core::stateName(e.state));

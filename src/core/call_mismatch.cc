@@ -129,17 +129,19 @@ uint64_t Communicator::stampCollective(const CollCall& call, int algo) {
   current_.seq = ++collSeq_;
   current_.count = call.count;
   if (liveness_) liveness_->publishCall(&current_, sizeof(current_));
-  if (recorder_) {
+  const uint64_t fields[6] = {static_cast<uint64_t>(current_.kind), call.count, static_cast<uint64_t>(current_.type),
+                              static_cast<uint64_t>(current_.op), static_cast<uint64_t>(current_.root),
+                              static_cast<uint64_t>(algo)};
+  const bool repeated = std::memcmp(fields, fingerprintOf_, sizeof(fields)) == 0;
+  // The collective before this one was the same call: the recorder's run of it goes on.
+  if (recorder_ && !(repeated && recorder_->repeat(current_.kind, recordedStart()))) {
     RecordedCall rec;
     rec.kind = current_.kind, rec.type = current_.type, rec.op = current_.op;
     rec.root = rooted ? call.root : -1, rec.algo = algo, rec.count = call.count;
     rec.bytes = call.count * coll::dataTypeSize(call.type);
     recorder_->begin(rec, recordedStart());
   }
-  const uint64_t fields[6] = {static_cast<uint64_t>(current_.kind), call.count, static_cast<uint64_t>(current_.type),
-                              static_cast<uint64_t>(current_.op), static_cast<uint64_t>(current_.root),
-                              static_cast<uint64_t>(algo)};
-  if (std::memcmp(fields, fingerprintOf_, sizeof(fields)) != 0) {
+  if (!repeated) {
     fingerprint_ =
         coll::collectiveFingerprint(current_.kind, call.count, current_.type, current_.op, current_.root, algo);
     std::memcpy(fingerprintOf_, fields, sizeof(fields));

@@ -40,16 +40,20 @@ int64_t readClockNs() {
 // (~0.2 us), so calls read this process-wide copy, which the liveness heartbeat thread renews at
 // every beat (~100 ms: recorderHeartbeat) and a stalled call at every health check (2 ms). A
 // call that does not stall thus has times within ~100 ms; the header's updatedNs likewise.
-std::atomic<int64_t> gClockNs{0};
+}  // namespace
+
+std::atomic<int64_t> recorderClockNs{0};  // recorder.h
+
+namespace {
 
 int64_t renewClock() {
   const int64_t now = readClockNs();
-  gClockNs.store(now, std::memory_order_relaxed);
+  recorderClockNs.store(now, std::memory_order_relaxed);
   return now;
 }
 
 int64_t coarseNowNs() {
-  const int64_t t = gClockNs.load(std::memory_order_relaxed);
+  const int64_t t = recorderClockNs.load(std::memory_order_relaxed);
   return t != 0 ? t : renewClock();
 }
 
@@ -270,6 +274,9 @@ void FlightRecorder::fillHeader(uint64_t commHash, int rank, int nRanks) {
   h->createdNs = renewClock();
   h->updatedNs.store(h->createdNs, std::memory_order_relaxed);
   h->calls.store(0, std::memory_order_relaxed);
+  h->doneCalls.store(0, std::memory_order_relaxed);
+  h->latestNs.store(0, std::memory_order_relaxed);
+  h->doneNs.store(0, std::memory_order_relaxed);
   h->dumped = 0;
   std::snprintf(h->host, sizeof(h->host), "%s", hostName().c_str());
   std::snprintf(h->frontEnd, sizeof(h->frontEnd), "%s", params::RecorderFrontEnd().c_str());
@@ -307,15 +314,27 @@ inline void FlightRecorder::closeEntry(RecorderEntry* e) {
   e->version.store(writes_, std::memory_order_release);  // even after every field
 }
 
-void FlightRecorder::begin(const RecordedCall& call, RecordedState state) {
+void FlightRecorder::beginRun(const RecordedCall& call, RecordedState state) {
   const uint64_t n = ++calls_;
-  // Call n's entry is (n - 1) % capacity: counted, not divided (a 64-bit division costs more than
-  // the rest of the entry).
+  active_ = state != RecordedState::kQueued;
+  startRun(call, state, n, coarseNowNs());
+}
+
+// Closes the run open in current_ at call n - 1 and opens call n's, in the next entry.
+void FlightRecorder::startRun(const RecordedCall& call, RecordedState state, uint64_t n, int64_t now) {
+  if (current_ != nullptr) {
+    openEntry(current_);
+    current_->lastCallNo = n - 1;
+    if (current_->state == static_cast<int32_t>(RecordedState::kRunning)) current_->endedNs = doneNs_;
+    closeEntry(current_);
+  }
+  // Counted, not divided: a 64-bit division costs more than the rest of the entry.
   RecorderEntry* e = entries_ + nextSlot_;
   if (++nextSlot_ == capacity_) nextSlot_ = 0;
-  const int64_t now = coarseNowNs();
   openEntry(e);
-  e->callNo = n;
+  e->firstCallNo = n;
+  e->lastCallNo = 0;
+  e->callBytes = call.bytes;
   e->kind = call.kind;
   e->type = call.type;
   e->op = call.op;
@@ -331,50 +350,56 @@ void FlightRecorder::begin(const RecordedCall& call, RecordedState state) {
   e->endedNs = 0;
   e->error[0] = '\0';
   closeEntry(e);
+  if (now != latestNs_) header_->latestNs.store(latestNs_ = now, std::memory_order_relaxed);
   header_->calls.store(n, std::memory_order_release);
   if (now != updatedNs_) header_->updatedNs.store(updatedNs_ = now, std::memory_order_relaxed);
-  waited_ = false;
   current_ = e;
-  active_ = state != RecordedState::kQueued;
-  callBytes_ = call.bytes;
+  run_ = call;
+  // A device call stays queued: its run holds it alone (the recorder never learns it ended).
+  runOpen_ = false;
+  waited_ = false;
 }
 
-void FlightRecorder::setState(RecordedState state, int64_t endedNs) {
-  RecorderEntry* e = current_;
-  openEntry(e);
-  e->state = static_cast<int32_t>(state);
-  if (endedNs != 0) e->endedNs = endedNs;
-  closeEntry(e);
+// A call that joined a run and now needs its own state (a stall, a failure) gets an entry.
+void FlightRecorder::ownEntry() {
+  if (current_->firstCallNo != calls_) startRun(run_, RecordedState::kRunning, calls_, latestNs_);
 }
 
-void FlightRecorder::finish() {
-  if (!active_) return;
-  active_ = false;
-  const int64_t now = coarseNowNs();
-  RecorderEntry* e = current_;
-  openEntry(e);
-  e->state = static_cast<int32_t>(RecordedState::kDone);
-  if (waited_) e->waitPeer = -1, e->waitStep = -1;
-  e->bytesDone = callBytes_;
-  e->endedNs = now;
-  closeEntry(e);
-  if (now != updatedNs_) header_->updatedNs.store(updatedNs_ = now, std::memory_order_relaxed);
+void FlightRecorder::finishSlow(int64_t now) {
+  if (now != doneNs_) {
+    header_->doneNs.store(doneNs_ = now, std::memory_order_relaxed);
+    header_->updatedNs.store(updatedNs_ = now, std::memory_order_relaxed);
+  }
+  if (waited_) {
+    RecorderEntry* e = current_;
+    openEntry(e);
+    e->state = static_cast<int32_t>(RecordedState::kRunning);
+    e->waitPeer = -1, e->waitStep = -1;
+    closeEntry(e);
+    waited_ = false;
+  }
 }
 
 void FlightRecorder::failed(const std::string& message) {
   if (!active_) return;
   active_ = false;
+  ownEntry();
   const int64_t now = coarseNowNs();
   RecorderEntry* e = current_;
   openEntry(e);
   firstSentence(message, e->error, sizeof(e->error));
+  e->state = static_cast<int32_t>(RecordedState::kFailed);
+  e->endedNs = now;
   closeEntry(e);
-  setState(RecordedState::kFailed, now);
+  header_->doneCalls.store(calls_, std::memory_order_release);
+  header_->doneNs.store(doneNs_ = now, std::memory_order_relaxed);
   header_->updatedNs.store(updatedNs_ = now, std::memory_order_relaxed);
+  runOpen_ = false;
 }
 
 void FlightRecorder::stalled(int peer, int step, uint64_t bytesDone) {
   if (!active_) return;
+  ownEntry();
   RecorderEntry* e = current_;
   openEntry(e);
   e->state = static_cast<int32_t>(RecordedState::kWaiting);

@@ -3,9 +3,10 @@
 // even while the owner is stopped, spinning or deadlocked; and it writes the same bytes into
 // WEFT_RECORDER_DIR on a time-out, a dead or silent peer, the dump signal, or on request.
 //
-// Cost: a call writes one 256-byte entry with plain stores under the entry's sequence lock, with
-// times from a process-wide clock the heartbeat thread renews every ~100 ms (a stalled call every
-// 2 ms): no system call, no clock read on the path of a call. The recorder is written by the thread that runs the communicator's calls
+// Cost: a call that repeats the one before (a training loop's) stores two header fields; another
+// writes one 256-byte entry with plain stores under the entry's sequence lock (recorder_format.h:
+// runs). Times come from a process-wide clock the heartbeat thread renews every ~100 ms (a
+// stalled call every 2 ms): no system call, no clock read on the path of a call. The recorder is written by the thread that runs the communicator's calls
 // (the API's rule: one thread per communicator at a time); dumps and the exit sweep take its
 // registry's lock and only read the segment.
 //
@@ -17,6 +18,7 @@
 #ifndef WEFT_CORE_RECORDER_H_
 #define WEFT_CORE_RECORDER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,6 +30,11 @@
 
 namespace weft {
 namespace core {
+
+// The time calls record (CLOCK_REALTIME_COARSE, ns), renewed by the heartbeat thread every beat
+// and by a stalled call at each health check: reading a clock twice a call would cost 5 % of an
+// 8-byte all-reduce.
+extern std::atomic<int64_t> recorderClockNs;
 
 // What a call is, for its entry.
 struct RecordedCall {
@@ -51,11 +58,34 @@ class FlightRecorder final : public coll::StallObserver {
   // warning says why: the communicator works without it).
   static std::unique_ptr<FlightRecorder> create(uint64_t commHash, int rank, int nRanks);
 
-  // A call starts: its entry becomes call number calls + 1, in state `state` (kRunning on the
-  // host, kQueued for a device call). Ends the previous call's activity.
-  void begin(const RecordedCall& call, RecordedState state);
-  // The call begun last ends (kDone), unless it failed or was a queued device call.
-  void finish();
+  // A call starts: it becomes call number calls + 1, in state `state` (kRunning on the host,
+  // kQueued for a device call). Inline: the call a loop repeats joins the open run with two
+  // stores into the header (recorder_format.h); others take the entry of a new run.
+  void begin(const RecordedCall& call, RecordedState state) {
+    if (!joinsRun(call, state) || !repeat(call.kind, state)) beginRun(call, state);
+  }
+  // The call begins as the open run's call again when the caller knows it is the same (kind,
+  // count, datatype, op, root and algorithm as the collective before it) and the run is of that
+  // kind; false (nothing recorded) otherwise: then begin().
+  bool repeat(int32_t kind, RecordedState state) {
+    if (!runOpen_ || state != RecordedState::kRunning || kind != run_.kind) return false;
+    const uint64_t n = ++calls_;
+    active_ = true;
+    const int64_t now = recorderClockNs.load(std::memory_order_relaxed);
+    if (now != latestNs_) header_->latestNs.store(latestNs_ = now, std::memory_order_relaxed);
+    header_->calls.store(n, std::memory_order_release);
+    return true;
+  }
+  // The call begun last completed (a reader sees it done), unless it failed or was a queued
+  // device call.
+  void finish() {
+    if (!active_) return;
+    active_ = false;
+    header_->doneCalls.store(calls_, std::memory_order_release);
+    const int64_t now = recorderClockNs.load(std::memory_order_relaxed);
+    if (now != doneNs_ || waited_) finishSlow(now);
+    runOpen_ = true;
+  }
   // The call begun last failed with `message` (its first sentence is kept); nothing when no
   // call is active.
   void failed(const std::string& message);
@@ -81,7 +111,16 @@ class FlightRecorder final : public coll::StallObserver {
   // Opens entry e for writing (version odd) / closes it (version even, released).
   void openEntry(RecorderEntry* e);
   void closeEntry(RecorderEntry* e);
-  void setState(RecordedState state, int64_t endedNs);
+  // Whether `call` is the open run's call again (recorder_format.h: runs).
+  bool joinsRun(const RecordedCall& call, RecordedState state) const {
+    return runOpen_ && state == RecordedState::kRunning && call.kind == run_.kind && call.count == run_.count &&
+           call.type == run_.type && call.op == run_.op && call.root == run_.root && call.algo == run_.algo &&
+           call.bytes == run_.bytes;
+  }
+  void beginRun(const RecordedCall& call, RecordedState state);
+  void finishSlow(int64_t now);  // finish's part when the clock moved or the call waited
+  void startRun(const RecordedCall& call, RecordedState state, uint64_t n, int64_t now);
+  void ownEntry();
 
   std::string name_;
   void* base_ = nullptr;
@@ -89,14 +128,17 @@ class FlightRecorder final : public coll::StallObserver {
   RecorderHeader* header_ = nullptr;
   RecorderEntry* entries_ = nullptr;
   uint32_t capacity_ = 0;
-  uint64_t calls_ = 0;
-  uint32_t nextSlot_ = 0;  // the entry of call calls_ + 1  // header_->calls, as this thread last wrote it
-  RecorderEntry* current_ = nullptr;  // the entry of the call begun last
+  uint64_t calls_ = 0;     // header_->calls, as this thread last wrote it
+  uint32_t nextSlot_ = 0;  // the entry the next run takes
+  RecorderEntry* current_ = nullptr;  // the entry of the newest run
   bool active_ = false;   // between begin (host) and finish / failed
   uint64_t writes_ = 0;     // entry writes so far, times 2: the versions (openEntry)
   bool waited_ = false;     // the active call's entry holds a wait (stalled)
   int64_t updatedNs_ = 0;   // header_->updatedNs as last written
-  uint64_t callBytes_ = 0;  // the active call's bytes, its bytesDone at kDone
+  int64_t latestNs_ = 0;    // header_->latestNs as last written
+  int64_t doneNs_ = 0;      // header_->doneNs as last written
+  RecordedCall run_;        // the call of the run in current_
+  bool runOpen_ = false;    // the next call may join that run: its latest call completed as it should
 };
 
 // Removes the /dev/shm/weft-rec-* segments whose owner no longer runs (its pid is gone, or is now

@@ -194,21 +194,32 @@ void CommDiagnoser::findFailed() {
   }
 }
 
+// The run of `c` that holds call `no`; null when none does.
+const CopiedCall* runHolding(const RecorderCopy& c, uint64_t no) {
+  for (const CopiedCall& e : c.entries) {
+    if (e.firstCallNo <= no && no <= e.callNo) return &e;
+  }
+  return nullptr;
+}
+
+// Each rank's calls are constant over its runs, so two ranks differ somewhere only if they differ
+// at the first call of some rank's run: those numbers are the ones compared.
 void CommDiagnoser::findMismatch() {
-  std::map<uint64_t, std::vector<std::pair<int, const CopiedCall*>>> byNumber;
+  std::set<uint64_t> numbers;
   for (const RecorderCopy& c : r_.ranks) {
-    for (const CopiedCall& e : c.entries) byNumber[e.callNo].push_back({c.rank, &e});
+    for (const CopiedCall& e : c.entries) numbers.insert(e.firstCallNo);
   }
   std::string first;
   int more = 0;
-  for (const auto& number : byNumber) {
-    // Ranks grouped by the call they made under this number, in order of first appearance.
+  for (uint64_t no : numbers) {
+    // Ranks grouped by the call they made under this number, in rank order.
     std::vector<std::pair<const CopiedCall*, std::vector<int>>> groups;
-    for (const auto& rankCall : number.second) {
-      auto same = std::find_if(groups.begin(), groups.end(),
-                               [&](const auto& g) { return sameCall(*g.first, *rankCall.second); });
-      if (same == groups.end()) groups.push_back({rankCall.second, {rankCall.first}});
-      else same->second.push_back(rankCall.first);
+    for (const RecorderCopy& c : r_.ranks) {
+      const CopiedCall* call = runHolding(c, no);
+      if (!call) continue;
+      auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return sameCall(*g.first, *call); });
+      if (same == groups.end()) groups.push_back({call, {c.rank}});
+      else same->second.push_back(c.rank);
     }
     if (groups.size() < 2) continue;
     if (!first.empty()) {
@@ -217,7 +228,7 @@ void CommDiagnoser::findMismatch() {
     }
     std::vector<std::string> parts;
     for (const auto& g : groups) parts.push_back(ranksPhrase(g.second) + " called " + describeSignature(*g.first));
-    first = formatText("call #%" PRIu64 " disagrees between ranks: ", number.first) + join(parts, "; ");
+    first = formatText("call #%" PRIu64 " disagrees between ranks: ", no) + join(parts, "; ");
   }
   if (first.empty()) return;
   if (more > 0) first += formatText(" (and %d later call%s disagree too)", more, more == 1 ? "" : "s");
@@ -360,12 +371,21 @@ std::vector<CommReport> groupByComm(const RecorderScan& scan) {
   return out;
 }
 
+// Bytes moved between two looks: the calls after the old look's latest, and what that one moved
+// since.
 uint64_t bytesSince(const RecorderCopy& before, const RecorderCopy& now) {
   const CopiedCall* old = latestCall(before);
-  uint64_t oldNo = old ? old->callNo : 0, bytes = 0;
+  const uint64_t oldNo = old ? old->callNo : 0;
+  uint64_t bytes = 0;
   for (const CopiedCall& e : now.entries) {
-    if (e.callNo > oldNo) bytes += e.bytesDone;
-    if (old && e.callNo == oldNo && e.bytesDone > old->bytesDone) bytes += e.bytesDone - old->bytesDone;
+    if (e.callNo <= oldNo) continue;
+    const uint64_t from = std::max(e.firstCallNo, oldNo + 1);
+    bytes += (e.callNo - from) * e.callBytes + e.bytesDone;  // the earlier calls of the run completed
+  }
+  const CopiedCall* same = old ? runHolding(now, oldNo) : nullptr;
+  if (same) {
+    const uint64_t nowDone = same->callNo > oldNo ? same->callBytes : same->bytesDone;
+    if (nowDone > old->bytesDone) bytes += nowDone - old->bytesDone;
   }
   return bytes;
 }

@@ -6,8 +6,12 @@
 //
 // Segment: /dev/shm/weft-rec-<pid>-<commHash, 16 hex digits>-<rank>; a dump file in
 // WEFT_RECORDER_DIR: weft-rec-<host>-<pid>-<commHash>-<rank>.bin. Layout: one RecorderHeader,
-// then `capacity` RecorderEntry records, a ring: call number n (from 1) lives in entry
-// (n - 1) % capacity.
+// then `capacity` RecorderEntry records, a ring of runs: an entry holds calls firstCallNo to
+// lastCallNo (numbers from 1), the same call made again and again (a training loop's), which
+// cost the writer two header stores each instead of an entry. Every call of a run but its last
+// completed; the last is in the entry's state (kRunning meaning "completed" once the header's
+// doneCalls reaches it). The newest run is open (lastCallNo 0: it ends at the header's calls).
+// A call that stalls or fails, or differs from the one before, starts a run of its own.
 //
 // Consistency: each entry is written under its own sequence lock (`version` odd while the owner
 // writes it; a reader copies the entry and takes the copy only when `version` was even and
@@ -25,7 +29,7 @@ namespace core {
 
 constexpr uint64_t kRecorderMagic = 0x3143455254464557ull;  // "WEFTREC1" read as little-endian bytes
 // Bump with any change of RecorderHeader or RecorderEntry: readers refuse other layouts.
-constexpr uint32_t kRecorderLayout = 1;
+constexpr uint32_t kRecorderLayout = 2;
 constexpr const char* kRecorderPrefix = "weft-rec-";  // of the /dev/shm names and the dump files
 constexpr uint32_t kRecorderMaxCapacity = 1u << 20;  // WEFT_RECORDER_CALLS' upper bound
 
@@ -44,7 +48,9 @@ constexpr int32_t kRecordedBarrier = 100;
 
 struct RecorderEntry {
   std::atomic<uint64_t> version;  // sequence lock: odd while the owner writes
-  uint64_t callNo;                // the call's number on this communicator (from 1), the same on every rank for the same call
+  uint64_t firstCallNo;           // the run's first call's number on this communicator (from 1), the same on every rank for the same call
+  uint64_t lastCallNo;            // its last call's; 0 while the run is open (the newest: it ends at RecorderHeader::calls)
+  uint64_t callBytes;             // what each call of the run moves on this rank when it completes
   int32_t kind;                   // coll::CollKind value, or kRecordedBarrier
   int32_t type;                   // weftDataType_t
   int32_t op;                     // weftRedOp_t (0 where the call does not reduce)
@@ -54,11 +60,11 @@ struct RecorderEntry {
   int32_t waitPeer;               // kWaiting: the rank it waits for (-1 unknown)
   int32_t waitStep;               // kWaiting: the step index it waits in (-1 unknown)
   uint64_t count;                 // elements (a send/recv group: operations)
-  uint64_t bytesDone;             // bytes this rank moved so far (updated when it stalls and at the end)
-  int64_t queuedNs;               // CLOCK_REALTIME, ns since the epoch (coarse: a few ms of resolution); 0 not yet
-  int64_t startedNs;
-  int64_t endedNs;
-  char error[168];                // kFailed: the error's first sentence, NUL-terminated
+  uint64_t bytesDone;             // bytes the run's last call moved so far (when it stalls; callBytes once it completes)
+  int64_t queuedNs;               // the run's first call's, CLOCK_REALTIME ns since the epoch (coarse: ~100 ms); 0 not yet
+  int64_t startedNs;              // the same (the last call's: RecorderHeader::latestNs while the run is open)
+  int64_t endedNs;                // the run's last call's, once a later run began (open run: RecorderHeader::doneNs)
+  char error[152];                // kFailed: the error's first sentence, NUL-terminated
 };
 static_assert(sizeof(RecorderEntry) == 256, "a RecorderEntry is 256 bytes");
 
@@ -77,12 +83,15 @@ struct RecorderHeader {
   int64_t createdNs;     // CLOCK_REALTIME at creation
   std::atomic<int64_t> updatedNs;  // CLOCK_REALTIME of the owner's latest write (coarse)
   std::atomic<uint64_t> calls;     // calls ever recorded: the latest is number `calls`
+  std::atomic<uint64_t> doneCalls;  // calls 1..doneCalls have ended (completed or failed)
+  std::atomic<int64_t> latestNs;    // when call `calls` began (coarse)
+  std::atomic<int64_t> doneNs;      // when call `doneCalls` ended (coarse)
   int32_t dumped;        // in a dump file: why it was written (RecorderDumpReason); 0 in a segment
   int32_t reserved;
   char host[64];         // the owner's host name, NUL-terminated
   char frontEnd[32];     // who made the communicator: "weft", "nccl" (libnccl.so.2), "torch", "weft-perf" (WEFT_RECORDER_FRONT_END), NUL-terminated
 };
-static_assert(sizeof(RecorderHeader) == 184, "the RecorderHeader layout is fixed");
+static_assert(sizeof(RecorderHeader) == 208, "the RecorderHeader layout is fixed");
 
 enum class RecorderDumpReason : int32_t {
   kNone = 0,

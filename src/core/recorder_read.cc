@@ -67,6 +67,10 @@ std::string headerProblem(const RecorderHeader& h, uint64_t size) {
   if (!terminated(h.host, sizeof(h.host)) || !terminated(h.frontEnd, sizeof(h.frontEnd))) {
     return "its host or front-end name is not NUL-terminated; it is corrupt";
   }
+  if (h.doneCalls.load() > h.calls.load()) {
+    return formatText("it says %" PRIu64 " calls ended of %" PRIu64 " begun; it is corrupt", h.doneCalls.load(),
+                      h.calls.load());
+  }
   if (h.dumped < 0 || h.dumped > static_cast<int32_t>(RecorderDumpReason::kRequest)) {
     return formatText("its dump reason is %d, not one Weft writes; it is corrupt", h.dumped);
   }
@@ -74,11 +78,14 @@ std::string headerProblem(const RecorderHeader& h, uint64_t size) {
 }
 
 // The entry's checks against its header; "" when it passes.
-std::string entryProblem(const RecorderEntry& e, size_t index, const RecorderHeader& h) {
-  if (e.callNo < 1 || (e.callNo - 1) % h.capacity != index || e.callNo > h.calls.load() + 1) {
-    return formatText("holds call number %" PRIu64 ", which does not belong in entry %zu of %u (latest call %" PRIu64 ")",
-                  e.callNo, index, h.capacity, h.calls.load());
+std::string entryProblem(const RecorderEntry& e, const RecorderHeader& h) {
+  const uint64_t calls = h.calls.load();
+  if (e.firstCallNo < 1 || e.firstCallNo > calls + 1 || (e.lastCallNo != 0 && e.lastCallNo < e.firstCallNo) ||
+      e.lastCallNo > calls) {
+    return formatText("holds calls %" PRIu64 " to %" PRIu64 ", which cannot be with %" PRIu64 " calls recorded",
+                      e.firstCallNo, e.lastCallNo, calls);
   }
+  if (e.callBytes > (uint64_t{1} << 50)) return formatText("says each call moves %" PRIu64 " bytes", e.callBytes);
   bool kindOk = (e.kind >= 0 && e.kind < coll::kNumCollKinds) || e.kind == kRecordedBarrier;
   if (!kindOk) return formatText("has call kind %d, not one Weft records", e.kind);
   if (e.state <= static_cast<int32_t>(RecordedState::kFree) || e.state > static_cast<int32_t>(RecordedState::kFailed)) {
@@ -114,7 +121,9 @@ EntryCopy copyEntry(const RecorderEntry& src, RecorderEntry* dst) {
 
 CopiedCall fromEntry(const RecorderEntry& e) {
   CopiedCall c;
-  c.callNo = e.callNo;
+  c.firstCallNo = e.firstCallNo;
+  c.callNo = e.lastCallNo;  // 0 for the open run: settled by settleRuns
+  c.callBytes = e.callBytes;
   c.kind = e.kind;
   c.type = e.type;
   c.op = e.op;
@@ -130,6 +139,38 @@ CopiedCall fromEntry(const RecorderEntry& e) {
   c.endedNs = e.endedNs;
   c.error = e.error;
   return c;
+}
+
+// The runs, sorted by their first call, as the calls their last ones are (recorder_format.h): an
+// open run ends where the next begins, the newest at the header's calls; a run whose last call
+// another followed completed; the newest's last completed once doneCalls reaches it. A run that
+// overlaps the next is left out.
+void settleRuns(const RecorderHeader& h, const std::string& source, std::vector<CopiedCall>* runs,
+                std::vector<std::string>* problems) {
+  std::sort(runs->begin(), runs->end(),
+            [](const CopiedCall& a, const CopiedCall& b) { return a.firstCallNo < b.firstCallNo; });
+  std::vector<CopiedCall> kept;
+  for (size_t i = 0; i < runs->size(); ++i) {
+    CopiedCall c = (*runs)[i];
+    const bool newest = i + 1 == runs->size();
+    const uint64_t nextFirst = newest ? h.calls.load() + 1 : (*runs)[i + 1].firstCallNo;
+    if (c.callNo == 0) c.callNo = nextFirst - 1;
+    if (c.callNo < c.firstCallNo || c.callNo >= nextFirst) {
+      if (problems) {
+        problems->push_back(formatText("%s: the run of calls %" PRIu64 "-%" PRIu64 " left out: it overlaps the next one.",
+                                       source.c_str(), c.firstCallNo, c.callNo));
+      }
+      continue;
+    }
+    if (newest && c.callNo > c.firstCallNo && c.state != RecordedState::kQueued) c.startedNs = h.latestNs.load();
+    if (c.state == RecordedState::kRunning && (!newest || h.doneCalls.load() >= c.callNo)) {
+      c.state = RecordedState::kDone;
+      if (newest) c.endedNs = h.doneNs.load();
+    }
+    if (c.state == RecordedState::kDone) c.bytesDone = c.callBytes;
+    kept.push_back(std::move(c));
+  }
+  *runs = std::move(kept);
 }
 
 void fillFromHeader(const RecorderHeader& h, RecorderCopy* out) {
@@ -174,16 +215,15 @@ bool copyRecorder(const void* bytes, size_t size, const std::string& source, Rec
       ++out->beingWritten;
       continue;
     }
-    if (copy.callNo == 0 && copy.state == static_cast<int32_t>(RecordedState::kFree)) continue;  // never written
-    std::string bad = entryProblem(copy, i, h);
+    if (copy.firstCallNo == 0 && copy.state == static_cast<int32_t>(RecordedState::kFree)) continue;  // never written
+    std::string bad = entryProblem(copy, h);
     if (!bad.empty()) {
       if (entryProblems) entryProblems->push_back(formatText("%s: entry %zu left out: it ", source.c_str(), i) + bad + ".");
       continue;
     }
     out->entries.push_back(fromEntry(copy));
   }
-  std::sort(out->entries.begin(), out->entries.end(),
-            [](const CopiedCall& a, const CopiedCall& b) { return a.callNo < b.callNo; });
+  settleRuns(h, source, &out->entries, entryProblems);
   if (out->beingWritten > 0 && entryProblems) {
     entryProblems->push_back(formatText("%s: %d entries left out: they were being written on every one of %d tries.",
                                     source.c_str(), out->beingWritten, kCopyAttempts));

@@ -19,9 +19,13 @@
 namespace weft {
 namespace core {
 
-// One entry as copied and checked (the fields of RecorderEntry, error as a string).
+// One run of calls as copied and checked (recorder_format.h), as the call that is its last: the
+// fields of RecorderEntry, error as a string, the state and times the last call's. Every call
+// from firstCallNo to callNo - 1 was the same call and completed.
 struct CopiedCall {
-  uint64_t callNo = 0;
+  uint64_t callNo = 0;       // the run's last call
+  uint64_t firstCallNo = 0;  // its first (callNo when the run holds one call)
+  uint64_t callBytes = 0;    // what each of its calls moves when it completes
   int32_t kind = 0;
   int32_t type = 0;
   int32_t op = 0;
@@ -63,7 +67,7 @@ struct RecorderCopy {
   std::string host;
   std::string frontEnd;
   OwnerLiveness liveness = OwnerLiveness::kAlive;
-  std::vector<CopiedCall> entries;  // the valid entries, oldest call first
+  std::vector<CopiedCall> entries;  // the valid runs, oldest first
   int beingWritten = 0;             // entries left out: the owner kept writing them while we copied
 };
 

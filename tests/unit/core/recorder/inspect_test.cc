@@ -193,7 +193,7 @@ TEST(WeftInspect, NamesAStoppedRankAndTheCallTheOthersWaitIn) {
   ASSERT_EQ(kill(job.pid(3), SIGSTOP), 0);
   Seen seen;
   const double took = lookUntil(job, "ranks 0-2 wait in allreduce #6 for rank 3", &seen);
-  std::printf("weft-inspect named the stopped rank %.2f s after SIGSTOP:\n%s", took, seen.text.c_str());
+  std::printf("weft-inspect named the stopped rank %.2f s after SIGSTOP; what it prints:\n%s", took, inspect("").c_str());
   ASSERT_TRUE(seen.found);
   EXPECT_TRUE(contains(seen.text, "ranks 0-2 wait in allreduce #6 for rank 3; rank 3 finished allreduce #5")) << seen.text;
   EXPECT_TRUE(contains(seen.text, "its process is stopped (SIGSTOP, Ctrl-Z or a debugger): kill -CONT " +

@@ -27,6 +27,8 @@ constexpr int64_t kNow = 1000 * kSecond;
 CopiedCall call(uint64_t no, weft::coll::CollKind kind, RecordedState state, int64_t startedAgoNs, uint64_t count = 1024) {
   CopiedCall c;
   c.callNo = no;
+  c.firstCallNo = no;
+  c.callBytes = count * 4;
   c.kind = static_cast<int32_t>(kind);
   c.type = weftFloat32;
   c.op = weftSum;
@@ -123,6 +125,23 @@ TEST(RecorderDiagnosis, CallsThatDisagreeAreNamedWithBothSides) {
   const std::string f = allFindings(weft::core::diagnose(scan, kNow));
   EXPECT_TRUE(contains(f, "call #5 disagrees between ranks: ranks 0-1 called allreduce (1024 x float, sum); "
                           "rank 2 called allreduce (2048 x float, sum)"))
+      << f;
+}
+
+// Rank 1's loop changed its count at call #7 while rank 0's did not: found inside the runs.
+TEST(RecorderDiagnosis, FindsADisagreementInsideRunsOfCalls) {
+  RecorderScan scan;
+  CopiedCall loop = call(10, CollKind::kAllReduce, RecordedState::kRunning, kSecond);
+  loop.firstCallNo = 1;
+  scan.copies.push_back(rankCopy(0, 2, {loop}));
+  CopiedCall before = call(6, CollKind::kAllReduce, RecordedState::kDone, 2 * kSecond);
+  before.firstCallNo = 1;
+  CopiedCall after = call(10, CollKind::kAllReduce, RecordedState::kRunning, kSecond, 2048);
+  after.firstCallNo = 7;
+  scan.copies.push_back(rankCopy(1, 2, {before, after}));
+  const std::string f = allFindings(weft::core::diagnose(scan, kNow));
+  EXPECT_TRUE(contains(f, "call #7 disagrees between ranks: rank 0 called allreduce (1024 x float, sum); "
+                          "rank 1 called allreduce (2048 x float, sum)"))
       << f;
 }
 

@@ -60,25 +60,29 @@ class Segment {
   RecorderEntry& entry(size_t i) {
     return reinterpret_cast<RecorderEntry*>(bytes_.data() + sizeof(RecorderHeader))[i];
   }
-  // Records call `no` (from 1) where the ring puts it, as finished all-reduce of `count` floats.
+  // Records call `no` (from 1) as a run of its own in the next entry of the ring, a finished
+  // all-reduce of `count` floats.
   RecorderEntry& record(uint64_t no, uint64_t count = 1024) {
-    RecorderEntry& e = entry((no - 1) % header().capacity);
+    RecorderEntry& e = entry(next_);
+    next_ = (next_ + 1) % header().capacity;
     e.version.store(2 * no);
-    e.callNo = no;
+    e.firstCallNo = no;
+    e.lastCallNo = no;
+    e.callBytes = count * 4;
     e.kind = static_cast<int32_t>(weft::coll::CollKind::kAllReduce);
     e.type = weftFloat32;
     e.op = weftSum;
     e.root = -1;
     e.algo = static_cast<int32_t>(weft::coll::Algo::kRing);
-    e.state = static_cast<int32_t>(RecordedState::kDone);
+    e.state = static_cast<int32_t>(RecordedState::kRunning);  // completed: doneCalls reaches it
     e.waitPeer = -1;
     e.waitStep = -1;
     e.count = count;
-    e.bytesDone = count * 4;
+    e.bytesDone = 0;
     e.queuedNs = 100 * no;
     e.startedNs = 100 * no + 10;
     e.endedNs = 100 * no + 50;
-    if (no > header().calls.load()) header().calls.store(no);
+    if (no > header().calls.load()) header().calls.store(no), header().doneCalls.store(no);
     return e;
   }
   bool copy(RecorderCopy* out, std::string* problem, std::vector<std::string>* entryProblems) const {
@@ -88,14 +92,17 @@ class Segment {
 
  private:
   std::vector<char> bytes_;
+  uint32_t next_ = 0;
 };
 
 bool contains(const std::string& text, const std::string& words) { return text.find(words) != std::string::npos; }
 
 TEST(RecorderRead, CopiesEveryFieldOfAGoodSegmentOldestCallFirst) {
   Segment seg(4);
-  for (uint64_t no = 1; no <= 6; ++no) seg.record(no, 10 * no);  // the ring holds calls 3..6
-  RecorderEntry& last = seg.record(6, 60);
+  for (uint64_t no = 1; no <= 6; ++no) seg.record(no, 10 * no);  // the ring holds calls 3..6 (call 6 in entry 1)
+  RecorderEntry& last = seg.entry(1);  // call 6's, the newest run
+  last.lastCallNo = 0;                 // open
+  seg.header().doneCalls.store(5);
   last.state = static_cast<int32_t>(RecordedState::kWaiting);
   last.waitPeer = 3;
   last.waitStep = 5;
@@ -119,8 +126,46 @@ TEST(RecorderRead, CopiesEveryFieldOfAGoodSegmentOldestCallFirst) {
   EXPECT_EQ(e.waitPeer, 3);
   EXPECT_EQ(e.waitStep, 5);
   EXPECT_EQ(e.count, 60u);
-  EXPECT_EQ(e.bytesDone, 240u);
+  EXPECT_EQ(e.bytesDone, 0u);  // it has not moved anything yet
   EXPECT_EQ(e.startedNs, 610);
+  EXPECT_EQ(c.entries[0].state, RecordedState::kDone);
+  EXPECT_EQ(c.entries[0].bytesDone, 120u);
+}
+
+// A loop's calls are runs: calls 1-5 one run (closed), 6-9 another (open, call 9 running).
+TEST(RecorderRead, RunsReadAsTheirLastCalls) {
+  Segment seg(4);
+  RecorderEntry& a = seg.record(1);
+  a.lastCallNo = 5;
+  RecorderEntry& b = seg.record(6, 2048);
+  b.lastCallNo = 0;
+  seg.header().calls.store(9);
+  seg.header().doneCalls.store(8);
+  seg.header().latestNs.store(7777);
+  RecorderCopy c;
+  std::string problem;
+  std::vector<std::string> more;
+  ASSERT_TRUE(seg.copy(&c, &problem, &more)) << problem;
+  EXPECT_TRUE(more.empty());
+  ASSERT_EQ(c.entries.size(), 2u);
+  EXPECT_EQ(c.entries[0].firstCallNo, 1u);
+  EXPECT_EQ(c.entries[0].callNo, 5u);
+  EXPECT_EQ(c.entries[0].state, RecordedState::kDone);
+  EXPECT_EQ(c.entries[1].firstCallNo, 6u);
+  EXPECT_EQ(c.entries[1].callNo, 9u);
+  EXPECT_EQ(c.entries[1].state, RecordedState::kRunning);
+  EXPECT_EQ(c.entries[1].startedNs, 7777);
+  seg.header().doneCalls.store(9);
+  ASSERT_TRUE(seg.copy(&c, &problem, &more)) << problem;
+  EXPECT_EQ(c.entries[1].state, RecordedState::kDone);
+  EXPECT_EQ(c.entries[1].bytesDone, 8192u);
+  // Runs that overlap: the older is left out, with a sentence.
+  a.lastCallNo = 7;
+  more.clear();
+  ASSERT_TRUE(seg.copy(&c, &problem, &more)) << problem;
+  ASSERT_EQ(c.entries.size(), 1u);
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_TRUE(contains(more[0], "the run of calls 1-7 left out: it overlaps the next one")) << more[0];
 }
 
 TEST(RecorderRead, RefusesOtherLayoutsAndCorruptHeadersWithASentence) {
@@ -131,13 +176,14 @@ TEST(RecorderRead, RefusesOtherLayoutsAndCorruptHeadersWithASentence) {
   };
   const Case cases[] = {
       {"magic", [](RecorderHeader& h) { h.magic = 42; }, "not a Weft flight recorder's"},
-      {"layout", [](RecorderHeader& h) { h.layout = 2; }, "recorder layout 2"},
+      {"layout", [](RecorderHeader& h) { h.layout = weft::core::kRecorderLayout + 1; }, "recorder layout 3"},
       {"entry size", [](RecorderHeader& h) { h.entryBytes = 128; }, "128-byte entries"},
       {"capacity", [](RecorderHeader& h) { h.capacity = 0; }, "capacity is 0 entries"},
       {"size", [](RecorderHeader& h) { h.capacity = 5; }, "promises 5 entries"},
       {"rank", [](RecorderHeader& h) { h.rank = 4; }, "rank 4 of 4 ranks"},
       {"host", [](RecorderHeader& h) { std::memset(h.host, 'x', sizeof(h.host)); }, "not NUL-terminated"},
       {"dump reason", [](RecorderHeader& h) { h.dumped = 9; }, "dump reason is 9"},
+      {"ended calls", [](RecorderHeader& h) { h.doneCalls.store(5); }, "5 calls ended of 1 begun"},
   };
   for (const Case& c : cases) {
     Segment seg(4);
@@ -164,7 +210,7 @@ TEST(RecorderRead, LeavesOutBadEntriesAndSaysWhich) {
     const char* words;
   };
   const Case cases[] = {
-      {[](RecorderEntry& e) { e.callNo = 3; }, "holds call number 3"},
+      {[](RecorderEntry& e) { e.firstCallNo = 3; }, "holds calls 3 to 2, which cannot be with 2 calls recorded"},
       {[](RecorderEntry& e) { e.kind = 55; }, "call kind 55"},
       {[](RecorderEntry& e) { e.state = 9; }, "state 9"},
       {[](RecorderEntry& e) { e.type = weftNumTypes; }, "datatype"},
